@@ -1,0 +1,100 @@
+# haecer — top-level build. Plain GNU Make; every object lands under $(BUILD).
+#
+#   make               gcc build into build/
+#   make SANITIZE=1    clang ASan+UBSan build into build-asan/
+#   make check         install missing packages, build both, run every test (and valgrind set)
+#   make demo          install missing packages, build, run the demo
+#   make bench         build and run the benchmarks under bench/
+#   make install PREFIX=/usr/local
+
+SANITIZE ?= 0
+ifeq ($(SANITIZE),1)
+BUILD    ?= build-asan
+CC       := clang
+SANITIZER_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+OPTIMIZE ?= -O1
+else
+BUILD    ?= build
+CC       ?= gcc
+ifeq ($(origin CC),default)
+CC       := gcc
+endif
+SANITIZER_FLAGS :=
+OPTIMIZE ?= -O2
+endif
+
+PREFIX   ?= /usr/local
+AR       ?= ar
+WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
+CPPFLAGS += -D_GNU_SOURCE -I. -Ilibclient/include
+CFLAGS   ?= $(OPTIMIZE) -g
+CFLAGS   += -std=gnu11 $(WARNINGS) -fPIC -pthread -MMD -MP $(SANITIZER_FLAGS)
+LDFLAGS  += -pthread $(SANITIZER_FLAGS)
+
+# Library flags come from pkg-config, evaluated lazily so that `make check` can install the
+# packages before anything asks for them.
+pkg_libs = $(shell pkg-config --libs $(1) 2>/dev/null)
+URING_LIBS   = $(call pkg_libs,liburing)
+CYAML_LIBS   = $(call pkg_libs,libcyaml)
+CMOCKA_LIBS  = $(call pkg_libs,cmocka)
+SECCOMP_LIBS = $(call pkg_libs,libseccomp)
+CAP_LIBS     = $(call pkg_libs,libcap)
+CK_LIBS      = $(call pkg_libs,ck)
+PFM_LIBS     = -lpfm
+
+.DEFAULT_GOAL := all
+.PHONY: all tests benches check demo bench deps clean install
+
+# Filled in by the module fragments.
+PROGRAMS :=
+TEST_PROGRAMS :=
+BENCH_PROGRAMS :=
+INSTALL_TARGETS :=
+
+# $(call objects_of,SOURCES): the object files for a list of sources.
+objects_of = $(patsubst %.c,$(BUILD)/%.o,$(1))
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/%.a:
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+# Every archive, in link order; tests and benchmarks link all of them (static linking takes only
+# what is used).
+ALL_ARCHIVES = $(BUILD)/libhaecer-testlib.a $(BUILD)/libmsrd.a $(BUILD)/libhaecer.a \
+	       $(BUILD)/libhaecer-policy.a $(BUILD)/libhaecer-proto.a $(BUILD)/libhaecer-shm.a \
+	       $(BUILD)/libhaecer-common.a
+ALL_LDLIBS = $(CMOCKA_LIBS) $(URING_LIBS) $(CYAML_LIBS) $(CAP_LIBS) $(SECCOMP_LIBS) $(PFM_LIBS) -lm
+
+MODULES := $(sort $(wildcard */module.mk))
+include $(MODULES)
+
+all: $(PROGRAMS)
+tests: $(TEST_PROGRAMS)
+benches: $(BENCH_PROGRAMS)
+
+deps:
+	@scripts/install-deps.sh
+
+# The README's test command. Everything a test run needs, from a fresh clone.
+check: deps
+	scripts/check.sh
+
+demo: deps
+	scripts/demo.sh
+
+bench: deps
+	$(MAKE) all benches
+	scripts/run-benches.sh $(BUILD)
+
+install: all
+	scripts/install.sh "$(BUILD)" "$(DESTDIR)$(PREFIX)"
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,101 @@
+/*
+ * hw/msr.h — x86 model-specific register facts shared by msrd, its simulated CPU and libclient.
+ * Header only: addresses and bit fields from the Intel SDM vol. 3B (ch. 18-19, 14.9) and the
+ * AMD PPR for families 17h/19h/1Ah. No code, no policy.
+ */
+#ifndef HAECER_HW_MSR_H
+#define HAECER_HW_MSR_H
+
+#include <stdint.h>
+
+/* ---- time ---- */
+#define MSR_IA32_TSC 0x10u
+#define MSR_SMI_COUNT 0x34u /* Intel, since Nehalem: SMIs since reset, bits 31:0 */
+
+/* ---- architectural performance monitoring (CPUID 0xA) ---- */
+#define MSR_IA32_PMC0 0xC1u              /* IA32_PMCx = 0xC1 + x; writes sign-extend bit 31 */
+#define MSR_IA32_PERFEVTSEL0 0x186u      /* IA32_PERFEVTSELx = 0x186 + x */
+#define MSR_IA32_A_PMC0 0x4C1u           /* full-width writes, when PERF_CAPABILITIES bit 13 */
+#define MSR_IA32_PERF_CAPABILITIES 0x345u
+#define MSR_IA32_FIXED_CTR0 0x309u       /* instructions retired */
+#define MSR_IA32_FIXED_CTR1 0x30Au       /* unhalted core cycles */
+#define MSR_IA32_FIXED_CTR2 0x30Bu       /* unhalted reference cycles */
+#define MSR_IA32_FIXED_CTR_CTRL 0x38Du   /* 4 bits per fixed counter: OS, USR, AnyThread, PMI */
+#define MSR_IA32_PERF_GLOBAL_STATUS 0x38Eu
+#define MSR_IA32_PERF_GLOBAL_CTRL 0x38Fu /* bits 0..n-1 PMCs, 32..32+m-1 fixed counters */
+#define MSR_IA32_PERF_GLOBAL_OVF_CTRL 0x390u
+
+#define PERFEVTSEL_EVENT_MASK 0xFFull
+#define PERFEVTSEL_UMASK_SHIFT 8
+#define PERFEVTSEL_USR (1ull << 16)
+#define PERFEVTSEL_OS (1ull << 17)
+#define PERFEVTSEL_EDGE (1ull << 18)
+#define PERFEVTSEL_PC (1ull << 19)
+#define PERFEVTSEL_INT (1ull << 20)
+#define PERFEVTSEL_ANY (1ull << 21) /* AnyThread, perfmon v3+; reserved before */
+#define PERFEVTSEL_EN (1ull << 22)
+#define PERFEVTSEL_INV (1ull << 23)
+#define PERFEVTSEL_CMASK_SHIFT 24
+/* Bits 63:32 are reserved; setting them raises #GP (EIO through the msr driver). */
+#define PERFEVTSEL_VALID_BITS 0xFFFFFFFFull
+
+#define FIXED_CTR_CTRL_OS 0x1u
+#define FIXED_CTR_CTRL_USR 0x2u
+#define FIXED_CTR_CTRL_ANY 0x4u
+#define FIXED_CTR_CTRL_PMI 0x8u
+#define FIXED_CTR_CTRL_BITS_PER_COUNTER 4
+#define GLOBAL_CTRL_FIXED_SHIFT 32
+
+/* CPUID leaf 0xA fields. */
+#define CPUID_0A_EAX_VERSION(eax) ((eax) & 0xFFu)
+#define CPUID_0A_EAX_GP_COUNTERS(eax) (((eax) >> 8) & 0xFFu)
+#define CPUID_0A_EAX_GP_WIDTH(eax) (((eax) >> 16) & 0xFFu)
+#define CPUID_0A_EAX_EBX_LENGTH(eax) (((eax) >> 24) & 0xFFu)
+#define CPUID_0A_EDX_FIXED_COUNTERS(edx) ((edx) & 0x1Fu)
+#define CPUID_0A_EDX_FIXED_WIDTH(edx) (((edx) >> 5) & 0xFFu)
+
+/* Architectural events: index = bit in CPUID.0AH:EBX (bit set = NOT available). */
+enum arch_event_index {
+	ARCH_EVENT_CORE_CYCLES = 0,        /* 3C/00 */
+	ARCH_EVENT_INSTRUCTIONS = 1,       /* C0/00 */
+	ARCH_EVENT_REFERENCE_CYCLES = 2,   /* 3C/01 */
+	ARCH_EVENT_LLC_REFERENCES = 3,     /* 2E/4F */
+	ARCH_EVENT_LLC_MISSES = 4,         /* 2E/41 */
+	ARCH_EVENT_BRANCHES = 5,           /* C4/00 */
+	ARCH_EVENT_BRANCH_MISSES = 6,      /* C5/00 */
+	ARCH_EVENT_COUNT = 7,
+};
+
+/* ---- RAPL, Intel ---- */
+#define MSR_RAPL_POWER_UNIT 0x606u /* power 3:0, energy 12:8, time 19:16; unit = 2^-field */
+#define MSR_PKG_POWER_LIMIT 0x610u
+#define MSR_PKG_ENERGY_STATUS 0x611u
+#define MSR_PKG_POWER_INFO 0x614u  /* thermal spec power 14:0, in power units */
+#define MSR_DRAM_ENERGY_STATUS 0x619u
+#define MSR_PP0_ENERGY_STATUS 0x639u
+#define MSR_PP1_ENERGY_STATUS 0x641u
+#define MSR_PLATFORM_ENERGY_STATUS 0x64Du /* PSYS */
+
+/* ---- RAPL, AMD family 17h+ ---- */
+#define MSR_AMD_RAPL_POWER_UNIT 0xC0010299u
+#define MSR_AMD_CORE_ENERGY_STATUS 0xC001029Au /* per core */
+#define MSR_AMD_PKG_ENERGY_STATUS 0xC001029Bu
+
+#define RAPL_UNIT_POWER(raw) ((unsigned)((raw) & 0xFu))
+#define RAPL_UNIT_ENERGY(raw) ((unsigned)(((raw) >> 8) & 0x1Fu))
+#define RAPL_UNIT_TIME(raw) ((unsigned)(((raw) >> 16) & 0xFu))
+#define RAPL_ENERGY_COUNTER_MASK 0xFFFFFFFFull /* energy status registers count in 31:0 */
+#define RAPL_SERVER_DRAM_UNIT_EXPONENT 16u     /* fixed 2^-16 J DRAM unit on server parts */
+
+enum rapl_domain {
+	RAPL_DOMAIN_PKG = 0,
+	RAPL_DOMAIN_PP0 = 1,
+	RAPL_DOMAIN_PP1 = 2,
+	RAPL_DOMAIN_DRAM = 3,
+	RAPL_DOMAIN_PSYS = 4,
+	RAPL_DOMAIN_AMD_CORE = 5,
+	RAPL_DOMAIN_AMD_PKG = 6,
+	RAPL_DOMAIN_COUNT = 7,
+};
+
+#endif

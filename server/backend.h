@@ -1,0 +1,142 @@
+/*
+ * server/backend.h — the ways msrd reaches model-specific registers.
+ *
+ *   msr       /dev/cpu/N/msr of the Linux msr driver: pread/pwrite of 8 bytes at offset = address
+ *   msr-safe  /dev/cpu/N/msr_safe of LLNL's msr-safe, and its batch ioctl on /dev/cpu/msr_batch
+ *   sim       a simulated CPU described by configs/models/NAME.yaml (DESIGN.md section 6)
+ *
+ * Every device path is looked up under options->dev_root, so tests point the real code at
+ * stand-in files with the same read/write-at-offset interface.
+ *
+ * Errors of one operation are that operation's status, as the driver gives them: -EIO for an MSR
+ * the CPU does not have or a write the CPU refuses (#GP), -ENXIO for a CPU that does not exist.
+ * All functions return 0 (or a count) on success and -errno on failure; none sets errno.
+ */
+#ifndef HAECER_SERVER_BACKEND_H
+#define HAECER_SERVER_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hw/msr.h"
+
+#define MACHINE_MAX_CPUS 1024u
+
+enum backend_kind {
+	BACKEND_AUTO = 0,
+	BACKEND_MSR = 1,
+	BACKEND_MSR_SAFE = 2,
+	BACKEND_SIM = 3,
+};
+
+struct backend_options {
+	enum backend_kind kind;
+	const char *dev_root;      /* prefix of dev/cpu/N/msr, sys/..., proc/...; NULL or "/" = real */
+	const char *sim_model;     /* model name (file configs/models/NAME.yaml); NULL = default */
+	const char *models_dir;    /* directory of model files; NULL = built-in search path */
+	bool sim_virtual_time;     /* deterministic mode: time moves only by backend_sim_advance */
+	const char *sim_load_script; /* deterministic mode: scripted load file, may be NULL */
+};
+
+/* What the machine offers, from CPUID and the unit registers (real or simulated). */
+struct machine_info {
+	char vendor[16];            /* CPUID leaf 0: "GenuineIntel", "AuthenticAMD" */
+	char model_name[64];        /* human-readable, e.g. "Intel Core i5-2520M (Sandy Bridge)" */
+	char sim_model[32];         /* model file name when simulated, "" otherwise */
+	uint32_t family;            /* display family (base + extended) */
+	uint32_t model;             /* display model (base + extended << 4) */
+	uint32_t stepping;
+	uint32_t cpuid_0a[4];       /* leaf 0xA: eax, ebx, ecx, edx (zeros on AMD) */
+	uint32_t cpu_count;
+	uint32_t package_count;
+	uint16_t cpu_package[MACHINE_MAX_CPUS]; /* package of each CPU */
+	uint32_t rapl_domains;      /* bit (1 << enum rapl_domain) per domain that exists */
+	uint64_t rapl_power_unit;   /* raw value of the RAPL unit register (0 when no RAPL) */
+	uint8_t rapl_energy_exponent[RAPL_DOMAIN_COUNT]; /* J = count * 2^-exponent, per domain */
+	uint32_t rapl_max_power_mw[RAPL_DOMAIN_COUNT];   /* upper bound for wrap deadlines */
+	uint64_t tsc_hz;
+	bool has_smi_count;         /* MSR_SMI_COUNT exists */
+	bool pmc_full_width_writes; /* IA32_PERF_CAPABILITIES bit 13 */
+	bool simulated;
+};
+
+/* One register access of a batch. */
+struct msr_op {
+	uint32_t cpu;
+	uint32_t address;
+	uint64_t value;  /* read: result; write: what to write */
+	bool write;
+	int32_t status;  /* 0 or -errno, filled by the backend */
+};
+
+/* What limits the real device on this machine (DESIGN/issue "resource management"). */
+struct backend_diagnosis {
+	bool msr_device_present;    /* dev/cpu/0/msr exists */
+	bool msr_module_loaded;     /* sys/module/msr exists */
+	bool msr_safe_present;      /* dev/cpu/0/msr_safe exists */
+	bool msr_safe_batch_present;/* dev/cpu/msr_batch exists */
+	bool can_open;              /* dev/cpu/0/msr opens read-write */
+	bool has_cap_sys_rawio;
+	bool lockdown;              /* sys/kernel/security/lockdown is integrity or confidentiality */
+	bool writes_allowed;        /* sys/module/msr/parameters/allow_writes is "on" (or absent) */
+	char advice[512];           /* what the operator should do, "" when nothing limits */
+};
+
+struct msr_backend;
+
+/* Open a backend. BACKEND_AUTO tries msr, then msr-safe, then sim, and records why in
+ * `why` (e.g. "dev/cpu/0/msr: No such file or directory; using the simulated CPU"). */
+int backend_open(const struct backend_options *options, struct msr_backend **out, char *why,
+		 size_t why_size);
+void backend_close(struct msr_backend *backend);
+
+/* Inspect the device tree under options->dev_root without opening anything for good. */
+int backend_diagnose(const struct backend_options *options, struct backend_diagnosis *out);
+
+enum backend_kind backend_kind(const struct msr_backend *backend);
+const char *backend_kind_name(enum backend_kind kind);
+int backend_kind_parse(const char *name, enum backend_kind *out);
+
+int backend_machine_info(const struct msr_backend *backend, struct machine_info *out);
+uint32_t backend_cpu_count(const struct msr_backend *backend);
+
+/* Synchronous access. */
+int backend_read(struct msr_backend *backend, uint32_t cpu, uint32_t address, uint64_t *value);
+int backend_write(struct msr_backend *backend, uint32_t cpu, uint32_t address, uint64_t value);
+
+/* Run every op in order, each with its own status; returns 0 unless the batch as a whole could not
+ * run (then -errno and statuses are undefined). msr-safe uses its batch ioctl when present. */
+int backend_run_batch(struct msr_backend *backend, struct msr_op *ops, size_t count);
+
+/* For the asynchronous path: the descriptor on which msrd submits IORING_OP_READ / _WRITE of 8
+ * bytes at offset = address for `cpu`, or -EOPNOTSUPP when this backend runs synchronously (sim,
+ * or msr-safe batches). The fd stays owned by the backend. */
+int backend_device_fd(const struct msr_backend *backend, uint32_t cpu);
+
+/* ---- simulated CPU only (-EOPNOTSUPP on other backends) ---- */
+
+/* Names of the shipped models, for `msrd --list-sim-models`; returns the count. */
+int backend_sim_list_models(const char *models_dir, char names[][32], size_t max);
+
+/* Current time of the simulated CPU in ns (virtual or CLOCK_MONOTONIC_RAW based). */
+int backend_sim_now(const struct msr_backend *backend, uint64_t *now_ns);
+
+/* Virtual-time mode: move time forward by ns (energy and counters advance accordingly). */
+int backend_sim_advance(struct msr_backend *backend, uint64_t ns);
+
+/* Virtual-time mode: set the load (0.0 idle .. 1.0 busy) of one CPU, or of all when cpu < 0,
+ * from now on. */
+int backend_sim_set_load(struct msr_backend *backend, int cpu, double load);
+
+/* Ground truth of one energy domain of one package at the current simulated time. */
+struct sim_energy_truth {
+	uint64_t now_ns;
+	double joules;              /* exact energy consumed since the sim started */
+	uint64_t units_at_update;   /* floor(joules at the last 1 ms update / unit), not wrapped */
+	uint64_t last_update_ns;    /* time of that update */
+};
+int backend_sim_energy_truth(const struct msr_backend *backend, uint32_t package,
+			     enum rapl_domain domain, struct sim_energy_truth *out);
+
+#endif

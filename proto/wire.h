@@ -1,0 +1,398 @@
+/*
+ * proto/wire.h — msrd's wire protocol, version 1 (proto/PROTOCOL.md is the prose description).
+ *
+ * A connection carries frames in both directions over a UNIX stream socket. Every frame is a
+ * 16-byte header followed by an op-specific payload; all integers are little-endian. The header
+ * carries the whole frame length (hard maximum WIRE_MAX_FRAME), a magic, the protocol version,
+ * the op, a status (replies) and a request id that the reply repeats. Ring file descriptors travel
+ * as SCM_RIGHTS ancillary data on the bytes of the reply that announces them.
+ *
+ * This header gives the numbers (ops, statuses, limits), the host-side form of every message and
+ * the encoders/decoders. Decoders check the exact payload length of every message before any field
+ * is used; a payload one byte too short or too long is -EBADMSG. Nothing here allocates.
+ *
+ * All functions return 0 (or a size) on success and -errno on failure; none sets errno.
+ */
+#ifndef HAECER_PROTO_WIRE_H
+#define HAECER_PROTO_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WIRE_VERSION 1u
+#define WIRE_MAGIC 0x4D48u          /* bytes 'H' 'M' on the wire */
+#define WIRE_HEADER_SIZE 16u
+#define WIRE_MAX_FRAME 32768u       /* header included; larger frames close the connection */
+#define WIRE_MAX_PAYLOAD (WIRE_MAX_FRAME - WIRE_HEADER_SIZE)
+#define WIRE_MAX_BATCH_OPS 1024u
+#define WIRE_MAX_DETAIL 200u        /* error replies: at most this many bytes of text */
+#define WIRE_MAX_CPUS 1024u
+#define WIRE_MAX_RING_COUNTERS 16u
+#define WIRE_NAME_MAX 32u
+
+/* Header flags. */
+#define WIRE_FLAG_REPLY 0x01u       /* set on every frame the server sends */
+#define WIRE_FLAGS_KNOWN WIRE_FLAG_REPLY
+
+/*
+ * Op codes. Ranges are reserved per family so later work adds ops without a version bump; a
+ * server answers an op it does not implement with WIRE_STATUS_UNSUPPORTED and keeps the
+ * connection, and HELLO's feature bits say which families a server implements.
+ */
+enum wire_op {
+	WIRE_OP_HELLO = 0x0001,
+	WIRE_OP_MACHINE_INFO = 0x0002,
+	/* 0x0010-0x001f: MSR access */
+	WIRE_OP_READ = 0x0010,
+	WIRE_OP_WRITE = 0x0011,
+	WIRE_OP_BATCH = 0x0012,
+	/* 0x0020-0x002f: ring directory */
+	WIRE_OP_RING_CREATE = 0x0020,
+	WIRE_OP_RING_OPEN = 0x0021,
+	WIRE_OP_RING_LIST = 0x0022,
+	/* 0x0030-0x003f: simulated CPU control */
+	WIRE_OP_SIM_ADVANCE = 0x0030,
+	WIRE_OP_SIM_SET_LOAD = 0x0031,
+	WIRE_OP_SIM_ENERGY_TRUTH = 0x0032,
+	/* 0x0040-0x004f: counter slots (reserved for resource management, issue 5) */
+	WIRE_OP_SLOT_ALLOC = 0x0040,
+	WIRE_OP_SLOT_PROGRAM = 0x0041,
+	WIRE_OP_SLOT_ENABLE = 0x0042,
+	WIRE_OP_SLOT_READ = 0x0043,
+	WIRE_OP_SLOT_FREE = 0x0044,
+	/* 0x0050-0x005f: 64-bit energy totals (reserved, issue 5) */
+	WIRE_OP_ENERGY_READ = 0x0050,
+	/* 0x0060-0x006f: registered batches and schedules (reserved, issue 5) */
+	WIRE_OP_BATCH_REGISTER = 0x0060,
+	WIRE_OP_BATCH_RUN = 0x0061,
+	WIRE_OP_BATCH_RELEASE = 0x0062,
+	WIRE_OP_SCHEDULE_START = 0x0063,
+	WIRE_OP_SCHEDULE_STOP = 0x0064,
+	/* server to client only: the connection is about to be closed */
+	WIRE_OP_ERROR = 0x00ff,
+};
+
+/* HELLO feature bits: which op families this server implements for this client. */
+#define WIRE_FEATURE_MSR (1ull << 0)         /* READ, WRITE, BATCH */
+#define WIRE_FEATURE_RINGS (1ull << 1)       /* RING_CREATE, RING_OPEN, RING_LIST */
+#define WIRE_FEATURE_SIM_CONTROL (1ull << 2) /* sim backend and the policy allows this client */
+#define WIRE_FEATURE_SLOTS (1ull << 3)       /* reserved: counter slots */
+#define WIRE_FEATURE_ENERGY (1ull << 4)      /* reserved: 64-bit energy totals */
+#define WIRE_FEATURE_HANDLES (1ull << 5)     /* reserved: registered batches */
+#define WIRE_FEATURE_SCHEDULES (1ull << 6)   /* reserved: scheduled batches into rings */
+
+/*
+ * Status codes: stable numbers, each with a text (wire_status_text) and an errno-style value
+ * (wire_status_to_errno). New codes are only ever appended.
+ */
+enum wire_status {
+	WIRE_STATUS_OK = 0,
+	WIRE_STATUS_DENIED = 1,      /* -EPERM: the policy does not grant this */
+	WIRE_STATUS_MASK = 2,        /* -EACCES: a bit outside the write mask would change */
+	WIRE_STATUS_IO = 3,          /* -EIO: no such MSR, or the CPU refused the access */
+	WIRE_STATUS_NO_CPU = 4,      /* -ENXIO: no such CPU */
+	WIRE_STATUS_NOT_RUN = 5,     /* -ECANCELED: batch op not run, another op was refused */
+	WIRE_STATUS_INVALID = 6,     /* -EINVAL: a field has a value the op does not accept */
+	WIRE_STATUS_MALFORMED = 7,   /* -EBADMSG: frame or payload of the wrong shape */
+	WIRE_STATUS_TOO_LARGE = 8,   /* -EMSGSIZE: frame larger than WIRE_MAX_FRAME */
+	WIRE_STATUS_VERSION = 9,     /* -EPROTONOSUPPORT: protocol version not spoken */
+	WIRE_STATUS_UNSUPPORTED = 10,/* -EOPNOTSUPP: op unknown or not implemented */
+	WIRE_STATUS_BUSY = 11,       /* -EBUSY: resource held by someone else */
+	WIRE_STATUS_LIMIT = 12,      /* -ENOSPC: a per-client or server-wide limit is reached */
+	WIRE_STATUS_NOT_FOUND = 13,  /* -ENOENT: no such ring (or handle) */
+	WIRE_STATUS_NOT_SIM = 14,    /* -ENODEV: only with the simulated CPU */
+	WIRE_STATUS_NO_MEMORY = 15,  /* -ENOMEM */
+	WIRE_STATUS_TIMEOUT = 16,    /* -ETIMEDOUT: a frame was not completed in time */
+	WIRE_STATUS_SHUTDOWN = 17,   /* -ESHUTDOWN: the server is stopping */
+	WIRE_STATUS_STALE = 18,      /* -ESTALE: handle invalidated by a policy reload */
+	WIRE_STATUS_INTERNAL = 19,   /* -EREMOTEIO: the server failed for a reason of its own */
+	WIRE_STATUS_COUNT = 20,
+};
+
+const char *wire_status_text(uint16_t status);        /* "unknown status" for unknown codes */
+int wire_status_to_errno(uint16_t status);            /* 0 for OK, -EPROTO for unknown codes */
+uint16_t wire_status_from_errno(int negative_errno);  /* INTERNAL for errnos without a code */
+const char *wire_op_name(uint16_t op);                /* "READ", ...; "UNKNOWN" otherwise */
+
+/* ---- header ---- */
+
+struct wire_header {
+	uint32_t length;     /* whole frame, header included */
+	uint8_t version;
+	uint8_t flags;
+	uint16_t op;
+	uint16_t status;     /* 0 in requests */
+	uint32_t request_id; /* chosen by the client, repeated in the reply; 0 in unsolicited ERROR */
+};
+
+/* Decode and validate a header from the first bytes of a stream. Returns 0 with *out filled
+ * (the frame is complete once `available` >= out->length); -EAGAIN when fewer than
+ * WIRE_HEADER_SIZE bytes are available; -EBADMSG for a wrong magic, unknown flags or a length
+ * below the header size; -EMSGSIZE for a length above max_frame; -EPROTONOSUPPORT for another
+ * version (*out is filled in every case but -EAGAIN, so the reply can carry the request id). */
+int wire_header_decode(const void *data, size_t available, uint32_t max_frame,
+		       struct wire_header *out);
+void wire_header_encode(void *data, const struct wire_header *header);
+
+/* ---- payload cursors ---- */
+
+/* A writer never writes past size; once a put does not fit, `overflow` stays set. */
+struct wire_writer {
+	uint8_t *data;
+	size_t size;
+	size_t used;
+	bool overflow;
+};
+
+/* A reader never reads past size; reading too far sets `bad` and yields zeros. */
+struct wire_reader {
+	const uint8_t *data;
+	size_t size;
+	size_t used;
+	bool bad;
+};
+
+void wire_writer_init(struct wire_writer *writer, void *data, size_t size);
+void wire_put_u8(struct wire_writer *writer, uint8_t value);
+void wire_put_u16(struct wire_writer *writer, uint16_t value);
+void wire_put_u32(struct wire_writer *writer, uint32_t value);
+void wire_put_u64(struct wire_writer *writer, uint64_t value);
+void wire_put_bytes(struct wire_writer *writer, const void *bytes, size_t count);
+/* A fixed-size, NUL-padded text field; longer text is cut to size - 1 bytes. */
+void wire_put_name(struct wire_writer *writer, const char *text, size_t size);
+
+void wire_reader_init(struct wire_reader *reader, const void *data, size_t size);
+uint8_t wire_get_u8(struct wire_reader *reader);
+uint16_t wire_get_u16(struct wire_reader *reader);
+uint32_t wire_get_u32(struct wire_reader *reader);
+uint64_t wire_get_u64(struct wire_reader *reader);
+void wire_get_bytes(struct wire_reader *reader, void *bytes, size_t count);
+/* A fixed-size text field; the result is always NUL-terminated (size bytes of storage). */
+void wire_get_name(struct wire_reader *reader, char *text, size_t size);
+/* 0 when every byte was consumed and nothing was read past the end, else -EBADMSG. */
+int wire_reader_finish(const struct wire_reader *reader);
+
+/* ---- frames ---- */
+
+/* Encode a whole frame: header + `payload_length` bytes of payload already written at
+ * data + WIRE_HEADER_SIZE. Returns the frame length, or -EMSGSIZE when it exceeds size or
+ * WIRE_MAX_FRAME. */
+int wire_frame_finish(void *data, size_t size, uint16_t op, uint8_t flags, uint16_t status,
+		      uint32_t request_id, size_t payload_length);
+
+/* An error reply (or unsolicited ERROR frame) whose payload is a short text (cut to
+ * WIRE_MAX_DETAIL bytes, not NUL-terminated on the wire). Returns the frame length. */
+int wire_encode_error(void *data, size_t size, uint16_t op, uint16_t status, uint32_t request_id,
+		      const char *detail);
+
+/* ---- messages ---- */
+
+struct wire_hello_request {
+	uint16_t min_version;
+	uint16_t max_version;
+	uint32_t flags;                /* none defined; must be 0 */
+	char client_name[WIRE_NAME_MAX];
+};
+#define WIRE_HELLO_REQUEST_SIZE 40u
+
+struct wire_hello_reply {
+	uint16_t version;              /* chosen version */
+	uint16_t backend;              /* 1 msr, 2 msr-safe, 3 sim (server/backend.h numbering) */
+	uint32_t max_frame;
+	uint32_t max_batch_ops;
+	uint32_t max_in_flight;        /* pipelined requests before the server stops reading */
+	uint32_t max_rings;            /* rings a client may create or open */
+	uint32_t uid;                  /* the identity the server sees for this connection */
+	uint32_t gid;
+	uint32_t pid;
+	uint64_t features;             /* WIRE_FEATURE_* */
+	char server_version[WIRE_NAME_MAX];
+};
+#define WIRE_HELLO_REPLY_SIZE 72u
+
+/* MACHINE_INFO reply: fixed part, then cpu_count u16 package numbers. */
+#define WIRE_RAPL_DOMAINS 8u
+struct wire_machine_info {
+	char vendor[16];
+	char model_name[64];
+	char sim_model[WIRE_NAME_MAX];
+	uint32_t family;
+	uint32_t model;
+	uint32_t stepping;
+	uint32_t cpuid_0a[4];
+	uint32_t cpu_count;
+	uint32_t package_count;
+	uint32_t rapl_domains;
+	uint32_t flags;                /* WIRE_MACHINE_* */
+	uint64_t rapl_power_unit;
+	uint64_t tsc_hz;
+	uint8_t rapl_energy_exponent[WIRE_RAPL_DOMAINS];
+	uint32_t rapl_max_power_mw[WIRE_RAPL_DOMAINS];
+	uint16_t cpu_package[WIRE_MAX_CPUS];
+};
+#define WIRE_MACHINE_HAS_SMI_COUNT 0x1u
+#define WIRE_MACHINE_PMC_FULL_WIDTH 0x2u
+#define WIRE_MACHINE_SIMULATED 0x4u
+#define WIRE_MACHINE_INFO_FIXED_SIZE 212u
+
+struct wire_read_request {
+	uint32_t cpu;
+	uint32_t address;
+};
+#define WIRE_READ_REQUEST_SIZE 8u
+#define WIRE_READ_REPLY_SIZE 8u        /* u64 value */
+
+struct wire_write_request {
+	uint32_t cpu;
+	uint32_t address;
+	uint64_t value;
+};
+#define WIRE_WRITE_REQUEST_SIZE 16u    /* reply: empty */
+
+/* One op of a BATCH. */
+enum wire_batch_kind {
+	WIRE_BATCH_READ = 1,
+	WIRE_BATCH_WRITE = 2,
+	WIRE_BATCH_ENERGY_READ = 3,    /* reserved (issue 5): value = raw, aux = 64-bit total */
+	WIRE_BATCH_SLOT_READ = 4,      /* reserved (issue 5) */
+};
+struct wire_batch_op {
+	uint16_t kind;
+	uint16_t flags;                /* none defined; must be 0 */
+	uint32_t cpu;
+	uint32_t address;
+	uint64_t value;                /* what to write; 0 for reads */
+};
+#define WIRE_BATCH_OP_SIZE 24u
+struct wire_batch_result {
+	uint64_t value;                /* read result (writes: the value written) */
+	uint64_t aux;                  /* reserved for energy totals; 0 */
+	uint16_t status;               /* enum wire_status */
+};
+#define WIRE_BATCH_RESULT_SIZE 24u
+#define WIRE_BATCH_HEADER_SIZE 8u      /* u32 count, u32 flags/reserved */
+
+/* RING_CREATE request: fixed part, then counter_count counters. */
+struct wire_ring_counter {
+	char name[WIRE_NAME_MAX];
+	uint32_t id;
+	uint16_t kind;
+	int16_t unit_exponent;
+	int32_t package;
+	int32_t cpu;
+};
+#define WIRE_RING_COUNTER_SIZE 48u
+struct wire_ring_create {
+	uint16_t major;
+	uint16_t minor;
+	uint32_t capacity;
+	uint32_t flags;
+	uint32_t clock;
+	uint64_t tsc_hz;
+	uint32_t counter_count;
+	struct wire_ring_counter counters[WIRE_MAX_RING_COUNTERS];
+};
+#define WIRE_RING_CREATE_FIXED_SIZE 32u
+
+/* What RING_CREATE, RING_OPEN and RING_LIST report about a ring. */
+#define WIRE_RING_PRODUCER_CONNECTED 0x1u /* the creating client is still connected */
+struct wire_ring_entry {
+	uint16_t major;
+	uint16_t minor;
+	uint32_t instance;             /* server-wide creation sequence number, from 1 */
+	uint32_t capacity;
+	uint32_t flags;                /* WIRE_RING_* */
+	int32_t producer_pid;
+	uint32_t consumers;            /* connected clients that opened it */
+	uint64_t bytes;                /* size of the shared memory */
+};
+#define WIRE_RING_ENTRY_SIZE 32u
+
+/* RING_OPEN request (instance 0 = the newest instance of (major, minor)); RING_LIST request
+ * (list entries whose (major, minor, instance) key is >= this one). */
+struct wire_ring_key {
+	uint16_t major;
+	uint16_t minor;
+	uint32_t instance;
+};
+#define WIRE_RING_KEY_SIZE 8u
+#define WIRE_RING_LIST_HEADER_SIZE 8u  /* u32 count, u32 flags */
+#define WIRE_RING_LIST_MORE 0x1u       /* more entries follow the last one: ask again */
+#define WIRE_RING_LIST_MAX ((WIRE_MAX_PAYLOAD - WIRE_RING_LIST_HEADER_SIZE) / WIRE_RING_ENTRY_SIZE)
+
+struct wire_sim_advance {
+	uint64_t ns;
+};
+#define WIRE_SIM_ADVANCE_SIZE 8u       /* reply: u64 now_ns */
+
+struct wire_sim_set_load {
+	int32_t cpu;                   /* -1 = every CPU */
+	uint32_t load_ppm;             /* 0 idle .. 1000000 busy */
+};
+#define WIRE_SIM_SET_LOAD_SIZE 8u      /* reply: empty */
+
+struct wire_sim_truth_request {
+	uint32_t package;
+	uint32_t domain;               /* enum rapl_domain of hw/msr.h */
+};
+#define WIRE_SIM_TRUTH_REQUEST_SIZE 8u
+struct wire_sim_truth {
+	uint64_t now_ns;
+	double joules;                 /* IEEE 754 binary64 bit pattern on the wire */
+	uint64_t units_at_update;
+	uint64_t last_update_ns;
+};
+#define WIRE_SIM_TRUTH_SIZE 32u
+
+/* Encoders write the payload only (callers place it after the header and call
+ * wire_frame_finish). Decoders check the exact length; -EBADMSG otherwise, -EINVAL for fields
+ * whose values are out of range (unknown batch kinds and flags, counts over the limits). */
+void wire_put_hello_request(struct wire_writer *writer, const struct wire_hello_request *message);
+int wire_get_hello_request(const void *payload, size_t length, struct wire_hello_request *out);
+void wire_put_hello_reply(struct wire_writer *writer, const struct wire_hello_reply *message);
+int wire_get_hello_reply(const void *payload, size_t length, struct wire_hello_reply *out);
+
+void wire_put_machine_info(struct wire_writer *writer, const struct wire_machine_info *message);
+int wire_get_machine_info(const void *payload, size_t length, struct wire_machine_info *out);
+
+void wire_put_read_request(struct wire_writer *writer, const struct wire_read_request *message);
+int wire_get_read_request(const void *payload, size_t length, struct wire_read_request *out);
+int wire_get_read_reply(const void *payload, size_t length, uint64_t *value);
+
+void wire_put_write_request(struct wire_writer *writer, const struct wire_write_request *message);
+int wire_get_write_request(const void *payload, size_t length, struct wire_write_request *out);
+
+/* A batch request is the header (count, flags 0) then count ops; the reply the header then count
+ * results. wire_get_batch_count checks the header and that the length is exactly right for the
+ * count (-EBADMSG), and count in [1, max_ops] (-EINVAL); the per-element getters then read inside
+ * the payload. wire_get_batch_op is -EINVAL when the op's flags or reserved word are not zero. */
+void wire_put_batch_header(struct wire_writer *writer, uint32_t count);
+void wire_put_batch_op(struct wire_writer *writer, const struct wire_batch_op *op);
+void wire_put_batch_result(struct wire_writer *writer, const struct wire_batch_result *result);
+int wire_get_batch_count(const void *payload, size_t length, size_t element_size,
+			 uint32_t max_ops, uint32_t *count);
+int wire_get_batch_op(const void *payload, uint32_t index, struct wire_batch_op *out);
+void wire_get_batch_result(const void *payload, uint32_t index, struct wire_batch_result *out);
+
+void wire_put_ring_create(struct wire_writer *writer, const struct wire_ring_create *message);
+int wire_get_ring_create(const void *payload, size_t length, struct wire_ring_create *out);
+void wire_put_ring_entry(struct wire_writer *writer, const struct wire_ring_entry *entry);
+int wire_get_ring_entry(const void *payload, size_t length, struct wire_ring_entry *out);
+void wire_put_ring_key(struct wire_writer *writer, const struct wire_ring_key *key);
+int wire_get_ring_key(const void *payload, size_t length, struct wire_ring_key *out);
+/* RING_LIST reply: header then count entries; checks the exact length for the count. */
+int wire_get_ring_list(const void *payload, size_t length, uint32_t *count, uint32_t *flags);
+void wire_get_ring_list_entry(const void *payload, uint32_t index, struct wire_ring_entry *out);
+
+int wire_get_u64_payload(const void *payload, size_t length, uint64_t *value);
+void wire_put_sim_set_load(struct wire_writer *writer, const struct wire_sim_set_load *message);
+int wire_get_sim_set_load(const void *payload, size_t length, struct wire_sim_set_load *out);
+void wire_put_sim_truth_request(struct wire_writer *writer,
+				const struct wire_sim_truth_request *message);
+int wire_get_sim_truth_request(const void *payload, size_t length,
+			       struct wire_sim_truth_request *out);
+void wire_put_sim_truth(struct wire_writer *writer, const struct wire_sim_truth *message);
+int wire_get_sim_truth(const void *payload, size_t length, struct wire_sim_truth *out);
+
+#endif

@@ -1,0 +1,300 @@
+/*
+ * libclient/msrd_ops.c — the requests of <haecer/msrd.h>: machine info, MSR access, rings and
+ * simulator control, each one haecer__call.
+ */
+#include "libclient/msrd_conn.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+int haecer_machine_info(struct haecer_conn *conn, struct haecer_machine_info *out)
+{
+	struct wire_writer writer = haecer__begin(conn);
+	struct wire_machine_info info;
+	struct haecer_reply reply;
+	int status;
+
+	status = haecer__call_checked(conn, WIRE_OP_MACHINE_INFO, &writer, &reply);
+	if (status < 0)
+		return status;
+	if (wire_get_machine_info(reply.payload, reply.length, &info) < 0)
+		return -EPROTO;
+	_Static_assert(sizeof(*out) == sizeof(info), "haecer_machine_info mirrors the wire form");
+	memset(out, 0, sizeof(*out));
+	memcpy(out->vendor, info.vendor, sizeof(out->vendor));
+	memcpy(out->model_name, info.model_name, sizeof(out->model_name));
+	memcpy(out->sim_model, info.sim_model, sizeof(out->sim_model));
+	out->family = info.family;
+	out->model = info.model;
+	out->stepping = info.stepping;
+	memcpy(out->cpuid_0a, info.cpuid_0a, sizeof(out->cpuid_0a));
+	out->cpu_count = info.cpu_count;
+	out->package_count = info.package_count;
+	out->rapl_domains = info.rapl_domains;
+	out->flags = info.flags;
+	out->rapl_power_unit = info.rapl_power_unit;
+	out->tsc_hz = info.tsc_hz;
+	memcpy(out->rapl_energy_exponent, info.rapl_energy_exponent,
+	       sizeof(out->rapl_energy_exponent));
+	memcpy(out->rapl_max_power_mw, info.rapl_max_power_mw, sizeof(out->rapl_max_power_mw));
+	memcpy(out->cpu_package, info.cpu_package, sizeof(uint16_t) * info.cpu_count);
+	return 0;
+}
+
+int haecer_msr_read(struct haecer_conn *conn, uint32_t cpu, uint32_t address, uint64_t *value)
+{
+	struct wire_read_request request = { .cpu = cpu, .address = address };
+	struct wire_writer writer = haecer__begin(conn);
+	struct haecer_reply reply;
+	int status;
+
+	wire_put_read_request(&writer, &request);
+	status = haecer__call_checked(conn, WIRE_OP_READ, &writer, &reply);
+	if (status < 0)
+		return status;
+	return wire_get_read_reply(reply.payload, reply.length, value) < 0 ? -EPROTO : 0;
+}
+
+int haecer_msr_write(struct haecer_conn *conn, uint32_t cpu, uint32_t address, uint64_t value)
+{
+	struct wire_write_request request = { .cpu = cpu, .address = address, .value = value };
+	struct wire_writer writer = haecer__begin(conn);
+	struct haecer_reply reply;
+	int status;
+
+	wire_put_write_request(&writer, &request);
+	status = haecer__call_checked(conn, WIRE_OP_WRITE, &writer, &reply);
+	if (status < 0)
+		return status;
+	return reply.length == 0 ? 0 : -EPROTO;
+}
+
+int haecer_msr_batch(struct haecer_conn *conn, struct haecer_msr_op *ops, size_t count)
+{
+	struct wire_writer writer = haecer__begin(conn);
+	struct haecer_reply reply;
+	uint32_t replied;
+	int status;
+
+	if (count == 0 || count > WIRE_MAX_BATCH_OPS)
+		return -EINVAL;
+	wire_put_batch_header(&writer, (uint32_t)count);
+	for (size_t i = 0; i < count; i++) {
+		struct wire_batch_op op = {
+			.kind = ops[i].kind,
+			.cpu = ops[i].cpu,
+			.address = ops[i].address,
+			.value = ops[i].kind == HAECER_MSR_WRITE ? ops[i].value : 0,
+		};
+		wire_put_batch_op(&writer, &op);
+	}
+	status = haecer__call(conn, WIRE_OP_BATCH, &writer, &reply);
+	if (status < 0)
+		return status;
+	/* A refused batch still carries per-op results saying which op was refused; a reply
+	 * without them (malformed request, server limits) has a text detail instead. */
+	if (wire_get_batch_count(reply.payload, reply.length, WIRE_BATCH_RESULT_SIZE,
+				 WIRE_MAX_BATCH_OPS, &replied) < 0 ||
+	    replied != count) {
+		if (reply.status == WIRE_STATUS_OK)
+			return -EPROTO;
+		for (size_t i = 0; i < count; i++)
+			ops[i].status = wire_status_to_errno(reply.status);
+		return wire_status_to_errno(reply.status);
+	}
+	for (uint32_t i = 0; i < replied; i++) {
+		struct wire_batch_result result;
+		wire_get_batch_result(reply.payload, i, &result);
+		ops[i].status = wire_status_to_errno(result.status);
+		if (ops[i].kind == HAECER_MSR_READ && result.status == WIRE_STATUS_OK)
+			ops[i].value = result.value;
+	}
+	return wire_status_to_errno(reply.status);
+}
+
+/* ---- rings ---- */
+
+static void entry_from_wire(const struct wire_ring_entry *wire, struct haecer_ring_entry *entry)
+{
+	if (entry == NULL)
+		return;
+	*entry = (struct haecer_ring_entry){
+		.major = wire->major,
+		.minor = wire->minor,
+		.instance = wire->instance,
+		.capacity = wire->capacity,
+		.flags = wire->flags,
+		.producer_pid = wire->producer_pid,
+		.consumers = wire->consumers,
+		.bytes = wire->bytes,
+	};
+}
+
+/* A reply that must carry a ring entry and exactly one descriptor. */
+static int take_ring_reply(struct haecer_reply *reply, struct haecer_ring_entry *entry, int *fd)
+{
+	struct wire_ring_entry wire;
+
+	if (wire_get_ring_entry(reply->payload, reply->length, &wire) < 0 || reply->fd < 0) {
+		if (reply->fd >= 0)
+			close(reply->fd);
+		return -EPROTO;
+	}
+	entry_from_wire(&wire, entry);
+	*fd = reply->fd;
+	return 0;
+}
+
+int haecer_ring_create(struct haecer_conn *conn, const struct haecer_ring_spec *spec,
+		       struct haecer_ring_entry *entry, int *fd)
+{
+	struct wire_ring_create request = {
+		.major = spec->major,
+		.minor = spec->minor,
+		.capacity = spec->capacity,
+		.flags = spec->flags,
+		.clock = spec->clock,
+		.tsc_hz = spec->tsc_hz,
+		.counter_count = spec->counter_count,
+	};
+	struct wire_writer writer = haecer__begin(conn);
+	struct haecer_reply reply;
+	int status;
+
+	*fd = -1;
+	if (spec->counter_count > HAECER_RING_MAX_COUNTERS)
+		return -EINVAL;
+	for (uint32_t i = 0; i < spec->counter_count; i++) {
+		const struct haecer_ring_counter *counter = &spec->counters[i];
+		struct wire_ring_counter *wire = &request.counters[i];
+		memcpy(wire->name, counter->name, sizeof(wire->name));
+		wire->id = counter->id;
+		wire->kind = counter->kind;
+		wire->unit_exponent = counter->unit_exponent;
+		wire->package = counter->package;
+		wire->cpu = counter->cpu;
+	}
+	wire_put_ring_create(&writer, &request);
+	status = haecer__call_checked(conn, WIRE_OP_RING_CREATE, &writer, &reply);
+	if (status < 0)
+		return status;
+	return take_ring_reply(&reply, entry, fd);
+}
+
+int haecer_ring_open(struct haecer_conn *conn, uint16_t major, uint16_t minor, uint32_t instance,
+		     struct haecer_ring_entry *entry, int *fd)
+{
+	struct wire_ring_key key = { .major = major, .minor = minor, .instance = instance };
+	struct wire_writer writer = haecer__begin(conn);
+	struct haecer_reply reply;
+	int status;
+
+	*fd = -1;
+	wire_put_ring_key(&writer, &key);
+	status = haecer__call_checked(conn, WIRE_OP_RING_OPEN, &writer, &reply);
+	if (status < 0)
+		return status;
+	return take_ring_reply(&reply, entry, fd);
+}
+
+/* The key right after `entry` in (major, minor, instance) order; false when there is none. */
+static bool key_after(const struct wire_ring_entry *entry, struct wire_ring_key *key)
+{
+	*key = (struct wire_ring_key){ entry->major, entry->minor, entry->instance };
+	if (++key->instance != 0)
+		return true;
+	if (++key->minor != 0)
+		return true;
+	return ++key->major != 0;
+}
+
+int haecer_ring_list(struct haecer_conn *conn, struct haecer_ring_entry *entries, size_t max)
+{
+	struct wire_ring_key key = { 0, 0, 0 };
+	size_t total = 0;
+
+	for (;;) {
+		struct wire_writer writer = haecer__begin(conn);
+		struct wire_ring_entry wire;
+		struct haecer_reply reply;
+		uint32_t count;
+		uint32_t flags;
+		int status;
+
+		wire_put_ring_key(&writer, &key);
+		status = haecer__call_checked(conn, WIRE_OP_RING_LIST, &writer, &reply);
+		if (status < 0)
+			return status;
+		if (wire_get_ring_list(reply.payload, reply.length, &count, &flags) < 0)
+			return -EPROTO;
+		for (uint32_t i = 0; i < count; i++, total++) {
+			wire_get_ring_list_entry(reply.payload, i, &wire);
+			if (total < max)
+				entry_from_wire(&wire, &entries[total]);
+		}
+		if ((flags & WIRE_RING_LIST_MORE) == 0 || count == 0 || !key_after(&wire, &key))
+			break;
+	}
+	return total > (size_t)INT32_MAX ? INT32_MAX : (int)total;
+}
+
+/* ---- simulated CPU ---- */
+
+int haecer_sim_advance(struct haecer_conn *conn, uint64_t ns, uint64_t *now_ns)
+{
+	struct wire_writer writer = haecer__begin(conn);
+	struct haecer_reply reply;
+	uint64_t now;
+	int status;
+
+	wire_put_u64(&writer, ns);
+	status = haecer__call_checked(conn, WIRE_OP_SIM_ADVANCE, &writer, &reply);
+	if (status < 0)
+		return status;
+	if (wire_get_u64_payload(reply.payload, reply.length, &now) < 0)
+		return -EPROTO;
+	if (now_ns != NULL)
+		*now_ns = now;
+	return 0;
+}
+
+int haecer_sim_set_load(struct haecer_conn *conn, int cpu, double load)
+{
+	struct wire_writer writer = haecer__begin(conn);
+	struct wire_sim_set_load request;
+	struct haecer_reply reply;
+
+	if (!(load >= 0.0 && load <= 1.0) || cpu < -1)
+		return -EINVAL;
+	request = (struct wire_sim_set_load){
+		.cpu = cpu,
+		.load_ppm = (uint32_t)(load * 1000000.0 + 0.5),
+	};
+	wire_put_sim_set_load(&writer, &request);
+	return haecer__call_checked(conn, WIRE_OP_SIM_SET_LOAD, &writer, &reply);
+}
+
+int haecer_sim_energy_truth(struct haecer_conn *conn, uint32_t package, uint32_t domain,
+			    struct haecer_sim_truth *out)
+{
+	struct wire_sim_truth_request request = { .package = package, .domain = domain };
+	struct wire_writer writer = haecer__begin(conn);
+	struct wire_sim_truth truth;
+	struct haecer_reply reply;
+	int status;
+
+	wire_put_sim_truth_request(&writer, &request);
+	status = haecer__call_checked(conn, WIRE_OP_SIM_ENERGY_TRUTH, &writer, &reply);
+	if (status < 0)
+		return status;
+	if (wire_get_sim_truth(reply.payload, reply.length, &truth) < 0)
+		return -EPROTO;
+	*out = (struct haecer_sim_truth){
+		.now_ns = truth.now_ns,
+		.joules = truth.joules,
+		.units_at_update = truth.units_at_update,
+		.last_update_ns = truth.last_update_ns,
+	};
+	return 0;
+}

@@ -74,10 +74,18 @@ const char *policy_warning(const struct policy *policy, size_t index);
  * fixed format, in file order. Parsing the output gives the same canonical form again. */
 int policy_print(const struct policy *policy, FILE *out);
 
-/* Format an error as "FILE:LINE:COLUMN: MESSAGE" (or "FILE: MESSAGE" without a place). */
+/* Format an error as "FILE:LINE:COLUMN: MESSAGE" (or "FILE: MESSAGE" without a place).
+ * Returns the length written, -ENOSPC when it was truncated to fit `size`. */
 int policy_error_format(const struct policy_error *error, char *buffer, size_t size);
 
+/* The name of the MSR entry covering `address` (for log lines), or NULL when no entry does.
+ * Valid as long as the policy. */
+const char *policy_msr_name(const struct policy *policy, uint32_t address);
+
 /* ---- per-client grants ---- */
+
+/* A grant is a snapshot: it does not refer to the policy, so it stays valid after policy_free
+ * (a reload), and it is never modified, so any number of threads may query it. */
 
 int policy_resolve(const struct policy *policy, const struct policy_subject *subject,
 		   struct policy_grant **out);

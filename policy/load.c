@@ -1,0 +1,270 @@
+/*
+ * policy/load.c — reading a policy file safely, and the policy object's lifetime.
+ */
+#include "policy/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void error_start(struct policy_error *error, const char *name)
+{
+	if (error == NULL)
+		return;
+	memset(error, 0, sizeof(*error));
+	snprintf(error->file, sizeof(error->file), "%s", name != NULL ? name : "(policy)");
+}
+
+static int fail_errno(struct policy_error *error, int negative_errno, const char *what)
+{
+	policy_fail(error, 0, 0, "%s: %s", what, strerror(-negative_errno));
+	return negative_errno;
+}
+
+static void free_rule(struct policy_rule *rule)
+{
+	free(rule->match_name);
+	free(rule->match_comment);
+	policy_free_strings(rule->allow, rule->allow_count);
+	free(rule->entries);
+	free(rule->create_rings.ranges);
+	free(rule->monitor_rings.ranges);
+}
+
+void policy_free(struct policy *policy)
+{
+	if (policy == NULL)
+		return;
+	for (size_t i = 0; i < policy->msr_count; i++) {
+		free(policy->msrs[i].name);
+		policy_free_strings(policy->msrs[i].sets, policy->msrs[i].set_count);
+	}
+	free(policy->msrs);
+	free(policy->by_address);
+	for (size_t i = 0; i < policy->rule_count; i++)
+		free_rule(&policy->rules[i]);
+	free(policy->rules);
+	policy_free_strings(policy->warnings, policy->warning_count);
+	free(policy->name);
+	free(policy);
+}
+
+static int load_text(const char *yaml, size_t length, const char *name, struct policy **out,
+		     struct policy_error *error)
+{
+	struct policy *policy = calloc(1, sizeof(*policy));
+	int result = -ENOMEM;
+
+	if (policy == NULL)
+		goto out;
+	policy->name = policy_strdup(name);
+	if (policy->name == NULL)
+		goto out;
+	result = policy_parse(yaml, length, policy, error);
+out:
+	if (result < 0) {
+		policy_free(policy);
+		policy = NULL;
+		if (result == -ENOMEM)
+			fail_errno(error, result, "loading the policy");
+	}
+	*out = policy;
+	return result;
+}
+
+int policy_load_buffer(const char *yaml, size_t length, const char *name, struct policy **out,
+		       struct policy_error *error)
+{
+	struct policy_error ignored;
+
+	if (error == NULL)
+		error = &ignored;
+	if (name == NULL)
+		name = "(policy)";
+	error_start(error, name);
+	if (out == NULL)
+		return -EINVAL;
+	*out = NULL;
+	if (yaml == NULL)
+		return policy_fail(error, 0, 0, "no policy text");
+	if (length > POLICY_MAX_FILE_BYTES) {
+		policy_fail(error, 0, 0, "policy of %zu bytes is larger than the limit of %u",
+			    length, POLICY_MAX_FILE_BYTES);
+		return -EFBIG;
+	}
+	return load_text(yaml, length, name, out, error);
+}
+
+/* sshd's StrictModes: whoever can change the file or rename entries on its path can grant
+ * themselves any register. Owner must be root or us; no group or other write bit. A directory
+ * with the sticky bit (/tmp) is accepted with write bits, since only an entry's owner may
+ * rename or delete it there, and the next entry on the path is checked in turn. */
+static int check_mode(const struct stat *status, const char *what, const char *path,
+		      struct policy_error *error)
+{
+	uid_t self = geteuid();
+
+	if (status->st_uid != 0 && status->st_uid != self) {
+		policy_fail(error, 0, 0,
+			    "refusing policy: %s %s is owned by uid %u, not by root or uid %u",
+			    what, path, (unsigned)status->st_uid, (unsigned)self);
+		return -EACCES;
+	}
+	if ((status->st_mode & (S_IWGRP | S_IWOTH)) == 0)
+		return 0;
+	if (S_ISDIR(status->st_mode) && (status->st_mode & S_ISVTX))
+		return 0;
+	policy_fail(error, 0, 0,
+		    "refusing policy: %s %s is writable by %s (mode %04o); run chmod go-w on "
+		    "it or allow insecure permissions explicitly",
+		    what, path, (status->st_mode & S_IWOTH) ? "others" : "its group",
+		    (unsigned)(status->st_mode & 07777));
+	return -EACCES;
+}
+
+static int check_directories(const char *path, struct policy_error *error)
+{
+	char *resolved = realpath(path, NULL);
+	int result = 0;
+
+	if (resolved == NULL)
+		return fail_errno(error, -errno, "cannot resolve the path");
+	for (char *slash = strrchr(resolved, '/'); slash != NULL && result == 0;
+	     slash = strrchr(resolved, '/')) {
+		struct stat status;
+
+		slash[slash == resolved ? 1 : 0] = '\0';
+		if (stat(resolved, &status) < 0)
+			result = fail_errno(error, -errno, "cannot inspect a directory of the path");
+		else
+			result = check_mode(&status, "directory", resolved, error);
+		if (slash == resolved)
+			break;
+	}
+	free(resolved);
+	return result;
+}
+
+/* Read at most POLICY_MAX_FILE_BYTES + 1, so that a larger file is noticed, not truncated. */
+static int read_all(int fd, char **text, size_t *length, struct policy_error *error)
+{
+	size_t capacity = POLICY_MAX_FILE_BYTES + 1, used = 0;
+	char *buffer = malloc(capacity);
+
+	if (buffer == NULL)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t count = read(fd, buffer + used, capacity - used);
+		if (count < 0 && errno == EINTR)
+			continue;
+		if (count < 0) {
+			int result = -errno;
+			free(buffer);
+			return fail_errno(error, result, "cannot read");
+		}
+		if (count == 0 || (used += (size_t)count) == capacity)
+			break;
+	}
+	if (used > POLICY_MAX_FILE_BYTES) {
+		free(buffer);
+		policy_fail(error, 0, 0, "policy file is larger than the limit of %u bytes",
+			    POLICY_MAX_FILE_BYTES);
+		return -EFBIG;
+	}
+	*text = buffer;
+	*length = used;
+	return 0;
+}
+
+int policy_load(const char *path, const struct policy_load_options *options, struct policy **out,
+		struct policy_error *error)
+{
+	struct policy_error ignored;
+	bool strict = options == NULL || !options->allow_insecure_permissions;
+	char *text = NULL;
+	size_t length = 0;
+	struct stat status;
+	int result = 0;
+
+	if (error == NULL)
+		error = &ignored;
+	error_start(error, path);
+	if (out == NULL || path == NULL)
+		return -EINVAL;
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return fail_errno(error, -errno, "cannot open");
+	if (fstat(fd, &status) < 0) {
+		result = fail_errno(error, -errno, "cannot inspect");
+		goto out;
+	}
+	if (!S_ISREG(status.st_mode)) {
+		result = policy_fail(error, 0, 0, "not a regular file");
+		goto out;
+	}
+	if (strict) {
+		result = check_mode(&status, "file", path, error);
+		if (result == 0)
+			result = check_directories(path, error);
+		if (result < 0)
+			goto out;
+	}
+	result = read_all(fd, &text, &length, error);
+	if (result == 0)
+		result = load_text(text, length, path, out, error);
+out:
+	free(text);
+	close(fd);
+	return result;
+}
+
+const char *policy_msr_name(const struct policy *policy, uint32_t address)
+{
+	size_t low = 0, high = policy != NULL ? policy->msr_count : 0;
+
+	while (low < high) {
+		size_t middle = low + (high - low) / 2;
+		const struct policy_msr *msr = &policy->msrs[policy->by_address[middle]];
+		if (address < msr->first)
+			high = middle;
+		else if (address > msr->last)
+			low = middle + 1;
+		else
+			return msr->name;
+	}
+	return NULL;
+}
+
+size_t policy_warning_count(const struct policy *policy)
+{
+	return policy != NULL ? policy->warning_count : 0;
+}
+
+const char *policy_warning(const struct policy *policy, size_t index)
+{
+	if (policy == NULL || index >= policy->warning_count)
+		return NULL;
+	return policy->warnings[index];
+}
+
+int policy_error_format(const struct policy_error *error, char *buffer, size_t size)
+{
+	int length;
+
+	if (error == NULL || buffer == NULL || size == 0)
+		return -EINVAL;
+	if (error->line > 0)
+		length = snprintf(buffer, size, "%s:%u:%u: %s", error->file, error->line,
+				  error->column, error->message);
+	else
+		length = snprintf(buffer, size, "%s: %s", error->file, error->message);
+	if (length < 0)
+		return -EINVAL;
+	return (size_t)length < size ? length : -ENOSPC;
+}

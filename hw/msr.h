@@ -11,6 +11,8 @@
 /* ---- time ---- */
 #define MSR_IA32_TSC 0x10u
 #define MSR_SMI_COUNT 0x34u /* Intel, since Nehalem: SMIs since reset, bits 31:0 */
+#define MSR_IA32_MPERF 0xE7u /* counts at the TSC rate while not halted (C0) */
+#define MSR_IA32_APERF 0xE8u /* counts actual core cycles while not halted (C0) */
 
 /* ---- architectural performance monitoring (CPUID 0xA) ---- */
 #define MSR_IA32_PMC0 0xC1u              /* IA32_PMCx = 0xC1 + x; writes sign-extend bit 31 */

@@ -36,7 +36,9 @@ struct backend_options {
 	const char *sim_model;     /* model name (file configs/models/NAME.yaml); NULL = default */
 	const char *models_dir;    /* directory of model files; NULL = built-in search path */
 	bool sim_virtual_time;     /* deterministic mode: time moves only by backend_sim_advance */
-	const char *sim_load_script; /* deterministic mode: scripted load file, may be NULL */
+	const char *sim_load_script; /* scripted load file (format in server/sim_load.h), may be NULL */
+	uint64_t sim_access_step_ns; /* virtual time: advance this much per register access, so a
+				      * loop waiting for the next 1 ms energy update ends */
 };
 
 /* What the machine offers, from CPUID and the unit registers (real or simulated). */
@@ -110,9 +112,14 @@ int backend_write(struct msr_backend *backend, uint32_t cpu, uint32_t address, u
 int backend_run_batch(struct msr_backend *backend, struct msr_op *ops, size_t count);
 
 /* For the asynchronous path: the descriptor on which msrd submits IORING_OP_READ / _WRITE of 8
- * bytes at offset = address for `cpu`, or -EOPNOTSUPP when this backend runs synchronously (sim,
- * or msr-safe batches). The fd stays owned by the backend. */
+ * bytes at offset = address for `cpu`, or -EOPNOTSUPP when this backend runs synchronously (sim;
+ * msr-safe batches go through backend_run_batch, its single reads and writes may use the fd).
+ * -ENXIO for a CPU without a device. The fd stays owned by the backend. */
 int backend_device_fd(const struct msr_backend *backend, uint32_t cpu);
+
+/* The same descriptor for writes, or -EPERM when the device could only be opened read-only
+ * (a write submitted on the read-only fd would fail with EBADF; backend_write says EPERM). */
+int backend_device_write_fd(const struct msr_backend *backend, uint32_t cpu);
 
 /* ---- simulated CPU only (-EOPNOTSUPP on other backends) ---- */
 
@@ -125,18 +132,30 @@ int backend_sim_now(const struct msr_backend *backend, uint64_t *now_ns);
 /* Virtual-time mode: move time forward by ns (energy and counters advance accordingly). */
 int backend_sim_advance(struct msr_backend *backend, uint64_t ns);
 
-/* Virtual-time mode: set the load (0.0 idle .. 1.0 busy) of one CPU, or of all when cpu < 0,
- * from now on. */
+/* Set the load (0.0 idle .. 1.0 busy) of one CPU, or of all when cpu < 0, from now on; those CPUs
+ * stop following the host or the script. Works in both time modes. -ENXIO beyond the model. */
 int backend_sim_set_load(struct msr_backend *backend, int cpu, double load);
+
+/* Replace the load script (see server/sim_load.h for the format); the CPUs it names follow it
+ * from now on. -EINVAL (and a log line with file and line) when it is malformed. */
+int backend_sim_load_script(struct msr_backend *backend, const char *path);
 
 /* Ground truth of one energy domain of one package at the current simulated time. */
 struct sim_energy_truth {
 	uint64_t now_ns;
-	double joules;              /* exact energy consumed since the sim started */
+	double joules;              /* energy consumed since the sim started (nearest double) */
 	uint64_t units_at_update;   /* floor(joules at the last 1 ms update / unit), not wrapped */
 	uint64_t last_update_ns;    /* time of that update */
+	unsigned __int128 femtojoules; /* exact: energy since the start in 1e-15 J (= µW * ns) */
+	uint64_t power_microwatts;  /* current power: idle + (max - idle) * mean load */
+	uint32_t energy_exponent;   /* unit of the register: 2^-energy_exponent J */
 };
+/* -ENXIO for a package beyond the model, -ENOENT for a domain it lacks. For the per-core AMD
+ * domain this is the first core of the package; backend_sim_energy_truth_cpu names any. */
 int backend_sim_energy_truth(const struct msr_backend *backend, uint32_t package,
 			     enum rapl_domain domain, struct sim_energy_truth *out);
+/* Ground truth of the domain instance `cpu` reads (its package's, or its core's). */
+int backend_sim_energy_truth_cpu(const struct msr_backend *backend, uint32_t cpu,
+				 enum rapl_domain domain, struct sim_energy_truth *out);
 
 #endif

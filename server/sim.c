@@ -1,0 +1,667 @@
+/*
+ * server/sim.c — the simulated CPU (DESIGN.md section 6): time, load, RAPL energy and the
+ * register map. Performance counters are in sim_pmu.c.
+ *
+ * Time is CLOCK_MONOTONIC_RAW, or virtual (starts at 0, moves by sim_advance and an optional
+ * step per register access). Load is piecewise constant per CPU: from the host's /proc/stat
+ * (sampled at most every 100 ms, when a register is read), a load script, or set explicitly.
+ *
+ * Everything advances lazily and analytically: a CPU's busy time and a domain's energy are
+ * brought up to date only when something observes them or their load changes, so advancing by an
+ * hour costs the same as advancing by a millisecond (plus one step per scripted load change).
+ *
+ * A host sample applies from each object's last observation onwards: what nobody has seen can
+ * still take the newer load, what somebody has seen never changes. Script and set_load changes
+ * apply exactly at their time.
+ */
+#include "server/sim.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "server/sim_internal.h"
+
+#define SIM_DEFAULT_MODEL "sandybridge"
+#define FEMTOJOULES_PER_JOULE 1000000000000000ull
+
+/* ---- time and load ---- */
+
+static uint64_t monotonic_raw_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+	return (uint64_t)now.tv_sec * SIM_NS_PER_SECOND + (uint64_t)now.tv_nsec;
+}
+
+sim_u128 sim_cpu_busy_at(struct sim_cpu *cpu, uint64_t t)
+{
+	if (t > cpu->t) {
+		cpu->busy += (sim_u128)cpu->load * (t - cpu->t);
+		cpu->t = t;
+	}
+	return cpu->busy;
+}
+
+static void domain_set_power(struct sim_domain *domain)
+{
+	sim_u128 span = (sim_u128)domain->span_uw * domain->load_sum;
+
+	domain->power_uw = domain->idle_uw +
+			   (uint64_t)(span / ((sim_u128)domain->cpus * SIM_LOAD_ONE));
+}
+
+/* Integrate the domain's constant power up to t, noting the energy at the last 1 ms boundary. */
+static void domain_advance(struct sim_domain *domain, uint64_t t)
+{
+	uint64_t boundary = t - t % SIM_UPDATE_NS;
+
+	if (t <= domain->t)
+		return;
+	if (boundary > domain->t)
+		domain->update_fj = domain->energy_fj +
+				    (sim_u128)domain->power_uw * (boundary - domain->t);
+	domain->energy_fj += (sim_u128)domain->power_uw * (t - domain->t);
+	domain->t = t;
+}
+
+/* Change one CPU's load. `exact`: at time t (objects are first brought up to t with the old
+ * load); otherwise from each object's last observation on. */
+static void cpu_set_load(struct sim *sim, uint32_t index, uint32_t load, bool exact, uint64_t t)
+{
+	struct sim_cpu *cpu = &sim->cpus[index];
+
+	if (exact)
+		sim_cpu_busy_at(cpu, t);
+	for (uint32_t kind = 0; kind < RAPL_DOMAIN_COUNT; kind++) {
+		struct sim_domain *domain;
+
+		if (cpu->domain[kind] == SIM_NO_DOMAIN)
+			continue;
+		domain = &sim->domains[cpu->domain[kind]];
+		if (exact)
+			domain_advance(domain, t);
+		domain->load_sum = domain->load_sum - cpu->load + load;
+		domain_set_power(domain);
+	}
+	cpu->load = load;
+}
+
+static void timeline_enter(struct sim *sim, size_t timeline, size_t segment, uint64_t t)
+{
+	const struct sim_timeline *line = &sim->script->timelines[timeline];
+	struct sim_timeline_state *state = &sim->timeline_state[timeline];
+
+	state->segment = segment;
+	state->segment_end = t + line->duration_ns[segment];
+	for (uint32_t cpu = 0; cpu < sim->cpu_count; cpu++) {
+		if (sim->cpus[cpu].source == SIM_LOAD_SCRIPT &&
+		    sim->script->cpu_timeline[cpu] == (int32_t)timeline)
+			cpu_set_load(sim, cpu, line->load[segment], true, t);
+	}
+}
+
+static void script_schedule(struct sim *sim)
+{
+	sim->next_script_change = UINT64_MAX;
+	for (size_t i = 0; sim->script && i < sim->script->timeline_count; i++) {
+		if (sim->script->timelines[i].count &&
+		    sim->timeline_state[i].segment_end < sim->next_script_change)
+			sim->next_script_change = sim->timeline_state[i].segment_end;
+	}
+}
+
+/* Apply every scripted load change up to t, in time order. */
+static void script_run_until(struct sim *sim, uint64_t t)
+{
+	while (sim->next_script_change <= t) {
+		uint64_t change = sim->next_script_change;
+
+		for (size_t i = 0; i < sim->script->timeline_count; i++) {
+			const struct sim_timeline *line = &sim->script->timelines[i];
+			struct sim_timeline_state *state = &sim->timeline_state[i];
+
+			if (line->count && state->segment_end == change)
+				timeline_enter(sim, i, (state->segment + 1) % line->count, change);
+		}
+		script_schedule(sim);
+	}
+}
+
+static void host_sample(struct sim *sim, uint64_t t)
+{
+	int ret = sim_host_load_sample(sim->host);
+
+	sim->host_sampled_at = t;
+	if (ret < 0) {
+		if (!sim->host_failed)
+			log_warn_errno(ret, "sim: host load sample (loads stay as they were)");
+		sim->host_failed = true;
+		return;
+	}
+	for (uint32_t cpu = 0; cpu < sim->cpu_count; cpu++) {
+		if (sim->cpus[cpu].source == SIM_LOAD_HOST)
+			cpu_set_load(sim, cpu, sim_host_load_of(sim->host, cpu), false, t);
+	}
+}
+
+/* Move time to "now" for an observation and apply the load changes due by then. */
+static uint64_t sim_observe(struct sim *sim, bool register_access)
+{
+	uint64_t now;
+
+	if (sim->virtual_time) {
+		now = sim->now + (register_access ? sim->access_step_ns : 0);
+	} else {
+		now = monotonic_raw_ns();
+		if (now < sim->now)
+			now = sim->now;
+	}
+	sim->now = now;
+	script_run_until(sim, now);
+	if (sim->host && now - sim->host_sampled_at >= SIM_HOST_SAMPLE_NS)
+		host_sample(sim, now);
+	return now;
+}
+
+/* ---- RAPL ---- */
+
+static uint64_t domain_units(const struct sim_domain *domain)
+{
+	return (uint64_t)((domain->update_fj << domain->exponent) / FEMTOJOULES_PER_JOULE);
+}
+
+static uint32_t intel_status_address(enum rapl_domain kind)
+{
+	switch (kind) {
+	case RAPL_DOMAIN_PKG: return MSR_PKG_ENERGY_STATUS;
+	case RAPL_DOMAIN_PP0: return MSR_PP0_ENERGY_STATUS;
+	case RAPL_DOMAIN_PP1: return MSR_PP1_ENERGY_STATUS;
+	case RAPL_DOMAIN_DRAM: return MSR_DRAM_ENERGY_STATUS;
+	case RAPL_DOMAIN_PSYS: return MSR_PLATFORM_ENERGY_STATUS;
+	case RAPL_DOMAIN_AMD_CORE: return MSR_AMD_CORE_ENERGY_STATUS;
+	case RAPL_DOMAIN_AMD_PKG: return MSR_AMD_PKG_ENERGY_STATUS;
+	default: return 0;
+	}
+}
+
+/* The domain whose energy status register is `address`, or -1. */
+static int status_domain(uint32_t address)
+{
+	for (int kind = 0; kind < RAPL_DOMAIN_COUNT; kind++) {
+		if (intel_status_address((enum rapl_domain)kind) == address)
+			return kind;
+	}
+	return -1;
+}
+
+/* Energy status, unit and power-info registers: all read-only, writes are #GP. */
+static int rapl_access(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t *value)
+{
+	int kind;
+
+	if (!sim->unit_address)
+		return -ENOENT;
+	if (address == sim->unit_address) {
+		*value = sim->model->rapl->unit;
+		return 0;
+	}
+	if (address == MSR_PKG_POWER_INFO && sim->model->rapl->power_info) {
+		*value = *sim->model->rapl->power_info;
+		return 0;
+	}
+	kind = status_domain(address);
+	if (kind < 0 || cpu->domain[kind] == SIM_NO_DOMAIN)
+		return -ENOENT;
+	domain_advance(&sim->domains[cpu->domain[kind]], sim->now);
+	*value = domain_units(&sim->domains[cpu->domain[kind]]) & RAPL_ENERGY_COUNTER_MASK;
+	return 0;
+}
+
+/* ---- the register map ---- */
+
+static int model_register_index(const struct sim *sim, uint32_t address)
+{
+	for (unsigned i = 0; i < sim->model->registers_count; i++) {
+		if (sim->model->registers[i].address == address)
+			return (int)i;
+	}
+	return -1;
+}
+
+static int read_time_register(struct sim *sim, struct sim_cpu *cpu, uint32_t address,
+			      uint64_t *value)
+{
+	if (address == MSR_IA32_TSC) {
+		sim_u128 ticks = (sim_u128)sim->now * sim->model->tsc_hz / SIM_NS_PER_SECOND;
+
+		*value = (uint64_t)ticks + (uint64_t)cpu->tsc_offset;
+		return 0;
+	}
+	if (address == MSR_SMI_COUNT && sim->model->smi_count) {
+		uint64_t elapsed = sim->now - sim->start_ns;
+
+		*value = sim->smi_period_ns ? (elapsed / sim->smi_period_ns) & 0xFFFFFFFFull : 0;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int read_register(struct sim *sim, struct sim_cpu *cpu, uint32_t address,
+			 uint64_t *value)
+{
+	int ret = read_time_register(sim, cpu, address, value);
+	int index;
+
+	if (ret == -ENOENT)
+		ret = rapl_access(sim, cpu, address, value);
+	if (ret == -ENOENT)
+		ret = sim_pmu_read(sim, cpu, address, value);
+	if (ret != -ENOENT)
+		return ret;
+	index = model_register_index(sim, address);
+	if (index < 0 || !cpu->registers)
+		return -EIO; /* the model lacks it: rdmsr raises #GP, the driver says EIO */
+	*value = cpu->registers[index];
+	return 0;
+}
+
+static int write_register(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t value)
+{
+	uint64_t ignored;
+	int ret, index;
+
+	if (address == MSR_IA32_TSC) {
+		sim_u128 ticks = (sim_u128)sim->now * sim->model->tsc_hz / SIM_NS_PER_SECOND;
+
+		cpu->tsc_offset = (int64_t)(value - (uint64_t)ticks);
+		return 0;
+	}
+	ret = read_time_register(sim, cpu, address, &ignored);
+	if (ret == -ENOENT)
+		ret = rapl_access(sim, cpu, address, &ignored);
+	if (ret != -ENOENT)
+		return -EIO; /* SMI count and RAPL status/unit/info are read-only */
+	ret = sim_pmu_write(sim, cpu, address, value);
+	if (ret != -ENOENT)
+		return ret;
+	index = model_register_index(sim, address);
+	if (index < 0 || !cpu->registers)
+		return -EIO;
+	if ((value ^ cpu->registers[index]) & ~sim->model->registers[index].write_mask)
+		return -EIO;
+	cpu->registers[index] = value;
+	return 0;
+}
+
+int sim_read(struct sim *sim, uint32_t cpu, uint32_t address, uint64_t *value)
+{
+	if (cpu >= sim->cpu_count)
+		return -ENXIO;
+	sim_observe(sim, true);
+	return read_register(sim, &sim->cpus[cpu], address, value);
+}
+
+int sim_write(struct sim *sim, uint32_t cpu, uint32_t address, uint64_t value)
+{
+	if (cpu >= sim->cpu_count)
+		return -ENXIO;
+	sim_observe(sim, true);
+	return write_register(sim, &sim->cpus[cpu], address, value);
+}
+
+/* ---- the backend_sim_* calls ---- */
+
+int sim_now(struct sim *sim, uint64_t *now_ns)
+{
+	*now_ns = sim_observe(sim, false);
+	return 0;
+}
+
+int sim_advance(struct sim *sim, uint64_t ns)
+{
+	if (!sim->virtual_time)
+		return -EOPNOTSUPP;
+	if (ns > UINT64_MAX - sim->now)
+		return -EOVERFLOW;
+	sim->now += ns;
+	sim_observe(sim, false);
+	return 0;
+}
+
+int sim_set_load(struct sim *sim, int cpu, double load)
+{
+	uint64_t now;
+	uint32_t fixed;
+
+	if (!isfinite(load) || load < 0.0 || load > 1.0)
+		return -EINVAL;
+	if (cpu >= (int)sim->cpu_count)
+		return -ENXIO;
+	fixed = (uint32_t)lround(load * SIM_LOAD_ONE);
+	now = sim_observe(sim, false);
+	for (uint32_t i = 0; i < sim->cpu_count; i++) {
+		if (cpu >= 0 && i != (uint32_t)cpu)
+			continue;
+		sim->cpus[i].source = SIM_LOAD_FIXED;
+		cpu_set_load(sim, i, fixed, true, now);
+	}
+	return 0;
+}
+
+static void script_release(struct sim *sim)
+{
+	sim_script_free(sim->script);
+	free(sim->timeline_state);
+	sim->script = NULL;
+	sim->timeline_state = NULL;
+	sim->next_script_change = UINT64_MAX;
+}
+
+/* Replace the load script: its CPUs follow it from now on, the others keep their load. */
+int sim_load_script(struct sim *sim, const char *path)
+{
+	struct sim_script *script;
+	uint64_t now = sim_observe(sim, false);
+	int ret = sim_script_load(path, sim->cpu_count, &script);
+
+	if (ret < 0)
+		return ret;
+	script_release(sim);
+	sim->timeline_state = calloc(script->timeline_count, sizeof(*sim->timeline_state));
+	if (!sim->timeline_state) {
+		sim_script_free(script);
+		return -ENOMEM;
+	}
+	sim->script = script;
+	for (uint32_t cpu = 0; cpu < sim->cpu_count; cpu++) {
+		if (script->cpu_timeline[cpu] >= 0)
+			sim->cpus[cpu].source = SIM_LOAD_SCRIPT;
+	}
+	for (size_t i = 0; i < script->timeline_count; i++) {
+		if (script->timelines[i].count)
+			timeline_enter(sim, i, 0, now);
+	}
+	script_schedule(sim);
+	return 0;
+}
+
+int sim_package_first_cpu(const struct sim *sim, uint32_t package)
+{
+	if (package >= sim->model->packages)
+		return -ENXIO;
+	return (int)(package * sim->model->cpus_per_package);
+}
+
+int sim_energy_truth(struct sim *sim, uint32_t cpu, enum rapl_domain kind,
+		     struct sim_energy_truth *out)
+{
+	struct sim_domain *domain;
+	uint64_t now;
+
+	if (cpu >= sim->cpu_count)
+		return -ENXIO;
+	if ((unsigned)kind >= RAPL_DOMAIN_COUNT || sim->cpus[cpu].domain[kind] == SIM_NO_DOMAIN)
+		return -ENOENT;
+	now = sim_observe(sim, false);
+	domain = &sim->domains[sim->cpus[cpu].domain[kind]];
+	domain_advance(domain, now);
+	out->now_ns = now;
+	out->joules = (double)(uint64_t)(domain->energy_fj / FEMTOJOULES_PER_JOULE) +
+		      (double)(uint64_t)(domain->energy_fj % FEMTOJOULES_PER_JOULE) /
+			      (double)FEMTOJOULES_PER_JOULE;
+	out->units_at_update = domain_units(domain);
+	out->last_update_ns = now - now % SIM_UPDATE_NS;
+	out->femtojoules = domain->energy_fj;
+	out->power_microwatts = domain->power_uw;
+	out->energy_exponent = domain->exponent;
+	return 0;
+}
+
+const struct machine_info *sim_machine_info(const struct sim *sim)
+{
+	return &sim->info;
+}
+
+/* ---- building the machine ---- */
+
+static uint64_t watts_to_microwatts(double watts)
+{
+	return (uint64_t)llround(watts * 1e6);
+}
+
+static uint32_t domain_exponent(const struct sim_model *model, const struct sim_model_domain *d)
+{
+	return d->energy_exponent ? *d->energy_exponent : RAPL_UNIT_ENERGY(model->rapl->unit);
+}
+
+/* One instance per package (per core for AMD's core energy); each CPU learns its instances. */
+static int build_domains(struct sim *sim)
+{
+	const struct sim_model *model = sim->model;
+	uint32_t threads = model->threads_per_core, count = 0;
+
+	if (!model->rapl)
+		return 0;
+	for (unsigned i = 0; i < model->rapl->domains_count; i++) {
+		bool per_core = model->rapl->domains[i].domain == RAPL_DOMAIN_AMD_CORE;
+
+		count += per_core ? sim->cpu_count / threads : model->packages;
+	}
+	sim->domains = calloc(count, sizeof(*sim->domains));
+	if (!sim->domains)
+		return -ENOMEM;
+	for (unsigned i = 0; i < model->rapl->domains_count; i++) {
+		const struct sim_model_domain *config = &model->rapl->domains[i];
+		bool per_core = config->domain == RAPL_DOMAIN_AMD_CORE;
+		uint32_t group = per_core ? threads : model->cpus_per_package;
+
+		for (uint32_t first = 0; first < sim->cpu_count; first += group) {
+			struct sim_domain *domain = &sim->domains[sim->domain_count];
+
+			*domain = (struct sim_domain){
+				.kind = config->domain,
+				.exponent = domain_exponent(model, config),
+				.idle_uw = watts_to_microwatts(config->idle_watts),
+				.span_uw = watts_to_microwatts(config->max_watts) -
+					   watts_to_microwatts(config->idle_watts),
+				.cpus = group,
+				.t = sim->start_ns,
+			};
+			domain_set_power(domain);
+			for (uint32_t cpu = first; cpu < first + group; cpu++)
+				sim->cpus[cpu].domain[config->domain] = sim->domain_count;
+			sim->domain_count++;
+		}
+	}
+	return 0;
+}
+
+static int build_cpus(struct sim *sim)
+{
+	const struct sim_model *model = sim->model;
+
+	sim->cpu_count = model->packages * model->cpus_per_package;
+	sim->cpus = calloc(sim->cpu_count, sizeof(*sim->cpus));
+	if (!sim->cpus)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < sim->cpu_count; i++) {
+		struct sim_cpu *cpu = &sim->cpus[i];
+
+		cpu->t = sim->start_ns;
+		cpu->package = i / model->cpus_per_package;
+		cpu->source = sim->virtual_time ? SIM_LOAD_FIXED : SIM_LOAD_HOST;
+		for (uint32_t kind = 0; kind < RAPL_DOMAIN_COUNT; kind++)
+			cpu->domain[kind] = SIM_NO_DOMAIN;
+		sim_pmu_reset_cpu(sim, cpu);
+	}
+	return 0;
+}
+
+/* Plain registers of the model. Installed after everything else so that an address the sim
+ * already simulates is found by a test read and refused. */
+static int build_registers(struct sim *sim, char *why, size_t why_size)
+{
+	const struct sim_model *model = sim->model;
+	uint64_t ignored;
+
+	for (unsigned i = 0; i < model->registers_count; i++) {
+		if (read_register(sim, &sim->cpus[0], model->registers[i].address, &ignored) != -EIO) {
+			snprintf(why, why_size, "model %s: register 0x%X is simulated, not plain",
+				 sim->info.sim_model, model->registers[i].address);
+			return -EINVAL;
+		}
+	}
+	for (uint32_t cpu = 0; cpu < sim->cpu_count && model->registers_count; cpu++) {
+		sim->cpus[cpu].registers = calloc(model->registers_count, sizeof(uint64_t));
+		if (!sim->cpus[cpu].registers)
+			return -ENOMEM;
+		for (unsigned i = 0; i < model->registers_count; i++)
+			sim->cpus[cpu].registers[i] = model->registers[i].value;
+	}
+	return 0;
+}
+
+static void fill_rapl_info(const struct sim *sim, struct machine_info *info)
+{
+	const struct sim_model *model = sim->model;
+
+	if (!model->rapl)
+		return;
+	info->rapl_power_unit = model->rapl->unit;
+	for (unsigned i = 0; i < model->rapl->domains_count; i++) {
+		const struct sim_model_domain *domain = &model->rapl->domains[i];
+
+		info->rapl_domains |= 1u << domain->domain;
+		info->rapl_energy_exponent[domain->domain] = (uint8_t)domain_exponent(model, domain);
+		info->rapl_max_power_mw[domain->domain] =
+			(uint32_t)ceil(domain->max_watts * 1000.0);
+	}
+}
+
+static void fill_info(struct sim *sim, const char *name)
+{
+	const struct sim_model *model = sim->model;
+	struct machine_info *info = &sim->info;
+
+	memset(info, 0, sizeof(*info));
+	snprintf(info->vendor, sizeof(info->vendor), "%s", model->vendor);
+	snprintf(info->model_name, sizeof(info->model_name), "%s", model->model_name);
+	snprintf(info->sim_model, sizeof(info->sim_model), "%s", name);
+	info->family = model->family;
+	info->model = model->model;
+	info->stepping = model->stepping;
+	if (model->cpuid_0a)
+		memcpy(info->cpuid_0a, model->cpuid_0a, sizeof(info->cpuid_0a));
+	info->cpu_count = sim->cpu_count;
+	info->package_count = model->packages;
+	for (uint32_t cpu = 0; cpu < sim->cpu_count; cpu++)
+		info->cpu_package[cpu] = (uint16_t)sim->cpus[cpu].package;
+	fill_rapl_info(sim, info);
+	info->tsc_hz = model->tsc_hz;
+	info->has_smi_count = model->smi_count;
+	info->pmc_full_width_writes = sim->pmu.full_width_writes;
+	info->simulated = true;
+}
+
+/* Host load from <dev_root>/proc/stat when the tree has one (tests), else /proc/stat. */
+static int open_host_load(struct sim *sim, const char *dev_root)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/stat");
+	if (dev_root && *dev_root && strcmp(dev_root, "/") != 0) {
+		snprintf(path, sizeof(path), "%s/proc/stat", dev_root);
+		if (stat(path, &st) != 0)
+			snprintf(path, sizeof(path), "/proc/stat");
+	}
+	sim->host_sampled_at = sim->start_ns;
+	return sim_host_load_open(path, &sim->host);
+}
+
+static int sim_start(struct sim *sim, const struct backend_options *options, const char *name,
+		     char *why, size_t why_size)
+{
+	int ret;
+
+	sim->virtual_time = options->sim_virtual_time;
+	sim->access_step_ns = options->sim_virtual_time ? options->sim_access_step_ns : 0;
+	sim->start_ns = sim->virtual_time ? 0 : monotonic_raw_ns();
+	sim->now = sim->start_ns;
+	sim->next_script_change = UINT64_MAX;
+	sim->smi_period_ns = (uint64_t)sim->model->smi_period_ms * SIM_UPDATE_NS;
+	if (sim->model->rapl)
+		sim->unit_address = sim_model_is_amd(sim->model) ? MSR_AMD_RAPL_POWER_UNIT :
+								   MSR_RAPL_POWER_UNIT;
+	ret = sim_pmu_configure(sim);
+	if (ret == 0)
+		ret = build_cpus(sim);
+	if (ret == 0)
+		ret = build_domains(sim);
+	fill_info(sim, name);
+	if (ret == 0)
+		ret = build_registers(sim, why, why_size);
+	if (ret == 0 && !sim->virtual_time) {
+		ret = open_host_load(sim, options->dev_root);
+		if (ret < 0)
+			snprintf(why, why_size, "sim: cannot read the host load: %s", strerror(-ret));
+	}
+	if (ret == 0 && options->sim_load_script) {
+		ret = sim_load_script(sim, options->sim_load_script);
+		if (ret < 0)
+			snprintf(why, why_size, "sim: load script %s is invalid (see the log)",
+				 options->sim_load_script);
+	}
+	return ret;
+}
+
+int sim_open(const struct backend_options *options, struct sim **out, char *why,
+	     size_t why_size)
+{
+	const char *name = options->sim_model ? options->sim_model : SIM_DEFAULT_MODEL;
+	struct sim *sim = calloc(1, sizeof(*sim));
+	int ret;
+
+	if (!sim)
+		return -ENOMEM;
+	ret = sim_model_load(options->models_dir, name, &sim->model);
+	if (ret < 0) {
+		snprintf(why, why_size, "sim: model %s: %s", name,
+			 ret == -ENOENT ? "not found (msrd --list-sim-models names them)" :
+					  "invalid (see the log)");
+		free(sim);
+		return ret;
+	}
+	ret = sim_start(sim, options, name, why, why_size);
+	if (ret < 0) {
+		if (ret == -ENOMEM)
+			snprintf(why, why_size, "sim: out of memory");
+		sim_close(sim);
+		return ret;
+	}
+	*out = sim;
+	return 0;
+}
+
+void sim_close(struct sim *sim)
+{
+	if (!sim)
+		return;
+	script_release(sim);
+	sim_host_load_close(sim->host);
+	for (uint32_t cpu = 0; sim->cpus && cpu < sim->cpu_count; cpu++)
+		free(sim->cpus[cpu].registers);
+	free(sim->cpus);
+	free(sim->domains);
+	sim_pmu_free(sim);
+	sim_model_free(sim->model);
+	free(sim);
+}

@@ -1,0 +1,37 @@
+/*
+ * server/sim.h — the simulated CPU behind the `sim` backend (private to server/backend*.c).
+ * backend.c forwards the backend_sim_* calls and register accesses here.
+ *
+ * Not thread-safe: msrd calls it from its one event-loop thread.
+ */
+#ifndef HAECER_SERVER_SIM_H
+#define HAECER_SERVER_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/backend.h"
+
+struct sim;
+
+/* Load the model options->sim_model (default "sandybridge") and start the simulated machine.
+ * On failure `why` says what went wrong. */
+int sim_open(const struct backend_options *options, struct sim **out, char *why,
+	     size_t why_size);
+void sim_close(struct sim *sim);
+
+const struct machine_info *sim_machine_info(const struct sim *sim);
+
+int sim_read(struct sim *sim, uint32_t cpu, uint32_t address, uint64_t *value);
+int sim_write(struct sim *sim, uint32_t cpu, uint32_t address, uint64_t value);
+
+int sim_now(struct sim *sim, uint64_t *now_ns);
+int sim_advance(struct sim *sim, uint64_t ns);
+int sim_set_load(struct sim *sim, int cpu, double load);
+int sim_load_script(struct sim *sim, const char *path);
+int sim_energy_truth(struct sim *sim, uint32_t cpu, enum rapl_domain domain,
+		     struct sim_energy_truth *out);
+/* The first CPU of `package`, or -ENXIO. */
+int sim_package_first_cpu(const struct sim *sim, uint32_t package);
+
+#endif

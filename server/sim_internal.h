@@ -1,0 +1,136 @@
+/*
+ * server/sim_internal.h — the simulated CPU's state, shared by sim.c (time, load, energy, register
+ * dispatch) and sim_pmu.c (performance counters). Private to the sim backend.
+ *
+ * Exactness: busy time is an integer count of ns * SIM_LOAD_ONE, energy an integer count of
+ * femtojoules (µW * ns), and every event count is floor(busy * rate / SIM_BUSY_PER_SECOND) of
+ * the cumulative busy time, so nothing drifts however often or rarely it is observed.
+ */
+#ifndef HAECER_SERVER_SIM_INTERNAL_H
+#define HAECER_SERVER_SIM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hw/msr.h"
+#include "server/backend.h"
+#include "server/sim_load.h"
+#include "server/sim_model.h"
+
+#define SIM_NS_PER_SECOND 1000000000ull
+#define SIM_UPDATE_NS 1000000ull      /* RAPL energy registers change every 1 ms */
+#define SIM_HOST_SAMPLE_NS 100000000ull /* /proc/stat is read at most every 100 ms */
+#define SIM_BUSY_PER_SECOND ((unsigned __int128)SIM_NS_PER_SECOND * SIM_LOAD_ONE)
+#define SIM_NO_DOMAIN UINT32_MAX
+
+typedef unsigned __int128 sim_u128;
+
+/* A counter that advances with its CPU's busy time at `rate` events per busy second. */
+struct sim_counter {
+	uint64_t base;          /* value when the CPU's busy time was busy_base */
+	sim_u128 busy_base;
+	uint64_t rate;          /* 0 while the counter does not count */
+	uint64_t mask;          /* 2^width - 1 */
+};
+
+/* One instance of a RAPL domain: a (package, domain) pair, or one core for AMD's core energy. */
+struct sim_domain {
+	enum rapl_domain kind;
+	uint32_t exponent;      /* J = units * 2^-exponent */
+	uint64_t idle_uw;
+	uint64_t span_uw;       /* max - idle */
+	uint32_t cpus;          /* CPUs whose load drives this domain */
+	uint64_t load_sum;      /* sum of their loads (SIM_LOAD_ONE each when busy) */
+	uint64_t power_uw;
+	uint64_t t;             /* energy is integrated up to this time */
+	sim_u128 energy_fj;     /* consumed up to t */
+	sim_u128 update_fj;     /* consumed up to the last 1 ms update boundary <= t */
+};
+
+enum sim_load_source {
+	SIM_LOAD_FIXED = 0,     /* set by backend_sim_set_load (idle at start in virtual time) */
+	SIM_LOAD_HOST = 1,
+	SIM_LOAD_SCRIPT = 2,
+};
+
+struct sim_cpu {
+	uint64_t t;             /* busy time is integrated up to this time */
+	sim_u128 busy;          /* ns * SIM_LOAD_ONE */
+	uint32_t load;
+	enum sim_load_source source;
+	uint32_t package;
+	uint32_t domain[RAPL_DOMAIN_COUNT]; /* index into sim->domains, or SIM_NO_DOMAIN */
+	int64_t tsc_offset;
+	uint64_t evtsel[SIM_MAX_GP_COUNTERS];
+	struct sim_counter gp[SIM_MAX_GP_COUNTERS];
+	struct sim_counter fixed[SIM_MAX_FIXED_COUNTERS];
+	struct sim_counter aperf, mperf;
+	uint64_t fixed_ctrl;
+	uint64_t global_ctrl;
+	uint64_t global_status;
+	uint64_t *registers;    /* values of the model's plain registers */
+};
+
+struct sim_event_rate {
+	uint8_t event, umask;
+	uint64_t rate;
+};
+
+/* Performance-monitoring configuration derived from CPUID 0xA and the model's rates. */
+struct sim_pmu {
+	uint32_t version;
+	uint32_t gp_count, fixed_count;
+	uint64_t gp_mask, fixed_mask;
+	bool full_width_writes;
+	uint64_t perf_capabilities;
+	uint64_t evtsel_valid, fixed_ctrl_valid, global_ctrl_valid, ovf_ctrl_valid;
+	uint64_t cycles_rate, ref_cycles_rate, instructions_rate;
+	uint32_t user_permille;
+	struct sim_event_rate *events;
+	uint32_t event_count;
+};
+
+struct sim_timeline_state {
+	size_t segment;
+	uint64_t segment_end;
+};
+
+struct sim {
+	struct sim_model *model;
+	struct machine_info info;
+	bool virtual_time;
+	uint64_t access_step_ns;
+	uint64_t start_ns;
+	uint64_t now;           /* latest time any observation was made at */
+	uint32_t cpu_count;
+	struct sim_cpu *cpus;
+	uint32_t domain_count;
+	struct sim_domain *domains;
+	struct sim_pmu pmu;
+	uint64_t smi_period_ns;
+	uint32_t unit_address;  /* MSR_RAPL_POWER_UNIT or the AMD one; 0 without RAPL */
+	struct sim_host_load *host;
+	uint64_t host_sampled_at;
+	bool host_failed;
+	struct sim_script *script;
+	struct sim_timeline_state *timeline_state;
+	uint64_t next_script_change;
+};
+
+/* Busy time of `cpu` brought up to `t`. */
+sim_u128 sim_cpu_busy_at(struct sim_cpu *cpu, uint64_t t);
+
+/* ---- sim_pmu.c ---- */
+int sim_pmu_configure(struct sim *sim);
+void sim_pmu_free(struct sim *sim);
+void sim_pmu_reset_cpu(const struct sim *sim, struct sim_cpu *cpu);
+/* -ENOENT when `address` is no PMU register of this model, else 0 or -EIO. */
+int sim_pmu_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t *value);
+int sim_pmu_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t value);
+
+/* A counter's value at busy time `busy`. */
+uint64_t sim_counter_value(const struct sim_counter *counter, sim_u128 busy);
+/* Set the value at busy time `busy` (keeps the rate). */
+void sim_counter_set(struct sim_counter *counter, sim_u128 busy, uint64_t value);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * server/sim_model.h — a simulated CPU model as described by configs/models/NAME.yaml (private to
+ * the sim backend). The YAML is read with libcyaml, then checked by a pass of our own (libcyaml
+ * checks only the shape of a document).
+ */
+#ifndef HAECER_SERVER_SIM_MODEL_H
+#define HAECER_SERVER_SIM_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hw/msr.h"
+
+#define SIM_MODEL_NAME_MAX 31u /* machine_info.sim_model holds 32 bytes */
+#define SIM_MAX_GP_COUNTERS 8u
+#define SIM_MAX_FIXED_COUNTERS 3u
+
+struct sim_model_domain {
+	enum rapl_domain domain;
+	double idle_watts;
+	double max_watts;
+	unsigned *energy_exponent;  /* fixed unit (server DRAM); NULL = from the unit register */
+};
+
+struct sim_model_rapl {
+	uint64_t unit;              /* raw MSR_RAPL_POWER_UNIT / AMD 0xC0010299 value */
+	uint64_t *power_info;       /* raw MSR_PKG_POWER_INFO (Intel), NULL when absent */
+	struct sim_model_domain *domains;
+	unsigned domains_count;
+};
+
+struct sim_model_event {
+	unsigned event;
+	unsigned umask;
+	double per_kinst;           /* events per 1000 instructions */
+};
+
+struct sim_model_pmu {
+	double ipc;                 /* instructions per core cycle */
+	double user_share;          /* share of busy time in user mode (USR vs OS filtering) */
+	double llc_references_per_kinst;
+	double llc_misses_per_kinst;
+	double branches_per_kinst;
+	double branch_misses_per_kinst;
+	struct sim_model_event *events;
+	unsigned events_count;
+};
+
+struct sim_model_register {
+	unsigned address;
+	uint64_t value;             /* value at reset */
+	uint64_t write_mask;        /* bits a write may change; others must be written unchanged */
+};
+
+struct sim_model {
+	char *description;
+	char *vendor;
+	char *model_name;
+	unsigned family;
+	unsigned model;
+	unsigned stepping;
+	unsigned packages;
+	unsigned cpus_per_package;
+	unsigned threads_per_core;
+	uint64_t core_hz;
+	uint64_t tsc_hz;
+	uint32_t *cpuid_0a;         /* 4 values, NULL on parts without Intel arch perfmon */
+	uint64_t perf_capabilities; /* IA32_PERF_CAPABILITIES; 0 = the MSR does not exist */
+	bool smi_count;             /* MSR_SMI_COUNT exists */
+	unsigned smi_period_ms;     /* one simulated SMI per period; 0 = none */
+	bool aperf_mperf;           /* IA32_MPERF 0xE7 / IA32_APERF 0xE8 exist */
+	struct sim_model_pmu *pmu;
+	struct sim_model_rapl *rapl;
+	struct sim_model_register *registers;
+	unsigned registers_count;
+};
+
+/* Load and check NAME from the model search path (or models_dir when not NULL). On failure the
+ * reason is logged with the file name. */
+int sim_model_load(const char *models_dir, const char *name, struct sim_model **out);
+void sim_model_free(struct sim_model *model);
+
+/* The directory the model files are taken from: models_dir, $HAECER_MODELS_DIR,
+ * <dir of /proc/self/exe>/../configs/models, /usr/local/share/haecer/models,
+ * /usr/share/haecer/models; the first that is a directory. */
+int sim_model_find_dir(const char *models_dir, char *dir, size_t dir_size);
+
+bool sim_model_is_amd(const struct sim_model *model);
+
+#endif

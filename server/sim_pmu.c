@@ -1,0 +1,379 @@
+/*
+ * server/sim_pmu.c — the simulated CPU's architectural performance monitoring (Intel SDM vol. 3B
+ * ch. 18): IA32_PERFEVTSELx, IA32_PMCx and their full-width aliases, the fixed counters and
+ * FIXED_CTR_CTRL, PERF_GLOBAL_CTRL / STATUS / OVF_CTRL, PERF_CAPABILITIES, and APERF/MPERF.
+ *
+ * Counting: core cycles = busy time * core Hz; reference cycles = busy time * TSC Hz;
+ * instructions = cycles * model IPC; LLC references/misses, branches and branch misses and the
+ * model's extra events = instructions * per_kinst / 1000. A counter whose control selects only
+ * USR (or only OS) counts the model's user_share (or 1 - user_share) of that. CMASK, INV, EDGE
+ * and the PMI bits are accepted and stored but do not change what is counted. Unknown events,
+ * and architectural events CPUID 0xA.EBX marks unavailable, count nothing.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/sim_internal.h"
+
+#define PERF_CAPABILITIES_FULL_WIDTH_WRITE (1ull << 13)
+#define OVF_CTRL_EXTRA_BITS (3ull << 62) /* OvfBuf, CondChgd: accepted, nothing to clear */
+
+static uint64_t width_mask(uint32_t width)
+{
+	return width >= 64 ? UINT64_MAX : (1ull << width) - 1;
+}
+
+static uint64_t events_at(sim_u128 busy, uint64_t rate)
+{
+	/* Truncation to 64 bits is harmless: only differences modulo 2^64 are used. */
+	return (uint64_t)(busy * rate / SIM_BUSY_PER_SECOND);
+}
+
+uint64_t sim_counter_value(const struct sim_counter *counter, sim_u128 busy)
+{
+	uint64_t delta = events_at(busy, counter->rate) - events_at(counter->busy_base,
+								   counter->rate);
+
+	return (counter->base + delta) & counter->mask;
+}
+
+/* Fold the events counted so far into base; true when the counter wrapped meanwhile. */
+static bool counter_rebase(struct sim_counter *counter, sim_u128 busy)
+{
+	uint64_t delta = events_at(busy, counter->rate) - events_at(counter->busy_base,
+								   counter->rate);
+	uint64_t raw = counter->base + delta;
+	bool wrapped = raw < counter->base || raw > counter->mask;
+
+	counter->base = raw & counter->mask;
+	counter->busy_base = busy;
+	return wrapped;
+}
+
+void sim_counter_set(struct sim_counter *counter, sim_u128 busy, uint64_t value)
+{
+	counter->base = value & counter->mask;
+	counter->busy_base = busy;
+}
+
+/* ---- configuration ---- */
+
+static uint64_t per_kinst_rate(uint64_t instructions_rate, double per_kinst)
+{
+	return (uint64_t)llround((double)instructions_rate * per_kinst / 1000.0);
+}
+
+static int add_event(struct sim_pmu *pmu, uint32_t ebx, int arch_index, unsigned event,
+		     unsigned umask, uint64_t rate)
+{
+	struct sim_event_rate *events;
+
+	if (arch_index >= 0 && (ebx & (1u << arch_index)))
+		return 0;
+	events = realloc(pmu->events, (pmu->event_count + 1) * sizeof(*events));
+	if (!events)
+		return -ENOMEM;
+	pmu->events = events;
+	events[pmu->event_count++] = (struct sim_event_rate){ .event = (uint8_t)event,
+							      .umask = (uint8_t)umask,
+							      .rate = rate };
+	return 0;
+}
+
+static int configure_events(struct sim_pmu *pmu, const struct sim_model *model)
+{
+	const struct sim_model_pmu *rates = model->pmu;
+	uint32_t ebx = model->cpuid_0a[1];
+	uint64_t instructions = pmu->instructions_rate;
+	int ret = 0;
+
+	ret |= add_event(pmu, ebx, ARCH_EVENT_CORE_CYCLES, 0x3C, 0x00, pmu->cycles_rate);
+	ret |= add_event(pmu, ebx, ARCH_EVENT_INSTRUCTIONS, 0xC0, 0x00, instructions);
+	ret |= add_event(pmu, ebx, ARCH_EVENT_REFERENCE_CYCLES, 0x3C, 0x01, pmu->ref_cycles_rate);
+	ret |= add_event(pmu, ebx, ARCH_EVENT_LLC_REFERENCES, 0x2E, 0x4F,
+			 per_kinst_rate(instructions, rates->llc_references_per_kinst));
+	ret |= add_event(pmu, ebx, ARCH_EVENT_LLC_MISSES, 0x2E, 0x41,
+			 per_kinst_rate(instructions, rates->llc_misses_per_kinst));
+	ret |= add_event(pmu, ebx, ARCH_EVENT_BRANCHES, 0xC4, 0x00,
+			 per_kinst_rate(instructions, rates->branches_per_kinst));
+	ret |= add_event(pmu, ebx, ARCH_EVENT_BRANCH_MISSES, 0xC5, 0x00,
+			 per_kinst_rate(instructions, rates->branch_misses_per_kinst));
+	for (unsigned i = 0; i < rates->events_count; i++) {
+		ret |= add_event(pmu, ebx, -1, rates->events[i].event, rates->events[i].umask,
+				 per_kinst_rate(instructions, rates->events[i].per_kinst));
+	}
+	return ret ? -ENOMEM : 0;
+}
+
+static void configure_valid_bits(struct sim_pmu *pmu)
+{
+	uint64_t nibble = FIXED_CTR_CTRL_OS | FIXED_CTR_CTRL_USR | FIXED_CTR_CTRL_PMI;
+
+	/* AnyThread (PERFEVTSEL bit 21, fixed nibble bit 2) is reserved before perfmon v3. */
+	pmu->evtsel_valid = PERFEVTSEL_VALID_BITS;
+	if (pmu->version < 3)
+		pmu->evtsel_valid &= ~PERFEVTSEL_ANY;
+	else
+		nibble |= FIXED_CTR_CTRL_ANY;
+	pmu->fixed_ctrl_valid = 0;
+	for (uint32_t i = 0; i < pmu->fixed_count; i++)
+		pmu->fixed_ctrl_valid |= nibble << (i * FIXED_CTR_CTRL_BITS_PER_COUNTER);
+	pmu->global_ctrl_valid = width_mask(pmu->gp_count) |
+				 (width_mask(pmu->fixed_count) << GLOBAL_CTRL_FIXED_SHIFT);
+	pmu->ovf_ctrl_valid = pmu->global_ctrl_valid | OVF_CTRL_EXTRA_BITS;
+}
+
+int sim_pmu_configure(struct sim *sim)
+{
+	const struct sim_model *model = sim->model;
+	struct sim_pmu *pmu = &sim->pmu;
+	uint32_t eax, edx;
+
+	memset(pmu, 0, sizeof(*pmu));
+	pmu->perf_capabilities = model->perf_capabilities;
+	pmu->full_width_writes = (model->perf_capabilities & PERF_CAPABILITIES_FULL_WIDTH_WRITE) != 0;
+	if (!model->cpuid_0a)
+		return 0;
+	eax = model->cpuid_0a[0];
+	edx = model->cpuid_0a[3];
+	pmu->version = CPUID_0A_EAX_VERSION(eax);
+	pmu->gp_count = CPUID_0A_EAX_GP_COUNTERS(eax);
+	pmu->gp_mask = width_mask(CPUID_0A_EAX_GP_WIDTH(eax));
+	if (pmu->version >= 2) {
+		pmu->fixed_count = CPUID_0A_EDX_FIXED_COUNTERS(edx);
+		pmu->fixed_mask = width_mask(CPUID_0A_EDX_FIXED_WIDTH(edx));
+	}
+	pmu->cycles_rate = model->core_hz;
+	pmu->ref_cycles_rate = model->tsc_hz;
+	pmu->instructions_rate = (uint64_t)llround((double)model->core_hz * model->pmu->ipc);
+	pmu->user_permille = (uint32_t)lround(model->pmu->user_share * 1000.0);
+	configure_valid_bits(pmu);
+	return configure_events(pmu, model);
+}
+
+void sim_pmu_free(struct sim *sim)
+{
+	free(sim->pmu.events);
+	sim->pmu.events = NULL;
+}
+
+void sim_pmu_reset_cpu(const struct sim *sim, struct sim_cpu *cpu)
+{
+	const struct sim_pmu *pmu = &sim->pmu;
+
+	for (uint32_t i = 0; i < SIM_MAX_GP_COUNTERS; i++)
+		cpu->gp[i] = (struct sim_counter){ .mask = pmu->gp_mask };
+	for (uint32_t i = 0; i < SIM_MAX_FIXED_COUNTERS; i++)
+		cpu->fixed[i] = (struct sim_counter){ .mask = pmu->fixed_mask };
+	/* At reset the GP enable bits of PERF_GLOBAL_CTRL are set, so software that only knows
+	 * PERFEVTSEL.EN still counts (SDM 18.2.2). */
+	cpu->global_ctrl = pmu->version >= 2 ? width_mask(pmu->gp_count) : 0;
+	cpu->aperf = (struct sim_counter){ .mask = UINT64_MAX, .rate = sim->model->core_hz };
+	cpu->mperf = (struct sim_counter){ .mask = UINT64_MAX, .rate = sim->model->tsc_hz };
+}
+
+/* ---- counting ---- */
+
+static uint64_t share_of(const struct sim_pmu *pmu, uint64_t rate, bool user, bool os)
+{
+	if (user && os)
+		return rate;
+	if (!user && !os)
+		return 0;
+	return (uint64_t)((sim_u128)rate * (user ? pmu->user_permille : 1000 - pmu->user_permille) /
+			  1000);
+}
+
+static uint64_t event_rate(const struct sim_pmu *pmu, uint64_t evtsel)
+{
+	uint8_t event = (uint8_t)(evtsel & PERFEVTSEL_EVENT_MASK);
+	uint8_t umask = (uint8_t)(evtsel >> PERFEVTSEL_UMASK_SHIFT);
+
+	for (uint32_t i = 0; i < pmu->event_count; i++) {
+		if (pmu->events[i].event == event && pmu->events[i].umask == umask)
+			return pmu->events[i].rate;
+	}
+	return 0;
+}
+
+static uint64_t gp_rate(const struct sim_pmu *pmu, const struct sim_cpu *cpu, uint32_t index)
+{
+	uint64_t evtsel = cpu->evtsel[index];
+
+	if (!(evtsel & PERFEVTSEL_EN))
+		return 0;
+	if (pmu->version >= 2 && !(cpu->global_ctrl & (1ull << index)))
+		return 0;
+	return share_of(pmu, event_rate(pmu, evtsel), evtsel & PERFEVTSEL_USR,
+			evtsel & PERFEVTSEL_OS);
+}
+
+static uint64_t fixed_rate(const struct sim_pmu *pmu, const struct sim_cpu *cpu, uint32_t index)
+{
+	/* Fixed counter 0 counts instructions, 1 core cycles, 2 reference cycles. */
+	const uint64_t rates[SIM_MAX_FIXED_COUNTERS] = { pmu->instructions_rate, pmu->cycles_rate,
+							 pmu->ref_cycles_rate };
+	uint64_t nibble = cpu->fixed_ctrl >> (index * FIXED_CTR_CTRL_BITS_PER_COUNTER);
+	uint64_t rate = rates[index];
+
+	if (!(cpu->global_ctrl & (1ull << (GLOBAL_CTRL_FIXED_SHIFT + index))))
+		return 0;
+	return share_of(pmu, rate, nibble & FIXED_CTR_CTRL_USR, nibble & FIXED_CTR_CTRL_OS);
+}
+
+/* Bring every counter up to `busy` (noting wraps in GLOBAL_STATUS) and give each the rate the
+ * current control registers select. Called after any control register changes. */
+static void counters_reprogram(struct sim *sim, struct sim_cpu *cpu, sim_u128 busy)
+{
+	const struct sim_pmu *pmu = &sim->pmu;
+
+	for (uint32_t i = 0; i < pmu->gp_count; i++) {
+		if (counter_rebase(&cpu->gp[i], busy))
+			cpu->global_status |= 1ull << i;
+		cpu->gp[i].rate = gp_rate(pmu, cpu, i);
+	}
+	for (uint32_t i = 0; i < pmu->fixed_count; i++) {
+		if (counter_rebase(&cpu->fixed[i], busy))
+			cpu->global_status |= 1ull << (GLOBAL_CTRL_FIXED_SHIFT + i);
+		cpu->fixed[i].rate = fixed_rate(pmu, cpu, i);
+	}
+}
+
+/* ---- register access ---- */
+
+static bool in_range(uint32_t address, uint32_t first, uint32_t count, uint32_t *index)
+{
+	if (address < first || address - first >= count)
+		return false;
+	*index = address - first;
+	return true;
+}
+
+static int read_global(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t *value)
+{
+	if (sim->pmu.version < 2)
+		return -ENOENT;
+	switch (address) {
+	case MSR_IA32_FIXED_CTR_CTRL:
+		*value = cpu->fixed_ctrl;
+		return 0;
+	case MSR_IA32_PERF_GLOBAL_CTRL:
+		*value = cpu->global_ctrl;
+		return 0;
+	case MSR_IA32_PERF_GLOBAL_STATUS:
+		counters_reprogram(sim, cpu, sim_cpu_busy_at(cpu, sim->now));
+		*value = cpu->global_status;
+		return 0;
+	case MSR_IA32_PERF_GLOBAL_OVF_CTRL:
+		*value = 0;
+		return 0;
+	default:
+		return -ENOENT;
+	}
+}
+
+int sim_pmu_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t *value)
+{
+	const struct sim_pmu *pmu = &sim->pmu;
+	uint32_t index;
+
+	if (in_range(address, MSR_IA32_PERFEVTSEL0, pmu->gp_count, &index)) {
+		*value = cpu->evtsel[index];
+		return 0;
+	}
+	if (in_range(address, MSR_IA32_PMC0, pmu->gp_count, &index) ||
+	    (pmu->full_width_writes && in_range(address, MSR_IA32_A_PMC0, pmu->gp_count, &index))) {
+		*value = sim_counter_value(&cpu->gp[index], sim_cpu_busy_at(cpu, sim->now));
+		return 0;
+	}
+	if (in_range(address, MSR_IA32_FIXED_CTR0, pmu->fixed_count, &index)) {
+		*value = sim_counter_value(&cpu->fixed[index], sim_cpu_busy_at(cpu, sim->now));
+		return 0;
+	}
+	if (address == MSR_IA32_PERF_CAPABILITIES && pmu->perf_capabilities) {
+		*value = pmu->perf_capabilities;
+		return 0;
+	}
+	if (sim->model->aperf_mperf && (address == MSR_IA32_MPERF || address == MSR_IA32_APERF)) {
+		*value = sim_counter_value(address == MSR_IA32_MPERF ? &cpu->mperf : &cpu->aperf,
+					   sim_cpu_busy_at(cpu, sim->now));
+		return 0;
+	}
+	return read_global(sim, cpu, address, value);
+}
+
+/* A control register write: refuse reserved bits as #GP does, then re-derive the rates. */
+static int write_control(struct sim *sim, struct sim_cpu *cpu, uint64_t *control,
+			 uint64_t valid, uint64_t value)
+{
+	sim_u128 busy;
+
+	if (value & ~valid)
+		return -EIO;
+	busy = sim_cpu_busy_at(cpu, sim->now);
+	counters_reprogram(sim, cpu, busy);
+	*control = value;
+	counters_reprogram(sim, cpu, busy);
+	return 0;
+}
+
+static int write_counter(struct sim *sim, struct sim_cpu *cpu, struct sim_counter *counter,
+			 uint64_t value)
+{
+	sim_counter_set(counter, sim_cpu_busy_at(cpu, sim->now), value);
+	return 0;
+}
+
+static int write_global(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t value)
+{
+	const struct sim_pmu *pmu = &sim->pmu;
+
+	if (pmu->version < 2)
+		return -ENOENT;
+	switch (address) {
+	case MSR_IA32_FIXED_CTR_CTRL:
+		return write_control(sim, cpu, &cpu->fixed_ctrl, pmu->fixed_ctrl_valid, value);
+	case MSR_IA32_PERF_GLOBAL_CTRL:
+		return write_control(sim, cpu, &cpu->global_ctrl, pmu->global_ctrl_valid, value);
+	case MSR_IA32_PERF_GLOBAL_STATUS:
+		return -EIO; /* read-only */
+	case MSR_IA32_PERF_GLOBAL_OVF_CTRL:
+		if (value & ~pmu->ovf_ctrl_valid)
+			return -EIO;
+		counters_reprogram(sim, cpu, sim_cpu_busy_at(cpu, sim->now));
+		cpu->global_status &= ~value;
+		return 0;
+	default:
+		return -ENOENT;
+	}
+}
+
+int sim_pmu_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t value)
+{
+	const struct sim_pmu *pmu = &sim->pmu;
+	uint32_t index;
+
+	if (in_range(address, MSR_IA32_PERFEVTSEL0, pmu->gp_count, &index))
+		return write_control(sim, cpu, &cpu->evtsel[index], pmu->evtsel_valid, value);
+	if (in_range(address, MSR_IA32_PMC0, pmu->gp_count, &index)) {
+		/* Legacy alias: bits 31:0 written, sign-extended to the counter width. */
+		return write_counter(sim, cpu, &cpu->gp[index], (uint64_t)(int64_t)(int32_t)value);
+	}
+	if (pmu->full_width_writes && in_range(address, MSR_IA32_A_PMC0, pmu->gp_count, &index)) {
+		if (value & ~pmu->gp_mask)
+			return -EIO;
+		return write_counter(sim, cpu, &cpu->gp[index], value);
+	}
+	if (in_range(address, MSR_IA32_FIXED_CTR0, pmu->fixed_count, &index)) {
+		if (value & ~pmu->fixed_mask)
+			return -EIO;
+		return write_counter(sim, cpu, &cpu->fixed[index], value);
+	}
+	if (address == MSR_IA32_PERF_CAPABILITIES && pmu->perf_capabilities)
+		return -EIO; /* read-only */
+	if (sim->model->aperf_mperf && (address == MSR_IA32_MPERF || address == MSR_IA32_APERF))
+		return write_counter(sim, cpu, address == MSR_IA32_MPERF ? &cpu->mperf : &cpu->aperf, value);
+	return write_global(sim, cpu, address, value);
+}

@@ -24,6 +24,7 @@
 #include <strings.h>
 
 #define PFM_ENCODE_INACTIVE_VARIABLE "LIBPFM_ENCODE_INACTIVE"
+#define PFM_FORCE_PMU_VARIABLE "LIBPFM_FORCE_PMU"
 #define PFM_PMU_DELIMITER "::"
 #define PFM_NAME_MAX 256u
 
@@ -178,6 +179,14 @@ const char *event_db_pmu_name(const struct event_db *db)
 	return db->pmu_name;
 }
 
+/* LIBPFM_FORCE_PMU, set by the application, keeps every other PMU out of libpfm4. */
+static void explain_forced(const struct event_db *db, char *why, size_t why_size)
+{
+	event_db_why(why, why_size, "%s=%s restricts libpfm4 to one PMU in this process, so the "
+		     "event table '%s' of this CPU is unavailable", PFM_FORCE_PMU_VARIABLE,
+		     getenv(PFM_FORCE_PMU_VARIABLE), db->pmu_name);
+}
+
 /* libpfm4 initialised and the model's PMU present in it; resolves pmu_id on first use. */
 static int pfm_model_ready(struct event_db *db, char *why, size_t why_size)
 {
@@ -197,6 +206,10 @@ static int pfm_model_ready(struct event_db *db, char *why, size_t why_size)
 		db->pmu_id = pfm_pmu_id_of(db->pmu_name);
 	id = db->pmu_id;
 	pthread_mutex_unlock(&db->pfm_lock);
+	if (id < 0 && getenv(PFM_FORCE_PMU_VARIABLE)) {
+		explain_forced(db, why, why_size);
+		return -EOPNOTSUPP;
+	}
 	if (id < 0) {
 		event_db_why(why, why_size, "the installed libpfm4 (%#x) has no event table '%s' for "
 			     "%s", (unsigned)pfm_get_version(), db->pmu_name,
@@ -344,7 +357,9 @@ static int pairs_ready(struct event_db *db, char *why, size_t why_size)
 	}
 	error = db->pfm_table_error;
 	pthread_mutex_unlock(&db->pfm_lock);
-	if (error == -EOPNOTSUPP)
+	if (error == -EOPNOTSUPP && getenv(PFM_FORCE_PMU_VARIABLE))
+		explain_forced(db, why, why_size);
+	else if (error == -EOPNOTSUPP)
 		event_db_why(why, why_size,
 			     "libpfm4 cannot encode events of PMU '%s' in this process: it was "
 			     "initialised before haecer without LIBPFM_ENCODE_INACTIVE=1, so only "

@@ -14,6 +14,9 @@
 #include <string.h>
 #include <strings.h>
 
+/* The energy-status-units field is 5 bits wide. */
+#define RAPL_MAX_EXPONENT 31u
+
 static const struct event_rapl_domain rapl_domains[RAPL_DOMAIN_COUNT] = {
 	[RAPL_DOMAIN_PKG] = {"RAPL_PKG", RAPL_DOMAIN_PKG, EVENT_VENDOR_INTEL,
 			     MSR_PKG_ENERGY_STATUS, MSR_RAPL_POWER_UNIT, EVENT_RAPL_PACKAGE},
@@ -122,11 +125,16 @@ int event_db_rapl_lookup(const struct event_db *db, unsigned domain, struct even
 	exponent = derived_exponent(db, domain);
 	reported = db->machine.rapl_energy_exponent[domain];
 	memset(out, 0, sizeof(*out));
+	if (reported > RAPL_MAX_EXPONENT) {
+		event_db_why(why, why_size, "msrd reported energy exponent %u for %s, outside "
+			     "0-%u", reported, rapl_domains[domain].name, RAPL_MAX_EXPONENT);
+		return -EOPNOTSUPP;
+	}
 	if (reported != 0 && reported != exponent) {
 		out->exponent_from_msrd = true;
 		exponent = reported;
 	}
-	if (exponent < 0 || exponent > 31) {
+	if (exponent < 0) {
 		event_db_why(why, why_size, "the energy unit of %s is unknown (no unit register "
 			     "value reported)", rapl_domains[domain].name);
 		return -EOPNOTSUPP;

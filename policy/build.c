@@ -66,6 +66,10 @@ static int parse_number(struct build *build, yaml_node_t *node, const char *what
 
 	if (result == -ERANGE || (result == 0 && bits < 64 && (*out >> bits) != 0))
 		return fail(build, node, "%s %s does not fit in %u bits", what, text, bits);
+	if (result < 0 && text[0] == '0' && text[1] >= '0' && text[1] <= '9')
+		return fail(build, node,
+			    "%s '%s' has a leading zero: write 0x%s for hex, or drop the zero", what,
+			    text, text + 1);
 	if (result < 0)
 		return fail(build, node, "%s '%s' is not a number (write 0x1f or 31)", what, text);
 	return 0;

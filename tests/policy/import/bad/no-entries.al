@@ -1,0 +1,2 @@
+## nothing but comments
+# 0x00000010 0x0000000000000000

@@ -1,0 +1,172 @@
+/*
+ * tests/backend/backend_test.h — helpers shared by the backend tests: opening the simulated CPU
+ * on the shipped models, and building stand-in device trees in a temporary directory.
+ */
+#ifndef HAECER_TESTS_BACKEND_TEST_H
+#define HAECER_TESTS_BACKEND_TEST_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "server/backend.h"
+
+#define NS_PER_MS 1000000ull
+#define NS_PER_S 1000000000ull
+
+static const char *const shipped_models[] = { "sandybridge", "skylake-sp", "zen3" };
+#define SHIPPED_MODEL_COUNT (sizeof(shipped_models) / sizeof(shipped_models[0]))
+
+/* configs/models of the source tree (HAECER_SOURCE is set by scripts/run-tests.sh). */
+static inline const char *test_models_dir(void)
+{
+	static char dir[PATH_MAX];
+	const char *source = getenv("HAECER_SOURCE");
+
+	snprintf(dir, sizeof(dir), "%s/configs/models", source ? source : ".");
+	return dir;
+}
+
+static inline void test_quiet_logs(void)
+{
+	log_init("test", getenv("HAECER_TEST_VERBOSE") ? LOG_LEVEL_DEBUG : LOG_LEVEL_ERROR, false);
+}
+
+/* The simulated CPU in virtual time, every CPU idle. Aborts the test when it does not open. */
+static inline struct msr_backend *open_virtual_sim(const char *model, uint64_t access_step_ns)
+{
+	struct backend_options options = {
+		.kind = BACKEND_SIM,
+		.sim_model = model,
+		.models_dir = test_models_dir(),
+		.sim_virtual_time = true,
+		.sim_access_step_ns = access_step_ns,
+	};
+	struct msr_backend *backend = NULL;
+	char why[512] = "";
+	int ret = backend_open(&options, &backend, why, sizeof(why));
+
+	if (ret < 0) {
+		fprintf(stderr, "cannot open sim model %s: %d %s\n", model, ret, why);
+		abort();
+	}
+	return backend;
+}
+
+/* ---- stand-in trees ---- */
+
+static inline char *make_temp_dir(void)
+{
+	char *dir = strdup("/tmp/haecer-backend-XXXXXX");
+
+	if (!dir || !mkdtemp(dir))
+		abort();
+	return dir;
+}
+
+static inline void remove_tree(const char *dir)
+{
+	char command[PATH_MAX + 16];
+
+	snprintf(command, sizeof(command), "rm -rf '%s'", dir);
+	if (system(command) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* mkdir -p of the directory part of root/relative. */
+static inline void make_parents(const char *root, const char *relative)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", root, relative);
+	for (char *slash = strchr(path + strlen(root) + 1, '/'); slash;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(path, 0755);
+		*slash = '/';
+	}
+}
+
+static inline void tree_mkdir(const char *root, const char *relative)
+{
+	char path[PATH_MAX];
+
+	make_parents(root, relative);
+	snprintf(path, sizeof(path), "%s/%s", root, relative);
+	mkdir(path, 0755);
+}
+
+static inline void __attribute__((format(printf, 3, 4)))
+tree_write_text(const char *root, const char *relative, const char *format, ...)
+{
+	char path[PATH_MAX];
+	va_list arguments;
+	FILE *file;
+
+	make_parents(root, relative);
+	snprintf(path, sizeof(path), "%s/%s", root, relative);
+	file = fopen(path, "w");
+	if (!file)
+		abort();
+	va_start(arguments, format);
+	vfprintf(file, format, arguments);
+	va_end(arguments);
+	fclose(file);
+}
+
+/* Write `size` bytes at `offset` of root/relative, creating it (sparse) when needed. */
+static inline void tree_write_at(const char *root, const char *relative, const void *data,
+				 size_t size, off_t offset)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	make_parents(root, relative);
+	snprintf(path, sizeof(path), "%s/%s", root, relative);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	if (fd < 0 || pwrite(fd, data, size, offset) != (ssize_t)size)
+		abort();
+	close(fd);
+}
+
+/* A stand-in dev/cpu/N/<device> with one MSR value at offset = address. */
+static inline void tree_put_msr(const char *root, unsigned cpu, const char *device,
+				uint32_t address, uint64_t value)
+{
+	char relative[64];
+
+	snprintf(relative, sizeof(relative), "dev/cpu/%u/%s", cpu, device);
+	tree_write_at(root, relative, &value, sizeof(value), address);
+}
+
+/* A stand-in dev/cpu/N/cpuid record (16 bytes at 16 * leaf, see server/backend.c). */
+static inline void tree_put_cpuid(const char *root, unsigned cpu, uint32_t leaf, uint32_t eax,
+				  uint32_t ebx, uint32_t ecx, uint32_t edx)
+{
+	uint32_t regs[4] = { eax, ebx, ecx, edx };
+	char relative[64];
+
+	snprintf(relative, sizeof(relative), "dev/cpu/%u/cpuid", cpu);
+	tree_write_at(root, relative, regs, sizeof(regs), (off_t)leaf * 16);
+}
+
+static inline uint64_t read_or_die(struct msr_backend *backend, uint32_t cpu, uint32_t address)
+{
+	uint64_t value = 0;
+	int ret = backend_read(backend, cpu, address, &value);
+
+	if (ret < 0) {
+		fprintf(stderr, "read cpu %u 0x%X: %d\n", cpu, address, ret);
+		abort();
+	}
+	return value;
+}
+
+#endif

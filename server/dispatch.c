@@ -1,0 +1,553 @@
+/*
+ * server/dispatch.c — protocol handling: one handler per op of protocol v1.
+ *
+ * A frame whose payload does not have the exact shape of its op is a protocol error: an ERROR
+ * frame, then the connection closes. A well-formed request the server cannot grant (policy,
+ * limits, values out of range, ops it does not implement) gets an error reply with a status and
+ * a short text, and the connection stays usable. Every policy refusal is also one log line.
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#define REPLY_ROOM(payload) (WIRE_HEADER_SIZE + (payload))
+
+void dispatch_log_refusal(const struct client *client, uint16_t op, uint32_t cpu,
+			  uint32_t address, const char *reason)
+{
+	log_notice("refused: uid %u pid %d op %s cpu %u address 0x%x: %s", (unsigned)client->uid,
+		   (int)client->pid, wire_op_name(op), cpu, address, reason);
+}
+
+static void log_ring_refusal(const struct client *client, uint16_t op, uint16_t major,
+			     uint16_t minor, const char *reason)
+{
+	log_notice("refused: uid %u pid %d op %s ring %u.%u: %s", (unsigned)client->uid,
+		   (int)client->pid, wire_op_name(op), major, minor, reason);
+}
+
+static void malformed(struct client *client, const struct wire_header *header, size_t length)
+{
+	char detail[96];
+
+	snprintf(detail, sizeof(detail), "%s payload of %zu bytes has the wrong shape",
+		 wire_op_name(header->op), length);
+	client_fail(client, header->request_id, WIRE_STATUS_MALFORMED, detail);
+}
+
+/* Reserve a reply, let the caller write its payload through `writer`, then commit. */
+static uint8_t *reply_begin(struct client *client, size_t payload_room, struct wire_writer *writer)
+{
+	uint8_t *space = client_reply_space(client, REPLY_ROOM(payload_room));
+
+	if (space != NULL)
+		wire_writer_init(writer, space + WIRE_HEADER_SIZE, payload_room);
+	return space;
+}
+
+static void reply_end(struct client *client, uint8_t *space, const struct wire_header *request,
+		      const struct wire_writer *writer, int fd)
+{
+	int length = wire_frame_finish(space, REPLY_ROOM(writer->size), request->op,
+				       WIRE_FLAG_REPLY, WIRE_STATUS_OK, request->request_id,
+				       writer->used);
+
+	if (length < 0 || writer->overflow) {
+		/* Cannot happen: every payload_room is the message's maximum size. */
+		fatal("reply to %s does not fit its room", wire_op_name(request->op));
+	}
+	client_reply_commit(client, (size_t)length, fd);
+}
+
+static void reply_empty(struct client *client, const struct wire_header *request)
+{
+	struct wire_writer writer;
+	uint8_t *space = reply_begin(client, 0, &writer);
+
+	if (space != NULL)
+		reply_end(client, space, request, &writer, -1);
+}
+
+static uint64_t client_features(const struct client *client)
+{
+	uint64_t features = WIRE_FEATURE_MSR | WIRE_FEATURE_RINGS;
+
+	if (backend_kind(client->server->backend) == BACKEND_SIM &&
+	    policy_allows_sim_control(client->grant))
+		features |= WIRE_FEATURE_SIM_CONTROL;
+	return features;
+}
+
+static void handle_hello(struct client *client, const struct wire_header *header,
+			 const uint8_t *payload, size_t length)
+{
+	const struct msrd_config *config = client->server->config;
+	struct wire_hello_request request;
+	struct wire_hello_reply hello;
+	struct wire_writer writer;
+	uint8_t *space;
+	int status = wire_get_hello_request(payload, length, &request);
+
+	if (status == -EBADMSG) {
+		malformed(client, header, length);
+		return;
+	}
+	if (status < 0) {
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
+				   "HELLO flags must be 0");
+		return;
+	}
+	if (request.min_version > WIRE_VERSION || request.max_version < WIRE_VERSION) {
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_VERSION,
+				   "client speaks versions %u..%u, this server speaks %u",
+				   request.min_version, request.max_version, WIRE_VERSION);
+		return;
+	}
+	log_debug("client %u (uid %u pid %d) is \"%s\"", client->number, (unsigned)client->uid,
+		  (int)client->pid, request.client_name);
+	hello = (struct wire_hello_reply){
+		.version = WIRE_VERSION,
+		.backend = (uint16_t)backend_kind(client->server->backend),
+		.max_frame = WIRE_MAX_FRAME,
+		.max_batch_ops = WIRE_MAX_BATCH_OPS,
+		.max_in_flight = CLIENT_MAX_IN_FLIGHT,
+		.max_rings = config->max_rings_per_client,
+		.uid = (uint32_t)client->uid,
+		.gid = (uint32_t)client->gid,
+		.pid = (uint32_t)client->pid,
+		.features = client_features(client),
+	};
+	snprintf(hello.server_version, sizeof(hello.server_version), "%s", MSRD_VERSION);
+	space = reply_begin(client, WIRE_HELLO_REPLY_SIZE, &writer);
+	if (space == NULL)
+		return;
+	wire_put_hello_reply(&writer, &hello);
+	reply_end(client, space, header, &writer, -1);
+}
+
+static void handle_machine_info(struct client *client, const struct wire_header *header,
+				size_t length)
+{
+	struct msrd *server = client->server;
+	struct wire_writer writer;
+	uint8_t *space;
+
+	if (length != 0) {
+		malformed(client, header, length);
+		return;
+	}
+	space = reply_begin(client, server->machine_reply_length, &writer);
+	if (space == NULL)
+		return;
+	wire_put_bytes(&writer, server->machine_reply, server->machine_reply_length);
+	reply_end(client, space, header, &writer, -1);
+}
+
+static void handle_read(struct client *client, const struct wire_header *header,
+			const uint8_t *payload, size_t length)
+{
+	struct wire_read_request request;
+	struct msr_op *op = &client->server->scratch[0];
+
+	if (wire_get_read_request(payload, length, &request) < 0) {
+		malformed(client, header, length);
+		return;
+	}
+	*op = (struct msr_op){ .cpu = request.cpu, .address = request.address };
+	msr_exec_request(client, header->op, header->request_id, op, 1);
+}
+
+static void handle_write(struct client *client, const struct wire_header *header,
+			 const uint8_t *payload, size_t length)
+{
+	struct wire_write_request request;
+	struct msr_op *op = &client->server->scratch[0];
+
+	if (wire_get_write_request(payload, length, &request) < 0) {
+		malformed(client, header, length);
+		return;
+	}
+	*op = (struct msr_op){
+		.cpu = request.cpu,
+		.address = request.address,
+		.value = request.value,
+		.write = true,
+	};
+	msr_exec_request(client, header->op, header->request_id, op, 1);
+}
+
+static void handle_batch(struct client *client, const struct wire_header *header,
+			 const uint8_t *payload, size_t length)
+{
+	struct msr_op *ops = client->server->scratch;
+	uint32_t count;
+	int status = wire_get_batch_count(payload, length, WIRE_BATCH_OP_SIZE, WIRE_MAX_BATCH_OPS,
+					  &count);
+
+	if (status == -EBADMSG) {
+		malformed(client, header, length);
+		return;
+	}
+	if (status < 0) {
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
+				   "a batch has 1..%u ops and flags 0", WIRE_MAX_BATCH_OPS);
+		return;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		struct wire_batch_op op;
+		int valid = wire_get_batch_op(payload, i, &op);
+		ops[i] = (struct msr_op){
+			.cpu = op.cpu,
+			.address = op.address,
+			.value = op.kind == WIRE_BATCH_WRITE ? op.value : 0,
+			.write = op.kind == WIRE_BATCH_WRITE,
+		};
+		/* An op this server cannot run refuses the whole batch, like a policy refusal. */
+		if (valid < 0)
+			ops[i].status = -EINVAL;
+		else if (op.kind != WIRE_BATCH_READ && op.kind != WIRE_BATCH_WRITE)
+			ops[i].status = -EOPNOTSUPP;
+	}
+	msr_exec_request(client, header->op, header->request_id, ops, count);
+}
+
+/* ---- rings ---- */
+
+static void reply_ring(struct client *client, const struct wire_header *header,
+		       const struct ring_entry *entry, int fd)
+{
+	struct wire_ring_entry wire;
+	struct wire_writer writer;
+	uint8_t *space = reply_begin(client, WIRE_RING_ENTRY_SIZE, &writer);
+
+	if (space == NULL) {
+		close(fd);
+		return;
+	}
+	ringdir_entry_to_wire(entry, &wire);
+	wire_put_ring_entry(&writer, &wire);
+	reply_end(client, space, header, &writer, fd);
+}
+
+static bool ring_room(struct client *client, const struct wire_header *header)
+{
+	if (client->ring_count < client->server->config->max_rings_per_client)
+		return true;
+	client_reply_error(client, header->op, header->request_id, WIRE_STATUS_LIMIT,
+			   "this connection holds %u rings already", client->ring_count);
+	return false;
+}
+
+static void handle_ring_create(struct client *client, const struct wire_header *header,
+			       const uint8_t *payload, size_t length)
+{
+	static struct wire_ring_create request; /* 800 bytes: not on the stack, one thread */
+	struct ring_entry *entry;
+	int status = wire_get_ring_create(payload, length, &request);
+	int fd;
+
+	if (status == -EBADMSG) {
+		malformed(client, header, length);
+		return;
+	}
+	if (status < 0) {
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
+				   "at most %u counters per ring", WIRE_MAX_RING_COUNTERS);
+		return;
+	}
+	if (!policy_allows_create_ring(client->grant, request.major)) {
+		log_ring_refusal(client, header->op, request.major, request.minor,
+				 "major not granted for creating rings");
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_DENIED,
+				   "uid %u may not create rings of major %u", (unsigned)client->uid,
+				   request.major);
+		return;
+	}
+	if (!ring_room(client, header))
+		return;
+	status = ringdir_create(&client->server->rings, client, &request, &entry, &fd);
+	if (status < 0) {
+		if (status == -ENOSPC)
+			log_ring_refusal(client, header->op, request.major, request.minor,
+					 "ring memory limit reached");
+		client_reply_error(client, header->op, header->request_id,
+				   wire_status_from_errno(status), "cannot create the ring: %s",
+				   status == -ENOSPC ? "ring memory limit reached"
+						     : strerror(-status));
+		return;
+	}
+	status = client_add_ring(client, entry, true);
+	if (status < 0) {
+		ringdir_release(&client->server->rings, entry, true, msrd_now_ns());
+		close(fd);
+		client_reply_error(client, header->op, header->request_id,
+				   wire_status_from_errno(status), "cannot track the ring");
+		return;
+	}
+	log_info("client %u (uid %u pid %d) created ring %u.%u.%u (%u records)", client->number,
+		 (unsigned)client->uid, (int)client->pid, entry->major, entry->minor,
+		 entry->instance, entry->capacity);
+	reply_ring(client, header, entry, fd);
+}
+
+static void handle_ring_open(struct client *client, const struct wire_header *header,
+			     const uint8_t *payload, size_t length)
+{
+	struct wire_ring_key key;
+	struct ring_entry *entry;
+	int status;
+	int fd;
+
+	if (wire_get_ring_key(payload, length, &key) < 0) {
+		malformed(client, header, length);
+		return;
+	}
+	if (!policy_allows_monitor(client->grant, key.major)) {
+		log_ring_refusal(client, header->op, key.major, key.minor,
+				 "major not granted for monitoring");
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_DENIED,
+				   "uid %u may not monitor rings of major %u", (unsigned)client->uid,
+				   key.major);
+		return;
+	}
+	if (!ring_room(client, header))
+		return;
+	status = ringdir_open(&client->server->rings, key.major, key.minor, key.instance, &entry,
+			      &fd);
+	if (status < 0) {
+		client_reply_error(client, header->op, header->request_id,
+				   wire_status_from_errno(status), "no ring %u.%u.%u", key.major,
+				   key.minor, key.instance);
+		return;
+	}
+	status = client_add_ring(client, entry, false);
+	if (status < 0) {
+		ringdir_release(&client->server->rings, entry, false, msrd_now_ns());
+		close(fd);
+		client_reply_error(client, header->op, header->request_id,
+				   wire_status_from_errno(status), "cannot track the ring");
+		return;
+	}
+	reply_ring(client, header, entry, fd);
+}
+
+static void handle_ring_list(struct client *client, const struct wire_header *header,
+			     const uint8_t *payload, size_t length)
+{
+	const struct ringdir *dir = &client->server->rings;
+	struct wire_writer writer;
+	struct wire_writer count_writer;
+	struct wire_ring_key key;
+	uint32_t count = 0;
+	uint32_t flags = 0;
+	uint8_t *space;
+	size_t first;
+	size_t shown;
+
+	if (wire_get_ring_key(payload, length, &key) < 0) {
+		malformed(client, header, length);
+		return;
+	}
+	first = ringdir_lower_bound(dir, key.major, key.minor, key.instance);
+	shown = dir->count - first < WIRE_RING_LIST_MAX ? dir->count - first : WIRE_RING_LIST_MAX;
+	space = reply_begin(client, WIRE_RING_LIST_HEADER_SIZE + shown * WIRE_RING_ENTRY_SIZE,
+			    &writer);
+	if (space == NULL)
+		return;
+	wire_put_u32(&writer, 0);
+	wire_put_u32(&writer, 0);
+	for (size_t index = first; index < dir->count; index++) {
+		struct wire_ring_entry wire;
+		if (!policy_allows_monitor(client->grant, dir->entries[index]->major))
+			continue;
+		if (count == WIRE_RING_LIST_MAX) {
+			flags |= WIRE_RING_LIST_MORE;
+			break;
+		}
+		ringdir_entry_to_wire(dir->entries[index], &wire);
+		wire_put_ring_entry(&writer, &wire);
+		count++;
+	}
+	wire_writer_init(&count_writer, writer.data, WIRE_RING_LIST_HEADER_SIZE);
+	wire_put_u32(&count_writer, count);
+	wire_put_u32(&count_writer, flags);
+	reply_end(client, space, header, &writer, -1);
+}
+
+/* ---- simulated CPU ---- */
+
+static bool sim_allowed(struct client *client, const struct wire_header *header)
+{
+	if (backend_kind(client->server->backend) != BACKEND_SIM) {
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_NOT_SIM,
+				   "msrd runs the %s backend",
+				   backend_kind_name(backend_kind(client->server->backend)));
+		return false;
+	}
+	if (!policy_allows_sim_control(client->grant)) {
+		dispatch_log_refusal(client, header->op, 0, 0, "simulator control not granted");
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_DENIED,
+				   "uid %u may not control the simulated CPU",
+				   (unsigned)client->uid);
+		return false;
+	}
+	return true;
+}
+
+static void reply_u64(struct client *client, const struct wire_header *header, uint64_t value)
+{
+	struct wire_writer writer;
+	uint8_t *space = reply_begin(client, sizeof(uint64_t), &writer);
+
+	if (space == NULL)
+		return;
+	wire_put_u64(&writer, value);
+	reply_end(client, space, header, &writer, -1);
+}
+
+static void reply_sim_failure(struct client *client, const struct wire_header *header, int status)
+{
+	client_reply_error(client, header->op, header->request_id, wire_status_from_errno(status),
+			   "simulated CPU: %s", strerror(-status));
+}
+
+static void handle_sim_advance(struct client *client, const struct wire_header *header,
+			       const uint8_t *payload, size_t length)
+{
+	uint64_t ns;
+	uint64_t now = 0;
+	int status;
+
+	if (wire_get_u64_payload(payload, length, &ns) < 0) {
+		malformed(client, header, length);
+		return;
+	}
+	if (!sim_allowed(client, header))
+		return;
+	status = backend_sim_advance(client->server->backend, ns);
+	if (status == 0)
+		status = backend_sim_now(client->server->backend, &now);
+	if (status < 0) {
+		reply_sim_failure(client, header, status);
+		return;
+	}
+	reply_u64(client, header, now);
+}
+
+static void handle_sim_set_load(struct client *client, const struct wire_header *header,
+				const uint8_t *payload, size_t length)
+{
+	struct wire_sim_set_load request;
+	int status = wire_get_sim_set_load(payload, length, &request);
+
+	if (status == -EBADMSG) {
+		malformed(client, header, length);
+		return;
+	}
+	if (status < 0) {
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
+				   "load is 0..1000000 ppm, cpu -1 or a CPU number");
+		return;
+	}
+	if (!sim_allowed(client, header))
+		return;
+	status = backend_sim_set_load(client->server->backend, request.cpu,
+				      (double)request.load_ppm / 1e6);
+	if (status < 0) {
+		reply_sim_failure(client, header, status);
+		return;
+	}
+	reply_empty(client, header);
+}
+
+static void handle_sim_truth(struct client *client, const struct wire_header *header,
+			     const uint8_t *payload, size_t length)
+{
+	struct wire_sim_truth_request request;
+	struct sim_energy_truth truth;
+	struct wire_sim_truth wire;
+	struct wire_writer writer;
+	uint8_t *space;
+	int status;
+
+	if (wire_get_sim_truth_request(payload, length, &request) < 0) {
+		malformed(client, header, length);
+		return;
+	}
+	if (!sim_allowed(client, header))
+		return;
+	if (request.domain >= RAPL_DOMAIN_COUNT) {
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
+				   "no RAPL domain %u", request.domain);
+		return;
+	}
+	status = backend_sim_energy_truth(client->server->backend, request.package,
+					  (enum rapl_domain)request.domain, &truth);
+	if (status < 0) {
+		reply_sim_failure(client, header, status);
+		return;
+	}
+	wire = (struct wire_sim_truth){
+		.now_ns = truth.now_ns,
+		.joules = truth.joules,
+		.units_at_update = truth.units_at_update,
+		.last_update_ns = truth.last_update_ns,
+	};
+	space = reply_begin(client, WIRE_SIM_TRUTH_SIZE, &writer);
+	if (space == NULL)
+		return;
+	wire_put_sim_truth(&writer, &wire);
+	reply_end(client, space, header, &writer, -1);
+}
+
+void dispatch_frame(struct client *client, const struct wire_header *header,
+		    const uint8_t *payload, size_t length)
+{
+	if ((header->flags & WIRE_FLAG_REPLY) != 0 || header->status != 0) {
+		client_fail(client, header->request_id, WIRE_STATUS_MALFORMED,
+			    "a request has no reply flag and status 0");
+		return;
+	}
+	switch (header->op) {
+	case WIRE_OP_HELLO:
+		handle_hello(client, header, payload, length);
+		break;
+	case WIRE_OP_MACHINE_INFO:
+		handle_machine_info(client, header, length);
+		break;
+	case WIRE_OP_READ:
+		handle_read(client, header, payload, length);
+		break;
+	case WIRE_OP_WRITE:
+		handle_write(client, header, payload, length);
+		break;
+	case WIRE_OP_BATCH:
+		handle_batch(client, header, payload, length);
+		break;
+	case WIRE_OP_RING_CREATE:
+		handle_ring_create(client, header, payload, length);
+		break;
+	case WIRE_OP_RING_OPEN:
+		handle_ring_open(client, header, payload, length);
+		break;
+	case WIRE_OP_RING_LIST:
+		handle_ring_list(client, header, payload, length);
+		break;
+	case WIRE_OP_SIM_ADVANCE:
+		handle_sim_advance(client, header, payload, length);
+		break;
+	case WIRE_OP_SIM_SET_LOAD:
+		handle_sim_set_load(client, header, payload, length);
+		break;
+	case WIRE_OP_SIM_ENERGY_TRUTH:
+		handle_sim_truth(client, header, payload, length);
+		break;
+	default:
+		client_reply_error(client, header->op, header->request_id,
+				   WIRE_STATUS_UNSUPPORTED, "op 0x%04x (%s) is not implemented",
+				   header->op, wire_op_name(header->op));
+		break;
+	}
+}

@@ -1,0 +1,218 @@
+/*
+ * server/listener.c — msrd's listening UNIX socket, and what happens when a client arrives.
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define LISTEN_BACKLOG 4096
+
+static int errno_or(int fallback)
+{
+	return errno != 0 ? -errno : fallback;
+}
+
+/* Create the socket's directory when it is missing (e.g. /run/haecer after boot); only the last
+ * component, as a daemon's runtime directory. */
+static int make_socket_directory(const char *path)
+{
+	char copy[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *directory;
+
+	snprintf(copy, sizeof(copy), "%s", path);
+	directory = dirname(copy);
+	if (mkdir(directory, 0755) < 0 && errno != EEXIST)
+		return errno_or(-EACCES);
+	return 0;
+}
+
+/* A socket file left by a server that died is removed; one a live server answers on is not. */
+static int clear_stale_socket(const struct sockaddr_un *address)
+{
+	struct stat info;
+	int probe;
+	int status = 0;
+
+	if (lstat(address->sun_path, &info) < 0)
+		return errno == ENOENT ? 0 : errno_or(-EACCES);
+	if (!S_ISSOCK(info.st_mode))
+		return -EEXIST;
+	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (probe < 0)
+		return errno_or(-EMFILE);
+	if (connect(probe, (const struct sockaddr *)address, sizeof(*address)) == 0)
+		status = -EADDRINUSE;
+	else if (unlink(address->sun_path) < 0 && errno != ENOENT)
+		status = errno_or(-EACCES);
+	close(probe);
+	return status;
+}
+
+static int apply_socket_permissions(const struct msrd_config *config)
+{
+	if (config->socket_group != NULL) {
+		struct group *group = getgrnam(config->socket_group);
+		char *end;
+		unsigned long gid = strtoul(config->socket_group, &end, 10);
+		if (group != NULL)
+			gid = group->gr_gid;
+		else if (*end != '\0' || end == config->socket_group)
+			return -ENOENT;
+		if (chown(config->socket_path, (uid_t)-1, (gid_t)gid) < 0)
+			return errno_or(-EPERM);
+	}
+	if (chmod(config->socket_path, (mode_t)config->socket_mode) < 0)
+		return errno_or(-EPERM);
+	return 0;
+}
+
+int listener_open(const struct msrd_config *config)
+{
+	struct sockaddr_un address = { .sun_family = AF_UNIX };
+	int fd = -1;
+	int status;
+
+	if (strlen(config->socket_path) >= sizeof(address.sun_path)) {
+		log_error("socket path too long: %s", config->socket_path);
+		return -ENAMETOOLONG;
+	}
+	memcpy(address.sun_path, config->socket_path, strlen(config->socket_path) + 1);
+	status = make_socket_directory(config->socket_path);
+	if (status < 0) {
+		log_warn_errno(status, "creating the directory of %s", config->socket_path);
+		return status;
+	}
+	status = clear_stale_socket(&address);
+	if (status < 0) {
+		log_warn_errno(status, "%s", status == -EADDRINUSE
+						     ? "another msrd is listening on the socket"
+						     : "removing the old socket file");
+		return status;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno_or(-EMFILE);
+	if (bind(fd, (struct sockaddr *)&address, sizeof(address)) < 0) {
+		status = errno_or(-EADDRINUSE);
+		log_warn_errno(status, "bind %s", config->socket_path);
+		goto out;
+	}
+	status = apply_socket_permissions(config);
+	if (status < 0) {
+		log_warn_errno(status, "setting owner group and mode of %s", config->socket_path);
+		unlink(config->socket_path);
+		goto out;
+	}
+	if (listen(fd, LISTEN_BACKLOG) < 0) {
+		status = errno_or(-EINVAL);
+		unlink(config->socket_path);
+		goto out;
+	}
+	return fd;
+out:
+	close(fd);
+	return status;
+}
+
+/* The peer's supplementary groups; SO_PEERGROUPS says how much room it needs. */
+static int peer_groups(int fd, gid_t **groups, uint32_t *count)
+{
+	socklen_t length = 16 * sizeof(gid_t);
+	gid_t *list = NULL;
+
+	for (int attempt = 0; attempt < 4; attempt++) {
+		gid_t *bigger = realloc(list, length > 0 ? length : sizeof(gid_t));
+		if (bigger == NULL)
+			break;
+		list = bigger;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, list, &length) == 0) {
+			*groups = list;
+			*count = (uint32_t)(length / sizeof(gid_t));
+			return 0;
+		}
+		if (errno != ERANGE)
+			break;
+	}
+	free(list);
+	*groups = NULL;
+	*count = 0;
+	return -ENOMEM;
+}
+
+static void refuse_connection(int fd, uint16_t status, const char *detail)
+{
+	uint8_t frame[WIRE_HEADER_SIZE + WIRE_MAX_DETAIL];
+	int length = wire_encode_error(frame, sizeof(frame), WIRE_OP_ERROR, status, 0, detail);
+
+	if (length > 0)
+		(void)!send(fd, frame, (size_t)length, MSG_DONTWAIT | MSG_NOSIGNAL);
+	close(fd);
+}
+
+void listener_on_accept(struct msrd *server, const struct io_uring_cqe *cqe)
+{
+	int fd = cqe->res;
+	int status;
+
+	if (fd < 0) {
+		if (fd == -ECANCELED)
+			return;
+		log_warn_errno(fd, "accept");
+		/* Out of descriptors: wait a tick instead of spinning on the same error. */
+		if (fd == -EMFILE || fd == -ENFILE || fd == -ENOMEM || fd == -ENOBUFS) {
+			server->accept_rearm = true;
+			loop_want_tick(server);
+		}
+		return;
+	}
+	if (server->stopping) {
+		refuse_connection(fd, WIRE_STATUS_SHUTDOWN, "msrd is shutting down");
+		return;
+	}
+	if (server->client_count >= server->config->max_clients) {
+		log_warnx("refused a connection: %u clients connected (--max-clients)",
+			  server->client_count);
+		refuse_connection(fd, WIRE_STATUS_LIMIT, "too many clients connected");
+		return;
+	}
+	status = client_accept(server, fd);
+	if (status < 0) {
+		log_warn_errno(status, "setting up a new client");
+		refuse_connection(fd, wire_status_from_errno(status), "cannot set up the connection");
+	}
+}
+
+/* Kept here since it is where a client's identity is learned. */
+int msrd_resolve_grant(struct msrd *server, struct client *client, struct policy_grant **out)
+{
+	struct policy_subject subject = {
+		.uid = client->uid,
+		.gid = client->gid,
+		.groups = client->groups,
+		.group_count = client->group_count,
+	};
+
+	return policy_resolve(server->policy, &subject, out);
+}
+
+int listener_identify(int fd, pid_t *pid, uid_t *uid, gid_t *gid, gid_t **groups,
+		      uint32_t *group_count)
+{
+	struct ucred credentials;
+	socklen_t length = sizeof(credentials);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) < 0)
+		return errno_or(-EINVAL);
+	*pid = credentials.pid;
+	*uid = credentials.uid;
+	*gid = credentials.gid;
+	return peer_groups(fd, groups, group_count);
+}

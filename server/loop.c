@@ -1,0 +1,330 @@
+/*
+ * server/loop.c — msrd's one io_uring: set-up, provided receive buffers, the completion loop.
+ *
+ * Everything msrd waits for is an SQE on this ring: the multishot accept, each client's
+ * multishot recv (buffers picked from one shared provided-buffer ring, so an idle client holds
+ * no receive memory), sends, MSR I/O on device-backed backends, the signalfd read, and a tick
+ * timeout that runs only while something has a deadline. One io_uring_enter per turn submits
+ * what the previous turn queued and waits for the next completions.
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <valgrind/memcheck.h>
+
+#define TAG_BITS 0xFull
+#define INDEX_SHIFT 48
+
+uint64_t loop_user_data(const void *object, enum loop_tag tag, uint32_t index)
+{
+	return (uint64_t)(uintptr_t)object | (uint64_t)tag | ((uint64_t)index << INDEX_SHIFT);
+}
+
+enum loop_tag loop_tag_of(uint64_t user_data)
+{
+	return (enum loop_tag)(user_data & TAG_BITS);
+}
+
+void *loop_object_of(uint64_t user_data)
+{
+	return (void *)(uintptr_t)(user_data & ((1ull << INDEX_SHIFT) - 1) & ~TAG_BITS);
+}
+
+uint32_t loop_index_of(uint64_t user_data)
+{
+	return (uint32_t)(user_data >> INDEX_SHIFT);
+}
+
+uint64_t msrd_now_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+struct io_uring_sqe *loop_sqe(struct loop *loop)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&loop->ring);
+
+	while (sqe == NULL) {
+		/* The kernel consumes submitted SQEs synchronously (no SQPOLL), so one submit
+		 * frees the whole queue. */
+		io_uring_submit(&loop->ring);
+		sqe = io_uring_get_sqe(&loop->ring);
+	}
+	return sqe;
+}
+
+void loop_reserve(struct loop *loop, unsigned count)
+{
+	if (io_uring_sq_space_left(&loop->ring) < count)
+		io_uring_submit(&loop->ring);
+}
+
+const uint8_t *loop_buffer(const struct loop *loop, uint16_t id)
+{
+	return loop->buffer_memory + (size_t)id * LOOP_BUFFER_SIZE;
+}
+
+void loop_recycle_buffer(struct loop *loop, uint16_t id)
+{
+	io_uring_buf_ring_add(loop->buffers, loop->buffer_memory + (size_t)id * LOOP_BUFFER_SIZE,
+			      LOOP_BUFFER_SIZE, id, io_uring_buf_ring_mask(LOOP_BUFFER_COUNT), 0);
+	io_uring_buf_ring_advance(loop->buffers, 1);
+}
+
+/* liburing 2.3 lacks io_uring_setup_buf_ring: map the ring ourselves and register it. */
+static int setup_buffers(struct loop *loop)
+{
+	struct io_uring_buf_reg registration;
+	void *mapping;
+	int status;
+
+	loop->buffer_ring_bytes = LOOP_BUFFER_COUNT * sizeof(struct io_uring_buf);
+	mapping = mmap(NULL, loop->buffer_ring_bytes, PROT_READ | PROT_WRITE,
+		       MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+	if (mapping == MAP_FAILED)
+		return -ENOMEM;
+	loop->buffers = mapping;
+	loop->buffer_memory = aligned_alloc(4096, (size_t)LOOP_BUFFER_COUNT * LOOP_BUFFER_SIZE);
+	if (loop->buffer_memory == NULL)
+		return -ENOMEM;
+	registration = (struct io_uring_buf_reg){
+		.ring_addr = (uint64_t)(uintptr_t)mapping,
+		.ring_entries = LOOP_BUFFER_COUNT,
+		.bgid = LOOP_BUFFER_GROUP,
+	};
+	status = io_uring_register_buf_ring(&loop->ring, &registration, 0);
+	if (status < 0)
+		return status;
+	loop->buffers_registered = true;
+	io_uring_buf_ring_init(loop->buffers);
+	for (uint16_t id = 0; id < LOOP_BUFFER_COUNT; id++)
+		io_uring_buf_ring_add(loop->buffers, loop->buffer_memory + (size_t)id * LOOP_BUFFER_SIZE,
+				      LOOP_BUFFER_SIZE, id, io_uring_buf_ring_mask(LOOP_BUFFER_COUNT),
+				      id);
+	io_uring_buf_ring_advance(loop->buffers, LOOP_BUFFER_COUNT);
+	return 0;
+}
+
+int loop_init(struct loop *loop)
+{
+	struct io_uring_params params = {
+		.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER |
+			 IORING_SETUP_DEFER_TASKRUN,
+		.cq_entries = LOOP_CQ_ENTRIES,
+	};
+	int status;
+
+	memset(loop, 0, sizeof(*loop));
+	status = io_uring_queue_init_params(LOOP_SQ_ENTRIES, &loop->ring, &params);
+	if (status == -EINVAL) {
+		/* Kernels before 6.1 know neither SINGLE_ISSUER nor DEFER_TASKRUN. */
+		params = (struct io_uring_params){
+			.flags = IORING_SETUP_CQSIZE,
+			.cq_entries = LOOP_CQ_ENTRIES,
+		};
+		status = io_uring_queue_init_params(LOOP_SQ_ENTRIES, &loop->ring, &params);
+	}
+	if (status < 0)
+		return status;
+	status = setup_buffers(loop);
+	if (status < 0)
+		loop_exit(loop);
+	return status;
+}
+
+void loop_exit(struct loop *loop)
+{
+	if (loop->ring.ring_fd <= 0)
+		return;
+	if (loop->buffers_registered)
+		io_uring_unregister_buf_ring(&loop->ring, LOOP_BUFFER_GROUP);
+	io_uring_queue_exit(&loop->ring);
+	if (loop->buffers != NULL)
+		munmap(loop->buffers, loop->buffer_ring_bytes);
+	free(loop->buffer_memory);
+	memset(loop, 0, sizeof(*loop));
+}
+
+void loop_arm_accept(struct msrd *server)
+{
+	struct io_uring_sqe *sqe;
+
+	if (server->accept_armed || server->stopping || server->listen_fd < 0)
+		return;
+	sqe = loop_sqe(&server->loop);
+	io_uring_prep_multishot_accept(sqe, server->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	io_uring_sqe_set_data64(sqe, loop_user_data(server, TAG_ACCEPT, 0));
+	server->accept_armed = true;
+}
+
+static void arm_signal_read(struct msrd *server)
+{
+	struct io_uring_sqe *sqe = loop_sqe(&server->loop);
+
+	io_uring_prep_read(sqe, server->signal_fd, &server->signal_info,
+			   sizeof(server->signal_info), 0);
+	io_uring_sqe_set_data64(sqe, loop_user_data(server, TAG_SIGNAL, 0));
+}
+
+void loop_want_tick(struct msrd *server)
+{
+	struct io_uring_sqe *sqe;
+
+	if (server->tick_armed || server->done)
+		return;
+	server->tick_interval = (struct __kernel_timespec){
+		.tv_sec = 0,
+		.tv_nsec = (long long)LOOP_TICK_MS * 1000000,
+	};
+	sqe = loop_sqe(&server->loop);
+	io_uring_prep_timeout(sqe, &server->tick_interval, 0, 0);
+	io_uring_sqe_set_data64(sqe, loop_user_data(server, TAG_TICK, 0));
+	server->tick_armed = true;
+}
+
+static void on_signal(struct msrd *server, const struct io_uring_cqe *cqe)
+{
+	if (cqe->res != (int)sizeof(server->signal_info)) {
+		if (cqe->res < 0 && cqe->res != -EINTR && cqe->res != -ECANCELED)
+			log_warn_errno(cqe->res, "reading signals");
+		if (!server->done && cqe->res != -ECANCELED)
+			arm_signal_read(server);
+		return;
+	}
+	VALGRIND_MAKE_MEM_DEFINED(&server->signal_info, sizeof(server->signal_info));
+	switch (server->signal_info.ssi_signo) {
+	case SIGHUP:
+		msrd_reload_policy(server);
+		break;
+	case SIGTERM:
+	case SIGINT:
+		msrd_begin_shutdown(server, server->signal_info.ssi_signo == SIGTERM ? "SIGTERM"
+										     : "SIGINT");
+		break;
+	default:
+		break;
+	}
+	if (!server->done)
+		arm_signal_read(server);
+}
+
+static void on_tick(struct msrd *server)
+{
+	uint64_t now = msrd_now_ns();
+	bool needed = false;
+	struct client *next;
+
+	server->tick_armed = false;
+	for (struct client *client = server->clients; client != NULL; client = next) {
+		next = client->next;
+		if (client_check_timeouts(client, now))
+			needed = true;
+	}
+	if (ringdir_expire(&server->rings, now))
+		needed = true;
+	if (server->accept_rearm) {
+		server->accept_rearm = false;
+		loop_arm_accept(server);
+	}
+	if (needed)
+		loop_want_tick(server);
+}
+
+static void on_accept_done(struct msrd *server, const struct io_uring_cqe *cqe)
+{
+	if ((cqe->flags & IORING_CQE_F_MORE) == 0)
+		server->accept_armed = false;
+	listener_on_accept(server, cqe);
+	if (!server->accept_armed && !server->accept_rearm)
+		loop_arm_accept(server);
+}
+
+static void dispatch_completion(struct msrd *server, const struct io_uring_cqe *cqe)
+{
+	uint64_t user_data = io_uring_cqe_get_data64(cqe);
+
+	switch (loop_tag_of(user_data)) {
+	case TAG_ACCEPT:
+		on_accept_done(server, cqe);
+		break;
+	case TAG_SIGNAL:
+		on_signal(server, cqe);
+		break;
+	case TAG_TICK:
+		on_tick(server);
+		break;
+	case TAG_RECV:
+		client_on_recv(loop_object_of(user_data), cqe);
+		break;
+	case TAG_SEND:
+		client_on_send(loop_object_of(user_data), cqe);
+		break;
+	case TAG_MSR_CHECK:
+	case TAG_MSR_RUN:
+		msr_exec_on_completion(server, cqe);
+		break;
+	case TAG_IGNORE:
+	default:
+		break;
+	}
+}
+
+/* Work queued during a turn that must wait for the whole turn: replies are coalesced into one
+ * send per client, and receives that ran out of buffers are re-armed once buffers are back. */
+static void finish_turn(struct msrd *server)
+{
+	while (server->rearm != NULL) {
+		struct client *client = server->rearm;
+		server->rearm = client->next_rearm;
+		client->next_rearm = NULL;
+		client->recv_rearm = false;
+		client_rearm_recv(client);
+	}
+	while (server->dirty != NULL) {
+		struct client *client = server->dirty;
+		server->dirty = client->next_dirty;
+		client->next_dirty = NULL;
+		client->dirty = false;
+		client_flush(client);
+	}
+}
+
+int loop_run(struct msrd *server)
+{
+	struct loop *loop = &server->loop;
+	int status = 0;
+
+	arm_signal_read(server);
+	loop_arm_accept(server);
+	while (!server->done) {
+		struct io_uring_cqe *cqe;
+		unsigned head;
+		unsigned seen = 0;
+
+		finish_turn(server);
+		if (server->stopping && server->client_count == 0 && server->write_owner == NULL) {
+			server->done = true;
+			break;
+		}
+		status = io_uring_submit_and_wait(&loop->ring, 1);
+		if (status < 0 && status != -EINTR && status != -ETIME && status != -EBUSY) {
+			log_warn_errno(status, "io_uring_submit_and_wait");
+			break;
+		}
+		status = 0;
+		io_uring_for_each_cqe(&loop->ring, head, cqe) {
+			dispatch_completion(server, cqe);
+			seen++;
+		}
+		io_uring_cq_advance(&loop->ring, seen);
+	}
+	return status;
+}

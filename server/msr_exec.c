@@ -1,0 +1,506 @@
+/*
+ * server/msr_exec.c — READ, WRITE and BATCH: policy check, write-mask check, execution.
+ *
+ * A request is checked whole before anything runs:
+ *   1. every op against the client's grant: CPU exists, address readable / writable at all;
+ *   2. for writes, the register's current value is read and the write is allowed only when every
+ *      bit it changes is inside the write mask (a write after an earlier write of the same batch
+ *      to the same register is checked against that earlier value);
+ *   3. the original value of every register about to be written for the first time is
+ *      remembered (restored at SIGTERM);
+ *   4. the ops run in order, each with its own status (-EIO for a register the CPU lacks).
+ * Any refusal in 1-2 refuses the whole request: nothing is written.
+ *
+ * Backends that expose a device descriptor per CPU run steps 2 and 4 as io_uring reads and writes
+ * at offset = address, one submission per step for the whole batch (hard-linked when the batch
+ * writes, so its ops run in order). Only one writing batch is between steps 2 and 4 at a time, so
+ * the current value a write was checked against cannot change under it. The simulated CPU (and
+ * msr-safe's batch ioctl) run synchronously.
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <valgrind/memcheck.h>
+
+struct msr_job {
+	struct msrd *server;
+	struct client *client;
+	struct msr_job *next_waiting;
+	uint16_t op;
+	uint32_t request_id;
+	uint32_t count;
+	uint32_t pending;
+	bool has_writes;
+	struct msr_op *ops;
+	uint64_t *current;
+	int32_t *current_status;
+} __attribute__((aligned(16)));
+
+/* The first refusal of a request, for the client's detail text and the log line. */
+struct refusal {
+	uint32_t index;
+	char reason[128];
+};
+
+static void refusal_note(struct refusal *refusal, uint32_t refused, uint32_t index,
+			 const char *format, ...) __attribute__((format(printf, 4, 5)));
+
+static void refusal_note(struct refusal *refusal, uint32_t refused, uint32_t index,
+			 const char *format, ...)
+{
+	va_list arguments;
+
+	if (refused > 0)
+		return;
+	refusal->index = index;
+	va_start(arguments, format);
+	vsnprintf(refusal->reason, sizeof(refusal->reason), format, arguments);
+	va_end(arguments);
+}
+
+/* Step 1: what the grant and the machine allow without looking at any register. */
+static uint32_t check_grants(const struct client *client, struct msr_op *ops, uint32_t count,
+			     struct refusal *refusal)
+{
+	uint32_t cpus = backend_cpu_count(client->server->backend);
+	uint32_t refused = 0;
+
+	for (uint32_t i = 0; i < count; i++) {
+		struct msr_op *op = &ops[i];
+		if (op->status == -EOPNOTSUPP) {
+			refusal_note(refusal, refused, i, "op kind not supported by this server");
+		} else if (op->status < 0) {
+			refusal_note(refusal, refused, i, "op with non-zero flags");
+		} else if (op->cpu >= cpus) {
+			op->status = -ENXIO;
+			refusal_note(refusal, refused, i, "no CPU %u (the machine has %u)", op->cpu,
+				     cpus);
+		} else if (op->write && policy_write_mask(client->grant, op->address) == 0) {
+			op->status = -EPERM;
+			refusal_note(refusal, refused, i, "write not granted");
+		} else if (!op->write && !policy_allows_read(client->grant, op->address)) {
+			op->status = -EPERM;
+			refusal_note(refusal, refused, i, "read not granted");
+		} else {
+			continue;
+		}
+		refused++;
+	}
+	return refused;
+}
+
+/* The last write before ops[index] in this batch to the same register, or -1. */
+static int64_t prior_write(const struct msr_op *ops, uint32_t index)
+{
+	for (uint32_t j = index; j-- > 0;) {
+		if (ops[j].write && ops[j].cpu == ops[index].cpu &&
+		    ops[j].address == ops[index].address)
+			return j;
+	}
+	return -1;
+}
+
+/* Step 2: every write against the register's value at the time it would run. */
+static uint32_t check_writes(const struct client *client, struct msr_op *ops, uint32_t count,
+			     const uint64_t *current, const int32_t *current_status,
+			     struct refusal *refusal)
+{
+	uint32_t refused = 0;
+
+	for (uint32_t i = 0; i < count; i++) {
+		struct msr_op *op = &ops[i];
+		int64_t prior;
+		uint64_t before;
+		int status;
+
+		if (!op->write)
+			continue;
+		prior = prior_write(ops, i);
+		if (prior < 0 && current_status[i] < 0) {
+			op->status = current_status[i];
+			refusal_note(refusal, refused, i, "its current value cannot be read");
+			refused++;
+			continue;
+		}
+		before = prior >= 0 ? ops[prior].value : current[i];
+		status = policy_allows_write(client->grant, op->address, before, op->value);
+		if (status == 0)
+			continue;
+		op->status = status;
+		if (status == -EACCES)
+			refusal_note(refusal, refused, i,
+				     "write 0x%llx over 0x%llx changes bits 0x%llx outside the mask "
+				     "0x%llx",
+				     (unsigned long long)op->value, (unsigned long long)before,
+				     (unsigned long long)((before ^ op->value) &
+							  ~policy_write_mask(client->grant,
+									     op->address)),
+				     (unsigned long long)policy_write_mask(client->grant,
+									   op->address));
+		else
+			refusal_note(refusal, refused, i, "write not granted");
+		refused++;
+	}
+	return refused;
+}
+
+/* Step 3. -ENOMEM when a value cannot be remembered: then nothing may be written. */
+static int remember_originals(struct msrd *server, const struct msr_op *ops, uint32_t count,
+			      const uint64_t *current)
+{
+	for (uint32_t i = 0; i < count; i++) {
+		int status;
+		if (!ops[i].write || prior_write(ops, i) >= 0)
+			continue;
+		status = msrstate_remember(&server->saved, ops[i].cpu, ops[i].address, current[i]);
+		if (status < 0)
+			return status;
+	}
+	return 0;
+}
+
+/* ---- replies ---- */
+
+static void reply_batch(struct client *client, uint32_t request_id, const struct msr_op *ops,
+			uint32_t count, uint16_t status, bool refused)
+{
+	size_t room = WIRE_BATCH_HEADER_SIZE + (size_t)count * WIRE_BATCH_RESULT_SIZE;
+	uint8_t *space = client_reply_space(client, WIRE_HEADER_SIZE + room);
+	struct wire_writer writer;
+	int length;
+
+	if (space == NULL)
+		return;
+	wire_writer_init(&writer, space + WIRE_HEADER_SIZE, room);
+	wire_put_batch_header(&writer, count);
+	for (uint32_t i = 0; i < count; i++) {
+		struct wire_batch_result result = {
+			.value = ops[i].status == 0 && !refused ? ops[i].value : 0,
+			.status = refused && ops[i].status == 0
+					  ? (uint16_t)WIRE_STATUS_NOT_RUN
+					  : wire_status_from_errno(ops[i].status),
+		};
+		wire_put_batch_result(&writer, &result);
+	}
+	length = wire_frame_finish(space, WIRE_HEADER_SIZE + room, WIRE_OP_BATCH, WIRE_FLAG_REPLY,
+				   status, request_id, writer.used);
+	if (length > 0)
+		client_reply_commit(client, (size_t)length, -1);
+}
+
+static void reply_refused(struct client *client, uint16_t op, uint32_t request_id,
+			  const struct msr_op *ops, uint32_t count, uint32_t refused,
+			  const struct refusal *refusal)
+{
+	const struct msr_op *first = &ops[refusal->index];
+	uint16_t status = wire_status_from_errno(first->status);
+	char reason[sizeof(refusal->reason) + 48];
+
+	if (refused > 1)
+		snprintf(reason, sizeof(reason), "%s (and %u more ops refused)", refusal->reason,
+			 refused - 1);
+	else
+		snprintf(reason, sizeof(reason), "%s", refusal->reason);
+	dispatch_log_refusal(client, op, first->cpu, first->address, reason);
+	if (op == WIRE_OP_BATCH) {
+		reply_batch(client, request_id, ops, count, status, true);
+		return;
+	}
+	client_reply_error(client, op, request_id, status, "uid %u, cpu %u, MSR 0x%x: %s",
+			   (unsigned)client->uid, first->cpu, first->address, reason);
+}
+
+static void reply_results(struct client *client, uint16_t op, uint32_t request_id,
+			  const struct msr_op *ops, uint32_t count)
+{
+	uint8_t *space;
+	int length;
+
+	if (op == WIRE_OP_BATCH) {
+		reply_batch(client, request_id, ops, count, WIRE_STATUS_OK, false);
+		return;
+	}
+	if (ops[0].status < 0) {
+		client_reply_error(client, op, request_id, wire_status_from_errno(ops[0].status),
+				   "cpu %u, MSR 0x%x: %s", ops[0].cpu, ops[0].address,
+				   strerror(-ops[0].status));
+		return;
+	}
+	space = client_reply_space(client, WIRE_HEADER_SIZE + WIRE_READ_REPLY_SIZE);
+	if (space == NULL)
+		return;
+	if (op == WIRE_OP_READ) {
+		struct wire_writer writer;
+		wire_writer_init(&writer, space + WIRE_HEADER_SIZE, WIRE_READ_REPLY_SIZE);
+		wire_put_u64(&writer, ops[0].value);
+	}
+	length = wire_frame_finish(space, WIRE_HEADER_SIZE + WIRE_READ_REPLY_SIZE, op,
+				   WIRE_FLAG_REPLY, WIRE_STATUS_OK, request_id,
+				   op == WIRE_OP_READ ? WIRE_READ_REPLY_SIZE : 0);
+	if (length > 0)
+		client_reply_commit(client, (size_t)length, -1);
+}
+
+/* ---- synchronous execution (sim, msr-safe) ---- */
+
+static void run_sync(struct client *client, uint16_t op, uint32_t request_id, struct msr_op *ops,
+		     uint32_t count, bool has_writes)
+{
+	struct msrd *server = client->server;
+	struct refusal refusal = { 0 };
+	int status;
+
+	if (count == 1 && !has_writes) {
+		ops[0].status = backend_read(server->backend, ops[0].cpu, ops[0].address,
+					     &ops[0].value);
+		reply_results(client, op, request_id, ops, count);
+		return;
+	}
+	if (has_writes) {
+		uint32_t refused;
+		for (uint32_t i = 0; i < count; i++) {
+			if (ops[i].write)
+				server->scratch_current_status[i] = backend_read(
+					server->backend, ops[i].cpu, ops[i].address,
+					&server->scratch_current[i]);
+		}
+		refused = check_writes(client, ops, count, server->scratch_current,
+				       server->scratch_current_status, &refusal);
+		if (refused > 0) {
+			reply_refused(client, op, request_id, ops, count, refused, &refusal);
+			return;
+		}
+		status = remember_originals(server, ops, count, server->scratch_current);
+		if (status < 0) {
+			client_reply_error(client, op, request_id, WIRE_STATUS_NO_MEMORY,
+					   "cannot record original values");
+			return;
+		}
+	}
+	status = backend_run_batch(server->backend, ops, count);
+	if (status < 0) {
+		for (uint32_t i = 0; i < count; i++)
+			ops[i].status = status;
+	}
+	reply_results(client, op, request_id, ops, count);
+}
+
+/* ---- asynchronous execution through io_uring ---- */
+
+/* Whether every op has a descriptor io_uring can read or write at offset = address. msr-safe
+ * goes through its batch ioctl instead; a read-only device lets the backend report the writes'
+ * -EPERM itself. */
+static bool backend_is_async(const struct msrd *server, const struct msr_op *ops, uint32_t count)
+{
+	if (backend_kind(server->backend) != BACKEND_MSR)
+		return false;
+	for (uint32_t i = 0; i < count; i++) {
+		int fd = ops[i].write ? backend_device_write_fd(server->backend, ops[i].cpu)
+				      : backend_device_fd(server->backend, ops[i].cpu);
+		if (fd < 0)
+			return false;
+	}
+	return true;
+}
+
+static struct msr_job *job_new(struct client *client, uint16_t op, uint32_t request_id,
+			       const struct msr_op *ops, uint32_t count, bool has_writes)
+{
+	size_t head = (sizeof(struct msr_job) + 15u) & ~(size_t)15u;
+	size_t bytes = head + count * (sizeof(struct msr_op) + sizeof(uint64_t) + sizeof(int32_t));
+	struct msr_job *job = aligned_alloc(16, (bytes + 15u) & ~(size_t)15u);
+
+	if (job == NULL)
+		return NULL;
+	*job = (struct msr_job){
+		.server = client->server,
+		.client = client,
+		.op = op,
+		.request_id = request_id,
+		.count = count,
+		.has_writes = has_writes,
+	};
+	job->ops = (struct msr_op *)((uint8_t *)job + head);
+	job->current = (uint64_t *)(job->ops + count);
+	job->current_status = (int32_t *)(job->current + count);
+	memcpy(job->ops, ops, sizeof(*ops) * count);
+	memset(job->current, 0, sizeof(uint64_t) * count);
+	memset(job->current_status, 0, sizeof(int32_t) * count);
+	return job;
+}
+
+static void job_end(struct msr_job *job)
+{
+	struct client *client = job->client;
+
+	client->job = NULL;
+	free(job);
+	client_resume(client);
+	client_sqe_done(client);
+}
+
+static void start_check(struct msr_job *job);
+
+static void release_write_lock(struct msrd *server)
+{
+	server->write_owner = NULL;
+	while (server->write_waiting != NULL) {
+		struct msr_job *next = server->write_waiting;
+		server->write_waiting = next->next_waiting;
+		if (server->write_waiting == NULL)
+			server->write_waiting_tail = NULL;
+		if (next->client->closing) {
+			/* Its client left before anything was checked: nothing to run. */
+			job_end(next);
+			continue;
+		}
+		server->write_owner = next;
+		start_check(next);
+		return;
+	}
+}
+
+static void submit_op(struct msr_job *job, uint32_t index, enum loop_tag tag, bool link)
+{
+	struct msr_op *op = &job->ops[index];
+	struct io_uring_sqe *sqe = loop_sqe(&job->server->loop);
+	int fd = backend_device_fd(job->server->backend, op->cpu);
+
+	if (tag == TAG_MSR_CHECK)
+		io_uring_prep_read(sqe, fd, &job->current[index], sizeof(uint64_t), op->address);
+	else if (op->write)
+		io_uring_prep_write(sqe, fd, &op->value, sizeof(uint64_t), op->address);
+	else
+		io_uring_prep_read(sqe, fd, &op->value, sizeof(uint64_t), op->address);
+	if (link)
+		sqe->flags |= IOSQE_IO_HARDLINK;
+	io_uring_sqe_set_data64(sqe, loop_user_data(job, tag, index));
+	job->pending++;
+}
+
+static void start_check(struct msr_job *job)
+{
+	for (uint32_t i = 0; i < job->count; i++) {
+		if (job->ops[i].write)
+			submit_op(job, i, TAG_MSR_CHECK, false);
+	}
+}
+
+static void start_run(struct msr_job *job)
+{
+	/* A hard-linked chain must go to the kernel in one submission. */
+	loop_reserve(&job->server->loop, job->count);
+	for (uint32_t i = 0; i < job->count; i++)
+		submit_op(job, i, TAG_MSR_RUN, job->has_writes && i + 1 < job->count);
+}
+
+static void finish_check(struct msr_job *job)
+{
+	struct refusal refusal = { 0 };
+	uint32_t refused = check_writes(job->client, job->ops, job->count, job->current,
+					job->current_status, &refusal);
+	int status;
+
+	if (refused > 0) {
+		release_write_lock(job->server);
+		reply_refused(job->client, job->op, job->request_id, job->ops, job->count, refused,
+			      &refusal);
+		job_end(job);
+		return;
+	}
+	status = remember_originals(job->server, job->ops, job->count, job->current);
+	if (status < 0) {
+		release_write_lock(job->server);
+		client_reply_error(job->client, job->op, job->request_id, WIRE_STATUS_NO_MEMORY,
+				   "cannot record original values");
+		job_end(job);
+		return;
+	}
+	start_run(job);
+}
+
+static int32_t io_status(int result)
+{
+	if (result == (int)sizeof(uint64_t))
+		return 0;
+	return result < 0 ? result : -EIO;
+}
+
+void msr_exec_on_completion(struct msrd *server, const struct io_uring_cqe *cqe)
+{
+	uint64_t user_data = io_uring_cqe_get_data64(cqe);
+	struct msr_job *job = loop_object_of(user_data);
+	uint32_t index = loop_index_of(user_data);
+
+	if (loop_tag_of(user_data) == TAG_MSR_CHECK) {
+		job->current_status[index] = io_status(cqe->res);
+		VALGRIND_MAKE_MEM_DEFINED(&job->current[index], sizeof(uint64_t));
+	} else {
+		job->ops[index].status = io_status(cqe->res);
+		if (!job->ops[index].write)
+			VALGRIND_MAKE_MEM_DEFINED(&job->ops[index].value, sizeof(uint64_t));
+	}
+	if (--job->pending > 0)
+		return;
+	if (loop_tag_of(user_data) == TAG_MSR_CHECK) {
+		finish_check(job);
+		return;
+	}
+	if (job->has_writes && server->write_owner == job)
+		release_write_lock(server);
+	reply_results(job->client, job->op, job->request_id, job->ops, job->count);
+	job_end(job);
+}
+
+static void run_async(struct client *client, uint16_t op, uint32_t request_id,
+		      const struct msr_op *ops, uint32_t count, bool has_writes)
+{
+	struct msrd *server = client->server;
+	struct msr_job *job = job_new(client, op, request_id, ops, count, has_writes);
+
+	if (job == NULL) {
+		client_reply_error(client, op, request_id, WIRE_STATUS_NO_MEMORY,
+				   "no memory for the request");
+		return;
+	}
+	client->job = job;
+	client->sqes_in_flight++; /* the job holds the client until it ends */
+	if (!has_writes) {
+		start_run(job);
+		return;
+	}
+	if (server->write_owner != NULL) {
+		if (server->write_waiting_tail != NULL)
+			server->write_waiting_tail->next_waiting = job;
+		else
+			server->write_waiting = job;
+		server->write_waiting_tail = job;
+		return;
+	}
+	server->write_owner = job;
+	start_check(job);
+}
+
+void msr_exec_request(struct client *client, uint16_t op, uint32_t request_id,
+		      struct msr_op *ops, uint32_t count)
+{
+	struct refusal refusal = { 0 };
+	bool has_writes = false;
+	uint32_t refused;
+
+	refused = check_grants(client, ops, count, &refusal);
+	if (refused > 0) {
+		reply_refused(client, op, request_id, ops, count, refused, &refusal);
+		return;
+	}
+	for (uint32_t i = 0; i < count; i++)
+		has_writes |= ops[i].write;
+	if (backend_is_async(client->server, ops, count))
+		run_async(client, op, request_id, ops, count, has_writes);
+	else
+		run_sync(client, op, request_id, ops, count, has_writes);
+}

@@ -1,0 +1,364 @@
+/*
+ * server/msrd.c — msrd's main(): the one-shot actions, start-up in a safe order, shutdown.
+ *
+ * Start-up order matters: signals are blocked before anything can deliver them; the policy is
+ * loaded (and refused when invalid or writable by others) before any device is touched; devices
+ * and the socket are opened while msrd still holds its privileges, then every capability but
+ * CAP_SYS_RAWIO is dropped before the first client can connect.
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+static struct msrd server_state __attribute__((aligned(16)));
+
+static void print_policy_error(const struct policy_error *error)
+{
+	char text[600];
+
+	policy_error_format(error, text, sizeof(text));
+	fprintf(stderr, "msrd: %s\n", text);
+}
+
+static void print_policy_warnings(const struct policy *policy)
+{
+	for (size_t i = 0; i < policy_warning_count(policy); i++)
+		fprintf(stderr, "msrd: warning: %s\n", policy_warning(policy, i));
+}
+
+static int check_policy(const struct msrd_config *config)
+{
+	struct policy_load_options options = {
+		.allow_insecure_permissions = config->insecure_policy_permissions,
+	};
+	struct policy_error error;
+	struct policy *policy = NULL;
+
+	if (policy_load(config->action_file, &options, &policy, &error) < 0) {
+		print_policy_error(&error);
+		return 1;
+	}
+	print_policy_warnings(policy);
+	policy_print(policy, stdout);
+	policy_free(policy);
+	return fflush(stdout) == 0 ? 0 : 1;
+}
+
+static int import_allowlist(const struct msrd_config *config)
+{
+	bool from_stdin = strcmp(config->action_file, "-") == 0;
+	FILE *in = from_stdin ? stdin : fopen(config->action_file, "r");
+	struct policy_error error;
+	int status;
+
+	if (in == NULL) {
+		fprintf(stderr, "msrd: %s: %s\n", config->action_file, strerror(errno));
+		return 1;
+	}
+	status = policy_import_allowlist(in, from_stdin ? "<stdin>" : config->action_file,
+					 config->for_group, stdout, &error);
+	if (!from_stdin)
+		fclose(in);
+	if (status < 0) {
+		print_policy_error(&error);
+		return 1;
+	}
+	return fflush(stdout) == 0 ? 0 : 1;
+}
+
+static int list_sim_models(const struct msrd_config *config)
+{
+	char names[64][32];
+	int count = backend_sim_list_models(config->backend.models_dir, names, 64);
+
+	if (count < 0) {
+		fprintf(stderr, "msrd: listing simulated CPU models: %s\n", strerror(-count));
+		return 1;
+	}
+	for (int i = 0; i < count && i < 64; i++)
+		printf("%s\n", names[i]);
+	return 0;
+}
+
+/* ---- the running server ---- */
+
+static int load_policy(const struct msrd_config *config, struct policy **out)
+{
+	struct policy_load_options options = {
+		.allow_insecure_permissions = config->insecure_policy_permissions,
+	};
+	struct policy_error error;
+	char text[600];
+	int status = policy_load(config->policy_path, &options, out, &error);
+
+	if (status < 0) {
+		policy_error_format(&error, text, sizeof(text));
+		log_error("policy: %s", text);
+		return status;
+	}
+	for (size_t i = 0; i < policy_warning_count(*out); i++)
+		log_warnx("policy: %s", policy_warning(*out, i));
+	return 0;
+}
+
+void msrd_reload_policy(struct msrd *server)
+{
+	struct policy *fresh = NULL;
+	struct policy_grant **grants = NULL;
+	size_t count = 0;
+	size_t index = 0;
+	int status;
+
+	if (load_policy(server->config, &fresh) < 0) {
+		log_error("SIGHUP: the new policy is invalid; keeping the current one");
+		return;
+	}
+	for (struct client *client = server->clients; client != NULL; client = client->next)
+		count++;
+	grants = calloc(count > 0 ? count : 1, sizeof(*grants));
+	if (grants == NULL) {
+		status = -ENOMEM;
+		goto fail;
+	}
+	/* Every grant is resolved before anything changes: a failure keeps the old policy whole.
+	 * Closing clients too, since a request of theirs may still be finishing. */
+	for (struct client *client = server->clients; client != NULL; client = client->next) {
+		struct policy *current = server->policy;
+		server->policy = fresh;
+		status = msrd_resolve_grant(server, client, &grants[index]);
+		server->policy = current;
+		if (status < 0)
+			goto fail;
+		index++;
+	}
+	index = 0;
+	for (struct client *client = server->clients; client != NULL; client = client->next) {
+		policy_grant_free(client->grant);
+		client->grant = grants[index++];
+		client->grant_generation = server->policy_generation + 1;
+	}
+	free(grants);
+	policy_free(server->policy);
+	server->policy = fresh;
+	server->policy_generation++;
+	log_notice("SIGHUP: policy reloaded from %s (%zu clients re-resolved)",
+		   server->config->policy_path, count);
+	return;
+fail:
+	for (size_t i = 0; i < index; i++)
+		policy_grant_free(grants[i]);
+	free(grants);
+	policy_free(fresh);
+	log_warn_errno(status, "SIGHUP: resolving the new policy; keeping the current one");
+}
+
+void msrd_begin_shutdown(struct msrd *server, const char *why)
+{
+	struct client *next;
+
+	if (server->stopping)
+		return;
+	server->stopping = true;
+	log_notice("%s: stopping (%u clients connected)", why, server->client_count);
+	if (server->accept_armed) {
+		struct io_uring_sqe *sqe = loop_sqe(&server->loop);
+		io_uring_prep_cancel64(sqe, loop_user_data(server, TAG_ACCEPT, 0), 0);
+		io_uring_sqe_set_data64(sqe, loop_user_data(NULL, TAG_IGNORE, 0));
+	}
+	if (server->listen_fd >= 0) {
+		close(server->listen_fd);
+		server->listen_fd = -1;
+		unlink(server->config->socket_path);
+	}
+	for (struct client *client = server->clients; client != NULL; client = next) {
+		next = client->next;
+		client_close(client, "server shutting down");
+	}
+}
+
+static int encode_machine_info(struct msrd *server)
+{
+	const struct machine_info *machine = &server->machine;
+	static struct wire_machine_info wire;
+	struct wire_writer writer;
+	size_t room = WIRE_MACHINE_INFO_FIXED_SIZE + 2u * WIRE_MAX_CPUS;
+
+	memset(&wire, 0, sizeof(wire));
+	memcpy(wire.vendor, machine->vendor, sizeof(wire.vendor));
+	memcpy(wire.model_name, machine->model_name, sizeof(wire.model_name));
+	memcpy(wire.sim_model, machine->sim_model, sizeof(wire.sim_model));
+	wire.family = machine->family;
+	wire.model = machine->model;
+	wire.stepping = machine->stepping;
+	memcpy(wire.cpuid_0a, machine->cpuid_0a, sizeof(wire.cpuid_0a));
+	wire.cpu_count = machine->cpu_count <= WIRE_MAX_CPUS ? machine->cpu_count : WIRE_MAX_CPUS;
+	wire.package_count = machine->package_count;
+	wire.rapl_domains = machine->rapl_domains;
+	wire.flags = (machine->has_smi_count ? WIRE_MACHINE_HAS_SMI_COUNT : 0) |
+		     (machine->pmc_full_width_writes ? WIRE_MACHINE_PMC_FULL_WIDTH : 0) |
+		     (machine->simulated ? WIRE_MACHINE_SIMULATED : 0);
+	wire.rapl_power_unit = machine->rapl_power_unit;
+	wire.tsc_hz = machine->tsc_hz;
+	for (size_t i = 0; i < RAPL_DOMAIN_COUNT && i < WIRE_RAPL_DOMAINS; i++) {
+		wire.rapl_energy_exponent[i] = machine->rapl_energy_exponent[i];
+		wire.rapl_max_power_mw[i] = machine->rapl_max_power_mw[i];
+	}
+	for (uint32_t cpu = 0; cpu < wire.cpu_count; cpu++)
+		wire.cpu_package[cpu] = machine->cpu_package[cpu];
+	server->machine_reply = malloc(room);
+	if (server->machine_reply == NULL)
+		return -ENOMEM;
+	wire_writer_init(&writer, server->machine_reply, room);
+	wire_put_machine_info(&writer, &wire);
+	server->machine_reply_length = writer.used;
+	return 0;
+}
+
+static int open_backend(struct msrd *server)
+{
+	char why[512] = "";
+	int status = backend_open(&server->config->backend, &server->backend, why, sizeof(why));
+
+	if (status < 0) {
+		log_error("opening the %s backend: %s%s%s",
+			  backend_kind_name(server->config->backend.kind), strerror(-status),
+			  why[0] != '\0' ? ": " : "", why);
+		return status;
+	}
+	log_notice("backend %s%s%s", backend_kind_name(backend_kind(server->backend)),
+		   why[0] != '\0' ? ": " : "", why);
+	status = backend_machine_info(server->backend, &server->machine);
+	if (status < 0) {
+		log_warn_errno(status, "reading the machine description");
+		return status;
+	}
+	return encode_machine_info(server);
+}
+
+static int setup_signals(sigset_t *mask)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGHUP);
+	signal(SIGPIPE, SIG_IGN);
+	if (sigprocmask(SIG_BLOCK, mask, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+static void signal_ready(const struct msrd_config *config)
+{
+	if (config->ready_fd < 0)
+		return;
+	if (write(config->ready_fd, "R", 1) != 1)
+		log_warnx("cannot write to --ready-fd %d", config->ready_fd);
+	close(config->ready_fd);
+}
+
+static void server_cleanup(struct msrd *server)
+{
+	if (server->listen_fd >= 0) {
+		close(server->listen_fd);
+		unlink(server->config->socket_path);
+	}
+	if (server->signal_fd >= 0)
+		close(server->signal_fd);
+	loop_exit(&server->loop);
+	ringdir_free(&server->rings);
+	msrstate_free(&server->saved);
+	if (server->backend != NULL)
+		backend_close(server->backend);
+	policy_free(server->policy);
+	free(server->machine_reply);
+}
+
+static int start_server(struct msrd *server, sigset_t *mask)
+{
+	const struct msrd_config *config = server->config;
+	int status;
+
+	if (load_policy(config, &server->policy) < 0)
+		return -EINVAL;
+	status = open_backend(server);
+	if (status < 0)
+		return status;
+	ringdir_init(&server->rings, config->ring_memory_max,
+		     (uint64_t)config->ring_grace_ms * 1000000ull);
+	server->listen_fd = listener_open(config);
+	if (server->listen_fd < 0)
+		return server->listen_fd;
+	if (!config->foreground && daemon(0, 0) < 0)
+		return -errno;
+	status = privilege_drop();
+	if (status < 0)
+		return status;
+	server->signal_fd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (server->signal_fd < 0)
+		return -errno;
+	status = loop_init(&server->loop);
+	if (status < 0) {
+		log_warn_errno(status, "setting up io_uring");
+		return status;
+	}
+	return 0;
+}
+
+static int run_server(const struct msrd_config *config)
+{
+	struct msrd *server = &server_state;
+	sigset_t mask;
+	size_t failed;
+	int status;
+
+	log_init("msrd", config->log_level, !config->foreground);
+	*server = (struct msrd){ .config = config, .listen_fd = -1, .signal_fd = -1 };
+	status = setup_signals(&mask);
+	if (status == 0) {
+		privilege_raise_fd_limit();
+		status = start_server(server, &mask);
+	}
+	if (status < 0) {
+		log_error("not starting: %s", strerror(-status));
+		server_cleanup(server);
+		return 1;
+	}
+	log_notice("listening on %s (policy %s)", config->socket_path, config->policy_path);
+	signal_ready(config);
+	status = loop_run(server);
+	failed = msrstate_restore(&server->saved, server->backend);
+	log_notice("stopped: %zu MSRs restored%s", server->saved.count - failed,
+		   failed > 0 ? ", some restores failed" : "");
+	server_cleanup(server);
+	return status == 0 && failed == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct msrd_config config;
+
+	if (options_parse(argc, argv, &config) < 0)
+		return 2;
+	switch (config.action) {
+	case MSRD_HELP:
+		options_usage(stdout);
+		return 0;
+	case MSRD_VERSION_ACTION:
+		printf("%s\n", MSRD_VERSION);
+		return 0;
+	case MSRD_CHECK_POLICY:
+		return check_policy(&config);
+	case MSRD_IMPORT_ALLOWLIST:
+		return import_allowlist(&config);
+	case MSRD_LIST_SIM_MODELS:
+		return list_sim_models(&config);
+	case MSRD_RUN:
+	default:
+		return run_server(&config);
+	}
+}

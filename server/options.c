@@ -1,0 +1,282 @@
+/*
+ * server/options.c — msrd's command line. Bad options print one message and exit 2 (the caller
+ * does the exit); `msrd --help` documents every option.
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum option_id {
+	OPT_SOCKET = 256,
+	OPT_POLICY,
+	OPT_BACKEND,
+	OPT_SIM_MODEL,
+	OPT_SIM_VIRTUAL_TIME,
+	OPT_SIM_LOAD_SCRIPT,
+	OPT_MODELS_DIR,
+	OPT_DEV_ROOT,
+	OPT_LOG_LEVEL,
+	OPT_INSECURE_POLICY,
+	OPT_SOCKET_MODE,
+	OPT_SOCKET_GROUP,
+	OPT_READY_FD,
+	OPT_RING_GRACE_MS,
+	OPT_FRAME_TIMEOUT_MS,
+	OPT_CLIENT_TIMEOUT_MS,
+	OPT_MAX_CLIENTS,
+	OPT_MAX_RINGS,
+	OPT_RING_MEMORY_MIB,
+	OPT_CHECK_POLICY,
+	OPT_IMPORT_ALLOWLIST,
+	OPT_FOR_GROUP,
+	OPT_LIST_SIM_MODELS,
+};
+
+static const struct option long_options[] = {
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "backend", required_argument, NULL, OPT_BACKEND },
+	{ "sim-model", required_argument, NULL, OPT_SIM_MODEL },
+	{ "sim-virtual-time", no_argument, NULL, OPT_SIM_VIRTUAL_TIME },
+	{ "sim-load-script", required_argument, NULL, OPT_SIM_LOAD_SCRIPT },
+	{ "models-dir", required_argument, NULL, OPT_MODELS_DIR },
+	{ "dev-root", required_argument, NULL, OPT_DEV_ROOT },
+	{ "foreground", no_argument, NULL, 'f' },
+	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+	{ "insecure-policy-permissions", no_argument, NULL, OPT_INSECURE_POLICY },
+	{ "socket-mode", required_argument, NULL, OPT_SOCKET_MODE },
+	{ "socket-group", required_argument, NULL, OPT_SOCKET_GROUP },
+	{ "ready-fd", required_argument, NULL, OPT_READY_FD },
+	{ "ring-grace-ms", required_argument, NULL, OPT_RING_GRACE_MS },
+	{ "frame-timeout-ms", required_argument, NULL, OPT_FRAME_TIMEOUT_MS },
+	{ "client-timeout-ms", required_argument, NULL, OPT_CLIENT_TIMEOUT_MS },
+	{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
+	{ "max-rings-per-client", required_argument, NULL, OPT_MAX_RINGS },
+	{ "ring-memory-mib", required_argument, NULL, OPT_RING_MEMORY_MIB },
+	{ "check-policy", required_argument, NULL, OPT_CHECK_POLICY },
+	{ "import-allowlist", required_argument, NULL, OPT_IMPORT_ALLOWLIST },
+	{ "for-group", required_argument, NULL, OPT_FOR_GROUP },
+	{ "list-sim-models", no_argument, NULL, OPT_LIST_SIM_MODELS },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+void options_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: msrd [OPTION]...\n"
+		"The haecer MSR server: gives unprivileged programs policy-checked access to\n"
+		"model-specific registers and a directory of shared-memory rings.\n"
+		"\n"
+		"Server:\n"
+		"  --socket PATH              listen here (default %s)\n"
+		"  --policy FILE              policy file (default %s)\n"
+		"  --insecure-policy-permissions  accept a policy file others can write\n"
+		"  --socket-mode MODE         octal mode of the socket (default 0666)\n"
+		"  --socket-group GROUP       group owning the socket\n"
+		"  -f, --foreground           stay in the foreground, log to stderr\n"
+		"  --log-level LEVEL          error, warn, notice (default), info, debug\n"
+		"  --ready-fd N               write one byte to descriptor N once listening\n"
+		"Backend:\n"
+		"  --backend KIND             auto (default), msr, msr-safe or sim\n"
+		"  --dev-root DIR             look up dev/cpu/N/msr (and sys/...) under DIR\n"
+		"  --sim-model NAME           simulated CPU model (see --list-sim-models)\n"
+		"  --models-dir DIR           directory of simulated CPU models\n"
+		"  --sim-virtual-time         simulated time moves only when a client advances it\n"
+		"  --sim-load-script FILE     scripted load for the simulated CPU\n"
+		"Limits:\n"
+		"  --max-clients N            connected clients (default 8192)\n"
+		"  --max-rings-per-client N   rings one connection may create or open (default 64)\n"
+		"  --ring-memory-mib N        shared memory of all rings (default 256)\n"
+		"  --ring-grace-ms N          how long a ring without producer or consumer stays\n"
+		"                             listed (default 60000)\n"
+		"  --frame-timeout-ms N       a started frame must complete within N ms (default 5000)\n"
+		"  --client-timeout-ms N      drop a client whose replies cannot be sent for N ms\n"
+		"                             (default 10000)\n"
+		"Other actions:\n"
+		"  --check-policy FILE        validate FILE, print its effective rules (exit 0/1)\n"
+		"  --import-allowlist FILE    convert an msr-safe allowlist to policy YAML on stdout\n"
+		"  --for-group NAME           ... granting it to group NAME instead of everyone\n"
+		"  --list-sim-models          name the simulated CPU models\n"
+		"  -h, --help                 this text\n"
+		"  -V, --version              the version\n"
+		"\n"
+		"Signals: SIGHUP reloads the policy (an invalid one is refused, the old one kept);\n"
+		"SIGTERM restores every MSR msrd wrote and exits.\n",
+		MSRD_DEFAULT_SOCKET, MSRD_DEFAULT_POLICY);
+}
+
+static int bad_option(const char *format, const char *argument)
+{
+	fprintf(stderr, "msrd: ");
+	fprintf(stderr, format, argument);
+	fprintf(stderr, "\nTry 'msrd --help' for more information.\n");
+	return -EINVAL;
+}
+
+static int parse_unsigned(const char *text, int base, unsigned long long min,
+			  unsigned long long max, unsigned long long *out)
+{
+	char *end;
+	unsigned long long value;
+
+	if (text[0] == '\0' || text[0] == '-')
+		return -EINVAL;
+	errno = 0;
+	value = strtoull(text, &end, base);
+	if (errno != 0 || *end != '\0' || value < min || value > max)
+		return -EINVAL;
+	*out = value;
+	return 0;
+}
+
+static void set_defaults(struct msrd_config *config)
+{
+	*config = (struct msrd_config){
+		.action = MSRD_RUN,
+		.socket_path = MSRD_DEFAULT_SOCKET,
+		.policy_path = MSRD_DEFAULT_POLICY,
+		.backend = { .kind = BACKEND_AUTO },
+		.log_level = LOG_LEVEL_NOTICE,
+		.socket_mode = 0666,
+		.ready_fd = -1,
+		.ring_grace_ms = 60000,
+		.frame_timeout_ms = 5000,
+		.client_timeout_ms = 10000,
+		.max_clients = 8192,
+		.max_rings_per_client = 64,
+		.ring_memory_max = 256ull << 20,
+	};
+}
+
+struct number_option {
+	int id;
+	const char *name;
+	int base;
+	unsigned long long min;
+	unsigned long long max;
+};
+
+static const struct number_option number_options[] = {
+	{ OPT_SOCKET_MODE, "--socket-mode", 8, 0, 07777 },
+	{ OPT_READY_FD, "--ready-fd", 10, 0, INT_MAX },
+	{ OPT_RING_GRACE_MS, "--ring-grace-ms", 10, 0, 86400000 },
+	{ OPT_FRAME_TIMEOUT_MS, "--frame-timeout-ms", 10, 1, 3600000 },
+	{ OPT_CLIENT_TIMEOUT_MS, "--client-timeout-ms", 10, 1, 3600000 },
+	{ OPT_MAX_CLIENTS, "--max-clients", 10, 1, 1000000 },
+	{ OPT_MAX_RINGS, "--max-rings-per-client", 10, 1, 4096 },
+	{ OPT_RING_MEMORY_MIB, "--ring-memory-mib", 10, 1, 1ull << 20 },
+};
+
+static void store_number(struct msrd_config *config, int id, unsigned long long value)
+{
+	switch (id) {
+	case OPT_SOCKET_MODE: config->socket_mode = (unsigned)value; break;
+	case OPT_READY_FD: config->ready_fd = (int)value; break;
+	case OPT_RING_GRACE_MS: config->ring_grace_ms = (unsigned)value; break;
+	case OPT_FRAME_TIMEOUT_MS: config->frame_timeout_ms = (unsigned)value; break;
+	case OPT_CLIENT_TIMEOUT_MS: config->client_timeout_ms = (unsigned)value; break;
+	case OPT_MAX_CLIENTS: config->max_clients = (unsigned)value; break;
+	case OPT_MAX_RINGS: config->max_rings_per_client = (unsigned)value; break;
+	case OPT_RING_MEMORY_MIB: config->ring_memory_max = value << 20; break;
+	default: break;
+	}
+}
+
+/* Options that take a number; 1 when `id` was one of them (0 otherwise), -EINVAL if bad. */
+static int parse_number_option(struct msrd_config *config, int id, const char *argument)
+{
+	for (size_t i = 0; i < sizeof(number_options) / sizeof(number_options[0]); i++) {
+		const struct number_option *option = &number_options[i];
+		unsigned long long value;
+		if (option->id != id)
+			continue;
+		if (parse_unsigned(argument, option->base, option->min, option->max, &value) < 0) {
+			fprintf(stderr, "msrd: %s: '%s' is not a number in %llu..%llu%s\n",
+				option->name, argument, option->min, option->max,
+				option->base == 8 ? " (octal)" : "");
+			fprintf(stderr, "Try 'msrd --help' for more information.\n");
+			return -EINVAL;
+		}
+		store_number(config, id, value);
+		return 1;
+	}
+	return 0;
+}
+
+static int set_action(struct msrd_config *config, enum msrd_action action, const char *file)
+{
+	if (config->action != MSRD_RUN && config->action != action)
+		return bad_option("%s", "only one of --check-policy, --import-allowlist, "
+					"--list-sim-models, --help, --version");
+	config->action = action;
+	config->action_file = file;
+	return 0;
+}
+
+static int parse_one(struct msrd_config *config, int id, const char *argument)
+{
+	int status = parse_number_option(config, id, argument);
+
+	if (status != 0)
+		return status < 0 ? status : 0;
+	switch (id) {
+	case OPT_SOCKET: config->socket_path = argument; return 0;
+	case OPT_POLICY: config->policy_path = argument; return 0;
+	case OPT_SIM_MODEL: config->backend.sim_model = argument; return 0;
+	case OPT_SIM_VIRTUAL_TIME: config->backend.sim_virtual_time = true; return 0;
+	case OPT_SIM_LOAD_SCRIPT: config->backend.sim_load_script = argument; return 0;
+	case OPT_MODELS_DIR: config->backend.models_dir = argument; return 0;
+	case OPT_DEV_ROOT: config->backend.dev_root = argument; return 0;
+	case 'f': config->foreground = true; return 0;
+	case OPT_INSECURE_POLICY: config->insecure_policy_permissions = true; return 0;
+	case OPT_SOCKET_GROUP: config->socket_group = argument; return 0;
+	case OPT_FOR_GROUP: config->for_group = argument; return 0;
+	case OPT_BACKEND:
+		if (backend_kind_parse(argument, &config->backend.kind) < 0)
+			return bad_option("--backend: unknown backend '%s' (auto, msr, msr-safe, sim)",
+					  argument);
+		return 0;
+	case OPT_LOG_LEVEL:
+		if (log_level_parse(argument, &config->log_level) < 0)
+			return bad_option("--log-level: unknown level '%s' (error, warn, notice, "
+					  "info, debug)",
+					  argument);
+		return 0;
+	case OPT_CHECK_POLICY: return set_action(config, MSRD_CHECK_POLICY, argument);
+	case OPT_IMPORT_ALLOWLIST: return set_action(config, MSRD_IMPORT_ALLOWLIST, argument);
+	case OPT_LIST_SIM_MODELS: return set_action(config, MSRD_LIST_SIM_MODELS, NULL);
+	case 'h': return set_action(config, MSRD_HELP, NULL);
+	case 'V': return set_action(config, MSRD_VERSION_ACTION, NULL);
+	default:
+		/* getopt_long already said what was wrong. */
+		fprintf(stderr, "Try 'msrd --help' for more information.\n");
+		return -EINVAL;
+	}
+}
+
+int options_parse(int argc, char **argv, struct msrd_config *config)
+{
+	int id;
+
+	set_defaults(config);
+	optind = 1;
+	opterr = 1;
+	while ((id = getopt_long(argc, argv, "fhV", long_options, NULL)) != -1) {
+		int status = parse_one(config, id, optarg);
+		if (status < 0)
+			return status;
+	}
+	if (optind < argc)
+		return bad_option("unexpected argument '%s'", argv[optind]);
+	if (config->for_group != NULL && config->action != MSRD_IMPORT_ALLOWLIST)
+		return bad_option("%s", "--for-group goes with --import-allowlist");
+	if (config->backend.sim_virtual_time && config->backend.kind != BACKEND_SIM)
+		return bad_option("%s", "--sim-virtual-time needs --backend sim");
+	return 0;
+}

@@ -576,6 +576,7 @@ static int open_host_load(struct sim *sim, const char *dev_root)
 {
 	char path[PATH_MAX];
 	struct stat st;
+	int ret;
 
 	snprintf(path, sizeof(path), "/proc/stat");
 	if (dev_root && *dev_root && strcmp(dev_root, "/") != 0) {
@@ -583,8 +584,14 @@ static int open_host_load(struct sim *sim, const char *dev_root)
 		if (stat(path, &st) != 0)
 			snprintf(path, sizeof(path), "/proc/stat");
 	}
+	ret = sim_host_load_open(path, &sim->host);
+	if (ret < 0)
+		return ret;
+	/* The first sample is the load since boot: a fair start until the next one. */
 	sim->host_sampled_at = sim->start_ns;
-	return sim_host_load_open(path, &sim->host);
+	for (uint32_t cpu = 0; cpu < sim->cpu_count; cpu++)
+		cpu_set_load(sim, cpu, sim_host_load_of(sim->host, cpu), false, sim->start_ns);
+	return 0;
 }
 
 static int sim_start(struct sim *sim, const struct backend_options *options, const char *name,

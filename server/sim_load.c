@@ -295,8 +295,10 @@ static int parse_line(struct sim_script *script, char *line, bool *selected,
 		if (*problem)
 			return -EINVAL;
 		ret = timeline_for_cpus(script, selected, &index);
-		if (ret == -EEXIST)
+		if (ret == -EEXIST) {
 			*problem = "a CPU already has a timeline of another CPU set";
+			ret = -EINVAL;
+		}
 		if (ret < 0)
 			return ret;
 		body = colon + 1;

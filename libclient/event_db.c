@@ -205,14 +205,21 @@ const struct event_arch_event *event_db_arch_event(unsigned index)
 	return index < ARCH_EVENT_COUNT ? &arch_events[index] : NULL;
 }
 
-int event_db_arch_event_by_name(const char *name)
+int event_db_find_name(const char *name, const void *table, size_t count, size_t stride)
 {
+	const char *entry = table;
+
 	if (!name)
 		return -EINVAL;
-	for (unsigned i = 0; i < ARCH_EVENT_COUNT; i++)
-		if (strcasecmp(name, arch_events[i].name) == 0)
+	for (size_t i = 0; i < count; i++, entry += stride)
+		if (strcasecmp(name, *(const char *const *)(const void *)entry) == 0)
 			return (int)i;
 	return -ENOENT;
+}
+
+int event_db_arch_event_by_name(const char *name)
+{
+	return event_db_find_name(name, arch_events, ARCH_EVENT_COUNT, sizeof(arch_events[0]));
 }
 
 int event_db_arch_available(const struct event_db *db, unsigned index, char *why,
@@ -262,12 +269,7 @@ const char *event_db_fixed_name(unsigned fixed)
 
 int event_db_fixed_by_name(const char *name)
 {
-	if (!name)
-		return -EINVAL;
-	for (unsigned i = 0; i < FIXED_NAMED_COUNT; i++)
-		if (strcasecmp(name, fixed_names[i]) == 0)
-			return (int)i;
-	return -ENOENT;
+	return event_db_find_name(name, fixed_names, FIXED_NAMED_COUNT, sizeof(fixed_names[0]));
 }
 
 static const char *fixed_label(unsigned fixed, char *buf, size_t size)
@@ -363,6 +365,35 @@ int event_db_arch_prefer_fixed(const struct event_db *db, unsigned index, uint32
 
 /* ---- encodings ---- */
 
+/* Where each EVENT_FLAG_* lands in a register. */
+struct flag_bit {
+	uint32_t flag;
+	uint64_t bit;
+};
+
+#define FLAG_BITS_COUNT(map) (sizeof(map) / sizeof((map)[0]))
+
+static const struct flag_bit evtsel_bits[] = {
+	{EVENT_FLAG_USR, PERFEVTSEL_USR}, {EVENT_FLAG_OS, PERFEVTSEL_OS},
+	{EVENT_FLAG_EDGE, PERFEVTSEL_EDGE}, {EVENT_FLAG_INV, PERFEVTSEL_INV},
+	{EVENT_FLAG_ANY, PERFEVTSEL_ANY},
+};
+
+static const struct flag_bit fixed_ctrl_bits[] = {
+	{EVENT_FLAG_OS, FIXED_CTR_CTRL_OS}, {EVENT_FLAG_USR, FIXED_CTR_CTRL_USR},
+	{EVENT_FLAG_ANY, FIXED_CTR_CTRL_ANY},
+};
+
+static uint64_t register_bits(uint32_t flags, const struct flag_bit *map, size_t count)
+{
+	uint64_t bits = 0;
+
+	for (size_t i = 0; i < count; i++)
+		if (flags & map[i].flag)
+			bits |= map[i].bit;
+	return bits;
+}
+
 int event_db_check_flags(const struct event_db *db, uint32_t flags, uint8_t cmask, char *why,
 			 size_t why_size)
 {
@@ -404,17 +435,7 @@ int event_db_encode_evtsel(const struct event_db *db, uint16_t event, uint8_t um
 		(uint64_t)cmask << PERFEVTSEL_CMASK_SHIFT;
 	if (amd)
 		value |= (uint64_t)(event >> 8) << 32; /* PERF_CTL EventSelect[11:8] */
-	if (flags & EVENT_FLAG_USR)
-		value |= PERFEVTSEL_USR;
-	if (flags & EVENT_FLAG_OS)
-		value |= PERFEVTSEL_OS;
-	if (flags & EVENT_FLAG_EDGE)
-		value |= PERFEVTSEL_EDGE;
-	if (flags & EVENT_FLAG_INV)
-		value |= PERFEVTSEL_INV;
-	if (flags & EVENT_FLAG_ANY)
-		value |= PERFEVTSEL_ANY;
-	*out = value;
+	*out = value | register_bits(flags, evtsel_bits, FLAG_BITS_COUNT(evtsel_bits));
 	return 0;
 }
 
@@ -433,7 +454,7 @@ int event_db_encode_fixed(const struct event_db *db, unsigned fixed, uint32_t fl
 			  uint64_t *bits, uint64_t *mask, char *why, size_t why_size)
 {
 	unsigned shift = fixed * FIXED_CTR_CTRL_BITS_PER_COUNTER;
-	uint64_t nibble = 0;
+	uint64_t nibble;
 	int error;
 
 	if (!bits || !mask)
@@ -448,12 +469,7 @@ int event_db_encode_fixed(const struct event_db *db, unsigned fixed, uint32_t fl
 	error = check_common_flags(db, flags, why, why_size);
 	if (error < 0)
 		return error;
-	if (flags & EVENT_FLAG_OS)
-		nibble |= FIXED_CTR_CTRL_OS;
-	if (flags & EVENT_FLAG_USR)
-		nibble |= FIXED_CTR_CTRL_USR;
-	if (flags & EVENT_FLAG_ANY)
-		nibble |= FIXED_CTR_CTRL_ANY;
+	nibble = register_bits(flags, fixed_ctrl_bits, FLAG_BITS_COUNT(fixed_ctrl_bits));
 	*bits = nibble << shift;
 	*mask = (uint64_t)0xF << shift;
 	return 0;

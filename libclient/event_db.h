@@ -26,6 +26,14 @@
  *
  * Thread safety: an event_db is immutable after event_db_open() except for the libpfm4 tables,
  * which are built lazily under a lock; every function may be called from any thread.
+ *
+ * libpfm4 is initialised on the first name lookup (pthread_once), with LIBPFM_ENCODE_INACTIVE=1
+ * set only around pfm_initialize() so the tables of CPUs other than the host stay reachable
+ * through an explicit "pmu::" prefix; the host's own libpfm4 view is unchanged (no
+ * LIBPFM_FORCE_PMU). Limits worth stating in the public header: an application that
+ * initialised libpfm4 before haecer must export LIBPFM_ENCODE_INACTIVE=1 itself for a simulated
+ * or remote model to resolve (the error says so); an application LIBPFM_FORCE_PMU hides every
+ * other table; the first lookup must not race with getenv/setenv in another thread.
  */
 #ifndef HAECER_LIBCLIENT_EVENT_DB_H
 #define HAECER_LIBCLIENT_EVENT_DB_H
@@ -279,6 +287,11 @@ EVENT_DB_INTERNAL int event_db_check_flags(const struct event_db *db, uint32_t f
 					   uint8_t cmask, char *why, size_t why_size);
 
 /* ---- shared by event_db*.c ---- */
+
+/* Index of `name` (case-insensitive) in a table whose entries start with a `const char *`
+ * name, `stride` bytes apart; -ENOENT when absent, -EINVAL for NULL. */
+EVENT_DB_INTERNAL int event_db_find_name(const char *name, const void *table, size_t count,
+					 size_t stride);
 EVENT_DB_INTERNAL void event_db_why(char *why, size_t why_size, const char *format, ...)
 	__attribute__((format(printf, 3, 4)));
 EVENT_DB_INTERNAL void event_db_pfm_open(struct event_db *db);

@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <strings.h>
 
 /* The energy-status-units field is 5 bits wide. */
 #define RAPL_MAX_EXPONENT 31u
@@ -57,12 +56,7 @@ const struct event_rapl_domain *event_db_rapl_domain(unsigned domain)
 
 int event_db_rapl_by_name(const char *name)
 {
-	if (!name)
-		return -EINVAL;
-	for (unsigned i = 0; i < RAPL_DOMAIN_COUNT; i++)
-		if (strcasecmp(name, rapl_domains[i].name) == 0)
-			return (int)i;
-	return -ENOENT;
+	return event_db_find_name(name, rapl_domains, RAPL_DOMAIN_COUNT, sizeof(rapl_domains[0]));
 }
 
 /* Our own derivation of a domain's exponent, -1 when the unit register was not reported. */

@@ -1,0 +1,99 @@
+/*
+ * `auto` takes the msr driver when dev/cpu/0/msr opens, else msr-safe, else the simulated CPU,
+ * and its `why` says what was tried, why it was refused and what the operator can do. Backend
+ * kind names parse and print both ways.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "tests/backend/backend_test.h"
+
+static enum backend_kind open_auto(const char *root, const char *models_dir, char *why,
+				   size_t why_size, int *ret)
+{
+	struct backend_options options = { .kind = BACKEND_AUTO, .dev_root = root,
+					   .models_dir = models_dir };
+	struct msr_backend *backend = NULL;
+	enum backend_kind kind;
+
+	*ret = backend_open(&options, &backend, why, why_size);
+	if (*ret < 0)
+		return BACKEND_AUTO;
+	kind = backend_kind(backend);
+	backend_close(backend);
+	return kind;
+}
+
+static void test_auto_choices(void **state)
+{
+	char *root = make_temp_dir(), why[1024];
+	int ret;
+
+	(void)state;
+	tree_mkdir(root, "dev/cpu/0");
+	assert_int_equal(open_auto(root, test_models_dir(), why, sizeof(why), &ret), BACKEND_SIM);
+	assert_int_equal(ret, 0);
+	assert_non_null(strstr(why, "dev/cpu/0/msr: No such file or directory"));
+	assert_non_null(strstr(why, "modprobe msr"));
+	assert_non_null(strstr(why, "msr-safe: "));
+	assert_non_null(strstr(why, "using the simulated CPU (model sandybridge)"));
+
+	tree_put_msr(root, 0, "msr_safe", MSR_IA32_TSC, 5);
+	assert_int_equal(open_auto(root, test_models_dir(), why, sizeof(why), &ret),
+			 BACKEND_MSR_SAFE);
+	assert_non_null(strstr(why, "use --backend msr-safe"));
+	assert_non_null(strstr(why, "using msr-safe"));
+
+	tree_put_msr(root, 0, "msr", MSR_IA32_TSC, 5);
+	assert_int_equal(open_auto(root, test_models_dir(), why, sizeof(why), &ret), BACKEND_MSR);
+	assert_string_equal(why, "using the msr driver");
+	remove_tree(root);
+	free(root);
+}
+
+static void test_auto_fails_when_nothing_works(void **state)
+{
+	char *root = make_temp_dir(), why[1024];
+	int ret;
+
+	(void)state;
+	assert_int_equal(open_auto(root, "/nonexistent/models", why, sizeof(why), &ret),
+			 BACKEND_AUTO);
+	assert_true(ret < 0);
+	assert_non_null(strstr(why, "msr: "));
+	assert_non_null(strstr(why, "msr-safe: "));
+	assert_non_null(strstr(why, "sim: model sandybridge: not found"));
+	remove_tree(root);
+	free(root);
+}
+
+static void test_kind_names(void **state)
+{
+	enum backend_kind kind;
+
+	(void)state;
+	for (int i = BACKEND_AUTO; i <= BACKEND_SIM; i++) {
+		assert_int_equal(backend_kind_parse(backend_kind_name((enum backend_kind)i), &kind),
+				 0);
+		assert_int_equal(kind, i);
+	}
+	assert_string_equal(backend_kind_name(BACKEND_MSR_SAFE), "msr-safe");
+	assert_int_equal(backend_kind_parse("msr_safe", &kind), -EINVAL);
+	assert_int_equal(backend_kind_parse("", &kind), -EINVAL);
+	assert_int_equal(backend_kind_parse(NULL, &kind), -EINVAL);
+	assert_string_equal(backend_kind_name((enum backend_kind)42), "unknown");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_auto_choices),
+		cmocka_unit_test(test_auto_fails_when_nothing_works),
+		cmocka_unit_test(test_kind_names),
+	};
+
+	test_quiet_logs();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -269,21 +269,37 @@ bool policy_grant_matched(const struct policy_grant *grant)
 	return grant != NULL && grant->matched;
 }
 
+/* bsearch comparators: a uint32_t key against an element's inclusive interval. */
+static int key_in_range(const void *key, const void *element)
+{
+	uint32_t address = *(const uint32_t *)key;
+	const struct grant_range *range = element;
+
+	return address < range->first ? -1 : address > range->last ? 1 : 0;
+}
+
+static int key_in_majors(const void *key, const void *element)
+{
+	uint32_t major = *(const uint32_t *)key;
+	const struct policy_major_range *range = element;
+
+	return major < range->first ? -1 : major > range->last ? 1 : 0;
+}
+
+static int key_is_energy(const void *key, const void *element)
+{
+	uint32_t address = *(const uint32_t *)key;
+	const struct grant_energy *energy = element;
+
+	return (address > energy->address) - (address < energy->address);
+}
+
 static const struct grant_range *find_range(const struct policy_grant *grant, uint32_t address)
 {
-	size_t low = 0, high = grant != NULL ? grant->range_count : 0;
-
-	while (low < high) {
-		size_t middle = low + (high - low) / 2;
-		const struct grant_range *range = &grant->ranges[middle];
-		if (address < range->first)
-			high = middle;
-		else if (address > range->last)
-			low = middle + 1;
-		else
-			return range;
-	}
-	return NULL;
+	if (grant == NULL || grant->range_count == 0)
+		return NULL;
+	return bsearch(&address, grant->ranges, grant->range_count, sizeof(*grant->ranges),
+		       key_in_range);
 }
 
 bool policy_allows_read(const struct policy_grant *grant, uint32_t address)
@@ -312,19 +328,10 @@ int policy_allows_write(const struct policy_grant *grant, uint32_t address, uint
 
 static bool majors_contain(const struct policy_majors *majors, uint16_t major)
 {
-	size_t low = 0, high = majors->count;
+	uint32_t key = major;
 
-	while (low < high) {
-		size_t middle = low + (high - low) / 2;
-		const struct policy_major_range *range = &majors->ranges[middle];
-		if (major < range->first)
-			high = middle;
-		else if (major > range->last)
-			low = middle + 1;
-		else
-			return true;
-	}
-	return false;
+	return majors->count > 0 && bsearch(&key, majors->ranges, majors->count,
+					    sizeof(*majors->ranges), key_in_majors) != NULL;
 }
 
 bool policy_allows_create_ring(const struct policy_grant *grant, uint16_t major)
@@ -350,20 +357,13 @@ bool policy_allows_sim_control(const struct policy_grant *grant)
 int policy_energy_limit(const struct policy_grant *grant, uint32_t address,
 			struct policy_energy_limit *limit)
 {
-	size_t low = 0, high = grant != NULL ? grant->energy_count : 0;
-
-	while (low < high) {
-		size_t middle = low + (high - low) / 2;
-		const struct grant_energy *energy = &grant->energy[middle];
-		if (address < energy->address) {
-			high = middle;
-		} else if (address > energy->address) {
-			low = middle + 1;
-		} else {
-			if (limit != NULL)
-				*limit = energy->limit;
-			return 1;
-		}
-	}
-	return 0;
+	if (grant == NULL || grant->energy_count == 0)
+		return 0;
+	const struct grant_energy *energy = bsearch(&address, grant->energy, grant->energy_count,
+						    sizeof(*grant->energy), key_is_energy);
+	if (energy == NULL)
+		return 0;
+	if (limit != NULL)
+		*limit = energy->limit;
+	return 1;
 }

@@ -145,10 +145,10 @@ static int add_entry(struct import *import, struct import_entry *entry)
 static int parse_field(struct import *import, char *line, char *token, const char *what,
 		       unsigned bits, uint64_t *out)
 {
-	char saved = token[strcspn(token, " \t\r\n\v\f#")];
 	char *end = token + strcspn(token, " \t\r\n\v\f#");
+	char saved = *end;
 
-	*end = '\0';
+	*end = '\0'; /* parse the token alone; restored below for the caller's later messages */
 	int result = policy_parse_u64(token, out);
 	if (result == 0 && bits < 64 && (*out >> bits) != 0)
 		result = -ERANGE;

@@ -224,21 +224,27 @@ out:
 	return result;
 }
 
+struct name_key {
+	uint32_t address;
+	const struct policy_msr *msrs;
+};
+
+static int key_in_entry(const void *key, const void *element)
+{
+	const struct name_key *name_key = key;
+	const struct policy_msr *msr = &name_key->msrs[*(const size_t *)element];
+
+	return name_key->address < msr->first ? -1 : name_key->address > msr->last ? 1 : 0;
+}
+
 const char *policy_msr_name(const struct policy *policy, uint32_t address)
 {
-	size_t low = 0, high = policy != NULL ? policy->msr_count : 0;
-
-	while (low < high) {
-		size_t middle = low + (high - low) / 2;
-		const struct policy_msr *msr = &policy->msrs[policy->by_address[middle]];
-		if (address < msr->first)
-			high = middle;
-		else if (address > msr->last)
-			low = middle + 1;
-		else
-			return msr->name;
-	}
-	return NULL;
+	if (policy == NULL || policy->msr_count == 0)
+		return NULL;
+	const struct name_key key = { address, policy->msrs };
+	const size_t *index = bsearch(&key, policy->by_address, policy->msr_count,
+				      sizeof(*policy->by_address), key_in_entry);
+	return index != NULL ? policy->msrs[*index].name : NULL;
 }
 
 size_t policy_warning_count(const struct policy *policy)

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 struct build {
 	struct policy *policy;
@@ -68,8 +67,8 @@ static int parse_number(struct build *build, yaml_node_t *node, const char *what
 		return fail(build, node, "%s %s does not fit in %u bits", what, text, bits);
 	if (result < 0 && text[0] == '0' && text[1] >= '0' && text[1] <= '9')
 		return fail(build, node,
-			    "%s '%s' has a leading zero: write 0x%s for hex, or drop the zero", what,
-			    text, text + 1);
+			    "%s '%s' has a leading zero: write 0x%s for hex, or drop the zero",
+			    what, text, text + 1);
 	if (result < 0)
 		return fail(build, node, "%s '%s' is not a number (write 0x1f or 31)", what, text);
 	return 0;
@@ -258,7 +257,8 @@ static int compare_msr_index(const void *a, const void *b, void *msrs)
 
 	if (left->first != right->first)
 		return left->first < right->first ? -1 : 1;
-	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+	size_t left_index = *(const size_t *)a, right_index = *(const size_t *)b;
+	return (left_index > right_index) - (left_index < right_index);
 }
 
 static void describe_span(const struct policy_msr *msr, char *buffer, size_t size)
@@ -270,8 +270,9 @@ static void describe_span(const struct policy_msr *msr, char *buffer, size_t siz
 }
 
 /* Sort entries by address and refuse any two that share an address: a register has exactly
- * one entry, so what a rule grants never depends on the order of entries. Of all overlaps the
- * one whose later entry comes first in the file is reported. */
+ * one entry, so what a rule grants never depends on the order of entries. Every entry that
+ * overlaps an earlier address is found (against the widest interval before it); of those pairs
+ * the one whose later entry comes first in the file is reported, following reading order. */
 static int check_overlaps(struct build *build)
 {
 	struct policy *policy = build->policy;
@@ -541,8 +542,8 @@ static int build_allow(struct build *build, yaml_node_t *rule_node, const struct
 				return fail(build, node, "set '%s' listed twice in allow", name);
 		}
 		if (strcmp(name, "all") != 0 && !set_exists(build->policy, name))
-			return fail(build, node, "allow names the unknown set '%s' (no MSR entry has it)",
-				    name);
+			return fail(build, node,
+				    "allow names the unknown set '%s' (no MSR entry has it)", name);
 		rule->allow[i] = policy_strdup(name);
 		if (rule->allow[i] == NULL)
 			return -ENOMEM;

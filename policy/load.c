@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,7 +139,7 @@ static int check_directories(const char *path, struct policy_error *error)
 
 		slash[slash == resolved ? 1 : 0] = '\0';
 		if (stat(resolved, &status) < 0)
-			result = fail_errno(error, -errno, "cannot inspect a directory of the path");
+			result = fail_errno(error, -errno, "cannot inspect a directory");
 		else
 			result = check_mode(&status, "directory", resolved, error);
 		if (slash == resolved)

@@ -54,8 +54,9 @@ struct policy_energy_limit {
 };
 
 /* Load and validate a policy file. On failure *out is NULL and error says file, line and what is
- * wrong. -EINVAL for content errors, -EACCES for insecure ownership/permissions, -errno of the
- * failing call for I/O errors. options may be NULL. */
+ * wrong. -EINVAL for content errors (always with a line and column), -EACCES for insecure
+ * ownership/permissions, -EFBIG for a file over 1 MiB, -errno of the failing call for I/O
+ * errors. options may be NULL; error may be NULL. Warnings do not fail the load. */
 int policy_load(const char *path, const struct policy_load_options *options, struct policy **out,
 		struct policy_error *error);
 

@@ -76,7 +76,8 @@ static void print_rule(FILE *out, const struct policy_rule *rule)
 	print_majors(out, "create_rings", &rule->create_rings);
 	print_majors(out, "monitor_rings", &rule->monitor_rings);
 	if (rule->coarse_energy)
-		fprintf(out, "    energy: {min_interval_ms: %" PRIu32 ", resolution_uj: %" PRIu64 "}\n",
+		fprintf(out,
+			"    energy: {min_interval_ms: %" PRIu32 ", resolution_uj: %" PRIu64 "}\n",
 			rule->energy.min_interval_ms, rule->energy.resolution_uj);
 	fprintf(out, "    capabilities: [%s%s%s]\n",
 		rule->persistent_schedules ? "persistent_schedules" : "",

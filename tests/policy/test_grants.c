@@ -27,8 +27,10 @@ static const char people[] =
 	"default: deny\n"
 	"msrs:\n"
 	"  - {name: TSC, address: 0x10, read: true, set: time}\n"
-	"  - {name: PERFEVTSEL, range: [0x186, 0x18d], read: true, write_mask: 0xffc7ffff, set: pmu}\n"
-	"  - {name: PMC, address: 0xc1, count: 8, read: true, write_mask: 0xffffffffffff, set: pmu}\n"
+	"  - {name: PERFEVTSEL, range: [0x186, 0x18d], read: true, write_mask: 0xffc7ffff,\n"
+	"     set: pmu}\n"
+	"  - {name: PMC, address: 0xc1, count: 8, read: true, write_mask: 0xffffffffffff,\n"
+	"     set: pmu}\n"
 	"  - {name: GLOBAL_CTRL, address: 0x38f, read: true, write_mask: 0x7000000ff, set: pmu}\n"
 	"  - {name: POWER_LIMIT, address: 0x610, read: false, set: pmu}\n"
 	"rules:\n"
@@ -218,7 +220,7 @@ static void test_rule_for_unknown_group_matches_nobody(void **state)
 
 	assert_int_equal(policy_warning_count(policy), 1);
 	assert_string_equal(policy_warning(policy, 0),
-			    "people:21: group 'haecer-no-such-group' does not exist on this "
+			    "people:23: group 'haecer-no-such-group' does not exist on this "
 			    "system: its rule matches nobody");
 	struct policy_grant *grant = resolve(policy, 5000, 65534, groups, 4);
 	assert_false(policy_grant_matched(grant));

@@ -1,0 +1,531 @@
+/*
+ * tests/lib/msrd_harness.c — the real msrd in a temporary directory, for tests and benchmarks.
+ */
+#include "tests/lib/msrd_harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define READY_TIMEOUT_MS 120000
+#define STOP_TIMEOUT_MS 120000
+#define MAX_ARGUMENTS 64
+
+const char *harness_build_dir(void)
+{
+	const char *build = getenv("HAECER_BUILD");
+	return build != NULL && build[0] != '\0' ? build : "build";
+}
+
+const char *harness_source_dir(void)
+{
+	const char *source = getenv("HAECER_SOURCE");
+	return source != NULL && source[0] != '\0' ? source : ".";
+}
+
+bool harness_small_scale(void)
+{
+	const char *scale = getenv("HAECER_TEST_SCALE");
+	return scale != NULL && strcmp(scale, "small") == 0;
+}
+
+bool harness_valgrind(void)
+{
+	const char *valgrind = getenv("HAECER_VALGRIND");
+	return valgrind != NULL && strcmp(valgrind, "1") == 0;
+}
+
+int harness_write_file(const char *path, const char *text, unsigned mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	size_t length = strlen(text);
+	int status = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, length) != (ssize_t)length)
+		status = -EIO;
+	if (fchmod(fd, mode) < 0 && status == 0)
+		status = -errno;
+	close(fd);
+	return status;
+}
+
+void harness_remove_tree(const char *path)
+{
+	pid_t pid;
+
+	if (path == NULL || path[0] == '\0')
+		return;
+	pid = fork();
+	if (pid == 0) {
+		execlp("rm", "rm", "-rf", "--", path, (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+int msrd_prepare(struct msrd_server *server, const char *policy_yaml)
+{
+	char template[] = "/tmp/haecer-msrd-XXXXXX";
+	int status;
+
+	memset(server, 0, sizeof(*server));
+	server->pid = -1;
+	server->valgrind = harness_valgrind();
+	if (mkdtemp(template) == NULL)
+		return -errno;
+	/* Other uids must reach the socket inside. */
+	if (chmod(template, 0755) < 0)
+		return -errno;
+	snprintf(server->dir, sizeof(server->dir), "%s", template);
+	snprintf(server->socket_path, sizeof(server->socket_path), "%s/msrd.sock", template);
+	snprintf(server->policy_path, sizeof(server->policy_path), "%s/policy.yaml", template);
+	snprintf(server->log_path, sizeof(server->log_path), "%s/msrd.log", template);
+	snprintf(server->valgrind_log_path, sizeof(server->valgrind_log_path), "%s/valgrind.log",
+		 template);
+	status = harness_write_file(server->policy_path, policy_yaml, 0644);
+	return status;
+}
+
+/* Build the command line: [valgrind ...] msrd <harness options> <test options>. */
+static size_t build_command(const struct msrd_server *server, int ready_fd,
+			    const char *const *arguments, char storage[][PATH_MAX + 32],
+			    const char **argv)
+{
+	size_t count = 0;
+	size_t stored = 0;
+#define STORE(...) (snprintf(storage[stored], sizeof(storage[0]), __VA_ARGS__), storage[stored++])
+
+	if (server->valgrind) {
+		argv[count++] = "valgrind";
+		argv[count++] = "--quiet";
+		argv[count++] = "--error-exitcode=99";
+		argv[count++] = "--leak-check=full";
+		argv[count++] = "--errors-for-leak-kinds=definite";
+		argv[count++] = "--show-leak-kinds=definite";
+		argv[count++] = STORE("--log-file=%s", server->valgrind_log_path);
+		argv[count++] = STORE("--suppressions=%s/tests/valgrind.supp", harness_source_dir());
+	}
+	argv[count++] = STORE("%s/msrd", harness_build_dir());
+	argv[count++] = "--foreground";
+	argv[count++] = "--log-level";
+	argv[count++] = "info";
+	argv[count++] = "--socket";
+	argv[count++] = server->socket_path;
+	argv[count++] = "--policy";
+	argv[count++] = server->policy_path;
+	argv[count++] = "--models-dir";
+	argv[count++] = STORE("%s/configs/models", harness_source_dir());
+	argv[count++] = "--ready-fd";
+	argv[count++] = STORE("%d", ready_fd);
+	for (size_t i = 0; arguments != NULL && arguments[i] != NULL; i++) {
+		if (count + 1 >= MAX_ARGUMENTS)
+			break;
+		argv[count++] = arguments[i];
+	}
+	argv[count] = NULL;
+#undef STORE
+	return count;
+}
+
+static void exec_msrd(const struct msrd_server *server, int ready_fd,
+		      const char *const *arguments)
+{
+	static char storage[8][PATH_MAX + 32];
+	const char *argv[MAX_ARGUMENTS + 1];
+	int log_fd = open(server->log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+	if (log_fd < 0)
+		_exit(126);
+	dup2(log_fd, STDOUT_FILENO);
+	dup2(log_fd, STDERR_FILENO);
+	close(log_fd);
+	build_command(server, ready_fd, arguments, storage, argv);
+	/* Only the signals msrd expects; a test's blocked set must not leak into it. */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execvp(argv[0], (char *const *)argv);
+	fprintf(stderr, "harness: cannot run %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+static bool wait_ready(int fd, unsigned timeout_ms)
+{
+	struct pollfd poller = { .fd = fd, .events = POLLIN };
+	char byte;
+
+	if (poll(&poller, 1, (int)timeout_ms) <= 0)
+		return false;
+	return read(fd, &byte, 1) == 1;
+}
+
+int msrd_launch(struct msrd_server *server, const char *const *arguments)
+{
+	int ready[2];
+	pid_t pid;
+	bool ready_ok;
+
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		/* The write end must survive exec: a copy without close-on-exec. */
+		int keep = dup(ready[1]);
+		close(ready[0]);
+		exec_msrd(server, keep, arguments);
+	}
+	close(ready[1]);
+	server->pid = pid;
+	ready_ok = wait_ready(ready[0], READY_TIMEOUT_MS);
+	close(ready[0]);
+	if (!ready_ok) {
+		fprintf(stderr, "harness: msrd did not get ready\n");
+		msrd_print_log(server);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		server->pid = -1;
+		return -1;
+	}
+	return 0;
+}
+
+int msrd_start(struct msrd_server *server, const char *policy_yaml, const char *const *arguments)
+{
+	if (msrd_prepare(server, policy_yaml) < 0) {
+		fprintf(stderr, "harness: cannot prepare a directory for msrd\n");
+		return -1;
+	}
+	return msrd_launch(server, arguments);
+}
+
+int msrd_signal(const struct msrd_server *server, int signal_number)
+{
+	return server->pid > 0 && kill(server->pid, signal_number) == 0 ? 0 : -1;
+}
+
+static char *read_whole_file(const char *path)
+{
+	FILE *file = fopen(path, "r");
+	char *text = NULL;
+	size_t size = 0;
+	size_t used = 0;
+
+	if (file == NULL)
+		return NULL;
+	for (;;) {
+		if (used + 4096 + 1 > size) {
+			size = size > 0 ? size * 2 : 16384;
+			char *bigger = realloc(text, size);
+			if (bigger == NULL) {
+				free(text);
+				fclose(file);
+				return NULL;
+			}
+			text = bigger;
+		}
+		size_t got = fread(text + used, 1, 4096, file);
+		used += got;
+		if (got == 0)
+			break;
+	}
+	text[used] = '\0';
+	fclose(file);
+	return text;
+}
+
+char *msrd_log(const struct msrd_server *server)
+{
+	return read_whole_file(server->log_path);
+}
+
+size_t msrd_log_count(const struct msrd_server *server, const char *needle)
+{
+	char *log = msrd_log(server);
+	size_t count = 0;
+
+	for (const char *at = log; at != NULL && (at = strstr(at, needle)) != NULL; at++)
+		count++;
+	free(log);
+	return count;
+}
+
+bool msrd_log_contains(const struct msrd_server *server, const char *needle)
+{
+	return msrd_log_count(server, needle) > 0;
+}
+
+bool msrd_wait_log(const struct msrd_server *server, const char *needle, unsigned timeout_ms)
+{
+	for (unsigned waited = 0; waited <= timeout_ms; waited += 20) {
+		if (msrd_log_contains(server, needle))
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
+void msrd_print_log(const struct msrd_server *server)
+{
+	char *log = msrd_log(server);
+	char *valgrind = server->valgrind ? read_whole_file(server->valgrind_log_path) : NULL;
+
+	fprintf(stderr, "---- msrd log (%s) ----\n%s---- end of msrd log ----\n", server->log_path,
+		log != NULL ? log : "(unreadable)\n");
+	if (valgrind != NULL && valgrind[0] != '\0')
+		fprintf(stderr, "---- valgrind ----\n%s---- end of valgrind ----\n", valgrind);
+	free(log);
+	free(valgrind);
+}
+
+static bool log_is_clean(const struct msrd_server *server)
+{
+	static const char *const reports[] = {
+		"AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer", "runtime error:",
+	};
+	char *log = msrd_log(server);
+	char *valgrind = server->valgrind ? read_whole_file(server->valgrind_log_path) : NULL;
+	bool clean = log != NULL;
+
+	for (size_t i = 0; clean && i < sizeof(reports) / sizeof(reports[0]); i++)
+		clean = strstr(log, reports[i]) == NULL;
+	if (valgrind != NULL && valgrind[0] != '\0')
+		clean = false;
+	free(log);
+	free(valgrind);
+	return clean;
+}
+
+static int wait_exit(pid_t pid, unsigned timeout_ms, int *status)
+{
+	for (unsigned waited = 0; waited <= timeout_ms; waited += 10) {
+		pid_t done = waitpid(pid, status, WNOHANG);
+		if (done == pid)
+			return 0;
+		if (done < 0)
+			return -1;
+		usleep(10000);
+	}
+	return -1;
+}
+
+int msrd_stop(struct msrd_server *server)
+{
+	int status = 0;
+	bool ok;
+
+	if (server->pid <= 0)
+		return -1;
+	kill(server->pid, SIGTERM);
+	if (wait_exit(server->pid, STOP_TIMEOUT_MS, &status) < 0) {
+		fprintf(stderr, "harness: msrd did not stop after SIGTERM\n");
+		kill(server->pid, SIGKILL);
+		waitpid(server->pid, &status, 0);
+		server->pid = -1;
+		msrd_print_log(server);
+		return -1;
+	}
+	server->pid = -1;
+	ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && log_is_clean(server);
+	if (!ok) {
+		if (WIFEXITED(status))
+			fprintf(stderr, "harness: msrd exited with status %d\n", WEXITSTATUS(status));
+		else if (WIFSIGNALED(status))
+			fprintf(stderr, "harness: msrd was killed by signal %d\n", WTERMSIG(status));
+		else
+			fprintf(stderr, "harness: msrd's log reports errors\n");
+		msrd_print_log(server);
+		return -1;
+	}
+	if (getenv("HAECER_TEST_KEEP") == NULL)
+		harness_remove_tree(server->dir);
+	return 0;
+}
+
+void msrd_kill(struct msrd_server *server)
+{
+	if (server->pid > 0) {
+		kill(server->pid, SIGKILL);
+		waitpid(server->pid, NULL, 0);
+		server->pid = -1;
+	}
+	harness_remove_tree(server->dir);
+}
+
+/* ---- other identities ---- */
+
+int run_as(uid_t uid, gid_t gid, const gid_t *groups, size_t group_count,
+	   int (*fn)(void *argument), void *argument)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (setgroups(group_count, groups) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
+			fprintf(stderr, "run_as: cannot become %u/%u: %s\n", (unsigned)uid,
+				(unsigned)gid, strerror(errno));
+			_exit(125);
+		}
+		_exit(fn(argument) & 0xff);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+/* ---- running programs ---- */
+
+static char *drain(int fd)
+{
+	size_t size = 4096;
+	size_t used = 0;
+	char *text = malloc(size);
+
+	while (text != NULL) {
+		ssize_t got;
+		if (used + 1 >= size) {
+			char *bigger = realloc(text, size * 2);
+			if (bigger == NULL)
+				break;
+			text = bigger;
+			size *= 2;
+		}
+		got = read(fd, text + used, size - used - 1);
+		if (got <= 0)
+			break;
+		used += (size_t)got;
+	}
+	if (text != NULL)
+		text[used] = '\0';
+	return text;
+}
+
+int harness_run(const char *const *argv, char **out, char **err)
+{
+	char out_path[] = "/tmp/haecer-run-out-XXXXXX";
+	char err_path[] = "/tmp/haecer-run-err-XXXXXX";
+	int out_fd = mkstemp(out_path);
+	int err_fd = mkstemp(err_path);
+	int status = -1;
+	pid_t pid;
+
+	if (out_fd < 0 || err_fd < 0)
+		goto out;
+	pid = fork();
+	if (pid == 0) {
+		dup2(out_fd, STDOUT_FILENO);
+		dup2(err_fd, STDERR_FILENO);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		goto out;
+	status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	if (out != NULL) {
+		lseek(out_fd, 0, SEEK_SET);
+		*out = drain(out_fd);
+	}
+	if (err != NULL) {
+		lseek(err_fd, 0, SEEK_SET);
+		*err = drain(err_fd);
+	}
+out:
+	if (out_fd >= 0) {
+		close(out_fd);
+		unlink(out_path);
+	}
+	if (err_fd >= 0) {
+		close(err_fd);
+		unlink(err_path);
+	}
+	return status;
+}
+
+/* ---- stand-in device trees ---- */
+
+int harness_standin_msr_tree(const char *dir, unsigned cpus, uint64_t size)
+{
+	char path[PATH_MAX];
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	for (unsigned cpu = 0; cpu < cpus; cpu++) {
+		int fd;
+		snprintf(path, sizeof(path), "%s/dev", dir);
+		mkdir(path, 0755);
+		snprintf(path, sizeof(path), "%s/dev/cpu", dir);
+		mkdir(path, 0755);
+		snprintf(path, sizeof(path), "%s/dev/cpu/%u", dir, cpu);
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		snprintf(path, sizeof(path), "%s/dev/cpu/%u/msr", dir, cpu);
+		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -errno;
+		if (ftruncate(fd, (off_t)size) < 0) {
+			close(fd);
+			return -errno;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+static int standin_io(const char *dir, unsigned cpu, uint32_t address, uint64_t *value,
+		      bool write_it)
+{
+	char path[PATH_MAX];
+	ssize_t done;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/dev/cpu/%u/msr", dir, cpu);
+	fd = open(path, (write_it ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	done = write_it ? pwrite(fd, value, sizeof(*value), address)
+			: pread(fd, value, sizeof(*value), address);
+	close(fd);
+	return done == (ssize_t)sizeof(*value) ? 0 : -EIO;
+}
+
+int harness_standin_read(const char *dir, unsigned cpu, uint32_t address, uint64_t *value)
+{
+	return standin_io(dir, cpu, address, value, false);
+}
+
+int harness_standin_write(const char *dir, unsigned cpu, uint32_t address, uint64_t value)
+{
+	return standin_io(dir, cpu, address, &value, true);
+}
+
+unsigned long harness_raise_fd_limit(unsigned long wanted)
+{
+	struct rlimit limit;
+
+	if (getrlimit(RLIMIT_NOFILE, &limit) < 0)
+		return 0;
+	if (limit.rlim_cur < wanted) {
+		limit.rlim_cur = wanted < limit.rlim_max ? wanted : limit.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &limit);
+		getrlimit(RLIMIT_NOFILE, &limit);
+	}
+	return (unsigned long)limit.rlim_cur;
+}

@@ -1,0 +1,87 @@
+/*
+ * tests/lib/msrd_harness.h — start the real msrd for a test, talk to it, stop it, check it.
+ *
+ * msrd_start() makes a fresh directory under /tmp, writes the policy text into it, and starts
+ * $HAECER_BUILD/msrd there on its own socket (foreground, log to DIR/msrd.log), waiting on
+ * --ready-fd until it listens. With HAECER_VALGRIND=1 msrd itself runs under valgrind memcheck
+ * and any error fails msrd_stop(). msrd_stop() sends SIGTERM and requires exit status 0 and a
+ * log free of sanitizer and valgrind reports; on failure it prints the log.
+ *
+ * run_as() runs a function in a child process under another uid/gid/groups (tests run as root).
+ */
+#ifndef HAECER_TESTS_LIB_MSRD_HARNESS_H
+#define HAECER_TESTS_LIB_MSRD_HARNESS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct msrd_server {
+	char dir[PATH_MAX];
+	char socket_path[PATH_MAX];
+	char policy_path[PATH_MAX];
+	char log_path[PATH_MAX];
+	char valgrind_log_path[PATH_MAX];
+	pid_t pid;
+	bool valgrind;
+};
+
+/* The build and source trees (HAECER_BUILD, HAECER_SOURCE; "build" and "." by default). */
+const char *harness_build_dir(void);
+const char *harness_source_dir(void);
+/* HAECER_TEST_SCALE=small (the valgrind pass). */
+bool harness_small_scale(void);
+/* msrd runs under valgrind in this run. */
+bool harness_valgrind(void);
+
+/* Prepare server->dir etc. and write the policy (mode 0644) without starting anything. */
+int msrd_prepare(struct msrd_server *server, const char *policy_yaml);
+/* Start msrd in the prepared directory. `arguments` is NULL-terminated and added after the
+ * harness's own (--socket, --policy, --foreground, --ready-fd, --models-dir, --log-level info).
+ * 0 once msrd listens; -1 when it exited or did not get ready (its log is printed). */
+int msrd_launch(struct msrd_server *server, const char *const *arguments);
+/* msrd_prepare + msrd_launch. */
+int msrd_start(struct msrd_server *server, const char *policy_yaml, const char *const *arguments);
+
+/* SIGTERM; 0 when msrd exited 0 with a clean log (then the directory is removed), else -1. */
+int msrd_stop(struct msrd_server *server);
+/* SIGKILL without checks, and remove the directory. For tests that failed already. */
+void msrd_kill(struct msrd_server *server);
+int msrd_signal(const struct msrd_server *server, int signal_number);
+
+/* The log so far (malloc'ed, NUL-terminated; NULL if unreadable). */
+char *msrd_log(const struct msrd_server *server);
+bool msrd_log_contains(const struct msrd_server *server, const char *needle);
+/* How many times needle occurs in the log. */
+size_t msrd_log_count(const struct msrd_server *server, const char *needle);
+/* Poll the log until it contains needle (true) or timeout_ms passed (false). */
+bool msrd_wait_log(const struct msrd_server *server, const char *needle, unsigned timeout_ms);
+void msrd_print_log(const struct msrd_server *server);
+
+/* Run fn(argument) in a child with the given identity; returns its exit status (0..255), or
+ * 128 + signal when it was killed. groups may be NULL. */
+int run_as(uid_t uid, gid_t gid, const gid_t *groups, size_t group_count,
+	   int (*fn)(void *argument), void *argument);
+
+/* Run a program (argv[0] is a path) with stdout and stderr captured into malloc'ed strings
+ * (either pointer may be NULL); returns its exit status or -1. */
+int harness_run(const char *const *argv, char **out, char **err);
+
+/* Write text to path with mode. 0 or -errno. */
+int harness_write_file(const char *path, const char *text, unsigned mode);
+/* rm -rf */
+void harness_remove_tree(const char *path);
+
+/* A stand-in device tree under dir: dev/cpu/N/msr for N < cpus, each a sparse file of `size`
+ * bytes (reads at offset >= size are short: the driver's EIO). */
+int harness_standin_msr_tree(const char *dir, unsigned cpus, uint64_t size);
+/* The 8 bytes at `address` of dir/dev/cpu/N/msr (the stand-in register). */
+int harness_standin_read(const char *dir, unsigned cpu, uint32_t address, uint64_t *value);
+int harness_standin_write(const char *dir, unsigned cpu, uint32_t address, uint64_t value);
+
+/* Raise RLIMIT_NOFILE to at least `wanted` (up to the hard limit); returns the new soft limit. */
+unsigned long harness_raise_fd_limit(unsigned long wanted);
+
+#endif

@@ -1,0 +1,166 @@
+/*
+ * tests/lib/raw_client.c — protocol v1 by hand, for tests.
+ */
+#include "tests/lib/raw_client.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+int raw_connect(const char *path)
+{
+	struct sockaddr_un address = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	snprintf(address.sun_path, sizeof(address.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&address, sizeof(address)) < 0) {
+		int status = -errno;
+		close(fd);
+		return status;
+	}
+	return fd;
+}
+
+int raw_send(int fd, const void *data, size_t length)
+{
+	const uint8_t *bytes = data;
+
+	while (length > 0) {
+		ssize_t sent = send(fd, bytes, length, MSG_NOSIGNAL);
+		if (sent < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		bytes += sent;
+		length -= (size_t)sent;
+	}
+	return 0;
+}
+
+size_t raw_frame(uint8_t *buffer, size_t size, uint16_t op, uint32_t request_id,
+		 const void *payload, size_t payload_length)
+{
+	int length;
+
+	if (size < WIRE_HEADER_SIZE + payload_length)
+		return 0;
+	if (payload_length > 0)
+		memcpy(buffer + WIRE_HEADER_SIZE, payload, payload_length);
+	length = wire_frame_finish(buffer, size, op, 0, 0, request_id, payload_length);
+	return length > 0 ? (size_t)length : 0;
+}
+
+static long long now_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+static int wait_readable(int fd, long long deadline)
+{
+	struct pollfd poller = { .fd = fd, .events = POLLIN };
+	long long left = deadline - now_ms();
+	int ready;
+
+	if (left < 0)
+		left = 0;
+	ready = poll(&poller, 1, (int)left);
+	if (ready < 0)
+		return -errno;
+	return ready == 0 ? -ETIMEDOUT : 0;
+}
+
+/* recvmsg of exactly `length` bytes in pieces, collecting one descriptor. */
+static int receive_exactly(int fd, uint8_t *buffer, size_t length, long long deadline,
+			   int *fd_received)
+{
+	size_t got = 0;
+
+	while (got < length) {
+		union {
+			char data[CMSG_SPACE(sizeof(int) * 4)];
+			struct cmsghdr align;
+		} control;
+		struct iovec vector = { .iov_base = buffer + got, .iov_len = length - got };
+		struct msghdr message = {
+			.msg_iov = &vector,
+			.msg_iovlen = 1,
+			.msg_control = control.data,
+			.msg_controllen = sizeof(control.data),
+		};
+		ssize_t now;
+		int status = wait_readable(fd, deadline);
+		if (status < 0)
+			return status;
+		now = recvmsg(fd, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (now < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (now < 0)
+			return errno == ECONNRESET ? -ECONNRESET : -errno;
+		for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(&message); cmsg != NULL;
+		     cmsg = CMSG_NXTHDR(&message, cmsg)) {
+			if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS)
+				continue;
+			size_t count = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (size_t i = 0; i < count; i++) {
+				int received;
+				memcpy(&received, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
+				if (fd_received != NULL && *fd_received < 0)
+					*fd_received = received;
+				else
+					close(received);
+			}
+		}
+		if (now == 0)
+			return -ECONNRESET;
+		got += (size_t)now;
+	}
+	return 0;
+}
+
+int raw_read_frame(int fd, uint8_t *buffer, size_t size, struct wire_header *header,
+		   unsigned timeout_ms, int *fd_received)
+{
+	long long deadline = now_ms() + timeout_ms;
+	int status;
+
+	if (fd_received != NULL)
+		*fd_received = -1;
+	if (size < WIRE_HEADER_SIZE)
+		return -EINVAL;
+	status = receive_exactly(fd, buffer, WIRE_HEADER_SIZE, deadline, fd_received);
+	if (status < 0)
+		return status;
+	if (wire_header_decode(buffer, WIRE_HEADER_SIZE, (uint32_t)size, header) < 0)
+		return -EBADMSG;
+	return receive_exactly(fd, buffer + WIRE_HEADER_SIZE, header->length - WIRE_HEADER_SIZE,
+			       deadline, fd_received);
+}
+
+int raw_wait_closed(int fd, unsigned timeout_ms)
+{
+	long long deadline = now_ms() + timeout_ms;
+	uint8_t sink[4096];
+
+	for (;;) {
+		ssize_t got;
+		int status = wait_readable(fd, deadline);
+		if (status < 0)
+			return status;
+		got = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+		if (got == 0 || (got < 0 && errno == ECONNRESET))
+			return 0;
+		if (got < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+	}
+}

@@ -1,0 +1,28 @@
+/*
+ * tests/lib/raw_client.h — a client that speaks protocol v1 byte by byte, for tests that send
+ * malformed frames or need to see exactly what msrd answers (no libclient in between).
+ */
+#ifndef HAECER_TESTS_LIB_RAW_CLIENT_H
+#define HAECER_TESTS_LIB_RAW_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/wire.h"
+
+/* A connected socket, or -errno. */
+int raw_connect(const char *path);
+/* Write all bytes (MSG_NOSIGNAL); 0 or -errno. */
+int raw_send(int fd, const void *data, size_t length);
+/* A request frame with the given payload into buffer; returns its length. */
+size_t raw_frame(uint8_t *buffer, size_t size, uint16_t op, uint32_t request_id,
+		 const void *payload, size_t payload_length);
+/* Read one whole frame (header + payload) within timeout_ms. 0, -ECONNRESET when the server
+ * closed the connection first, -ETIMEDOUT, -EBADMSG for an undecodable header. *fd_received (may
+ * be NULL) gets a descriptor that came with it, or -1. */
+int raw_read_frame(int fd, uint8_t *buffer, size_t size, struct wire_header *header,
+		   unsigned timeout_ms, int *fd_received);
+/* Whether the server closes the connection within timeout_ms (any bytes before are dropped). */
+int raw_wait_closed(int fd, unsigned timeout_ms);
+
+#endif

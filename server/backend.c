@@ -561,7 +561,9 @@ static int open_auto(const struct backend_options *options, struct msr_backend *
 int backend_open(const struct backend_options *options, struct msr_backend **out, char *why,
 		 size_t why_size)
 {
+	struct backend_diagnosis diagnosis;
 	char ignored[8];
+	int ret;
 
 	if (!why || why_size == 0) {
 		why = ignored;
@@ -572,6 +574,10 @@ int backend_open(const struct backend_options *options, struct msr_backend **out
 	case BACKEND_AUTO:
 		return open_auto(options, out, why, why_size);
 	case BACKEND_MSR:
+		ret = open_device_backend(options, options->kind, out, why, why_size);
+		if (ret < 0 && backend_diagnose(options, &diagnosis) == 0 && diagnosis.advice[0])
+			append(why, why_size, " (%s)", diagnosis.advice);
+		return ret;
 	case BACKEND_MSR_SAFE:
 		return open_device_backend(options, options->kind, out, why, why_size);
 	case BACKEND_SIM:

@@ -80,6 +80,25 @@ static inline void remove_tree(const char *dir)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* One temporary tree per test program, for cmocka group setup/teardown. */
+static char *test_root;
+
+static inline int test_root_setup(void **state)
+{
+	(void)state;
+	test_root = make_temp_dir();
+	return 0;
+}
+
+static inline int test_root_teardown(void **state)
+{
+	(void)state;
+	remove_tree(test_root);
+	free(test_root);
+	test_root = NULL;
+	return 0;
+}
+
 /* mkdir -p of the directory part of root/relative. */
 static inline void make_parents(const char *root, const char *relative)
 {

@@ -10,37 +10,20 @@
 
 #include "tests/backend/backend_test.h"
 
-static char *root;
-
-static int setup(void **state)
-{
-	(void)state;
-	root = make_temp_dir();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	remove_tree(root);
-	free(root);
-	return 0;
-}
-
 /* A healthy machine: device, module, writes on, no lockdown, full capabilities. */
 static void healthy_tree(void)
 {
-	remove_tree(root);
-	mkdir(root, 0700);
-	tree_put_msr(root, 0, "msr", MSR_IA32_TSC, 1);
-	tree_write_text(root, "sys/module/msr/parameters/allow_writes", "on\n");
-	tree_write_text(root, "sys/kernel/security/lockdown", "[none] integrity confidentiality\n");
-	tree_write_text(root, "proc/self/status", "Name:\tmsrd\nCapEff:\t000001ffffffffff\n");
+	remove_tree(test_root);
+	mkdir(test_root, 0700);
+	tree_put_msr(test_root, 0, "msr", MSR_IA32_TSC, 1);
+	tree_write_text(test_root, "sys/module/msr/parameters/allow_writes", "on\n");
+	tree_write_text(test_root, "sys/kernel/security/lockdown", "[none] integrity confidentiality\n");
+	tree_write_text(test_root, "proc/self/status", "Name:\tmsrd\nCapEff:\t000001ffffffffff\n");
 }
 
 static struct backend_diagnosis diagnose(void)
 {
-	struct backend_options options = { .dev_root = root };
+	struct backend_options options = { .dev_root = test_root };
 	struct backend_diagnosis diagnosis;
 
 	assert_int_equal(backend_diagnose(&options, &diagnosis), 0);
@@ -66,9 +49,9 @@ static void test_missing_module(void **state)
 
 	(void)state;
 	healthy_tree();
-	remove_tree(root);
-	mkdir(root, 0700);
-	tree_mkdir(root, "dev/cpu/0");
+	remove_tree(test_root);
+	mkdir(test_root, 0700);
+	tree_mkdir(test_root, "dev/cpu/0");
 	d = diagnose();
 	assert_false(d.msr_device_present || d.msr_module_loaded || d.can_open);
 	assert_non_null(strstr(d.advice, "modprobe msr"));
@@ -82,7 +65,7 @@ static void test_module_without_device(void **state)
 
 	(void)state;
 	healthy_tree();
-	snprintf(path, sizeof(path), "%s/dev/cpu/0/msr", root);
+	snprintf(path, sizeof(path), "%s/dev/cpu/0/msr", test_root);
 	unlink(path);
 	d = diagnose();
 	assert_true(d.msr_module_loaded);
@@ -97,11 +80,11 @@ static void test_lockdown(void **state)
 
 	(void)state;
 	healthy_tree();
-	tree_write_text(root, "sys/kernel/security/lockdown", "none [integrity] confidentiality\n");
+	tree_write_text(test_root, "sys/kernel/security/lockdown", "none [integrity] confidentiality\n");
 	d = diagnose();
 	assert_true(d.lockdown);
 	assert_non_null(strstr(d.advice, "lockdown"));
-	tree_write_text(root, "sys/kernel/security/lockdown", "none integrity [confidentiality]\n");
+	tree_write_text(test_root, "sys/kernel/security/lockdown", "none integrity [confidentiality]\n");
 	assert_true(diagnose().lockdown);
 }
 
@@ -111,11 +94,11 @@ static void test_writes_disabled(void **state)
 
 	(void)state;
 	healthy_tree();
-	tree_write_text(root, "sys/module/msr/parameters/allow_writes", "off\n");
+	tree_write_text(test_root, "sys/module/msr/parameters/allow_writes", "off\n");
 	d = diagnose();
 	assert_false(d.writes_allowed);
 	assert_non_null(strstr(d.advice, "msr.allow_writes=on"));
-	tree_write_text(root, "sys/module/msr/parameters/allow_writes", "default\n");
+	tree_write_text(test_root, "sys/module/msr/parameters/allow_writes", "default\n");
 	d = diagnose();
 	assert_true(d.writes_allowed);
 	assert_string_equal(d.advice, "");
@@ -127,11 +110,11 @@ static void test_no_cap_sys_rawio(void **state)
 
 	(void)state;
 	healthy_tree();
-	tree_write_text(root, "proc/self/status", "Name:\tmsrd\nCapEff:\t0000000000000000\n");
+	tree_write_text(test_root, "proc/self/status", "Name:\tmsrd\nCapEff:\t0000000000000000\n");
 	d = diagnose();
 	assert_false(d.has_cap_sys_rawio);
 	assert_non_null(strstr(d.advice, "CAP_SYS_RAWIO"));
-	tree_write_text(root, "proc/self/status", "CapEff:\t0000000000020000\n"); /* bit 17 only */
+	tree_write_text(test_root, "proc/self/status", "CapEff:\t0000000000020000\n"); /* bit 17 only */
 	assert_true(diagnose().has_cap_sys_rawio);
 }
 
@@ -140,10 +123,10 @@ static void test_msr_safe_instead(void **state)
 	struct backend_diagnosis d;
 
 	(void)state;
-	remove_tree(root);
-	mkdir(root, 0700);
-	tree_put_msr(root, 0, "msr_safe", MSR_IA32_TSC, 1);
-	tree_write_text(root, "dev/cpu/msr_batch", "%s", "");
+	remove_tree(test_root);
+	mkdir(test_root, 0700);
+	tree_put_msr(test_root, 0, "msr_safe", MSR_IA32_TSC, 1);
+	tree_write_text(test_root, "dev/cpu/msr_batch", "%s", "");
 	d = diagnose();
 	assert_true(d.msr_safe_present && d.msr_safe_batch_present);
 	assert_non_null(strstr(d.advice, "--backend msr-safe"));
@@ -173,5 +156,5 @@ int main(void)
 	};
 
 	test_quiet_logs();
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, test_root_setup, test_root_teardown);
 }

@@ -1,9 +1,9 @@
 /*
- * The msr backend against a stand-in tree (regular files in a temporary directory, as --dev-root
+ * The msr backend against a stand-in tree (regular files in a temporary directory, as --dev-test_root
  * points msrd at them): reads and writes of 8 bytes at offset = address, EIO for a short read,
  * ENXIO for a CPU without a device, the per-CPU fd for io_uring, and the machine description
  * from the stand-in cpuid records, topology and RAPL registers. A device that only opens
- * read-only (a non-root process here) is kept and its writes fail with EPERM.
+ * read-only (a non-test_root process here) is kept and its writes fail with EPERM.
  *
  * A regular file cannot hold overlapping registers independently (the driver's offsets are keys,
  * a file's are bytes): MSR_PKG_POWER_INFO (0x614) shares bytes with PKG_ENERGY_STATUS (0x611)
@@ -17,45 +17,46 @@
 
 #include "tests/backend/backend_test.h"
 
-static char *root;
-
 /* PKG energy 0xE8ABCDEF with reserved upper bytes 03: POWER_INFO's low bytes read E8 03 00 00 00
  * = thermal spec 125 W in 1/8 W; DRAM energy 0x1100 keeps POWER_INFO's max-power field 0. */
 #define PKG_ENERGY 0x00000003E8ABCDEFull
 #define DRAM_ENERGY 0x0000000000001100ull
 
-static int setup(void **state)
+static void make_readable(const char *relative)
 {
-	(void)state;
-	root = make_temp_dir();
-	chmod(root, 0755);
-	tree_put_cpuid(root, 0, 0, 0xD, 0x756e6547, 0x6c65746e, 0x49656e69); /* GenuineIntel */
-	tree_put_cpuid(root, 0, 1, 0x00050654, 0, 0, 0);                      /* 6/0x55/4 */
-	tree_put_cpuid(root, 0, 0xA, 0x07300404, 0, 0, 0x603);
-	for (unsigned cpu = 0; cpu < 2; cpu++) {
-		tree_put_msr(root, cpu, "msr", MSR_RAPL_POWER_UNIT, 0xA0E03);
-		tree_put_msr(root, cpu, "msr", MSR_PKG_ENERGY_STATUS, PKG_ENERGY);
-		tree_put_msr(root, cpu, "msr", MSR_DRAM_ENERGY_STATUS, DRAM_ENERGY);
-		tree_put_msr(root, cpu, "msr", MSR_IA32_PERF_CAPABILITIES, 0x33C5);
-		tree_put_msr(root, cpu, "msr", MSR_IA32_TSC, 1000 + cpu);
-	}
-	tree_mkdir(root, "dev/cpu/2"); /* an offline CPU: directory, no device */
-	tree_write_text(root, "sys/devices/system/cpu/cpu0/topology/physical_package_id", "0\n");
-	tree_write_text(root, "sys/devices/system/cpu/cpu1/topology/physical_package_id", "3\n");
-	return 0;
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", test_root, relative);
+	chmod(path, 0644);
 }
 
-static int teardown(void **state)
+static int setup(void **state)
 {
-	(void)state;
-	remove_tree(root);
-	free(root);
+	test_root_setup(state);
+	chmod(test_root, 0755);
+	tree_put_cpuid(test_root, 0, 0, 0xD, 0x756e6547, 0x6c65746e, 0x49656e69); /* GenuineIntel */
+	tree_put_cpuid(test_root, 0, 1, 0x00050654, 0, 0, 0);                      /* 6/0x55/4 */
+	tree_put_cpuid(test_root, 0, 0xA, 0x07300404, 0, 0, 0x603);
+	for (unsigned cpu = 0; cpu < 2; cpu++) {
+		tree_put_msr(test_root, cpu, "msr", MSR_RAPL_POWER_UNIT, 0xA0E03);
+		tree_put_msr(test_root, cpu, "msr", MSR_PKG_ENERGY_STATUS, PKG_ENERGY);
+		tree_put_msr(test_root, cpu, "msr", MSR_DRAM_ENERGY_STATUS, DRAM_ENERGY);
+		tree_put_msr(test_root, cpu, "msr", MSR_IA32_PERF_CAPABILITIES, 0x33C5);
+		tree_put_msr(test_root, cpu, "msr", MSR_IA32_TSC, 1000 + cpu);
+	}
+	tree_mkdir(test_root, "dev/cpu/2"); /* an offline CPU: directory, no device */
+	tree_write_text(test_root, "sys/devices/system/cpu/cpu0/topology/physical_package_id", "0\n");
+	tree_write_text(test_root, "sys/devices/system/cpu/cpu1/topology/physical_package_id", "3\n");
+	/* Readable by the unprivileged child of test_read_only_device. */
+	make_readable("dev/cpu/0/msr");
+	make_readable("dev/cpu/1/msr");
+	make_readable("dev/cpu/0/cpuid");
 	return 0;
 }
 
 static struct msr_backend *open_msr(void)
 {
-	struct backend_options options = { .kind = BACKEND_MSR, .dev_root = root };
+	struct backend_options options = { .kind = BACKEND_MSR, .dev_root = test_root };
 	struct msr_backend *backend = NULL;
 	char why[256];
 
@@ -156,7 +157,7 @@ static void test_read_only_device(void **state)
 	child = fork();
 	assert_true(child >= 0);
 	if (child == 0) {
-		struct backend_options options = { .kind = BACKEND_MSR, .dev_root = root };
+		struct backend_options options = { .kind = BACKEND_MSR, .dev_root = test_root };
 		struct msr_backend *backend;
 		uint64_t value;
 		int ok;
@@ -175,14 +176,6 @@ static void test_read_only_device(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
-static void make_readable(const char *relative)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", root, relative);
-	chmod(path, 0644);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -193,9 +186,5 @@ int main(void)
 	};
 
 	test_quiet_logs();
-	setup(NULL);
-	make_readable("dev/cpu/0/msr");
-	make_readable("dev/cpu/1/msr");
-	make_readable("dev/cpu/0/cpuid");
-	return cmocka_run_group_tests(tests, NULL, teardown);
+	return cmocka_run_group_tests(tests, setup, test_root_teardown);
 }

@@ -58,7 +58,8 @@ static void check_tree(bool with_batch_device)
 	options.kind = BACKEND_MSR; /* only msr-safe here */
 	why[0] = '\0';
 	assert_int_equal(backend_open(&options, &backend, why, sizeof(why)), -ENOENT);
-	assert_non_null(strstr(why, "dev/cpu/0/msr"));
+	assert_non_null(strstr(why, "dev/cpu/0/msr: No such file or directory"));
+	assert_non_null(strstr(why, "modprobe msr"));
 	remove_tree(root);
 	free(root);
 }

@@ -10,29 +10,12 @@
 
 #include "tests/backend/backend_test.h"
 
-static char *dir;
-
-static int setup(void **state)
-{
-	(void)state;
-	dir = make_temp_dir();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	remove_tree(dir);
-	free(dir);
-	return 0;
-}
-
 static const char *script_file(const char *text)
 {
 	static char path[PATH_MAX];
 
-	tree_write_text(dir, "script", "%s", text);
-	snprintf(path, sizeof(path), "%s/script", dir);
+	tree_write_text(test_root, "script", "%s", text);
+	snprintf(path, sizeof(path), "%s/script", test_root);
 	return path;
 }
 
@@ -107,7 +90,7 @@ static void test_malformed_scripts(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(backend_sim_load_script(backend, script_file(bad[i])), -EINVAL);
-	snprintf(missing, sizeof(missing), "%s/none", dir);
+	snprintf(missing, sizeof(missing), "%s/none", test_root);
 	assert_int_equal(backend_sim_load_script(backend, missing), -ENOENT);
 	backend_close(backend);
 }
@@ -121,5 +104,5 @@ int main(void)
 	};
 
 	test_quiet_logs();
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, test_root_setup, test_root_teardown);
 }

@@ -246,7 +246,7 @@ static void header_copy_take(const void *memory, struct ring_header_copy *copy)
 
 static int memory_check(const void *memory, size_t bytes, struct ring_header_copy *copy)
 {
-	if (!memory)
+	if (!memory || (uintptr_t)memory % alignof(struct ring_header))
 		return -EINVAL;
 	if (bytes < RING_HEADER_BYTES)
 		return -EBADMSG;

@@ -63,12 +63,11 @@ static void try_memory_entry_points(int fd, int expected)
 	struct ring_producer producer;
 	struct ring_consumer consumer;
 	off_t size = lseek(fd, 0, SEEK_END);
-	void *memory;
+	void *memory = NULL;
 
 	if (size <= 0 || size > (off_t)MEMORY_CHECK_LIMIT)
 		return;
-	memory = malloc((size_t)size);
-	assert_non_null(memory);
+	assert_int_equal(posix_memalign(&memory, 4096, (size_t)size), 0);
 	assert_int_equal(pread(fd, memory, (size_t)size, 0), size);
 	assert_int_equal(ring_consumer_use(&consumer, memory, (size_t)size), expected);
 	assert_int_equal(ring_producer_use(&producer, memory, (size_t)size), expected);
@@ -280,6 +279,24 @@ static void test_not_a_file(void **state)
 	assert_int_equal(ring_consumer_use(&consumer, NULL, 8192), -EINVAL);
 }
 
+/* Memory handed to the *_use functions must be aligned like the header (mappings are). */
+static void test_misaligned_memory(void **state)
+{
+	struct ring_params params = ring_test_params(CAPACITY, 0);
+	struct ring_consumer consumer;
+	size_t bytes;
+	char *memory = NULL;
+
+	(void)state;
+	assert_int_equal(ring_bytes_for(CAPACITY, &bytes), 0);
+	assert_int_equal(posix_memalign((void **)&memory, 4096, bytes + 4096), 0);
+	assert_int_equal(ring_format(memory, bytes, &params), 0);
+	assert_int_equal(ring_consumer_use(&consumer, memory, bytes), 0);
+	memmove(memory + 64, memory, bytes);
+	assert_int_equal(ring_consumer_use(&consumer, memory + 64, bytes), -EINVAL);
+	free(memory);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -302,6 +319,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_clock),
 		cmocka_unit_test(test_unknown_flags),
 		cmocka_unit_test(test_not_a_file),
+		cmocka_unit_test(test_misaligned_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -208,9 +208,14 @@ int msrd_start(struct msrd_server *server, const char *policy_yaml, const char *
 {
 	if (msrd_prepare(server, policy_yaml) < 0) {
 		fprintf(stderr, "harness: cannot prepare a directory for msrd\n");
+		harness_remove_tree(server->dir);
 		return -1;
 	}
-	return msrd_launch(server, arguments);
+	if (msrd_launch(server, arguments) < 0) {
+		harness_remove_tree(server->dir);
+		return -1;
+	}
+	return 0;
 }
 
 int msrd_signal(const struct msrd_server *server, int signal_number)

@@ -135,8 +135,10 @@ int main(void)
 	    harness_standin_write(tree, 0, TSC, 0x1122334455667788ull) < 0 ||
 	    harness_standin_write(tree, 1, TSC, 0x99) < 0 ||
 	    harness_standin_write(tree, 0, PERFEVTSEL0, 0x5) < 0 ||
-	    msrd_launch(&server, arguments) < 0)
+	    msrd_launch(&server, arguments) < 0) {
+		msrd_kill(&server);
 		return 1;
+	}
 	if (haecer_connect(server.socket_path, &conn) < 0) {
 		msrd_kill(&server);
 		return 1;

@@ -1,0 +1,176 @@
+/*
+ * 1000 clients at once (200 under valgrind): all connect before any request, each sends a HELLO
+ * and a READ in one write, every one gets both replies, then all disconnect together; msrd sees
+ * every connection come and go and keeps serving. One more than --max-clients is turned away
+ * with a LIMIT error frame. Repeated twice to catch state left behind by the first wave.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "haecer/msrd.h"
+#include "proto/wire.h"
+#include "tests/lib/msrd_harness.h"
+#include "tests/lib/raw_client.h"
+
+#define TIMEOUT_MS 120000u
+
+static const char policy[] =
+	"version: 1\n"
+	"default: deny\n"
+	"msrs:\n"
+	"  - {name: TSC, address: 0x10, read: true, set: time}\n"
+	"rules:\n"
+	"  - {match: {any: true}, allow: [time]}\n";
+
+static struct msrd_server server;
+static unsigned clients;
+static char max_clients[16];
+
+static size_t hello_and_read(uint8_t *frames, uint32_t id)
+{
+	uint8_t payload[WIRE_HELLO_REQUEST_SIZE];
+	struct wire_hello_request hello = { .min_version = 1, .max_version = 1 };
+	struct wire_read_request read = { .cpu = 0, .address = 0x10 };
+	struct wire_writer writer;
+	size_t length;
+
+	snprintf(hello.client_name, sizeof(hello.client_name), "many-%u", id);
+	wire_writer_init(&writer, payload, sizeof(payload));
+	wire_put_hello_request(&writer, &hello);
+	length = raw_frame(frames, 128, WIRE_OP_HELLO, id, payload, writer.used);
+	wire_writer_init(&writer, payload, sizeof(payload));
+	wire_put_read_request(&writer, &read);
+	length += raw_frame(frames + length, 128, WIRE_OP_READ, id + 1, payload, writer.used);
+	return length;
+}
+
+static void one_wave(unsigned wave)
+{
+	int *fds = calloc(clients, sizeof(int));
+	uint8_t frames[256];
+	uint8_t reply[256];
+	struct wire_header header;
+	size_t before = msrd_log_count(&server, "): disconnected");
+
+	assert_non_null(fds);
+	for (unsigned i = 0; i < clients; i++) {
+		fds[i] = raw_connect(server.socket_path);
+		assert_true(fds[i] >= 0);
+	}
+	for (unsigned i = 0; i < clients; i++) {
+		size_t length = hello_and_read(frames, 2 * i + 1);
+		assert_int_equal(raw_send(fds[i], frames, length), 0);
+	}
+	for (unsigned i = 0; i < clients; i++) {
+		assert_int_equal(raw_read_frame(fds[i], reply, sizeof(reply), &header, TIMEOUT_MS,
+						NULL),
+				 0);
+		assert_int_equal(header.op, WIRE_OP_HELLO);
+		assert_int_equal(header.status, WIRE_STATUS_OK);
+		assert_int_equal(header.request_id, 2 * i + 1);
+		assert_int_equal(raw_read_frame(fds[i], reply, sizeof(reply), &header, TIMEOUT_MS,
+						NULL),
+				 0);
+		assert_int_equal(header.op, WIRE_OP_READ);
+		assert_int_equal(header.status, WIRE_STATUS_OK);
+		assert_int_equal(header.request_id, 2 * i + 2);
+	}
+	for (unsigned i = 0; i < clients; i++)
+		close(fds[i]);
+	free(fds);
+	/* msrd notices every one of them leaving. */
+	for (unsigned waited = 0; waited < TIMEOUT_MS; waited += 50) {
+		if (msrd_log_count(&server, "): disconnected") >= before + clients)
+			break;
+		usleep(50000);
+	}
+	assert_int_equal(msrd_log_count(&server, "): disconnected"), before + clients);
+	(void)wave;
+}
+
+static void test_waves(void **state)
+{
+	(void)state;
+	one_wave(1);
+	one_wave(2);
+}
+
+static void test_limit(void **state)
+{
+	int *fds = calloc(clients + 1, sizeof(int));
+	uint8_t reply[256];
+	struct wire_header header;
+	struct haecer_conn *conn;
+	uint64_t value;
+
+	(void)state;
+	assert_non_null(fds);
+	/* Each connection is known to msrd once its HELLO is answered. */
+	for (unsigned i = 0; i < clients; i++) {
+		uint8_t frames[256];
+		size_t length = hello_and_read(frames, 1);
+		fds[i] = raw_connect(server.socket_path);
+		assert_true(fds[i] >= 0);
+		assert_int_equal(raw_send(fds[i], frames, length), 0);
+	}
+	for (unsigned i = 0; i < clients; i++) {
+		assert_int_equal(raw_read_frame(fds[i], reply, sizeof(reply), &header, TIMEOUT_MS,
+						NULL),
+				 0);
+		assert_int_equal(raw_read_frame(fds[i], reply, sizeof(reply), &header, TIMEOUT_MS,
+						NULL),
+				 0);
+	}
+	fds[clients] = raw_connect(server.socket_path);
+	assert_true(fds[clients] >= 0);
+	assert_int_equal(raw_read_frame(fds[clients], reply, sizeof(reply), &header, TIMEOUT_MS,
+					NULL),
+			 0);
+	assert_int_equal(header.op, WIRE_OP_ERROR);
+	assert_int_equal(header.status, WIRE_STATUS_LIMIT);
+	assert_int_equal(raw_wait_closed(fds[clients], TIMEOUT_MS), 0);
+	for (unsigned i = 0; i <= clients; i++)
+		close(fds[i]);
+	free(fds);
+	/* Room again once they are gone. */
+	for (unsigned attempt = 0; attempt < 1000; attempt++) {
+		if (haecer_connect(server.socket_path, &conn) == 0)
+			break;
+		conn = NULL;
+		usleep(20000);
+	}
+	assert_non_null(conn);
+	assert_int_equal(haecer_msr_read(conn, 0, 0x10, &value), 0);
+	haecer_close(conn);
+}
+
+int main(void)
+{
+	const char *arguments[] = { "--backend", "sim", "--max-clients", max_clients, NULL };
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_waves),
+		cmocka_unit_test(test_limit),
+	};
+	int failures;
+
+	clients = harness_small_scale() ? 200 : 1000;
+	if (harness_raise_fd_limit(2 * clients + 64) < clients + 64) {
+		fprintf(stderr, "cannot raise RLIMIT_NOFILE for %u clients\n", clients);
+		return 77;
+	}
+	snprintf(max_clients, sizeof(max_clients), "%u", clients);
+	if (msrd_start(&server, policy, arguments) < 0)
+		return 1;
+	failures = cmocka_run_group_tests(tests, NULL, NULL);
+	if (msrd_stop(&server) < 0)
+		failures++;
+	return failures == 0 ? 0 : 1;
+}

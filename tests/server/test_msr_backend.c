@@ -57,6 +57,9 @@ static void test_backend_and_machine(void **state)
 	assert_int_equal(machine->cpu_count, 2);
 	assert_int_equal(machine->flags & HAECER_MACHINE_SIMULATED, 0);
 	test_free(machine);
+	/* Simulator control on real hardware is not a policy question: -ENODEV. */
+	assert_int_equal(haecer_sim_advance(conn, 1000, NULL), -ENODEV);
+	assert_non_null(strstr(haecer_conn_error(conn), "msr backend"));
 }
 
 static void test_reads_come_from_the_device(void **state)

@@ -68,6 +68,16 @@ enum arch_event_index {
 	ARCH_EVENT_COUNT = 7,
 };
 
+/* ---- AMD core performance counters (family 17h+, PerfCtrExtCore): no CPUID leaf 0xA ---- */
+#define MSR_AMD_PERF_CTL0 0xC0010200u        /* PERF_CTLx = 0xC0010200 + 2x, x < 6 */
+#define MSR_AMD_PERF_CTR0 0xC0010201u        /* PERF_CTRx = 0xC0010201 + 2x, 48 bits */
+#define MSR_AMD_PERF_LEGACY_CTL0 0xC0010000u /* aliases of counters 0..3 */
+#define MSR_AMD_PERF_LEGACY_CTR0 0xC0010004u
+#define AMD_PERF_CTL_EVENT_HI_SHIFT 32       /* EventSelect[11:8] in bits 35:32 */
+/* Event 7:0, unit mask 15:8, USR 16, OS 17, edge 18, INT 20, EN 22, INV 23, CMASK 31:24,
+ * EventSelect[11:8] 35:32, GuestOnly 40, HostOnly 41; the rest is reserved. */
+#define AMD_PERF_CTL_VALID_BITS 0x0000030FFFD7FFFFull
+
 /* ---- RAPL, Intel ---- */
 #define MSR_RAPL_POWER_UNIT 0x606u /* power 3:0, energy 12:8, time 19:16; unit = 2^-field */
 #define MSR_PKG_POWER_LIMIT 0x610u

@@ -72,12 +72,15 @@ struct sim_cpu {
 };
 
 struct sim_event_rate {
-	uint8_t event, umask;
+	uint16_t event;         /* 12 bits on AMD */
+	uint8_t umask;
 	uint64_t rate;
 };
 
-/* Performance-monitoring configuration derived from CPUID 0xA and the model's rates. */
+/* Performance-monitoring configuration derived from CPUID 0xA (or the AMD model's core counters)
+ * and the model's rates. */
 struct sim_pmu {
+	bool amd;               /* PERF_CTL/PERF_CTR pairs, no global control */
 	uint32_t version;
 	uint32_t gp_count, fixed_count;
 	uint64_t gp_mask, fixed_mask;

@@ -119,6 +119,9 @@ static const cyaml_schema_field_t model_fields[] = {
 	},
 	CYAML_FIELD_UINT("perf_capabilities", CYAML_FLAG_OPTIONAL, struct sim_model,
 			 perf_capabilities),
+	CYAML_FIELD_UINT("core_counters", CYAML_FLAG_OPTIONAL, struct sim_model, core_counters),
+	CYAML_FIELD_UINT("core_counter_width", CYAML_FLAG_OPTIONAL, struct sim_model,
+			 core_counter_width),
 	CYAML_FIELD_BOOL("smi_count", CYAML_FLAG_OPTIONAL, struct sim_model, smi_count),
 	CYAML_FIELD_UINT("smi_period_ms", CYAML_FLAG_OPTIONAL, struct sim_model, smi_period_ms),
 	CYAML_FIELD_BOOL("aperf_mperf", CYAML_FLAG_OPTIONAL, struct sim_model, aperf_mperf),
@@ -261,10 +264,26 @@ static const char *check_topology(const struct sim_model *model)
 	return NULL;
 }
 
+/* AMD: core_counters PERF_CTL/CTR pairs instead of CPUID leaf 0xA. */
+static const char *check_amd_counters(const struct sim_model *model)
+{
+	if (!model->core_counters)
+		return model->pmu ? "pmu: needs core_counters on AMD" : NULL;
+	if (model->core_counters > 6)
+		return "core_counters: at most 6";
+	if (model->core_counter_width < 32 || model->core_counter_width > 64)
+		return "core_counter_width: must be 32..64";
+	return model->pmu ? NULL : "pmu: required with core_counters";
+}
+
 static const char *check_perfmon(const struct sim_model *model)
 {
 	uint32_t eax, edx;
 
+	if (model->core_counters && !sim_model_is_amd(model))
+		return "core_counters: Intel parts describe their counters in cpuid_0a";
+	if (sim_model_is_amd(model) && !model->cpuid_0a)
+		return check_amd_counters(model);
 	if (!model->cpuid_0a)
 		return model->pmu ? "pmu: needs cpuid_0a" : NULL;
 	if (sim_model_is_amd(model))
@@ -306,9 +325,9 @@ static const char *check_pmu(const struct sim_model_pmu *pmu)
 	    !rate_is_valid(pmu->branch_misses_per_kinst, 1000.0))
 		return "pmu: rates per 1000 instructions must be in [0, 1000]";
 	for (unsigned i = 0; i < pmu->events_count; i++) {
-		if (pmu->events[i].event > 0xFF || pmu->events[i].umask > 0xFF ||
+		if (pmu->events[i].event > 0xFFF || pmu->events[i].umask > 0xFF ||
 		    !rate_is_valid(pmu->events[i].per_kinst, 10000.0))
-			return "pmu.events: event and umask are 0..0xFF, per_kinst 0..10000";
+			return "pmu.events: event 0..0xFFF, umask 0..0xFF, per_kinst 0..10000";
 	}
 	return NULL;
 }
@@ -357,6 +376,12 @@ static const char *check_model(const struct sim_model *model)
 		problem = check_perfmon(model);
 	if (!problem)
 		problem = check_pmu(model->pmu);
+	if (!problem && model->pmu && !sim_model_is_amd(model)) {
+		for (unsigned i = 0; i < model->pmu->events_count; i++) {
+			if (model->pmu->events[i].event > 0xFF)
+				return "pmu.events: Intel event codes are 0..0xFF";
+		}
+	}
 	if (!problem)
 		problem = check_rapl(model);
 	return problem;

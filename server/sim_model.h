@@ -31,7 +31,7 @@ struct sim_model_rapl {
 };
 
 struct sim_model_event {
-	unsigned event;
+	unsigned event;             /* 8 bits on Intel, 12 on AMD */
 	unsigned umask;
 	double per_kinst;           /* events per 1000 instructions */
 };
@@ -67,6 +67,8 @@ struct sim_model {
 	uint64_t tsc_hz;
 	uint32_t *cpuid_0a;         /* 4 values, NULL on parts without Intel arch perfmon */
 	uint64_t perf_capabilities; /* IA32_PERF_CAPABILITIES; 0 = the MSR does not exist */
+	unsigned core_counters;     /* AMD PERF_CTL/PERF_CTR pairs (6 on Zen); 0 = none */
+	unsigned core_counter_width;
 	bool smi_count;             /* MSR_SMI_COUNT exists */
 	unsigned smi_period_ms;     /* one simulated SMI per period; 0 = none */
 	bool aperf_mperf;           /* IA32_MPERF 0xE7 / IA32_APERF 0xE8 exist */

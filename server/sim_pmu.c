@@ -1,11 +1,14 @@
 /*
- * server/sim_pmu.c — the simulated CPU's architectural performance monitoring (Intel SDM vol. 3B
- * ch. 18): IA32_PERFEVTSELx, IA32_PMCx and their full-width aliases, the fixed counters and
- * FIXED_CTR_CTRL, PERF_GLOBAL_CTRL / STATUS / OVF_CTRL, PERF_CAPABILITIES, and APERF/MPERF.
+ * server/sim_pmu.c — the simulated CPU's performance monitoring: Intel architectural perfmon
+ * (SDM vol. 3B ch. 18: IA32_PERFEVTSELx, IA32_PMCx and their full-width aliases, the fixed
+ * counters and FIXED_CTR_CTRL, PERF_GLOBAL_CTRL / STATUS / OVF_CTRL, PERF_CAPABILITIES), AMD's
+ * core PERF_CTL/PERF_CTR pairs (PPR for family 19h, with the legacy aliases of counters 0..3),
+ * and APERF/MPERF.
  *
  * Counting: core cycles = busy time * core Hz; reference cycles = busy time * TSC Hz;
  * instructions = cycles * model IPC; LLC references/misses, branches and branch misses and the
- * model's extra events = instructions * per_kinst / 1000. A counter whose control selects only
+ * model's extra events = instructions * per_kinst / 1000. On AMD the events are 0x76 (cycles not
+ * in halt), 0xC0 (retired instructions), 0xC2 / 0xC3 (retired / mispredicted branches). A counter whose control selects only
  * USR (or only OS) counts the model's user_share (or 1 - user_share) of that. CMASK, INV, EDGE
  * and the PMI bits are accepted and stored but do not change what is counted. Unknown events,
  * and architectural events CPUID 0xA.EBX marks unavailable, count nothing.
@@ -76,10 +79,36 @@ static int add_event(struct sim_pmu *pmu, uint32_t ebx, int arch_index, unsigned
 	if (!events)
 		return -ENOMEM;
 	pmu->events = events;
-	events[pmu->event_count++] = (struct sim_event_rate){ .event = (uint8_t)event,
+	events[pmu->event_count++] = (struct sim_event_rate){ .event = (uint16_t)event,
 							      .umask = (uint8_t)umask,
 							      .rate = rate };
 	return 0;
+}
+
+static int add_model_events(struct sim_pmu *pmu, const struct sim_model_pmu *rates)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; i < rates->events_count; i++) {
+		ret |= add_event(pmu, 0, -1, rates->events[i].event, rates->events[i].umask,
+				 per_kinst_rate(pmu->instructions_rate, rates->events[i].per_kinst));
+	}
+	return ret;
+}
+
+static int configure_amd_events(struct sim_pmu *pmu, const struct sim_model_pmu *rates)
+{
+	uint64_t instructions = pmu->instructions_rate;
+	int ret = 0;
+
+	ret |= add_event(pmu, 0, -1, 0x76, 0x00, pmu->cycles_rate);
+	ret |= add_event(pmu, 0, -1, 0xC0, 0x00, instructions);
+	ret |= add_event(pmu, 0, -1, 0xC2, 0x00,
+			 per_kinst_rate(instructions, rates->branches_per_kinst));
+	ret |= add_event(pmu, 0, -1, 0xC3, 0x00,
+			 per_kinst_rate(instructions, rates->branch_misses_per_kinst));
+	ret |= add_model_events(pmu, rates);
+	return ret ? -ENOMEM : 0;
 }
 
 static int configure_events(struct sim_pmu *pmu, const struct sim_model *model)
@@ -100,10 +129,7 @@ static int configure_events(struct sim_pmu *pmu, const struct sim_model *model)
 			 per_kinst_rate(instructions, rates->branches_per_kinst));
 	ret |= add_event(pmu, ebx, ARCH_EVENT_BRANCH_MISSES, 0xC5, 0x00,
 			 per_kinst_rate(instructions, rates->branch_misses_per_kinst));
-	for (unsigned i = 0; i < rates->events_count; i++) {
-		ret |= add_event(pmu, ebx, -1, rates->events[i].event, rates->events[i].umask,
-				 per_kinst_rate(instructions, rates->events[i].per_kinst));
-	}
+	ret |= add_model_events(pmu, rates);
 	return ret ? -ENOMEM : 0;
 }
 
@@ -134,6 +160,19 @@ int sim_pmu_configure(struct sim *sim)
 	memset(pmu, 0, sizeof(*pmu));
 	pmu->perf_capabilities = model->perf_capabilities;
 	pmu->full_width_writes = (model->perf_capabilities & PERF_CAPABILITIES_FULL_WIDTH_WRITE) != 0;
+	if (model->pmu) {
+		pmu->cycles_rate = model->core_hz;
+		pmu->ref_cycles_rate = model->tsc_hz;
+		pmu->instructions_rate = (uint64_t)llround((double)model->core_hz * model->pmu->ipc);
+		pmu->user_permille = (uint32_t)lround(model->pmu->user_share * 1000.0);
+	}
+	if (model->core_counters) {
+		pmu->amd = true;
+		pmu->gp_count = model->core_counters;
+		pmu->gp_mask = width_mask(model->core_counter_width);
+		pmu->evtsel_valid = AMD_PERF_CTL_VALID_BITS;
+		return configure_amd_events(pmu, model->pmu);
+	}
 	if (!model->cpuid_0a)
 		return 0;
 	eax = model->cpuid_0a[0];
@@ -145,10 +184,6 @@ int sim_pmu_configure(struct sim *sim)
 		pmu->fixed_count = CPUID_0A_EDX_FIXED_COUNTERS(edx);
 		pmu->fixed_mask = width_mask(CPUID_0A_EDX_FIXED_WIDTH(edx));
 	}
-	pmu->cycles_rate = model->core_hz;
-	pmu->ref_cycles_rate = model->tsc_hz;
-	pmu->instructions_rate = (uint64_t)llround((double)model->core_hz * model->pmu->ipc);
-	pmu->user_permille = (uint32_t)lround(model->pmu->user_share * 1000.0);
 	configure_valid_bits(pmu);
 	return configure_events(pmu, model);
 }
@@ -188,8 +223,11 @@ static uint64_t share_of(const struct sim_pmu *pmu, uint64_t rate, bool user, bo
 
 static uint64_t event_rate(const struct sim_pmu *pmu, uint64_t evtsel)
 {
-	uint8_t event = (uint8_t)(evtsel & PERFEVTSEL_EVENT_MASK);
+	uint16_t event = (uint16_t)(evtsel & PERFEVTSEL_EVENT_MASK);
 	uint8_t umask = (uint8_t)(evtsel >> PERFEVTSEL_UMASK_SHIFT);
+
+	if (pmu->amd)
+		event |= (uint16_t)(((evtsel >> AMD_PERF_CTL_EVENT_HI_SHIFT) & 0xF) << 8);
 
 	for (uint32_t i = 0; i < pmu->event_count; i++) {
 		if (pmu->events[i].event == event && pmu->events[i].umask == umask)
@@ -274,7 +312,7 @@ static int read_global(struct sim *sim, struct sim_cpu *cpu, uint32_t address, u
 	}
 }
 
-int sim_pmu_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t *value)
+static int intel_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t *value)
 {
 	const struct sim_pmu *pmu = &sim->pmu;
 	uint32_t index;
@@ -296,12 +334,56 @@ int sim_pmu_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_
 		*value = pmu->perf_capabilities;
 		return 0;
 	}
-	if (sim->model->aperf_mperf && (address == MSR_IA32_MPERF || address == MSR_IA32_APERF)) {
-		*value = sim_counter_value(address == MSR_IA32_MPERF ? &cpu->mperf : &cpu->aperf,
-					   sim_cpu_busy_at(cpu, sim->now));
+	return read_global(sim, cpu, address, value);
+}
+
+/* Which AMD counter an address names: PERF_CTL/PERF_CTR pairs, or the legacy aliases of 0..3. */
+static bool amd_counter(const struct sim_pmu *pmu, uint32_t address, bool *control,
+			uint32_t *index)
+{
+	uint32_t legacy = pmu->gp_count < 4 ? pmu->gp_count : 4, offset;
+
+	if (in_range(address, MSR_AMD_PERF_CTL0, 2 * pmu->gp_count, &offset)) {
+		*control = (offset & 1) == 0;
+		*index = offset / 2;
+		return true;
+	}
+	*control = in_range(address, MSR_AMD_PERF_LEGACY_CTL0, legacy, index);
+	return *control || in_range(address, MSR_AMD_PERF_LEGACY_CTR0, legacy, index);
+}
+
+static int amd_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t *value)
+{
+	uint32_t index;
+	bool control;
+
+	if (!amd_counter(&sim->pmu, address, &control, &index))
+		return -ENOENT;
+	*value = control ? cpu->evtsel[index] :
+			   sim_counter_value(&cpu->gp[index], sim_cpu_busy_at(cpu, sim->now));
+	return 0;
+}
+
+static struct sim_counter *aperf_mperf(const struct sim *sim, struct sim_cpu *cpu,
+				       uint32_t address)
+{
+	if (!sim->model->aperf_mperf)
+		return NULL;
+	if (address == MSR_IA32_MPERF)
+		return &cpu->mperf;
+	return address == MSR_IA32_APERF ? &cpu->aperf : NULL;
+}
+
+int sim_pmu_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t *value)
+{
+	struct sim_counter *free_running = aperf_mperf(sim, cpu, address);
+
+	if (free_running) {
+		*value = sim_counter_value(free_running, sim_cpu_busy_at(cpu, sim->now));
 		return 0;
 	}
-	return read_global(sim, cpu, address, value);
+	return sim->pmu.amd ? amd_read(sim, cpu, address, value) :
+			      intel_read(sim, cpu, address, value);
 }
 
 /* A control register write: refuse reserved bits as #GP does, then re-derive the rates. */
@@ -350,7 +432,7 @@ static int write_global(struct sim *sim, struct sim_cpu *cpu, uint32_t address, 
 	}
 }
 
-int sim_pmu_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t value)
+static int intel_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t value)
 {
 	const struct sim_pmu *pmu = &sim->pmu;
 	uint32_t index;
@@ -373,7 +455,29 @@ int sim_pmu_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64
 	}
 	if (address == MSR_IA32_PERF_CAPABILITIES && pmu->perf_capabilities)
 		return -EIO; /* read-only */
-	if (sim->model->aperf_mperf && (address == MSR_IA32_MPERF || address == MSR_IA32_APERF))
-		return write_counter(sim, cpu, address == MSR_IA32_MPERF ? &cpu->mperf : &cpu->aperf, value);
 	return write_global(sim, cpu, address, value);
+}
+
+static int amd_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t value)
+{
+	uint32_t index;
+	bool control;
+
+	if (!amd_counter(&sim->pmu, address, &control, &index))
+		return -ENOENT;
+	if (control)
+		return write_control(sim, cpu, &cpu->evtsel[index], sim->pmu.evtsel_valid, value);
+	if (value & ~sim->pmu.gp_mask)
+		return -EIO; /* bits 63:48 are reserved */
+	return write_counter(sim, cpu, &cpu->gp[index], value);
+}
+
+int sim_pmu_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t value)
+{
+	struct sim_counter *free_running = aperf_mperf(sim, cpu, address);
+
+	if (free_running)
+		return write_counter(sim, cpu, free_running, value);
+	return sim->pmu.amd ? amd_write(sim, cpu, address, value) :
+			      intel_write(sim, cpu, address, value);
 }

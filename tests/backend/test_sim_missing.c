@@ -10,7 +10,7 @@
 
 #include "tests/backend/backend_test.h"
 
-static const uint32_t never_there[] = { 0x0, 0x1234, 0x3A, 0x1A0, 0xC0010000u, 0xFFFFFFFFu };
+static const uint32_t never_there[] = { 0x0, 0x1234, 0x3A, 0x1A0, 0xC00100FFu, 0xFFFFFFFFu };
 
 static void check_model(const char *model)
 {

@@ -1,0 +1,188 @@
+/*
+ * proto/wire: every message survives encode/decode, every decoder refuses a payload one byte too
+ * short or too long, the header decoder tells garbage, other versions and oversized frames
+ * apart, and every status code has its text and an errno that maps back to it.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "proto/wire.h"
+
+static uint8_t buffer[WIRE_MAX_FRAME];
+
+/* Decode `length` bytes, then check one byte less and one byte more are refused. */
+#define CHECK_EXACT(decode, length, out)                                                 \
+	do {                                                                             \
+		assert_int_equal(decode(buffer, (length), (out)), 0);                   \
+		assert_int_equal(decode(buffer, (length) - 1, (out)), -EBADMSG);        \
+		assert_int_equal(decode(buffer, (length) + 1, (out)), -EBADMSG);        \
+		assert_int_equal(decode(buffer, (length), (out)), 0);                   \
+	} while (0)
+
+static void test_header(void **state)
+{
+	struct wire_header header;
+	int length;
+
+	(void)state;
+	length = wire_frame_finish(buffer, sizeof(buffer), WIRE_OP_READ, 0, 0, 1234, 8);
+	assert_int_equal(length, 24);
+	assert_int_equal(wire_header_decode(buffer, 15, WIRE_MAX_FRAME, &header), -EAGAIN);
+	assert_int_equal(wire_header_decode(buffer, 16, WIRE_MAX_FRAME, &header), 0);
+	assert_int_equal(header.length, 24);
+	assert_int_equal(header.op, WIRE_OP_READ);
+	assert_int_equal(header.request_id, 1234);
+	assert_int_equal(buffer[4], 'H');
+	assert_int_equal(buffer[5], 'M');
+	assert_int_equal(wire_header_decode(buffer, 16, 20, &header), -EMSGSIZE);
+	buffer[6] = 2;
+	assert_int_equal(wire_header_decode(buffer, 16, WIRE_MAX_FRAME, &header), -EPROTONOSUPPORT);
+	assert_int_equal(header.request_id, 1234);
+	buffer[6] = 1;
+	buffer[7] = 0x80;
+	assert_int_equal(wire_header_decode(buffer, 16, WIRE_MAX_FRAME, &header), -EBADMSG);
+	buffer[7] = 0;
+	buffer[4] = 'X';
+	assert_int_equal(wire_header_decode(buffer, 16, WIRE_MAX_FRAME, &header), -EBADMSG);
+	assert_int_equal(wire_frame_finish(buffer, sizeof(buffer), 1, 0, 0, 1, WIRE_MAX_PAYLOAD + 1),
+			 -EMSGSIZE);
+}
+
+static void test_fixed_messages(void **state)
+{
+	struct wire_writer writer;
+	struct wire_hello_request hello = { 1, 1, 0, "client" }, hello_out;
+	struct wire_hello_reply reply = { .version = 1, .max_frame = 5, .features = 1ull << 40,
+					  .server_version = "v" },
+				reply_out;
+	struct wire_write_request write = { 3, 0x611, 0x8000000000000001ull }, write_out;
+	struct wire_ring_key key = { 1, 2, 3 }, key_out;
+	struct wire_sim_truth truth = { 5, 1.25, 7, 8 }, truth_out;
+	struct wire_ring_entry entry = { 1, 2, 3, 64, 1, -5, 2, 4096 }, entry_out;
+
+	(void)state;
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_hello_request(&writer, &hello);
+	assert_int_equal(writer.used, WIRE_HELLO_REQUEST_SIZE);
+	CHECK_EXACT(wire_get_hello_request, WIRE_HELLO_REQUEST_SIZE, &hello_out);
+	assert_string_equal(hello_out.client_name, "client");
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_hello_reply(&writer, &reply);
+	assert_int_equal(writer.used, WIRE_HELLO_REPLY_SIZE);
+	CHECK_EXACT(wire_get_hello_reply, WIRE_HELLO_REPLY_SIZE, &reply_out);
+	assert_int_equal(reply_out.features, 1ull << 40);
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_write_request(&writer, &write);
+	CHECK_EXACT(wire_get_write_request, WIRE_WRITE_REQUEST_SIZE, &write_out);
+	assert_int_equal(write_out.value, write.value);
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_ring_key(&writer, &key);
+	CHECK_EXACT(wire_get_ring_key, WIRE_RING_KEY_SIZE, &key_out);
+	assert_int_equal(key_out.instance, 3);
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_sim_truth(&writer, &truth);
+	CHECK_EXACT(wire_get_sim_truth, WIRE_SIM_TRUTH_SIZE, &truth_out);
+	assert_true(truth_out.joules == 1.25);
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_ring_entry(&writer, &entry);
+	CHECK_EXACT(wire_get_ring_entry, WIRE_RING_ENTRY_SIZE, &entry_out);
+	assert_int_equal(entry_out.producer_pid, -5);
+	assert_int_equal(entry_out.bytes, 4096);
+}
+
+static void test_variable_messages(void **state)
+{
+	static struct wire_machine_info machine, machine_out;
+	static struct wire_ring_create ring, ring_out;
+	struct wire_writer writer;
+	struct wire_batch_op op = { WIRE_BATCH_WRITE, 0, 1, 0x186, 0x43003c }, op_out;
+	uint32_t count;
+	size_t length;
+
+	(void)state;
+	machine.cpu_count = 6;
+	machine.cpu_package[5] = 1;
+	snprintf(machine.vendor, sizeof(machine.vendor), "GenuineIntel");
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_machine_info(&writer, &machine);
+	length = writer.used;
+	assert_int_equal(length, WIRE_MACHINE_INFO_FIXED_SIZE + 12);
+	CHECK_EXACT(wire_get_machine_info, length, &machine_out);
+	assert_int_equal(machine_out.cpu_count, 6);
+	assert_int_equal(machine_out.cpu_package[5], 1);
+	assert_string_equal(machine_out.vendor, "GenuineIntel");
+
+	ring.counter_count = 2;
+	ring.capacity = 64;
+	snprintf(ring.counters[1].name, sizeof(ring.counters[1].name), "PMC0");
+	ring.counters[1].unit_exponent = -3;
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_ring_create(&writer, &ring);
+	length = writer.used;
+	assert_int_equal(length, WIRE_RING_CREATE_FIXED_SIZE + 2 * WIRE_RING_COUNTER_SIZE);
+	CHECK_EXACT(wire_get_ring_create, length, &ring_out);
+	assert_string_equal(ring_out.counters[1].name, "PMC0");
+	assert_int_equal(ring_out.counters[1].unit_exponent, -3);
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_batch_header(&writer, 2);
+	wire_put_batch_op(&writer, &op);
+	wire_put_batch_op(&writer, &op);
+	length = writer.used;
+	assert_int_equal(wire_get_batch_count(buffer, length, WIRE_BATCH_OP_SIZE, 1024, &count), 0);
+	assert_int_equal(count, 2);
+	assert_int_equal(wire_get_batch_count(buffer, length - 1, WIRE_BATCH_OP_SIZE, 1024, &count),
+			 -EBADMSG);
+	assert_int_equal(wire_get_batch_count(buffer, length + 24, WIRE_BATCH_OP_SIZE, 1024, &count),
+			 -EBADMSG);
+	assert_int_equal(wire_get_batch_count(buffer, 4, WIRE_BATCH_OP_SIZE, 1024, &count),
+			 -EBADMSG);
+	assert_int_equal(wire_get_batch_count(buffer, length, WIRE_BATCH_OP_SIZE, 1, &count),
+			 -EINVAL);
+	assert_int_equal(wire_get_batch_op(buffer, 1, &op_out), 0);
+	assert_int_equal(op_out.address, 0x186);
+	assert_int_equal(op_out.value, 0x43003c);
+	buffer[WIRE_BATCH_HEADER_SIZE + 12] = 1; /* the reserved word of op 0 */
+	assert_int_equal(wire_get_batch_op(buffer, 0, &op_out), -EINVAL);
+}
+
+static void test_status_codes(void **state)
+{
+	(void)state;
+	for (uint16_t status = 0; status < WIRE_STATUS_COUNT; status++) {
+		assert_string_not_equal(wire_status_text(status), "unknown status");
+		assert_int_equal(wire_status_from_errno(wire_status_to_errno(status)), status);
+	}
+	assert_string_equal(wire_status_text(WIRE_STATUS_COUNT), "unknown status");
+	assert_int_equal(wire_status_to_errno(999), -EPROTO);
+	assert_int_equal(wire_status_from_errno(-EXDEV), WIRE_STATUS_INTERNAL);
+	/* The numbers are the protocol. */
+	assert_int_equal(WIRE_STATUS_DENIED, 1);
+	assert_int_equal(wire_status_to_errno(WIRE_STATUS_MASK), -EACCES);
+	assert_int_equal(WIRE_STATUS_INTERNAL, 19);
+	assert_string_equal(wire_op_name(WIRE_OP_BATCH), "BATCH");
+	assert_string_equal(wire_op_name(0x7777), "UNKNOWN");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_header),
+		cmocka_unit_test(test_fixed_messages),
+		cmocka_unit_test(test_variable_messages),
+		cmocka_unit_test(test_status_codes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

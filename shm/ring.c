@@ -477,37 +477,55 @@ void ring_producer_detach(struct ring_producer *producer)
 	memset(producer, 0, sizeof(*producer));
 }
 
-static inline uint64_t record_meta(const struct ring_record *record)
+/* The payload as the three words a slot stores. Read from the caller's record before any store
+ * to the ring: loads issued after those stores can be held up by a false dependency on them
+ * (addresses equal modulo 4 KiB), which made a push cost 15% more depending on where the
+ * stack and the mapping happened to land. */
+struct slot_payload {
+	uint64_t value;
+	uint64_t timestamp;
+	uint64_t meta;
+};
+
+static inline struct slot_payload payload_of(const struct ring_record *record)
 {
-	return (uint64_t)record->counter_id | (uint64_t)(uint16_t)record->unit_exponent << 32 |
-	       (uint64_t)record->flags << 48;
+	return (struct slot_payload){
+		.value = record->value,
+		.timestamp = record->timestamp,
+		.meta = (uint64_t)record->counter_id |
+			(uint64_t)(uint16_t)record->unit_exponent << 32 |
+			(uint64_t)record->flags << 48,
+	};
 }
 
 /* Caller holds the claim (odd word) and has issued the release fence that orders the claim
  * before these stores: a reader that sees any of them then sees the word change. */
-static inline void slot_fill(struct ring_slot *slot, const struct ring_record *record)
+static inline void slot_fill(struct ring_slot *slot, struct slot_payload payload)
 {
-	atomic_store_explicit(&slot->value, record->value, memory_order_relaxed);
-	atomic_store_explicit(&slot->timestamp, record->timestamp, memory_order_relaxed);
-	atomic_store_explicit(&slot->meta, record_meta(record), memory_order_relaxed);
+	atomic_store_explicit(&slot->value, payload.value, memory_order_relaxed);
+	atomic_store_explicit(&slot->timestamp, payload.timestamp, memory_order_relaxed);
+	atomic_store_explicit(&slot->meta, payload.meta, memory_order_relaxed);
 }
 
 static inline int push_single(struct ring_producer *producer, const struct ring_record *record)
 {
-	uint64_t position = producer->next++;
+	struct slot_payload payload = payload_of(record);
+	uint64_t position = producer->next;
 	struct ring_slot *slot = &producer->slots[position & producer->mask];
 
+	producer->next = position + 1;
 	atomic_store_explicit(&producer->header->head, position + 1, memory_order_relaxed);
 	atomic_store_explicit(&slot->sequence, 2 * position + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	RING_TEST_CLAIMED(position);
-	slot_fill(slot, record);
+	slot_fill(slot, payload);
 	atomic_store_explicit(&slot->sequence, 2 * position + 2, memory_order_release);
 	return 0;
 }
 
 static inline int push_shared(struct ring_producer *producer, const struct ring_record *record)
 {
+	struct slot_payload payload = payload_of(record);
 	struct ring_header *header = producer->header;
 	uint64_t position = atomic_fetch_add_explicit(&header->head, 1, memory_order_relaxed);
 	struct ring_slot *slot = &producer->slots[position & producer->mask];
@@ -526,7 +544,7 @@ static inline int push_shared(struct ring_producer *producer, const struct ring_
 							memory_order_relaxed));
 	atomic_thread_fence(memory_order_release);
 	RING_TEST_CLAIMED(position);
-	slot_fill(slot, record);
+	slot_fill(slot, payload);
 	atomic_store_explicit(&slot->sequence, claim + 1, memory_order_release);
 	return 0;
 }
@@ -535,7 +553,8 @@ int ring_push(struct ring_producer *producer, const struct ring_record *record)
 {
 	if (!producer || !producer->slots || !record)
 		return -EINVAL;
-	if (producer->flags & RING_SINGLE_PRODUCER)
+	/* A multi-producer push costs two locked instructions; a branch more is noise there. */
+	if (__builtin_expect(producer->flags & RING_SINGLE_PRODUCER, 1))
 		return push_single(producer, record);
 	return push_shared(producer, record);
 }

@@ -106,15 +106,18 @@ struct ring_info {
 int ring_bytes_for(uint32_t capacity, size_t *bytes);
 
 /* Validate params: -EINVAL with nothing changed when capacity is not a power of two in range,
- * counter_count exceeds RING_MAX_COUNTERS, a counter name is not NUL-terminated, or the clock
- * is unknown. */
+ * counter_count exceeds RING_MAX_COUNTERS, a counter name is not NUL-terminated, the clock
+ * is unknown (or RING_CLOCK_TSC without tsc_hz), or flags has unknown bits. */
 int ring_params_check(const struct ring_params *params);
 
-/* Lay a fresh ring out in `memory` (zeroed or not) of `bytes` bytes. */
+/* Lay a fresh ring out in `memory` (zeroed or not) of exactly ring_bytes_for(capacity) bytes
+ * (-EMSGSIZE otherwise), before anybody attaches. */
 int ring_format(void *memory, size_t bytes, const struct ring_params *params);
 
 /* Create an anonymous ring: a memfd of the right size, formatted, with its size sealed
- * (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL). *fd_out is read-write and close-on-exec. */
+ * (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) and its inode mode 0444, so a read-only
+ * descriptor cannot be reopened read-write through /proc/self/fd by another user. *fd_out is
+ * read-write and close-on-exec; left untouched on failure. */
 int ring_memfd_create(const struct ring_params *params, int *fd_out);
 
 /* A new read-only, close-on-exec descriptor for the same ring (what consumers get): it cannot be
@@ -140,18 +143,21 @@ struct ring_producer {
 	bool owns_mapping;
 };
 
-/* Map the ring behind a read-write fd and validate it. The fd may be closed afterwards. */
+/* Map the ring behind a read-write fd and validate it. The fd may be closed afterwards. Errors
+ * as for ring_consumer_attach. */
 int ring_producer_attach(struct ring_producer *producer, int fd);
 
-/* Use an existing mapping (already validated memory of `bytes` bytes); not unmapped on detach. */
+/* Use an existing mapping of `bytes` bytes, aligned to 128 bytes (-EINVAL otherwise; mappings
+ * are), validated like an attach; not unmapped on detach. */
 int ring_producer_use(struct ring_producer *producer, void *memory, size_t bytes);
 
 void ring_producer_detach(struct ring_producer *producer);
 
 /* Append one record. Never blocks. Returns 0, or -EAGAIN when this record was dropped because
- * its slot was still being written by a preempted or dead producer one lap behind (the drop is
- * counted in the header and consumers count it as lost). Thread-safe unless the ring was created
- * with RING_SINGLE_PRODUCER. */
+ * its slot was still being written by a preempted or dead producer one lap behind, or already
+ * taken by one a lap ahead (the drop is counted in the header and consumers count it as lost),
+ * or -EINVAL for a detached producer. Thread-safe unless the ring was created with
+ * RING_SINGLE_PRODUCER. */
 int ring_push(struct ring_producer *producer, const struct ring_record *record);
 
 /* ---- consuming ---- */
@@ -170,10 +176,14 @@ struct ring_consumer {
 
 /* Map the ring behind fd read-only and validate everything a consumer relies on (magic, layout
  * version, record size, capacity, mapping size). -EBADMSG for a foreign or corrupt header,
- * -EPROTO for an unknown layout version, -EMSGSIZE when the size does not match the capacity. */
+ * -EPROTO for an unknown layout version, -EMSGSIZE when the size does not match the capacity,
+ * -EPERM when the file's size is not sealed against shrinking (its owner could truncate it
+ * under the mapping and kill the reader with SIGBUS), -EINVAL for a non-regular file. The
+ * header is read with pread and judged before anything is mapped. */
 int ring_consumer_attach(struct ring_consumer *consumer, int fd);
 
-/* Attach to memory already mapped (read-only is enough); not unmapped on detach. */
+/* Attach to memory already mapped (read-only is enough, aligned to 128 bytes); not unmapped on
+ * detach. */
 int ring_consumer_use(struct ring_consumer *consumer, const void *memory, size_t bytes);
 
 /* Start reading at the oldest record still in the ring (the default after attach) or at the

@@ -134,10 +134,14 @@ void client_close(struct client *client, const char *reason)
 {
 	uint64_t now = msrd_now_ns();
 
+	char line[160];
+
 	if (client->closing)
 		return;
 	client->closing = true;
-	log_client(client, LOG_LEVEL_INFO, reason);
+	/* One uniform word, whatever the reason: tests and operators grep for it. */
+	snprintf(line, sizeof(line), "disconnected (%s)", reason);
+	log_client(client, LOG_LEVEL_INFO, line);
 	for (uint16_t i = 0; i < client->ring_count; i++)
 		ringdir_release(&client->server->rings, client->rings[i].entry,
 				client->rings[i].producer, now);
@@ -323,7 +327,7 @@ void client_on_recv(struct client *client, const struct io_uring_cqe *cqe)
 		}
 		loop_recycle_buffer(&client->server->loop, id);
 	} else if (result == 0) {
-		client_close(client, "disconnected");
+		client_close(client, "closed by the client");
 	} else if (result == -ENOBUFS) {
 		/* Every shared buffer was in use: try again once this turn gave them back. */
 		if (!client->closing && !client->recv_rearm) {
@@ -601,7 +605,7 @@ bool client_check_timeouts(struct client *client, uint64_t now_ns)
 	}
 	if (client->send_started_ns != 0 &&
 	    now_ns - client->send_started_ns > (uint64_t)config->client_timeout_ms * 1000000ull) {
-		client_close(client, "dropped: its replies could not be sent (it stopped reading)");
+		client_close(client, "its replies could not be sent: it stopped reading");
 		return false;
 	}
 	return client->frame_started_ns != 0 || client->send_started_ns != 0;

@@ -13,9 +13,9 @@
  * p is being written and 2p+2 once committed; 0 is an empty slot. A slot's word only grows.
  *
  * Producer at position p: reserve p (multi-producer: fetch_add on head; single-producer: a local
- * counter and a plain store of head), then claim the slot by raising its word to 2p+1, a release
- * fence, the payload as relaxed 64-bit atomic stores, and a release store of 2p+2. With several
- * producers the claim is a CAS that only succeeds from an even word below 2p+1: a word that is odd
+ * counter, a plain store of head, no RMW), then claim the slot by raising its word to 2p+1,
+ * a release fence, the payload as relaxed 64-bit atomic stores, a release store of 2p+2. Several
+ * producers claim by CAS, which only succeeds from an even word below 2p+1: a word that is odd
  * (a writer one lap behind was preempted or died mid-write) or already past 2p+1 (a writer one lap
  * ahead got there first) is never taken over, so two writers never share a slot; the producer
  * drops its own record instead, counts it in producer_dropped and returns -EAGAIN. The position

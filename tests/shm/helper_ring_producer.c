@@ -2,10 +2,11 @@
  * helper_ring_producer RECORDS THREADS [PAUSE_US] — a producer process for the ring tests.
  *
  * Receives the ring over the socket at descriptor 3 (as from msrd), attaches, and pushes RECORDS
- * records from each of THREADS threads (RECORDS 0: forever, until killed). Thread t pushes ring_test_record(t, 0), (t, 1), ...; a
- * dropped push (-EAGAIN) still uses up its sequence number, as it uses up a ring position. When
- * done it prints "pushed=N dropped=D" and exits 0. PAUSE_US: sleep that long after every 1024
- * records, for tests whose consumers should mostly keep up.
+ * records from each of THREADS threads (RECORDS 0: forever, until killed). Thread t pushes
+ * ring_test_record(t, 0), (t, 1), ...; a dropped push (-EAGAIN) still uses up its sequence
+ * number, as it uses up a ring position. When done it prints "pushed=N dropped=D" and exits 0.
+ * PAUSE_US: sleep that long after every 1024 records, for tests whose consumers should mostly
+ * keep up.
  */
 #include <inttypes.h>
 #include <pthread.h>

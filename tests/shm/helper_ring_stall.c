@@ -5,12 +5,12 @@
  * It compiles shm/ring.c itself with RING_TEST_CLAIMED defined, so the stalled writer runs the
  * real push path and stops exactly between claiming its slot and writing the payload.
  *
- * Receives the ring over the socket at descriptor 3. The main thread pushes positions 0 .. STALL-1, then a
- * writer thread pushes position STALL and stalls in the hook; "claimed" is printed. MODE
- * "single" (RING_SINGLE_PRODUCER ring) stops there. MODE "shared" then pushes AFTER more records
- * from the main thread and prints "pushed"; for each number N read from stdin it pushes N more
- * and prints "pushed=P dropped=D" (totals). Records are ring_test_record(0, position). The
- * process waits to be killed.
+ * Receives the ring over the socket at descriptor 3. The main thread pushes positions
+ * 0 .. STALL-1, then a writer thread pushes position STALL and stalls in the hook; "claimed" is
+ * printed. MODE "single" (RING_SINGLE_PRODUCER ring) stops there. MODE "shared" then pushes
+ * AFTER more records from the main thread and prints "pushed"; for each number N read from
+ * stdin it pushes N more and prints "pushed=P dropped=D" (totals). Records are
+ * ring_test_record(0, position). The process waits to be killed.
  */
 #include <inttypes.h>
 #include <pthread.h>

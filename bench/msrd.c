@@ -1,0 +1,415 @@
+/*
+ * bench/msrd — what a round trip through msrd costs, against the floor of a bare UNIX-socket
+ * ping-pong with the same frame sizes measured in the same run; how throughput scales with
+ * concurrent clients; how much server memory an idle client costs. Not a test: prints figures.
+ *
+ * Starts a real msrd (simulated CPU in real time) through the test harness. Environment:
+ * HAECER_BUILD (where msrd is), HAECER_BENCH_SECONDS (per throughput point, default 1).
+ *
+ * Last line: read_ns=… pingpong_ns=… ratio_pingpong=… batch8_ratio=… clients1_ops=…
+ * clients16_ops=… clients256_ops=… clients1000_ops=… kib_per_client=…
+ */
+#include <errno.h>
+#include <liburing.h>
+#include <sched.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "haecer/msrd.h"
+#include "proto/wire.h"
+#include "tests/lib/msrd_harness.h"
+#include "tests/lib/raw_client.h"
+
+#define ADDRESS 0x611u /* PKG_ENERGY_STATUS: what an energy-measuring client reads */
+#define SAMPLES 20000
+#define WARMUP 2000
+#define IDLE_CLIENTS 1000u
+
+static const char policy[] =
+	"version: 1\n"
+	"default: deny\n"
+	"msrs:\n"
+	"  - {name: TSC, address: 0x10, read: true, set: base}\n"
+	"  - {name: PKG_ENERGY, address: 0x611, read: true, set: base}\n"
+	"rules:\n"
+	"  - {match: {any: true}, allow: [base]}\n";
+
+static struct msrd_server server;
+
+static uint64_t now_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t median(uint64_t *samples, size_t count)
+{
+	qsort(samples, count, sizeof(*samples), compare_u64);
+	return samples[count / 2];
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "bench/msrd: %s\n", what);
+	msrd_kill(&server);
+	exit(1);
+}
+
+/* ---- one client, one round trip at a time ----
+ *
+ * Placement matters more than anything on a small machine: a round trip between two CPUs costs
+ * two cross-CPU wake-ups, one on the same CPU two context switches. So the client is pinned to
+ * one CPU and every server (msrd, the floors) to one other CPU, and the measurements are
+ * interleaved in blocks so that drift hits them all alike. */
+
+#define BLOCKS 20
+#define BLOCK (SAMPLES / BLOCKS)
+
+static void pin(pid_t pid, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	if (cpu < 0) {
+		for (int i = 0; i < CPU_SETSIZE; i++)
+			CPU_SET(i, &set);
+	} else {
+		CPU_SET(cpu, &set);
+	}
+	sched_setaffinity(pid, sizeof(set), &set);
+}
+
+/* The floors: another process answering a 24-byte request with a 24-byte reply (READ's sizes)
+ * on a UNIX stream socket, with blocking recv/send, or with one io_uring doing the same recv and
+ * send (what any io_uring server pays at least). */
+static void receive_all(int fd, uint8_t *frame, size_t length)
+{
+	size_t got = 0;
+
+	while (got < length) {
+		ssize_t now = recv(fd, frame + got, length - got, 0);
+		if (now <= 0)
+			_exit(0);
+		got += (size_t)now;
+	}
+}
+
+static void pong(int fd)
+{
+	uint8_t frame[WIRE_HEADER_SIZE + 8];
+
+	for (;;) {
+		receive_all(fd, frame, sizeof(frame));
+		if (send(fd, frame, sizeof(frame), MSG_NOSIGNAL) != (ssize_t)sizeof(frame))
+			_exit(0);
+	}
+}
+
+static int uring_step(struct io_uring *ring)
+{
+	struct io_uring_cqe *cqe;
+	int result;
+
+	io_uring_submit_and_wait(ring, 1);
+	if (io_uring_peek_cqe(ring, &cqe) != 0)
+		return -1;
+	result = cqe->res;
+	io_uring_cqe_seen(ring, cqe);
+	return result;
+}
+
+static void uring_pong(int fd)
+{
+	uint8_t frame[WIRE_HEADER_SIZE + 8];
+	struct io_uring ring;
+
+	if (io_uring_queue_init(8, &ring, 0) < 0)
+		_exit(1);
+	for (;;) {
+		io_uring_prep_recv(io_uring_get_sqe(&ring), fd, frame, sizeof(frame), MSG_WAITALL);
+		if (uring_step(&ring) != (int)sizeof(frame))
+			_exit(0);
+		io_uring_prep_send(io_uring_get_sqe(&ring), fd, frame, sizeof(frame), MSG_NOSIGNAL);
+		if (uring_step(&ring) != (int)sizeof(frame))
+			_exit(0);
+	}
+}
+
+static int start_floor(void (*serve)(int fd), int cpu, pid_t *child)
+{
+	int pair[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+		die("socketpair");
+	*child = fork();
+	if (*child == 0) {
+		close(pair[0]);
+		pin(0, cpu);
+		serve(pair[1]);
+		_exit(0);
+	}
+	close(pair[1]);
+	return pair[0];
+}
+
+static uint64_t floor_round_trip(int fd)
+{
+	uint8_t frame[WIRE_HEADER_SIZE + 8] = { 0 };
+	uint64_t start = now_ns();
+
+	if (send(fd, frame, sizeof(frame), MSG_NOSIGNAL) != (ssize_t)sizeof(frame))
+		die("ping");
+	receive_all(fd, frame, sizeof(frame));
+	return now_ns() - start;
+}
+
+struct latencies {
+	uint64_t read;
+	uint64_t batch8;
+	uint64_t pingpong;
+	uint64_t uring_pingpong;
+};
+
+static void measure_latencies(struct haecer_conn *conn, int client_cpu, int server_cpu,
+			      struct latencies *out)
+{
+	static uint64_t reads[SAMPLES], batches[SAMPLES], pongs[SAMPLES], uring_pongs[SAMPLES];
+	struct haecer_msr_op ops[8];
+	pid_t pong_pid, uring_pid;
+	int pong_fd, uring_fd;
+	uint64_t value;
+
+	pin(0, client_cpu);
+	pin(server.pid, server_cpu);
+	pong_fd = start_floor(pong, server_cpu, &pong_pid);
+	uring_fd = start_floor(uring_pong, server_cpu, &uring_pid);
+	for (int i = 0; i < 8; i++)
+		ops[i] = (struct haecer_msr_op){ .kind = HAECER_MSR_READ, .cpu = (uint32_t)(i % 4),
+						 .address = i % 2 ? 0x10 : ADDRESS };
+	for (int i = 0; i < WARMUP; i++) {
+		if (haecer_msr_read(conn, 0, ADDRESS, &value) < 0 || haecer_msr_batch(conn, ops, 8) < 0)
+			die("warm-up requests failed");
+		floor_round_trip(pong_fd);
+		floor_round_trip(uring_fd);
+	}
+	for (int block = 0; block < BLOCKS; block++) {
+		for (int i = block * BLOCK; i < (block + 1) * BLOCK; i++) {
+			uint64_t start = now_ns();
+			haecer_msr_read(conn, 0, ADDRESS, &value);
+			reads[i] = now_ns() - start;
+		}
+		for (int i = block * BLOCK; i < (block + 1) * BLOCK; i++) {
+			uint64_t start = now_ns();
+			haecer_msr_batch(conn, ops, 8);
+			batches[i] = now_ns() - start;
+		}
+		for (int i = block * BLOCK; i < (block + 1) * BLOCK; i++)
+			pongs[i] = floor_round_trip(pong_fd);
+		for (int i = block * BLOCK; i < (block + 1) * BLOCK; i++)
+			uring_pongs[i] = floor_round_trip(uring_fd);
+	}
+	close(pong_fd);
+	close(uring_fd);
+	waitpid(pong_pid, NULL, 0);
+	waitpid(uring_pid, NULL, 0);
+	pin(0, -1);
+	pin(server.pid, -1);
+	out->read = median(reads, SAMPLES);
+	out->batch8 = median(batches, SAMPLES);
+	out->pingpong = median(pongs, SAMPLES);
+	out->uring_pingpong = median(uring_pongs, SAMPLES);
+}
+
+static void print_latencies(const char *placement, const struct latencies *figures)
+{
+	printf("%s:\n", placement);
+	printf("  one READ through msrd:            median %llu ns\n",
+	       (unsigned long long)figures->read);
+	printf("  BATCH of 8 reads:                 median %llu ns (%.2f x one READ)\n",
+	       (unsigned long long)figures->batch8, (double)figures->batch8 / (double)figures->read);
+	printf("  bare ping-pong, recv/send:        median %llu ns (READ / this = %.2f)\n",
+	       (unsigned long long)figures->pingpong,
+	       (double)figures->read / (double)figures->pingpong);
+	printf("  bare ping-pong through io_uring:  median %llu ns (READ / this = %.2f)\n",
+	       (unsigned long long)figures->uring_pingpong,
+	       (double)figures->read / (double)figures->uring_pingpong);
+}
+
+/* ---- throughput ---- */
+
+struct load {
+	pthread_barrier_t *start;
+	atomic_bool *stop;
+	uint64_t ops;
+	int failed;
+};
+
+static void *load_thread(void *argument)
+{
+	struct load *load = argument;
+	struct haecer_conn *conn = NULL;
+	uint64_t value;
+
+	if (haecer_connect(server.socket_path, &conn) < 0)
+		load->failed = 1;
+	pthread_barrier_wait(load->start);
+	while (!load->failed && !atomic_load_explicit(load->stop, memory_order_relaxed)) {
+		if (haecer_msr_read(conn, 0, ADDRESS, &value) < 0) {
+			load->failed = 1;
+			break;
+		}
+		load->ops++;
+	}
+	haecer_close(conn);
+	return NULL;
+}
+
+static double throughput(unsigned clients, double seconds)
+{
+	pthread_t *threads = calloc(clients, sizeof(*threads));
+	struct load *loads = calloc(clients, sizeof(*loads));
+	pthread_barrier_t start;
+	pthread_attr_t attributes;
+	atomic_bool stop = false;
+	uint64_t began, ended, total = 0;
+
+	if (threads == NULL || loads == NULL)
+		die("out of memory");
+	pthread_barrier_init(&start, NULL, clients + 1);
+	pthread_attr_init(&attributes);
+	pthread_attr_setstacksize(&attributes, 64 * 1024);
+	for (unsigned i = 0; i < clients; i++) {
+		loads[i] = (struct load){ .start = &start, .stop = &stop };
+		if (pthread_create(&threads[i], &attributes, load_thread, &loads[i]) != 0)
+			die("pthread_create");
+	}
+	pthread_barrier_wait(&start);
+	began = now_ns();
+	usleep((useconds_t)(seconds * 1e6));
+	atomic_store(&stop, true);
+	ended = now_ns();
+	for (unsigned i = 0; i < clients; i++) {
+		pthread_join(threads[i], NULL);
+		if (loads[i].failed)
+			die("a load client failed");
+		total += loads[i].ops;
+	}
+	pthread_barrier_destroy(&start);
+	pthread_attr_destroy(&attributes);
+	free(threads);
+	free(loads);
+	return (double)total * 1e9 / (double)(ended - began);
+}
+
+/* ---- memory ---- */
+
+static long rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *status;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	status = fopen(path, "r");
+	if (status == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), status) != NULL)
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(status);
+	return kib;
+}
+
+/* Connect idle clients; each HELLO is answered, so msrd has set every one of them up. */
+static double kib_per_idle_client(void)
+{
+	static int fds[IDLE_CLIENTS];
+	uint8_t frame[128], reply[256];
+	struct wire_hello_request hello = { .min_version = 1, .max_version = 1 };
+	struct wire_writer writer;
+	struct wire_header header;
+	long before, after;
+	size_t length;
+
+	wire_writer_init(&writer, frame + WIRE_HEADER_SIZE, sizeof(frame) - WIRE_HEADER_SIZE);
+	wire_put_hello_request(&writer, &hello);
+	length = (size_t)wire_frame_finish(frame, sizeof(frame), WIRE_OP_HELLO, 0, 0, 1,
+					   writer.used);
+	before = rss_kib(server.pid);
+	for (unsigned i = 0; i < IDLE_CLIENTS; i++) {
+		fds[i] = raw_connect(server.socket_path);
+		if (fds[i] < 0 || raw_send(fds[i], frame, length) < 0 ||
+		    raw_read_frame(fds[i], reply, sizeof(reply), &header, 60000, NULL) < 0)
+			die("idle client");
+	}
+	usleep(100000);
+	after = rss_kib(server.pid);
+	for (unsigned i = 0; i < IDLE_CLIENTS; i++)
+		close(fds[i]);
+	return (double)(after - before) / IDLE_CLIENTS;
+}
+
+int main(void)
+{
+	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge",
+				    "--log-level", "notice", "--max-clients", "4096", NULL };
+	const char *seconds_text = getenv("HAECER_BENCH_SECONDS");
+	double seconds = seconds_text != NULL ? atof(seconds_text) : 1.0;
+	static const unsigned client_counts[] = { 1, 16, 256, 1000 };
+	double ops[4];
+	struct haecer_conn *conn;
+	struct latencies cross, same;
+	long cpus;
+	double kib;
+
+	if (seconds <= 0)
+		seconds = 1.0;
+	unsetenv("HAECER_VALGRIND");
+	harness_raise_fd_limit(4 * IDLE_CLIENTS + 256);
+	if (msrd_start(&server, policy, arguments) < 0)
+		return 1;
+	if (haecer_connect(server.socket_path, &conn) < 0)
+		die("connect");
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	measure_latencies(conn, 0, cpus > 1 ? 1 : 0, &cross);
+	measure_latencies(conn, 0, 0, &same);
+	haecer_close(conn);
+	print_latencies(cpus > 1 ? "client and servers on different CPUs" : "one CPU", &cross);
+	if (cpus > 1)
+		print_latencies("client and servers on the same CPU", &same);
+	/* The idle-client figure first, on a server whose buffers have seen one client only. */
+	kib = kib_per_idle_client();
+	printf("server memory per idle client:  %.2f KiB (RSS with %u idle clients)\n", kib,
+	       IDLE_CLIENTS);
+	for (size_t i = 0; i < 4; i++) {
+		ops[i] = throughput(client_counts[i], seconds);
+		printf("throughput, %4u clients:        %.0f reads/s\n", client_counts[i], ops[i]);
+	}
+	if (msrd_stop(&server) < 0)
+		return 1;
+	/* The machine-readable figures are the cross-CPU ones: the placement a loaded machine
+	 * mostly gives, and the harder case. */
+	printf("read_ns=%llu pingpong_ns=%llu ratio_pingpong=%.2f batch8_ratio=%.2f "
+	       "clients1_ops=%.0f clients16_ops=%.0f clients256_ops=%.0f clients1000_ops=%.0f "
+	       "kib_per_client=%.2f\n",
+	       (unsigned long long)cross.read, (unsigned long long)cross.pingpong,
+	       (double)cross.read / (double)cross.pingpong,
+	       (double)cross.batch8 / (double)cross.read, ops[0], ops[1], ops[2], ops[3], kib);
+	return 0;
+}

@@ -330,6 +330,8 @@ void client_on_recv(struct client *client, const struct io_uring_cqe *cqe)
 		client_close(client, "closed by the client");
 	} else if (result == -ENOBUFS) {
 		/* Every shared buffer was in use: try again once this turn gave them back. */
+		log_debug("client %u: receive buffers exhausted, re-arming its receive",
+			  client->number);
 		if (!client->closing && !client->recv_rearm) {
 			client->recv_rearm = true;
 			client->next_rearm = client->server->rearm;

@@ -235,6 +235,9 @@ static bool ring_room(struct client *client, const struct wire_header *header)
 {
 	if (client->ring_count < client->server->config->max_rings_per_client)
 		return true;
+	log_notice("refused: uid %u pid %d op %s: per-client ring limit (%u) reached",
+		   (unsigned)client->uid, (int)client->pid, wire_op_name(header->op),
+		   client->server->config->max_rings_per_client);
 	client_reply_error(client, header->op, header->request_id, WIRE_STATUS_LIMIT,
 			   "this connection holds %u rings already", client->ring_count);
 	return false;

@@ -75,7 +75,7 @@ const uint8_t *loop_buffer(const struct loop *loop, uint16_t id)
 void loop_recycle_buffer(struct loop *loop, uint16_t id)
 {
 	io_uring_buf_ring_add(loop->buffers, loop->buffer_memory + (size_t)id * LOOP_BUFFER_SIZE,
-			      LOOP_BUFFER_SIZE, id, io_uring_buf_ring_mask(LOOP_BUFFER_COUNT), 0);
+			      LOOP_BUFFER_SIZE, id, io_uring_buf_ring_mask(loop->buffer_count), 0);
 	io_uring_buf_ring_advance(loop->buffers, 1);
 }
 
@@ -86,18 +86,18 @@ static int setup_buffers(struct loop *loop)
 	void *mapping;
 	int status;
 
-	loop->buffer_ring_bytes = LOOP_BUFFER_COUNT * sizeof(struct io_uring_buf);
+	loop->buffer_ring_bytes = loop->buffer_count * sizeof(struct io_uring_buf);
 	mapping = mmap(NULL, loop->buffer_ring_bytes, PROT_READ | PROT_WRITE,
 		       MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
 	if (mapping == MAP_FAILED)
 		return -ENOMEM;
 	loop->buffers = mapping;
-	loop->buffer_memory = aligned_alloc(4096, (size_t)LOOP_BUFFER_COUNT * LOOP_BUFFER_SIZE);
+	loop->buffer_memory = aligned_alloc(4096, (size_t)loop->buffer_count * LOOP_BUFFER_SIZE);
 	if (loop->buffer_memory == NULL)
 		return -ENOMEM;
 	registration = (struct io_uring_buf_reg){
 		.ring_addr = (uint64_t)(uintptr_t)mapping,
-		.ring_entries = LOOP_BUFFER_COUNT,
+		.ring_entries = loop->buffer_count,
 		.bgid = LOOP_BUFFER_GROUP,
 	};
 	status = io_uring_register_buf_ring(&loop->ring, &registration, 0);
@@ -105,15 +105,15 @@ static int setup_buffers(struct loop *loop)
 		return status;
 	loop->buffers_registered = true;
 	io_uring_buf_ring_init(loop->buffers);
-	for (uint16_t id = 0; id < LOOP_BUFFER_COUNT; id++)
+	for (uint16_t id = 0; id < loop->buffer_count; id++)
 		io_uring_buf_ring_add(loop->buffers, loop->buffer_memory + (size_t)id * LOOP_BUFFER_SIZE,
-				      LOOP_BUFFER_SIZE, id, io_uring_buf_ring_mask(LOOP_BUFFER_COUNT),
+				      LOOP_BUFFER_SIZE, id, io_uring_buf_ring_mask(loop->buffer_count),
 				      id);
-	io_uring_buf_ring_advance(loop->buffers, LOOP_BUFFER_COUNT);
+	io_uring_buf_ring_advance(loop->buffers, (int)loop->buffer_count);
 	return 0;
 }
 
-int loop_init(struct loop *loop)
+int loop_init(struct loop *loop, unsigned buffer_count)
 {
 	struct io_uring_params params = {
 		.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER |
@@ -123,6 +123,7 @@ int loop_init(struct loop *loop)
 	int status;
 
 	memset(loop, 0, sizeof(*loop));
+	loop->buffer_count = buffer_count;
 	status = io_uring_queue_init_params(LOOP_SQ_ENTRIES, &loop->ring, &params);
 	if (status == -EINVAL) {
 		/* Kernels before 6.1 know neither SINGLE_ISSUER nor DEFER_TASKRUN. */

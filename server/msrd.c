@@ -301,7 +301,7 @@ static int start_server(struct msrd *server, sigset_t *mask)
 	server->signal_fd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (server->signal_fd < 0)
 		return -errno;
-	status = loop_init(&server->loop);
+	status = loop_init(&server->loop, config->recv_buffers);
 	if (status < 0) {
 		log_warn_errno(status, "setting up io_uring");
 		return status;

@@ -30,6 +30,7 @@ enum option_id {
 	OPT_MAX_CLIENTS,
 	OPT_MAX_RINGS,
 	OPT_RING_MEMORY_MIB,
+	OPT_RECV_BUFFERS,
 	OPT_CHECK_POLICY,
 	OPT_IMPORT_ALLOWLIST,
 	OPT_FOR_GROUP,
@@ -57,6 +58,7 @@ static const struct option long_options[] = {
 	{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
 	{ "max-rings-per-client", required_argument, NULL, OPT_MAX_RINGS },
 	{ "ring-memory-mib", required_argument, NULL, OPT_RING_MEMORY_MIB },
+	{ "recv-buffers", required_argument, NULL, OPT_RECV_BUFFERS },
 	{ "check-policy", required_argument, NULL, OPT_CHECK_POLICY },
 	{ "import-allowlist", required_argument, NULL, OPT_IMPORT_ALLOWLIST },
 	{ "for-group", required_argument, NULL, OPT_FOR_GROUP },
@@ -93,6 +95,8 @@ void options_usage(FILE *out)
 		"  --max-clients N            connected clients (default 8192)\n"
 		"  --max-rings-per-client N   rings one connection may create or open (default 64)\n"
 		"  --ring-memory-mib N        shared memory of all rings (default 256)\n"
+		"  --recv-buffers N           receive buffers of 2 KiB shared by all clients, a power\n"
+		"                             of two (default 512)\n"
 		"  --ring-grace-ms N          how long a ring without producer or consumer stays\n"
 		"                             listed (default 60000)\n"
 		"  --frame-timeout-ms N       a started frame must complete within N ms (default 5000)\n"
@@ -151,6 +155,7 @@ static void set_defaults(struct msrd_config *config)
 		.max_clients = 8192,
 		.max_rings_per_client = 64,
 		.ring_memory_max = 256ull << 20,
+		.recv_buffers = LOOP_BUFFER_COUNT,
 	};
 }
 
@@ -171,6 +176,7 @@ static const struct number_option number_options[] = {
 	{ OPT_MAX_CLIENTS, "--max-clients", 10, 1, 1000000 },
 	{ OPT_MAX_RINGS, "--max-rings-per-client", 10, 1, 4096 },
 	{ OPT_RING_MEMORY_MIB, "--ring-memory-mib", 10, 1, 1ull << 20 },
+	{ OPT_RECV_BUFFERS, "--recv-buffers", 10, 1, 32768 },
 };
 
 static void store_number(struct msrd_config *config, int id, unsigned long long value)
@@ -184,6 +190,7 @@ static void store_number(struct msrd_config *config, int id, unsigned long long 
 	case OPT_MAX_CLIENTS: config->max_clients = (unsigned)value; break;
 	case OPT_MAX_RINGS: config->max_rings_per_client = (unsigned)value; break;
 	case OPT_RING_MEMORY_MIB: config->ring_memory_max = value << 20; break;
+	case OPT_RECV_BUFFERS: config->recv_buffers = (unsigned)value; break;
 	default: break;
 	}
 }
@@ -276,6 +283,8 @@ int options_parse(int argc, char **argv, struct msrd_config *config)
 		return bad_option("unexpected argument '%s'", argv[optind]);
 	if (config->for_group != NULL && config->action != MSRD_IMPORT_ALLOWLIST)
 		return bad_option("%s", "--for-group goes with --import-allowlist");
+	if ((config->recv_buffers & (config->recv_buffers - 1)) != 0)
+		return bad_option("%s", "--recv-buffers must be a power of two");
 	if (config->backend.sim_virtual_time && config->backend.kind != BACKEND_SIM)
 		return bad_option("%s", "--sim-virtual-time needs --backend sim");
 	return 0;

@@ -63,6 +63,7 @@ struct msrd_config {
 	unsigned max_clients;
 	unsigned max_rings_per_client;
 	uint64_t ring_memory_max;      /* bytes of ring memory over all rings */
+	unsigned recv_buffers;         /* shared receive buffers of LOOP_BUFFER_SIZE bytes */
 };
 
 /* Parse argv. Returns 0, or -EINVAL after printing "msrd: ..." to stderr (exit 2). */
@@ -85,7 +86,7 @@ enum loop_tag {
 };
 
 #define LOOP_BUFFER_GROUP 1
-#define LOOP_BUFFER_COUNT 512u      /* power of two */
+#define LOOP_BUFFER_COUNT 512u      /* default; a power of two */
 #define LOOP_BUFFER_SIZE 2048u
 #define LOOP_SQ_ENTRIES 2048u       /* >= WIRE_MAX_BATCH_OPS: a linked batch fits one submit */
 #define LOOP_CQ_ENTRIES 16384u
@@ -96,6 +97,7 @@ struct loop {
 	struct io_uring_buf_ring *buffers;
 	uint8_t *buffer_memory;
 	size_t buffer_ring_bytes;
+	unsigned buffer_count;         /* provided receive buffers, a power of two */
 	bool buffers_registered;
 };
 
@@ -348,7 +350,7 @@ struct msrd {
 	int32_t scratch_current_status[WIRE_MAX_BATCH_OPS];
 };
 
-int loop_init(struct loop *loop);
+int loop_init(struct loop *loop, unsigned buffer_count);
 void loop_exit(struct loop *loop);
 /* Run until server->done. 0 on a clean stop, -errno when the ring itself failed. */
 int loop_run(struct msrd *server);

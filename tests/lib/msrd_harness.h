@@ -8,6 +8,9 @@
  * log free of sanitizer and valgrind reports; on failure it prints the log.
  *
  * run_as() runs a function in a child process under another uid/gid/groups (tests run as root).
+ *
+ * Environment: HAECER_TEST_KEEP=1 keeps msrd's directory (and log) after a clean stop;
+ * HAECER_MSRD_LOG_LEVEL overrides msrd's log level (info by default).
  */
 #ifndef HAECER_TESTS_LIB_MSRD_HARNESS_H
 #define HAECER_TESTS_LIB_MSRD_HARNESS_H

@@ -9,6 +9,7 @@
 #include "server/server.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,12 +339,35 @@ static int run_server(const struct msrd_config *config)
 	return status == 0 && failed == 0 ? 0 : 1;
 }
 
+/* Paths msrd uses after start-up must not depend on the working directory, which a daemon
+ * leaves for "/": the policy is read again at SIGHUP, the socket removed at exit. */
+static int make_absolute(const char **path, char *storage, size_t size)
+{
+	char directory[PATH_MAX];
+
+	if ((*path)[0] == '/')
+		return 0;
+	if (getcwd(directory, sizeof(directory)) == NULL)
+		return -errno;
+	if ((size_t)snprintf(storage, size, "%s/%s", directory, *path) >= size)
+		return -ENAMETOOLONG;
+	*path = storage;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	static char policy_path[PATH_MAX + 256];
+	static char socket_path[PATH_MAX + 256];
 	struct msrd_config config;
 
 	if (options_parse(argc, argv, &config) < 0)
 		return 2;
+	if (make_absolute(&config.policy_path, policy_path, sizeof(policy_path)) < 0 ||
+	    make_absolute(&config.socket_path, socket_path, sizeof(socket_path)) < 0) {
+		fprintf(stderr, "msrd: path too long\n");
+		return 2;
+	}
 	switch (config.action) {
 	case MSRD_HELP:
 		options_usage(stdout);

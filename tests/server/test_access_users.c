@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "haecer/msrd.h"
-#include "tests/lib/msrd_harness.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/test_check.h"
 
 #define UID_RAPL 4001
@@ -151,12 +151,6 @@ int main(void)
 		cmocka_unit_test(test_supplementary_group),
 		cmocka_unit_test(test_refusals_logged),
 	};
-	int failures;
 
-	if (msrd_start(&server, policy, arguments) < 0)
-		return 1;
-	failures = cmocka_run_group_tests(tests, NULL, NULL);
-	if (msrd_stop(&server) < 0)
-		failures++;
-	return failures == 0 ? 0 : 1;
+	return MSRD_RUN_GROUP(&server, policy, arguments, NULL, tests);
 }

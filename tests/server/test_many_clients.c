@@ -17,7 +17,7 @@
 
 #include "haecer/msrd.h"
 #include "proto/wire.h"
-#include "tests/lib/msrd_harness.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/raw_client.h"
 
 #define TIMEOUT_MS 120000u
@@ -159,7 +159,6 @@ int main(void)
 		cmocka_unit_test(test_waves),
 		cmocka_unit_test(test_limit),
 	};
-	int failures;
 
 	clients = harness_small_scale() ? 200 : 1000;
 	if (harness_raise_fd_limit(2 * clients + 64) < clients + 64) {
@@ -167,10 +166,5 @@ int main(void)
 		return 77;
 	}
 	snprintf(max_clients, sizeof(max_clients), "%u", clients);
-	if (msrd_start(&server, policy, arguments) < 0)
-		return 1;
-	failures = cmocka_run_group_tests(tests, NULL, NULL);
-	if (msrd_stop(&server) < 0)
-		failures++;
-	return failures == 0 ? 0 : 1;
+	return MSRD_RUN_GROUP(&server, policy, arguments, NULL, tests);
 }

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "haecer/msrd.h"
-#include "tests/lib/msrd_harness.h"
+#include "tests/lib/msrd_group.h"
 
 #define HEADER "version: 1\ndefault: deny\nmsrs:\n" \
 	"  - {name: TSC, address: 0x10, read: true, set: time}\n" \
@@ -116,17 +116,6 @@ int main(void)
 		cmocka_unit_test(test_bad_value_keeps_old_policy),
 		cmocka_unit_test(test_insecure_file_keeps_old_policy),
 	};
-	int failures;
 
-	if (msrd_start(&server, policy_time, arguments) < 0)
-		return 1;
-	if (haecer_connect(server.socket_path, &conn) < 0) {
-		msrd_kill(&server);
-		return 1;
-	}
-	failures = cmocka_run_group_tests(tests, NULL, NULL);
-	haecer_close(conn);
-	if (msrd_stop(&server) < 0)
-		failures++;
-	return failures == 0 ? 0 : 1;
+	return MSRD_RUN_GROUP(&server, policy_time, arguments, &conn, tests);
 }

@@ -21,7 +21,7 @@
 
 #include "haecer/msrd.h"
 #include "shm/ring.h"
-#include "tests/lib/msrd_harness.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/test_check.h"
 
 #define GRACE_MS "3000" /* a monitor arrives well within it, even on a busy machine */
@@ -341,12 +341,6 @@ int main(void)
 		cmocka_unit_test(test_policy_refusals),
 		cmocka_unit_test(test_limits_and_parameters),
 	};
-	int failures;
 
-	if (msrd_start(&server, policy, arguments) < 0)
-		return 1;
-	failures = cmocka_run_group_tests(tests, NULL, NULL);
-	if (msrd_stop(&server) < 0)
-		failures++;
-	return failures == 0 ? 0 : 1;
+	return MSRD_RUN_GROUP(&server, policy, arguments, NULL, tests);
 }

@@ -16,7 +16,7 @@
 
 #include "haecer/msrd.h"
 #include "hw/msr.h"
-#include "tests/lib/msrd_harness.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/test_check.h"
 
 #define NS_PER_MS 1000000ull
@@ -175,17 +175,6 @@ int main(void)
 		cmocka_unit_test(test_enable_bits),
 		cmocka_unit_test(test_sim_control_needs_the_policy),
 	};
-	int failures;
 
-	if (msrd_start(&server, policy, arguments) < 0)
-		return 1;
-	if (haecer_connect(server.socket_path, &conn) < 0) {
-		msrd_kill(&server);
-		return 1;
-	}
-	failures = cmocka_run_group_tests(tests, NULL, NULL);
-	haecer_close(conn);
-	if (msrd_stop(&server) < 0)
-		failures++;
-	return failures == 0 ? 0 : 1;
+	return MSRD_RUN_GROUP(&server, policy, arguments, &conn, tests);
 }

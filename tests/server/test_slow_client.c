@@ -22,7 +22,7 @@
 
 #include "haecer/msrd.h"
 #include "proto/wire.h"
-#include "tests/lib/msrd_harness.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/raw_client.h"
 #include "tests/lib/test_check.h"
 
@@ -128,12 +128,6 @@ int main(void)
 		cmocka_unit_test(test_client_that_never_reads),
 		cmocka_unit_test(test_concurrent_clients_few_buffers),
 	};
-	int failures;
 
-	if (msrd_start(&server, policy, arguments) < 0)
-		return 1;
-	failures = cmocka_run_group_tests(tests, NULL, NULL);
-	if (msrd_stop(&server) < 0)
-		failures++;
-	return failures == 0 ? 0 : 1;
+	return MSRD_RUN_GROUP(&server, policy, arguments, NULL, tests);
 }

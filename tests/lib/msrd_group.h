@@ -1,0 +1,26 @@
+/*
+ * tests/lib/msrd_group.h — main() of a test that runs one cmocka group against one msrd.
+ */
+#ifndef HAECER_TESTS_LIB_MSRD_GROUP_H
+#define HAECER_TESTS_LIB_MSRD_GROUP_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "haecer/msrd.h"
+#include "tests/lib/msrd_harness.h"
+
+/* Start msrd with the policy and arguments, connect *conn to it when conn is not NULL, run the
+ * group, close the connection, stop msrd. Returns main()'s exit status: 0 when every test passed
+ * and msrd stopped cleanly (exit 0, no sanitizer or valgrind report), 1 otherwise. */
+int msrd_run_group(struct msrd_server *server, const char *policy, const char *const *arguments,
+		   struct haecer_conn **conn, const char *group_name,
+		   const struct CMUnitTest *tests, size_t count);
+
+#define MSRD_RUN_GROUP(server, policy, arguments, conn, tests)                               \
+	msrd_run_group((server), (policy), (arguments), (conn), #tests, (tests),             \
+		       sizeof(tests) / sizeof((tests)[0]))
+
+#endif

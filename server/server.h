@@ -159,7 +159,8 @@ struct client {
 	uint32_t group_count;
 	gid_t *groups;
 	struct policy_grant *grant;
-	uint64_t grant_generation;     /* server->policy_generation the grant was resolved for */
+	uint64_t grant_generation;     /* policy_generation of the grant: a registered batch
+					* handle (later work) made under an older one is STALE */
 
 	uint8_t *input;                /* bytes received but not yet handled (partial frames) */
 	uint32_t input_used;
@@ -324,7 +325,7 @@ struct msrd {
 	bool accept_rearm;             /* re-arm the accept at the next tick (after EMFILE) */
 
 	struct policy *policy;
-	uint64_t policy_generation;
+	uint64_t policy_generation;    /* counts successful SIGHUP reloads */
 	struct msr_backend *backend;
 	struct machine_info machine;
 	uint8_t *machine_reply;        /* MACHINE_INFO payload, encoded once */

@@ -127,13 +127,16 @@ int haecer_msr_write(struct haecer_conn *conn, uint32_t cpu, uint32_t address, u
 
 #define HAECER_MSR_READ 1
 #define HAECER_MSR_WRITE 2
+#define HAECER_MSR_ENERGY_READ 3   /* an energy-status register: value = raw, total = 64-bit total */
+#define HAECER_MSR_SLOT_READ 4     /* `address` is a slot id of this connection; cpu is ignored */
 
 struct haecer_msr_op {
-	uint16_t kind;      /* HAECER_MSR_READ or HAECER_MSR_WRITE */
+	uint16_t kind;      /* HAECER_MSR_* */
 	uint32_t cpu;
 	uint32_t address;
 	uint64_t value;     /* write: what to write; read: the result */
 	int status;         /* set by haecer_msr_batch: 0 or a negative errno-style value */
+	uint64_t total;     /* HAECER_MSR_ENERGY_READ: the 64-bit total (haecer_energy_read) */
 };
 
 /* Run `count` ops in order in one round trip. The server checks the whole batch against the
@@ -141,6 +144,132 @@ struct haecer_msr_op {
  * -EIO for a register the CPU lacks); a negative value when it was refused whole, with nothing
  * run: the refused op(s) carry the reason, every other op -ECANCELED. */
 int haecer_msr_batch(struct haecer_conn *conn, struct haecer_msr_op *ops, size_t count);
+
+/* ---- counter slots: the server owns every PMC and fixed counter of every CPU ---- */
+
+#define HAECER_SLOT_PROGRAMMABLE 1   /* a general-purpose counter (Intel IA32_PMCx, AMD PERF_CTRx) */
+#define HAECER_SLOT_FIXED 2          /* an Intel fixed-function counter */
+
+struct haecer_slot {
+	uint32_t id;              /* valid on this connection only */
+	uint32_t cpu;
+	uint16_t kind;            /* HAECER_SLOT_* */
+	uint16_t index;           /* which PMC / which fixed counter */
+	uint8_t width;            /* counter width in bits (from CPUID / the model) */
+	uint32_t counter_address; /* the counter MSR, for information */
+	uint32_t control_address; /* its event-select register (PERFEVTSELx, PERF_CTLx) or, for a
+				   * fixed counter, IA32_FIXED_CTR_CTRL */
+};
+
+/* Take a counter on `cpu`: FIXED with index = the fixed counter wanted; PROGRAMMABLE with index -1
+ * (any free one) or a specific index. The counter is cleared to 0 and stopped. Errors:
+ *   -EBUSY      that counter is held by another client (or by this one)
+ *   -ENOSPC     no programmable counter free (index -1), or this connection's slot limit
+ *   -EOPNOTSUPP the CPU has no such counter (or the server has no slots: no HAECER_FEATURE_SLOTS)
+ *   -EPERM      the policy does not grant read+write of its registers (counter, event select,
+ *               and the shared IA32_PERF_GLOBAL_CTRL / IA32_FIXED_CTR_CTRL bits on Intel)
+ *   -ENXIO      no such CPU;  -EINVAL  unknown kind or an index out of range */
+int haecer_slot_alloc(struct haecer_conn *conn, uint32_t cpu, uint16_t kind, int index,
+		      struct haecer_slot *out);
+
+/* Select what it counts: a PERFEVTSEL / PERF_CTL value (EN is managed by haecer_slot_control and
+ * ignored here), or for a fixed counter its 4-bit FIXED_CTR_CTRL field. Checked against the policy
+ * write mask of the event-select register like a WRITE would be (-EACCES), -EINVAL for a fixed
+ * field over 4 bits, -EIO when the CPU refuses the value (reserved bits). Does not start
+ * counting; a running slot keeps running with the new selection.
+ * A slot id this connection does not hold (freed, or another connection's): -ENOENT. */
+int haecer_slot_program(struct haecer_conn *conn, uint32_t slot_id, uint64_t config);
+
+#define HAECER_SLOT_ENABLE 1
+#define HAECER_SLOT_DISABLE 2
+#define HAECER_SLOT_RESET 3       /* counter := 0, running state unchanged */
+
+/* Apply `action` to `count` (1..HAECER_SLOT_MAX_IDS) slots, all or none: -ENOENT when any id is
+ * not held by this connection, -EINVAL for an unknown action. Enabling sets the slot's EN bit
+ * (programmable) and its IA32_PERF_GLOBAL_CTRL bit with one GLOBAL_CTRL write per CPU. */
+int haecer_slot_control(struct haecer_conn *conn, const uint32_t *slot_ids, size_t count,
+			uint16_t action);
+
+/* Read counters (raw, `width` bits) in one round trip. synchronized: the server stops them all
+ * together (one GLOBAL_CTRL write per CPU), reads them, and restarts them (on AMD, which has no
+ * global control, each counter's EN bit is cleared and set again). Errors as haecer_slot_control. */
+int haecer_slot_read(struct haecer_conn *conn, const uint32_t *slot_ids, size_t count,
+		     uint64_t *values, bool synchronized);
+
+/* Release: counting stops and the counter's registers get back the values they had before the
+ * slot was taken. Disconnecting (or dying) frees every slot the client held the same way.
+ * -ENOENT for an id this connection does not hold. */
+int haecer_slot_free(struct haecer_conn *conn, uint32_t slot_id);
+
+#define HAECER_SLOT_MAX_IDS 256u  /* slot ids per haecer_slot_control / haecer_slot_read */
+
+/* ---- energy: 64-bit totals kept by the server ---- */
+
+/* raw = the 32-bit energy-status register; total = its 64-bit extension (total & 0xffffffff ==
+ * raw, the upper bits count the wraps since msrd began sampling the register), exact however far
+ * apart reads are. With a coarse grant: rounded down to the grant's resolution and, within the
+ * grant's minimum interval, the previous reading again. Either pointer may be NULL.
+ * -EPERM not granted for reading; -EINVAL `address` is not an energy-status register msrd keeps
+ * a total for on this CPU (RAPL PKG/PP0/PP1/DRAM/PSYS, AMD package and core energy); -ENXIO no
+ * such CPU; -EIO the register does not exist on this CPU. */
+int haecer_energy_read(struct haecer_conn *conn, uint32_t cpu, uint32_t address, uint64_t *raw,
+		       uint64_t *total);
+
+/* In batches (haecer_msr_batch, haecer_batch_register/run): kind HAECER_MSR_ENERGY_READ gives
+ * value = raw and total = the 64-bit total; kind HAECER_MSR_SLOT_READ reads slot `address`
+ * (value = the raw counter; -ENOENT when this connection does not hold that slot). */
+
+/* ---- registered batches and schedules ---- */
+
+#define HAECER_MAX_HANDLES 64u    /* registered batches per connection */
+
+/* Check a batch against the policy once; run it many times by handle with no re-check beyond
+ * what a write's mask needs. -ENOSPC: this connection holds HAECER_MAX_HANDLES handles already;
+ * a refused batch returns the refusal with per-op statuses as haecer_msr_batch does (no handle).
+ * Slot reads are checked at registration (the slot must be held) and run time (-ENOENT). */
+int haecer_batch_register(struct haecer_conn *conn, const struct haecer_msr_op *ops, size_t count,
+			  uint32_t *handle);
+
+/* Run a registered batch; `ops` must hold `count` == the registered count of ops (-EINVAL
+ * otherwise) and receives each op's value, total and status as haecer_msr_batch fills them
+ * (the kinds, cpus and addresses are taken from the registration, and are also written back).
+ * After a policy reload every handle is stale: -ESTALE, release it and register again.
+ * -ENOENT: no such handle on this connection. */
+int haecer_batch_run(struct haecer_conn *conn, uint32_t handle, struct haecer_msr_op *ops,
+		     size_t count);
+
+/* Forget a handle (stale ones too). -EBUSY while a schedule uses it; -ENOENT unknown handle. */
+int haecer_batch_release(struct haecer_conn *conn, uint32_t handle);
+
+#define HAECER_SCHEDULE_PERSISTENT 0x1 /* keep running after this client disconnects (policy) */
+#define HAECER_SCHEDULE_MIN_PERIOD_NS 1000000ull
+
+struct haecer_schedule_spec {
+	uint32_t handle;          /* a registered batch (reads only) */
+	uint64_t period_ns;       /* >= 1 ms */
+	uint16_t major, minor;    /* ring the results go to (policy: create_rings) */
+	uint32_t capacity;        /* ring records, power of two */
+	uint32_t flags;           /* HAECER_SCHEDULE_* */
+};
+
+/* msrd runs the batch every period (timer-driven) and pushes each result set, timestamped (one
+ * record per op, counter_id = op index, energy ops as energy counters with their unit exponent,
+ * one timestamp for the set), into a ring monitors open by (major, minor). The ring's counters
+ * are named after the policy's MSR names ("PKG_ENERGY_STATUS@cpu0", slot reads "slot3@cpu1");
+ * its clock is CLOCK_MONOTONIC (virtual time with the sim's --sim-virtual-time). An op that fails
+ * in a period pushes nothing for that op. Periods msrd could not serve in time are skipped,
+ * not bunched, and counted in the ring's lost-record count (one per op of each missed period).
+ * Errors: -EINVAL period < 1 ms, a write or slot read in the batch (slots die with their
+ * connection), a capacity that is not a power of two or holds fewer records than one set;
+ * -ENOENT unknown handle; -ESTALE stale handle; -EPERM the major is not granted for creating
+ * rings, or PERSISTENT without the policy's persistent_schedules; -ENOSPC ring limits. */
+int haecer_schedule_start(struct haecer_conn *conn, const struct haecer_schedule_spec *spec,
+			  uint32_t *schedule_id, uint32_t *ring_instance);
+
+/* Stop a schedule: this connection's, or a persistent one started by a client of the same uid
+ * (ids are server-wide). -ENOENT no such schedule; -EPERM another uid's. The ring stays in the
+ * directory for monitors to drain, as a ring whose producer left. */
+int haecer_schedule_stop(struct haecer_conn *conn, uint32_t schedule_id);
 
 /* ---- rings ---- */
 

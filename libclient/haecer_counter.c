@@ -1,0 +1,511 @@
+/*
+ * libclient/haecer_counter.c — setting counters up and managing them: the event database turns
+ * an event into a counter kind and an encoding, msrd hands out the counter slot (two clients
+ * never share one), and the counter starts enabled at 0.
+ */
+#include "libclient/haecer_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The public constants are the event database's and hw/msr.h's numbers. */
+#define SAME(a, b) ((int)(a) == (int)(b))
+_Static_assert(SAME(HAECER_FLAG_USR, EVENT_FLAG_USR) && SAME(HAECER_FLAG_OS, EVENT_FLAG_OS) &&
+		       SAME(HAECER_FLAG_EDGE, EVENT_FLAG_EDGE) &&
+		       SAME(HAECER_FLAG_INV, EVENT_FLAG_INV) && SAME(HAECER_FLAG_ANY, EVENT_FLAG_ANY),
+	       "flags");
+_Static_assert(SAME(UNHALTED_CORE_CYCLES, ARCH_EVENT_CORE_CYCLES) &&
+		       SAME(INSTRUCTIONS_RETIRED, ARCH_EVENT_INSTRUCTIONS) &&
+		       SAME(UNHALTED_REF_CYCLES, ARCH_EVENT_REFERENCE_CYCLES) &&
+		       SAME(LL_CACHE_REFERENCES, ARCH_EVENT_LLC_REFERENCES) &&
+		       SAME(LL_CACHE_MISSES, ARCH_EVENT_LLC_MISSES) &&
+		       SAME(BRANCH_INS_RETIRED, ARCH_EVENT_BRANCHES) &&
+		       SAME(BRANCH_MIS_RETIRED, ARCH_EVENT_BRANCH_MISSES),
+	       "ARCH_counter values are CPUID.0AH:EBX bit numbers");
+_Static_assert(SAME(INST_RETIRED_ANY, FIXED_INST_RETIRED_ANY) &&
+		       SAME(CPU_CLK_UNHALTED_CORE, FIXED_CPU_CLK_UNHALTED_CORE) &&
+		       SAME(CPU_CLK_UNHALTED_REF, FIXED_CPU_CLK_UNHALTED_REF),
+	       "FF_counter values are fixed counter indexes");
+_Static_assert(SAME(RAPL_PKG, RAPL_DOMAIN_PKG) && SAME(RAPL_PP0, RAPL_DOMAIN_PP0) &&
+		       SAME(RAPL_PP1, RAPL_DOMAIN_PP1) && SAME(RAPL_DRAM, RAPL_DOMAIN_DRAM) &&
+		       SAME(RAPL_PSYS, RAPL_DOMAIN_PSYS) &&
+		       SAME(RAPL_AMD_CORE, RAPL_DOMAIN_AMD_CORE) &&
+		       SAME(RAPL_AMD_PKG, RAPL_DOMAIN_AMD_PKG),
+	       "RAPLCounter values are hw/msr.h domains");
+
+#define EVTSEL_NOT_FIXED (PERFEVTSEL_EDGE | PERFEVTSEL_INV | (0xFFull << PERFEVTSEL_CMASK_SHIFT))
+
+/* What an event needs: a fixed counter, a programmable one, or a fixed one with a programmable
+ * one as the fallback when the fixed counter is taken or not granted. */
+struct event_request {
+	char name[HAECER_COUNTER_NAME_MAX];
+	int fixed;                  /* fixed counter wanted, -1 for none */
+	uint64_t fixed_field;       /* its 4-bit FIXED_CTR_CTRL field */
+	bool programmable;          /* a programmable counter may count it */
+	uint64_t evtsel;            /* with this PERFEVTSEL / PERF_CTL value */
+};
+
+/* AMD family 17h+ core-counter events that count what an architectural event counts (PPR for
+ * family 19h, "Core Performance Monitor Counters"); event 0 = none. */
+static const struct {
+	uint16_t event;
+	uint8_t umask;
+} amd_arch_events[ARCH_EVENT_COUNT] = {
+	[ARCH_EVENT_CORE_CYCLES] = {0x76, 0x00},     /* Cycles not in Halt */
+	[ARCH_EVENT_INSTRUCTIONS] = {0xC0, 0x00},    /* Retired Instructions */
+	[ARCH_EVENT_BRANCHES] = {0xC2, 0x00},        /* Retired Branch Instructions */
+	[ARCH_EVENT_BRANCH_MISSES] = {0xC3, 0x00},   /* Retired Branch Instructions Mispredicted */
+};
+
+static uint32_t event_flags(uint32_t flags)
+{
+	return flags == HAECER_FLAGS_DEFAULT ? EVENT_FLAG_USR | EVENT_FLAG_OS : flags;
+}
+
+static bool is_amd(const struct haecer_context *ctx)
+{
+	return event_db_caps(ctx->db)->vendor == EVENT_VENDOR_AMD;
+}
+
+static void request_init(struct event_request *request, const char *name)
+{
+	memset(request, 0, sizeof(*request));
+	snprintf(request->name, sizeof(request->name), "%s", name);
+	request->fixed = -1;
+}
+
+/* ---- taking a slot from msrd ---- */
+
+/* A fixed counter that cannot be had may still be replaced by a programmable one. */
+static bool worth_falling_back(int error)
+{
+	return error == -EBUSY || error == -EPERM || error == -EOPNOTSUPP || error == -EACCES;
+}
+
+static int take_slot(struct haecer_context *ctx, uint32_t cpu, const struct event_request *request,
+		     struct haecer_slot *slot, uint64_t *config)
+{
+	char what[HAECER_COUNTER_NAME_MAX + 64];
+	int error;
+
+	if (!(haecer_server_info(ctx->conn)->features & HAECER_FEATURE_SLOTS))
+		return haecer__fail(-EOPNOTSUPP, "msrd does not hand out counter slots (its HELLO "
+				    "lacks HAECER_FEATURE_SLOTS): %s cannot be counted",
+				    request->name);
+	if (request->fixed >= 0) {
+		error = haecer_slot_alloc(ctx->conn, cpu, HAECER_SLOT_FIXED, request->fixed, slot);
+		if (error == 0) {
+			*config = request->fixed_field;
+			return 0;
+		}
+		snprintf(what, sizeof(what), "fixed counter %d for %s on CPU %u", request->fixed,
+			 request->name, cpu);
+		if (!request->programmable || !worth_falling_back(error))
+			return haecer__fail_msrd(ctx, error, what);
+	}
+	error = haecer_slot_alloc(ctx->conn, cpu, HAECER_SLOT_PROGRAMMABLE, -1, slot);
+	if (error < 0) {
+		snprintf(what, sizeof(what), "a programmable counter for %s on CPU %u",
+			 request->name, cpu);
+		return haecer__fail_msrd(ctx, error, what);
+	}
+	*config = request->evtsel;
+	return 0;
+}
+
+/* Program and start a slot just taken. */
+static int start_slot(struct haecer_context *ctx, const struct haecer_slot *slot, uint64_t config,
+		      const char *name)
+{
+	char what[HAECER_COUNTER_NAME_MAX + 32];
+	int error;
+
+	error = haecer_slot_program(ctx->conn, slot->id, config);
+	if (error < 0) {
+		snprintf(what, sizeof(what), "programming %s (%#llx)", name,
+			 (unsigned long long)config);
+		return haecer__fail_msrd(ctx, error, what);
+	}
+	error = haecer_slot_control(ctx->conn, &slot->id, 1, HAECER_SLOT_ENABLE);
+	if (error < 0) {
+		snprintf(what, sizeof(what), "enabling %s", name);
+		return haecer__fail_msrd(ctx, error, what);
+	}
+	return 0;
+}
+
+static void describe_event_counter(struct haecer_counter *counter, uint32_t cpu,
+				   const char *name, uint64_t config)
+{
+	struct haecer_counter_info *info = &counter->info;
+	const struct haecer_slot *slot = &counter->slot;
+
+	snprintf(info->name, sizeof(info->name), "%s", name);
+	info->kind = slot->kind == HAECER_SLOT_FIXED ? HAECER_COUNTER_FIXED
+						     : HAECER_COUNTER_PROGRAMMABLE;
+	info->hardware_index = slot->index;
+	info->cpu = cpu;
+	info->package = counter->ctx->machine.cpu_package[cpu];
+	info->width = slot->width;
+	info->unit = 1.0;
+	info->unit_name = "events";
+	info->config = config;
+	info->counter_address = slot->counter_address;
+	info->enabled = true;
+	counter->width_mask = slot->width == 0 || slot->width >= 64 ? UINT64_MAX
+								     : (1ull << slot->width) - 1;
+}
+
+static int open_event(struct haecer_context *ctx, int cpu, const struct event_request *request,
+		      struct haecer_counter **out)
+{
+	struct haecer_counter *counter = NULL;
+	bool have_slot = false;
+	uint32_t model_cpu;
+	uint64_t config = 0;
+	int host_cpu;
+	int error;
+
+	pthread_mutex_lock(&ctx->lock);
+	error = haecer__resolve_cpu(ctx, cpu, &model_cpu, &host_cpu);
+	if (error < 0)
+		goto out;
+	error = haecer__counter_new(ctx, &counter);
+	if (error < 0)
+		goto out;
+	error = take_slot(ctx, model_cpu, request, &counter->slot, &config);
+	if (error < 0)
+		goto out;
+	have_slot = true;
+	error = start_slot(ctx, &counter->slot, config, request->name);
+	if (error < 0)
+		goto out;
+	describe_event_counter(counter, model_cpu, request->name, config);
+	/* Pinning is the last step, so a failed setup leaves the thread where it was. */
+	error = haecer__pin_to(host_cpu);
+out:
+	if (error < 0 && have_slot)
+		haecer_slot_free(ctx->conn, counter->slot.id);
+	if (error < 0 && counter != NULL)
+		haecer__counter_release(counter);
+	pthread_mutex_unlock(&ctx->lock);
+	*out = error < 0 ? NULL : counter;
+	return error;
+}
+
+/* ---- what an event needs ---- */
+
+static int request_fixed(struct haecer_context *ctx, unsigned fixed, uint32_t flags,
+			 struct event_request *request)
+{
+	char why[EVENT_DB_WHY_SIZE] = "";
+	uint64_t bits, mask;
+	int error;
+
+	error = event_db_encode_fixed(ctx->db, fixed, flags, &bits, &mask, why, sizeof(why));
+	if (error < 0)
+		return haecer__fail(error, "%s", why);
+	request->fixed = (int)fixed;
+	request->fixed_field = bits >> (fixed * FIXED_CTR_CTRL_BITS_PER_COUNTER);
+	return 0;
+}
+
+/* The architectural event whose encoding this is, or -1. */
+static int arch_index_of(uint16_t event, uint8_t umask)
+{
+	for (unsigned i = 0; i < ARCH_EVENT_COUNT; i++) {
+		const struct event_arch_event *arch = event_db_arch_event(i);
+		if (arch->event == event && arch->umask == umask)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* Prefer the fixed counter of an Intel architectural event when flags and cmask allow it; the
+ * programmable encoding already in the request stays as the fallback. */
+static int prefer_fixed(struct haecer_context *ctx, int arch_index, uint32_t flags,
+			uint8_t cmask, struct event_request *request)
+{
+	int fixed;
+
+	if (arch_index < 0 || is_amd(ctx))
+		return 0;
+	fixed = event_db_arch_prefer_fixed(ctx->db, (unsigned)arch_index, flags, cmask);
+	if (fixed < 0)
+		return 0;
+	return request_fixed(ctx, (unsigned)fixed, flags, request);
+}
+
+static int request_arch(struct haecer_context *ctx, unsigned index, uint32_t flags, uint8_t cmask,
+			struct event_request *request)
+{
+	char why[EVENT_DB_WHY_SIZE] = "";
+	int error;
+
+	if (is_amd(ctx)) {
+		if (amd_arch_events[index].event == 0)
+			return haecer__fail(-EOPNOTSUPP, "%s is not available on this CPU (AMD "
+					    "core counters have no equivalent event)",
+					    request->name);
+		error = event_db_encode_evtsel(ctx->db, amd_arch_events[index].event,
+					       amd_arch_events[index].umask, flags, cmask,
+					       &request->evtsel, why, sizeof(why));
+	} else {
+		error = event_db_encode_arch(ctx->db, index, flags, cmask, &request->evtsel, why,
+					     sizeof(why));
+	}
+	request->programmable = error == 0;
+	/* Unavailable as a programmable event (CPUID.0AH:EBX) may still mean available as a
+	 * fixed counter. */
+	prefer_fixed(ctx, (int)index, flags, cmask, request);
+	if (request->fixed < 0 && !request->programmable)
+		return haecer__fail(error, "%s", why);
+	return 0;
+}
+
+static int check_open_arguments(struct haecer_context *ctx, struct haecer_counter **out)
+{
+	haecer__clear_detail();
+	if (out != NULL)
+		*out = NULL;
+	if (ctx == NULL || out == NULL)
+		return haecer__fail(-EINVAL, "no context or no place for the counter");
+	return 0;
+}
+
+int haecer_counter_open_arch(struct haecer_context *ctx, int cpu, unsigned arch_event,
+			     uint32_t flags, uint8_t cmask, struct haecer_counter **out)
+{
+	const struct event_arch_event *arch = event_db_arch_event(arch_event);
+	struct event_request request;
+	int error = check_open_arguments(ctx, out);
+
+	if (error < 0)
+		return error;
+	if (arch == NULL)
+		return haecer__fail(-EINVAL, "architectural event %u does not exist (0-%u)",
+				    arch_event, ARCH_EVENT_COUNT - 1);
+	request_init(&request, arch->name);
+	error = request_arch(ctx, arch_event, event_flags(flags), cmask, &request);
+	if (error < 0)
+		return error;
+	return open_event(ctx, cpu, &request, out);
+}
+
+int haecer_counter_open_fixed(struct haecer_context *ctx, int cpu, unsigned fixed,
+			      uint32_t flags, struct haecer_counter **out)
+{
+	char name[32];
+	struct event_request request;
+	int error = check_open_arguments(ctx, out);
+
+	if (error < 0)
+		return error;
+	if (event_db_fixed_name(fixed) != NULL)
+		snprintf(name, sizeof(name), "%s", event_db_fixed_name(fixed));
+	else
+		snprintf(name, sizeof(name), "FIXED_CTR%u", fixed);
+	request_init(&request, name);
+	error = request_fixed(ctx, fixed, event_flags(flags), &request);
+	if (error < 0)
+		return error;
+	return open_event(ctx, cpu, &request, out);
+}
+
+int haecer_counter_open_raw(struct haecer_context *ctx, int cpu, uint16_t event, uint8_t umask,
+			    uint32_t flags, uint8_t cmask, struct haecer_counter **out)
+{
+	char why[EVENT_DB_WHY_SIZE] = "";
+	struct event_encoding known;
+	struct event_request request;
+	int error = check_open_arguments(ctx, out);
+
+	if (error < 0)
+		return error;
+	flags = event_flags(flags);
+	/* libpfm4's table of the model decides whether the pair exists; without a table for the
+	 * model (a CPU newer than libpfm4) the pair is programmed as given. */
+	error = event_db_pfm_check_raw(ctx->db, event, umask, &known, why, sizeof(why));
+	if (error < 0 && error != -EOPNOTSUPP)
+		return haecer__fail(error, "%s", why);
+	if (error == 0) {
+		request_init(&request, known.name);
+	} else {
+		char name[32];
+		snprintf(name, sizeof(name), "RAW_%03X_%02X", event, umask);
+		request_init(&request, name);
+	}
+	error = event_db_encode_evtsel(ctx->db, event, umask, flags, cmask, &request.evtsel, why,
+				       sizeof(why));
+	if (error < 0)
+		return haecer__fail(error, "%s", why);
+	request.programmable = true;
+	error = prefer_fixed(ctx, arch_index_of(event, umask), flags, cmask, &request);
+	if (error < 0)
+		return error;
+	return open_event(ctx, cpu, &request, out);
+}
+
+int haecer_counter_open_named(struct haecer_context *ctx, int cpu, const char *name,
+			      uint32_t flags, uint8_t cmask, struct haecer_counter **out)
+{
+	char why[EVENT_DB_WHY_SIZE] = "";
+	struct event_encoding encoding;
+	struct event_request request;
+	int index;
+	int error = check_open_arguments(ctx, out);
+
+	if (error < 0)
+		return error;
+	if (name == NULL)
+		return haecer__fail(-EINVAL, "no event name");
+	index = event_db_arch_event_by_name(name);
+	if (index >= 0)
+		return haecer_counter_open_arch(ctx, cpu, (unsigned)index, flags, cmask, out);
+	index = event_db_fixed_by_name(name);
+	if (index >= 0 && cmask == 0)
+		return haecer_counter_open_fixed(ctx, cpu, (unsigned)index, flags, out);
+	flags = event_flags(flags);
+	error = event_db_pfm_encode(ctx->db, name, flags, cmask, &encoding, why, sizeof(why));
+	if (error < 0)
+		return haecer__fail(error, "%s", why);
+	request_init(&request, encoding.name);
+	request.programmable = true;
+	request.evtsel = encoding.evtsel;
+	if (!(encoding.evtsel & EVTSEL_NOT_FIXED)) {
+		error = prefer_fixed(ctx, arch_index_of(encoding.event, encoding.umask), flags, 0,
+				     &request);
+		if (error < 0)
+			return error;
+	}
+	return open_event(ctx, cpu, &request, out);
+}
+
+/* ---- energy ---- */
+
+static void describe_energy_counter(struct haecer_counter *counter, uint32_t cpu,
+				    const struct event_rapl *rapl)
+{
+	struct haecer_counter_info *info = &counter->info;
+
+	snprintf(info->name, sizeof(info->name), "%s", rapl->domain->name);
+	info->kind = HAECER_COUNTER_ENERGY;
+	info->cpu = cpu;
+	info->package = counter->ctx->machine.cpu_package[cpu];
+	info->width = 32;
+	info->unit_exponent = rapl->exponent;
+	info->unit = rapl->joules_per_count;
+	info->unit_name = "J";
+	info->config = rapl->domain->energy_msr;
+	info->counter_address = rapl->domain->energy_msr;
+	info->enabled = true;
+	counter->width_mask = RAPL_ENERGY_COUNTER_MASK;
+}
+
+int haecer_counter_open_energy(struct haecer_context *ctx, int cpu, unsigned domain,
+			       struct haecer_counter **out)
+{
+	char why[EVENT_DB_WHY_SIZE] = "";
+	struct haecer_counter *counter = NULL;
+	struct event_rapl rapl;
+	uint32_t model_cpu;
+	uint64_t value;
+	int host_cpu;
+	int error = check_open_arguments(ctx, out);
+
+	if (error < 0)
+		return error;
+	error = event_db_rapl_lookup(ctx->db, domain, &rapl, why, sizeof(why));
+	if (error < 0)
+		return haecer__fail(error, "%s", why);
+	pthread_mutex_lock(&ctx->lock);
+	error = haecer__resolve_cpu(ctx, cpu, &model_cpu, &host_cpu);
+	if (error < 0)
+		goto out;
+	error = haecer__counter_new(ctx, &counter);
+	if (error < 0)
+		goto out;
+	describe_energy_counter(counter, model_cpu, &rapl);
+	/* A first read proves the policy grants the register, so setup is where refusals show. */
+	error = haecer__read_locked(counter, &value);
+out:
+	if (error < 0 && counter != NULL)
+		haecer__counter_release(counter);
+	pthread_mutex_unlock(&ctx->lock);
+	*out = error < 0 ? NULL : counter;
+	return error;
+}
+
+/* ---- management ---- */
+
+static int control(struct haecer_counter *counter, uint16_t action, const char *what)
+{
+	struct haecer_context *ctx;
+	int error = haecer__counter_lock(counter, &ctx);
+
+	if (error < 0)
+		return error;
+	if (counter->info.kind == HAECER_COUNTER_ENERGY)
+		goto out;
+	error = haecer_slot_control(ctx->conn, &counter->slot.id, 1, action);
+	if (error < 0) {
+		char text[HAECER_COUNTER_NAME_MAX + 32];
+		snprintf(text, sizeof(text), "%s %s", what, counter->info.name);
+		haecer__fail_msrd(ctx, error, text);
+		goto out;
+	}
+	if (action == HAECER_SLOT_RESET) {
+		counter->value = 0;
+		counter->last_raw = 0;
+	} else {
+		counter->info.enabled = action == HAECER_SLOT_ENABLE;
+	}
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return error;
+}
+
+int haecer_counter_enable(struct haecer_counter *counter)
+{
+	return control(counter, HAECER_SLOT_ENABLE, "enabling");
+}
+
+int haecer_counter_disable(struct haecer_counter *counter)
+{
+	return control(counter, HAECER_SLOT_DISABLE, "disabling");
+}
+
+int haecer_counter_reset(struct haecer_counter *counter)
+{
+	return control(counter, HAECER_SLOT_RESET, "resetting");
+}
+
+void haecer_counter_free(struct haecer_counter *counter)
+{
+	struct haecer_context *ctx;
+
+	if (haecer__counter_lock(counter, &ctx) < 0)
+		return;
+	/* A failure leaves the slot to msrd, which frees it when the connection ends. */
+	if (counter->info.kind != HAECER_COUNTER_ENERGY)
+		haecer_slot_free(ctx->conn, counter->slot.id);
+	haecer__ring_detach(counter);
+	haecer__counter_release(counter);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+int haecer_counter_info(const struct haecer_counter *counter, struct haecer_counter_info *out)
+{
+	struct haecer_context *ctx;
+	int error;
+
+	if (out == NULL)
+		return haecer__fail(-EINVAL, "no place for the counter's description");
+	error = haecer__counter_lock(counter, &ctx);
+	if (error < 0)
+		return error;
+	*out = counter->info;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}

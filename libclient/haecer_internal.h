@@ -1,0 +1,125 @@
+/*
+ * libclient/haecer_internal.h — libhaecer-internal: the context and counter structures behind
+ * <haecer/perfmon.h>, shared by haecer_*.c. Not installed.
+ *
+ * Locking: a context's mutex guards its msrd connection, its counter list and the mutable state
+ * of its counters (value extension, enabled flag, ring producer). Counter structures come from a
+ * process-wide pool and are never returned to malloc, so a stale PerfCounter copy or a freed
+ * handle is recognised (generation, ctx == NULL) instead of touching freed memory.
+ */
+#ifndef HAECER_LIBCLIENT_HAECER_INTERNAL_H
+#define HAECER_LIBCLIENT_HAECER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "haecer/msrd.h"
+#include "haecer/perfmon.h"
+#include "hw/msr.h"
+#include "libclient/event_db.h"
+#include "shm/ring.h"
+
+#define HAECER_INTERNAL __attribute__((visibility("hidden")))
+
+#define HAECER_DETAIL_SIZE 320u
+#define NS_PER_SECOND 1000000000ull
+
+/* The plan of one haecer_counter_read_many: which counters go to the synchronized slot read,
+ * which to the energy batch. Lives in the context (used under its lock). */
+struct read_set {
+	uint32_t slot_ids[HAECER_READ_MAX];
+	uint64_t slot_raw[HAECER_READ_MAX];
+	size_t slot_of[HAECER_READ_MAX];    /* counter index of each slot read */
+	size_t slot_count;
+	struct haecer_msr_op energy_ops[HAECER_READ_MAX];
+	size_t energy_of[HAECER_READ_MAX];
+	size_t energy_count;
+};
+
+struct haecer_context {
+	pthread_mutex_t lock;
+	struct haecer_conn *conn;
+	struct haecer_machine_info machine;
+	struct event_db *db;
+	bool simulated;             /* msrd presents a simulated CPU: time comes from its TSC */
+	bool energy_totals;         /* msrd keeps 64-bit energy totals (HAECER_FEATURE_ENERGY) */
+	struct haecer_counter *counters; /* in use, doubly linked */
+	struct read_set set;
+};
+
+/* Where an energy region's samples come from: one poll of the register. */
+struct energy_sample {
+	uint64_t tsc;
+	uint64_t total;             /* 64-bit energy value, as haecer_counter_read returns */
+	uint64_t smi;               /* MSR_SMI_COUNT, when the model has it */
+	bool smi_exact;             /* smi was read */
+};
+
+struct haecer_counter {
+	struct haecer_context *ctx; /* NULL while in the free pool */
+	uint32_t generation;        /* bumped at every free */
+	struct haecer_counter *next, *prev;
+	struct haecer_counter_info info;
+	struct haecer_slot slot;    /* event counters */
+	uint64_t width_mask;
+	uint64_t last_raw;          /* the hardware value at the latest read */
+	uint64_t value;             /* its 64-bit extension */
+	bool have_raw;              /* energy without msrd totals: last_raw holds a reading */
+	bool region_counter;        /* opened by startEnergyRead, freed with the context */
+	bool calibrated;
+	double joules_per_tick;
+	bool smi_unreadable;        /* the policy refuses MSR_SMI_COUNT: count SMIs by TSC gaps */
+	struct ring_producer ring;
+};
+
+/* ---- haecer_context.c ---- */
+
+/* Record the sentence explaining a failure for haecer_error_detail(); returns error. */
+HAECER_INTERNAL int haecer__fail(int error, const char *format, ...)
+	__attribute__((format(printf, 2, 3)));
+/* After an msrd call failed on ctx's connection (lock held): its text as the detail. */
+HAECER_INTERNAL int haecer__fail_msrd(struct haecer_context *ctx, int error, const char *what);
+HAECER_INTERNAL void haecer__clear_detail(void);
+HAECER_INTERNAL char *haecer__detail_buffer(void);
+
+HAECER_INTERNAL int haecer__resolve_cpu(struct haecer_context *ctx, int cpu, uint32_t *model_cpu,
+					int *host_cpu);
+HAECER_INTERNAL int haecer__pin_to(int host_cpu);
+
+/* A counter from the pool, linked into ctx (lock held), with a fresh id. */
+HAECER_INTERNAL int haecer__counter_new(struct haecer_context *ctx, struct haecer_counter **out);
+/* Unlink from its context and return to the pool (lock held). */
+HAECER_INTERNAL void haecer__counter_release(struct haecer_counter *counter);
+/* The counter is in use (not freed, its context open). */
+HAECER_INTERNAL bool haecer__counter_live(const struct haecer_counter *counter);
+/* Lock the counter's context, checking the counter is still in use: 0, or -EBADF (unlocked). */
+HAECER_INTERNAL int haecer__counter_lock(const struct haecer_counter *counter,
+					 struct haecer_context **ctx);
+
+HAECER_INTERNAL uint64_t haecer__monotonic_raw_ns(void);
+
+/* ---- haecer_read.c ---- */
+
+/* Fold a raw hardware reading into the counter's 64-bit value (lock held). */
+HAECER_INTERNAL uint64_t haecer__extend(struct haecer_counter *counter, uint64_t raw);
+/* Fold an energy reading: msrd's total when given (total != NULL), else the raw register. */
+HAECER_INTERNAL uint64_t haecer__fold_energy(struct haecer_counter *counter, uint64_t raw,
+					     const uint64_t *total);
+/* Read one counter's 64-bit value through msrd (lock held), no ring push. */
+HAECER_INTERNAL int haecer__read_locked(struct haecer_counter *counter, uint64_t *value);
+/* Push a reading to the counter's ring if it has one (lock held). */
+HAECER_INTERNAL void haecer__publish(struct haecer_counter *counter, uint64_t value,
+				     uint64_t timestamp);
+HAECER_INTERNAL void haecer__ring_detach(struct haecer_counter *counter);
+
+/* ---- haecer_energy.c ---- */
+
+/* The package-scope energy domain of the machine: RAPL_PKG, or RAPL_AMD_PKG on AMD. */
+HAECER_INTERNAL unsigned haecer__package_domain(const struct haecer_context *ctx);
+/* The context's energy counter of `domain` for the calling thread's package (core for AMD core
+ * energy) that startEnergyRead uses, opened on first use and kept until the context closes. */
+HAECER_INTERNAL int haecer__region_counter(struct haecer_context *ctx, unsigned domain,
+					   struct haecer_counter **out);
+
+#endif

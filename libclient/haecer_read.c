@@ -1,0 +1,325 @@
+/*
+ * libclient/haecer_read.c — reading counters (64-bit extension, one msrd round trip per read or
+ * per set) and publishing readings into rings monitors consume (FERRET, seed 2.2.2).
+ *
+ * The hot path of a monitored read is the unmonitored read plus two vDSO clock reads and one
+ * ring push into memory mapped at setup: no system call beyond the round trip itself.
+ */
+#include "libclient/haecer_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+uint64_t haecer__extend(struct haecer_counter *counter, uint64_t raw)
+{
+	counter->value += (raw - counter->last_raw) & counter->width_mask;
+	counter->last_raw = raw & counter->width_mask;
+	return counter->value;
+}
+
+/* Without msrd's totals the raw register is extended here: exact for reads less than one wrap
+ * apart. */
+uint64_t haecer__fold_energy(struct haecer_counter *counter, uint64_t raw, const uint64_t *total)
+{
+	if (total != NULL) {
+		counter->value = *total;
+		counter->last_raw = raw & counter->width_mask;
+		return counter->value;
+	}
+	if (!counter->have_raw) {
+		counter->have_raw = true;
+		counter->value = raw & counter->width_mask;
+		counter->last_raw = counter->value;
+		return counter->value;
+	}
+	return haecer__extend(counter, raw);
+}
+
+static int read_energy(struct haecer_counter *counter, uint64_t *value)
+{
+	struct haecer_context *ctx = counter->ctx;
+	uint64_t raw = 0, total = 0;
+	char what[HAECER_COUNTER_NAME_MAX + 48];
+	int error;
+
+	if (ctx->energy_totals)
+		error = haecer_energy_read(ctx->conn, counter->info.cpu,
+					   counter->info.counter_address, &raw, &total);
+	else
+		error = haecer_msr_read(ctx->conn, counter->info.cpu, counter->info.counter_address,
+					&raw);
+	if (error < 0) {
+		snprintf(what, sizeof(what), "reading %s (MSR %#x) on CPU %u", counter->info.name,
+			 counter->info.counter_address, counter->info.cpu);
+		return haecer__fail_msrd(ctx, error, what);
+	}
+	*value = haecer__fold_energy(counter, raw, ctx->energy_totals ? &total : NULL);
+	return 0;
+}
+
+int haecer__read_locked(struct haecer_counter *counter, uint64_t *value)
+{
+	char what[HAECER_COUNTER_NAME_MAX + 32];
+	uint64_t raw;
+	int error;
+
+	if (counter->info.kind == HAECER_COUNTER_ENERGY)
+		return read_energy(counter, value);
+	error = haecer_slot_read(counter->ctx->conn, &counter->slot.id, 1, &raw, false);
+	if (error < 0) {
+		snprintf(what, sizeof(what), "reading %s", counter->info.name);
+		return haecer__fail_msrd(counter->ctx, error, what);
+	}
+	*value = haecer__extend(counter, raw);
+	return 0;
+}
+
+void haecer__publish(struct haecer_counter *counter, uint64_t value, uint64_t timestamp)
+{
+	struct ring_record record = {
+		.value = value,
+		.timestamp = timestamp,
+		.counter_id = counter->info.id,
+		.unit_exponent = counter->info.unit_exponent,
+	};
+
+	if (counter->info.monitored)
+		ring_push(&counter->ring, &record);
+}
+
+int haecer_counter_read(struct haecer_counter *counter, uint64_t *value)
+{
+	struct haecer_context *ctx;
+	uint64_t before = 0;
+	int error;
+
+	if (value == NULL)
+		return haecer__fail(-EINVAL, "no place for the value");
+	error = haecer__counter_lock(counter, &ctx);
+	if (error < 0)
+		return error;
+	if (counter->info.monitored)
+		before = haecer__monotonic_raw_ns();
+	error = haecer__read_locked(counter, value);
+	if (error == 0 && counter->info.monitored) {
+		/* The register was read somewhere in the round trip: its middle is the best
+		 * estimate of when. */
+		uint64_t after = haecer__monotonic_raw_ns();
+		haecer__publish(counter, *value, before + (after - before) / 2);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return error;
+}
+
+/* ---- sets ---- */
+
+
+static int check_set(struct haecer_counter *const *counters, size_t count,
+		     const struct haecer_context *ctx)
+{
+	for (size_t i = 0; i < count; i++) {
+		if (counters[i] == NULL || counters[i]->ctx != ctx)
+			return haecer__fail(-EINVAL, "counter %zu of the set is invalid, freed, or "
+					    "of another context", i);
+	}
+	return 0;
+}
+
+static void plan_set(struct haecer_counter *const *counters, size_t count, struct read_set *set)
+{
+	bool totals = counters[0]->ctx->energy_totals;
+
+	set->slot_count = 0;
+	set->energy_count = 0;
+	for (size_t i = 0; i < count; i++) {
+		const struct haecer_counter *counter = counters[i];
+		if (counter->info.kind != HAECER_COUNTER_ENERGY) {
+			set->slot_of[set->slot_count] = i;
+			set->slot_ids[set->slot_count++] = counter->slot.id;
+			continue;
+		}
+		set->energy_of[set->energy_count] = i;
+		set->energy_ops[set->energy_count++] = (struct haecer_msr_op){
+			.kind = totals ? HAECER_MSR_ENERGY_READ : HAECER_MSR_READ,
+			.cpu = counter->info.cpu,
+			.address = counter->info.counter_address,
+		};
+	}
+}
+
+static int run_energy_ops(struct haecer_context *ctx, struct read_set *set)
+{
+	int error;
+
+	if (set->energy_count == 0)
+		return 0;
+	error = haecer_msr_batch(ctx->conn, set->energy_ops, set->energy_count);
+	if (error < 0)
+		return haecer__fail_msrd(ctx, error, "reading the energy counters of the set");
+	for (size_t i = 0; i < set->energy_count; i++) {
+		if (set->energy_ops[i].status < 0)
+			return haecer__fail(set->energy_ops[i].status, "reading energy register "
+					    "%#x of the set: %s", set->energy_ops[i].address,
+					    haecer_strerror(set->energy_ops[i].status));
+	}
+	return 0;
+}
+
+static int run_set(struct haecer_context *ctx, struct read_set *set, bool synchronized)
+{
+	int error;
+
+	if (set->slot_count > 0) {
+		error = haecer_slot_read(ctx->conn, set->slot_ids, set->slot_count, set->slot_raw,
+					 synchronized);
+		if (error < 0)
+			return haecer__fail_msrd(ctx, error, "reading the event counters of the set");
+	}
+	return run_energy_ops(ctx, set);
+}
+
+static void finish_set(struct haecer_counter *const *counters, const struct read_set *set,
+		       uint64_t *values)
+{
+	bool totals = counters[0]->ctx->energy_totals;
+
+	for (size_t i = 0; i < set->slot_count; i++)
+		values[set->slot_of[i]] = haecer__extend(counters[set->slot_of[i]],
+							 set->slot_raw[i]);
+	for (size_t i = 0; i < set->energy_count; i++) {
+		const struct haecer_msr_op *op = &set->energy_ops[i];
+		values[set->energy_of[i]] = haecer__fold_energy(counters[set->energy_of[i]], op->value,
+							totals ? &op->total : NULL);
+	}
+}
+
+int haecer_counter_read_many(struct haecer_counter *const *counters, size_t count,
+			     uint64_t *values, unsigned flags)
+{
+	struct haecer_context *ctx;
+	uint64_t before, after;
+	int error;
+
+	if (counters == NULL || values == NULL || count == 0 || count > HAECER_READ_MAX)
+		return haecer__fail(-EINVAL, "a set of 1 to %u counters is read", HAECER_READ_MAX);
+	if (flags & ~HAECER_READ_SYNCHRONIZED)
+		return haecer__fail(-EINVAL, "unknown read flags %#x", flags);
+	error = haecer__counter_lock(counters[0], &ctx);
+	if (error < 0)
+		return error;
+	error = check_set(counters, count, ctx);
+	if (error < 0)
+		goto out;
+	plan_set(counters, count, &ctx->set);
+	before = haecer__monotonic_raw_ns();
+	error = run_set(ctx, &ctx->set, flags & HAECER_READ_SYNCHRONIZED);
+	after = haecer__monotonic_raw_ns();
+	if (error < 0)
+		goto out;
+	finish_set(counters, &ctx->set, values);
+	for (size_t i = 0; i < count; i++)
+		haecer__publish(counters[i], values[i], before + (after - before) / 2);
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return error;
+}
+
+/* ---- rings ---- */
+
+static uint16_t ring_kind_of(uint16_t kind)
+{
+	switch (kind) {
+	case HAECER_COUNTER_ENERGY:
+		return RING_COUNTER_ENERGY;
+	case HAECER_COUNTER_FIXED:
+		return RING_COUNTER_FIXED;
+	default:
+		return RING_COUNTER_PROGRAMMABLE;
+	}
+}
+
+static void ring_spec_of(const struct haecer_counter *counter, uint16_t major, uint16_t minor,
+			 uint32_t capacity, struct haecer_ring_spec *spec)
+{
+	struct haecer_ring_counter *described = &spec->counters[0];
+
+	memset(spec, 0, sizeof(*spec));
+	spec->major = major;
+	spec->minor = minor;
+	spec->capacity = capacity;
+	/* Every push happens under the context's lock: one producer at a time. */
+	spec->flags = RING_SINGLE_PRODUCER;
+	spec->clock = RING_CLOCK_MONOTONIC_RAW;
+	spec->counter_count = 1;
+	/* Ring names are shorter than libpfm4's: keep the start. */
+	snprintf(described->name, sizeof(described->name), "%.*s",
+		 (int)sizeof(described->name) - 1, counter->info.name);
+	described->id = counter->info.id;
+	described->kind = ring_kind_of(counter->info.kind);
+	described->unit_exponent = counter->info.unit_exponent;
+	described->package = counter->info.package;
+	described->cpu = (int32_t)counter->info.cpu;
+}
+
+static int attach_ring(struct haecer_counter *counter, const struct haecer_ring_spec *spec)
+{
+	struct haecer_context *ctx = counter->ctx;
+	struct haecer_ring_entry entry;
+	char what[96];
+	int fd = -1;
+	int error;
+
+	error = haecer_ring_create(ctx->conn, spec, &entry, &fd);
+	if (error < 0) {
+		snprintf(what, sizeof(what), "creating ring (%u, %u)", spec->major, spec->minor);
+		return haecer__fail_msrd(ctx, error, what);
+	}
+	error = ring_producer_attach(&counter->ring, fd);
+	close(fd);
+	if (error < 0)
+		return haecer__fail(error, "mapping ring (%u, %u) from msrd: %s", spec->major,
+				    spec->minor, haecer_strerror(error));
+	counter->info.monitored = true;
+	counter->info.major = spec->major;
+	counter->info.minor = spec->minor;
+	counter->info.ring_instance = entry.instance;
+	return 0;
+}
+
+int haecer_counter_monitor(struct haecer_counter *counter, uint16_t major, uint16_t minor,
+			   uint32_t capacity)
+{
+	struct haecer_ring_spec spec;
+	struct haecer_context *ctx;
+	int error;
+
+	if (capacity == 0)
+		capacity = HAECER_MONITOR_DEFAULT_CAPACITY;
+	if (capacity < RING_MIN_CAPACITY || capacity > RING_MAX_CAPACITY ||
+	    (capacity & (capacity - 1)) != 0)
+		return haecer__fail(-EINVAL, "ring capacity %u is not a power of two in %u-%u",
+				    capacity, RING_MIN_CAPACITY, RING_MAX_CAPACITY);
+	error = haecer__counter_lock(counter, &ctx);
+	if (error < 0)
+		return error;
+	if (counter->info.monitored) {
+		error = haecer__fail(-EEXIST, "%s is already attached to ring (%u, %u)",
+				     counter->info.name, counter->info.major, counter->info.minor);
+		goto out;
+	}
+	ring_spec_of(counter, major, minor, capacity, &spec);
+	error = attach_ring(counter, &spec);
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return error;
+}
+
+void haecer__ring_detach(struct haecer_counter *counter)
+{
+	if (!counter->info.monitored)
+		return;
+	ring_producer_detach(&counter->ring);
+	counter->info.monitored = false;
+}

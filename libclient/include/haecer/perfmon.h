@@ -1,0 +1,374 @@
+/*
+ * <haecer/perfmon.h> — measure a program from inside: hardware event counters and RAPL energy
+ * through msrd, the haecer MSR server, with readings published live to monitor processes.
+ *
+ * Two layers, one library (libhaecer, `pkg-config haecer`):
+ *
+ *   - the HAECER API of the seed design (setupArchCounter, readCounter, setupFerretMonitor,
+ *     startEnergyRead, ...): a process-wide default context created on first use, counters as
+ *     `PerfCounter` values, failures that never cause side effects;
+ *   - the haecer_* API underneath: explicit contexts (struct haecer_context, one msrd
+ *     connection each, several per process allowed), counters on any CPU, error codes, units,
+ *     batch reads, energy regions with their SMI count. The HAECER functions are thin wrappers.
+ *
+ * Where counters count. Performance counters count per logical CPU (Intel SDM 18.2), not per
+ * thread: a counter measures whatever runs on its CPU. A counter set up for "the current CPU"
+ * (every HAECER setup function, and HAECER_CPU_CURRENT below) is placed on the CPU the calling
+ * thread runs on, and for event counters the thread is pinned there (sched_setaffinity of the
+ * calling thread; energy counters do not pin). msrd may present a simulated CPU with more or
+ * fewer CPUs than this host: host CPU i then means model CPU i mod (model CPU count).
+ *
+ * Counter widths. Hardware counters are 40 or 48 bits (PMCs) and 32 bits (RAPL energy). Every
+ * value this library returns is 64 bits wide: event counts are extended across wraps by the
+ * library, exactly as long as two reads of a counter are less than one wrap period apart
+ * (2^48 events: about a day of cycles at 3 GHz); energy values are msrd's 64-bit totals, which
+ * msrd keeps exact however far apart reads are (against an msrd without energy totals the
+ * library extends the raw register itself, exact for reads less than one wrap apart: minutes
+ * at full power).
+ *
+ * Threads. Every function may be called from any thread. Calls on one context are serialised
+ * by the context (one msrd connection); threads that read heavily in parallel should use a
+ * context each. A counter must not be freed while another thread uses it.
+ *
+ * Errors are negative errno values (0 or a count on success; errno is never set):
+ *   -EOPNOTSUPP  the CPU (or the simulated model) has no such event, counter or energy domain
+ *   -ENOENT      unknown event name (libpfm4), or no such event on this model
+ *   -EINVAL      bad argument, flags or counter mask
+ *   -EPERM       msrd's policy does not grant the registers (or the ring major)
+ *   -EBUSY       the counter is held by another msrd client
+ *   -ENOSPC      every programmable counter of the CPU is taken
+ *   -EBADF       an invalid, failed or freed counter
+ *   -ETIMEDOUT   an energy register did not update within HAECER_ENERGY_TIMEOUT_MS
+ *   -ECONNREFUSED, -ENOENT (socket), -EPIPE, -ECONNRESET, -EPROTO  msrd unreachable or gone
+ * haecer_strerror() gives the generic text of a code; haecer_error_detail() the sentence that
+ * explains the latest failure of the calling thread ("LL_CACHE_MISSES is not available on this
+ * CPU (CPUID.0AH:EBX bit 4 set)", "denied by policy: uid 1000 may not read 0x611 on cpu 0").
+ */
+#ifndef HAECER_PERFMON_H
+#define HAECER_PERFMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <haecer/msrd.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================================== */
+/* The haecer_* API                                                                          */
+/* ======================================================================================== */
+
+/* ---- errors ---- */
+
+/* Generic text of a value returned by this library (never NULL). */
+const char *haecer_strerror(int error);
+
+/* The sentence explaining the latest failure in the calling thread: the event database's reason
+ * or msrd's text (haecer_conn_error). "" before any failure. Valid until the thread's next call
+ * into this library. */
+const char *haecer_error_detail(void);
+
+/* ---- contexts ---- */
+
+struct haecer_context;
+
+/* Connect to msrd at `socket_path` (NULL: $HAECER_SOCKET, else HAECER_DEFAULT_SOCKET), learn
+ * the machine (real or simulated) and build its event database. Each context has its own
+ * connection: its counters, slots and rings belong to it and are released by
+ * haecer_context_close (or by msrd when the process dies). */
+int haecer_context_open(const char *socket_path, struct haecer_context **out);
+
+/* Free every counter of the context (slots back to msrd, registers restored), detach its rings
+ * and close the connection. NULL is fine. */
+void haecer_context_close(struct haecer_context *ctx);
+
+/* The process-wide default context the HAECER functions use, created on first use from
+ * $HAECER_SOCKET (or the default socket). Thread-safe; a failed creation is retried by the next
+ * call. */
+int haecer_default_context(struct haecer_context **out);
+
+/* Close the default context. Every PerfCounter set up before becomes unusable (do not pass it to
+ * any function afterwards); the next HAECER call creates a new context. For tests and for tools
+ * that want a clean exit under a leak checker. */
+void haecer_shutdown(void);
+
+/* The machine msrd describes (valid as long as the context). */
+const struct haecer_machine_info *haecer_context_machine(const struct haecer_context *ctx);
+
+/* Model CPU the calling thread runs on now: sched_getcpu() mod the model's CPU count. */
+int haecer_context_current_cpu(const struct haecer_context *ctx, uint32_t *cpu);
+
+/* ---- counters ---- */
+
+struct haecer_counter;
+
+/* `cpu` argument of the setup functions: the CPU the calling thread runs on (event counters:
+ * the thread is pinned to it). Otherwise a model CPU number; nothing is pinned. */
+#define HAECER_CPU_CURRENT (-1)
+
+/* `flags` of event counters. 0 means HAECER_FLAG_USR | HAECER_FLAG_OS (count everything).
+ * USR/OS select the privilege levels counted (PERFEVTSEL bits 16/17, FIXED_CTR_CTRL USR/OS);
+ * EDGE counts rising edges of the condition (bit 18); INV inverts the counter-mask comparison
+ * (bit 23, needs a counter mask); ANY counts both hyperthreads of the core (AnyThread, bit 21,
+ * perfmon v3+ where not deprecated; msrd's default policy refuses it). Fixed counters take only
+ * USR, OS and ANY. */
+#define HAECER_FLAG_USR 0x1
+#define HAECER_FLAG_OS 0x2
+#define HAECER_FLAG_EDGE 0x4
+#define HAECER_FLAG_INV 0x8
+#define HAECER_FLAG_ANY 0x10
+#define HAECER_FLAGS_DEFAULT 0
+
+/* `mask` / `cmask` of event counters: the counter mask (PERFEVTSEL CMASK, bits 31:24). 0 counts
+ * every event; n > 0 counts the cycles in which at least n events happened (fewer than n with
+ * INV). Programmable counters only: a non-zero mask never lands on a fixed counter. */
+#define HAECER_CMASK_NONE 0
+
+enum haecer_counter_kind {
+	HAECER_COUNTER_PROGRAMMABLE = 1, /* a general-purpose PMC (Intel IA32_PMCx, AMD PERF_CTRx) */
+	HAECER_COUNTER_FIXED = 2,        /* an Intel fixed-function counter */
+	HAECER_COUNTER_ENERGY = 3,       /* a RAPL energy-status register */
+};
+
+#define HAECER_COUNTER_NAME_MAX 160u
+
+struct haecer_counter_info {
+	char name[HAECER_COUNTER_NAME_MAX]; /* "INSTRUCTIONS_RETIRED", "snb::L1D:REPLACEMENT", "RAPL_PKG" */
+	uint32_t id;                /* process-unique; the counter_id of its ring records */
+	uint16_t kind;              /* enum haecer_counter_kind */
+	uint16_t hardware_index;    /* which PMC / fixed counter (0 for energy) */
+	uint32_t cpu;               /* model CPU it counts on (energy: the CPU it is read through) */
+	int32_t package;            /* package of that CPU */
+	uint8_t width;              /* hardware width in bits (values are extended to 64) */
+	int16_t unit_exponent;      /* energy: J = value * 2^-unit_exponent; 0 for event counts */
+	double unit;                /* energy: J per count (2^-unit_exponent); events: 1.0 */
+	const char *unit_name;      /* "J" or "events" (static) */
+	uint64_t config;            /* PERFEVTSEL / PERF_CTL value (EN clear), the fixed counter's
+				     * 4-bit FIXED_CTR_CTRL field, or the energy register address */
+	uint32_t counter_address;   /* the counter MSR */
+	bool enabled;               /* counting (energy counters always count) */
+	bool monitored;             /* attached to a ring */
+	uint16_t major, minor;      /* the ring's key when monitored */
+	uint32_t ring_instance;
+};
+
+/* Open an event counter; it starts enabled and at 0. Architectural events are taken from
+ * CPUID leaf 0xA (enum ARCH_counter values); when a fixed-function counter counts the same event
+ * and flags/cmask allow it, the fixed counter is used instead of a programmable one (and when
+ * that fixed counter is taken, a programmable one). On AMD family 17h+ (no leaf 0xA) the
+ * architectural events with a core-counter equivalent (cycles, instructions, branches, branch
+ * misses; PPR events 0x76, 0xC0, 0xC2, 0xC3) are mapped to it. */
+int haecer_counter_open_arch(struct haecer_context *ctx, int cpu, unsigned arch_event,
+			     uint32_t flags, uint8_t cmask, struct haecer_counter **out);
+
+/* A fixed-function counter (enum FF_counter values: 0 instructions, 1 core cycles, 2 reference
+ * cycles, higher indexes where CPUID reports them). */
+int haecer_counter_open_fixed(struct haecer_context *ctx, int cpu, unsigned fixed,
+			      uint32_t flags, struct haecer_counter **out);
+
+/* A raw event select / unit mask of the CPU model (checked against libpfm4's table of the model
+ * when libpfm4 has one: -ENOENT for a pair the model does not have; programmed as given when
+ * libpfm4 has no table for the model). */
+int haecer_counter_open_raw(struct haecer_context *ctx, int cpu, uint16_t event, uint8_t umask,
+			    uint32_t flags, uint8_t cmask, struct haecer_counter **out);
+
+/* An event by libpfm4 name for msrd's CPU model (also a simulated one): "L1D.REPLACEMENT",
+ * "MEM_LOAD_UOPS_RETIRED:L1_HIT", "snb::L1D:REPLACEMENT", or an architectural event name. An
+ * application that initialised libpfm4 itself before must export LIBPFM_ENCODE_INACTIVE=1 for
+ * models other than the host's to resolve. */
+int haecer_counter_open_named(struct haecer_context *ctx, int cpu, const char *name,
+			      uint32_t flags, uint8_t cmask, struct haecer_counter **out);
+
+/* A RAPL energy domain (enum RAPLCounter values) of the package (AMD core domain: the core) of
+ * `cpu`. Energy counters always count: enable, disable and reset do nothing to them. */
+int haecer_counter_open_energy(struct haecer_context *ctx, int cpu, unsigned domain,
+			       struct haecer_counter **out);
+
+/* Stop counting (the value holds) / count again. 0 for energy counters, which always count. */
+int haecer_counter_enable(struct haecer_counter *counter);
+int haecer_counter_disable(struct haecer_counter *counter);
+
+/* Value := 0 (an event counter keeps its running state). Energy counters: no effect. */
+int haecer_counter_reset(struct haecer_counter *counter);
+
+/* Release the counter: its slot goes back to msrd (another client can take it), its ring is
+ * detached. The handle must not be used afterwards. NULL is fine. */
+void haecer_counter_free(struct haecer_counter *counter);
+
+/* Read the 64-bit value (events, or energy units: multiply by info.unit for joules), one msrd
+ * round trip. A monitored counter also pushes {value, counter id, unit exponent, timestamp} to
+ * its ring. */
+int haecer_counter_read(struct haecer_counter *counter, uint64_t *value);
+
+/* HAECER_READ_SYNCHRONIZED: msrd stops all event counters of the set together, reads them and
+ * restarts them, so they cover the same interval (one round trip). Energy counters of the set
+ * are read in one more round trip (a batch) right after; they do not stop. */
+#define HAECER_READ_SYNCHRONIZED 0x1u
+#define HAECER_READ_MAX 256u
+
+/* Read `count` (1..HAECER_READ_MAX) counters of one context; values[i] for counters[i]. One
+ * timestamp for all ring records of the set. */
+int haecer_counter_read_many(struct haecer_counter *const *counters, size_t count,
+			     uint64_t *values, unsigned flags);
+
+int haecer_counter_info(const struct haecer_counter *counter, struct haecer_counter_info *out);
+
+/* ---- monitoring (FERRET) ---- */
+
+#define HAECER_MONITOR_DEFAULT_CAPACITY 4096u
+
+/* Attach the counter to a new ring in msrd's directory, key (major, minor), `capacity` records
+ * (a power of two; 0 = HAECER_MONITOR_DEFAULT_CAPACITY). The ring header names the counter
+ * (name, kind, unit exponent, package, cpu; clock CLOCK_MONOTONIC_RAW). From then on every read
+ * of the counter pushes one record: value as returned, counter_id = info.id, unit_exponent
+ * (energy), timestamp = CLOCK_MONOTONIC_RAW ns at the middle of the msrd round trip. The push
+ * is the only cost added to a read (no system call). Monitors open the ring by (major, minor)
+ * (haecer_ring_open, `haecer-mon follow`). -EEXIST when already monitored; -EPERM when the
+ * policy does not grant the major for creating rings. */
+int haecer_counter_monitor(struct haecer_counter *counter, uint16_t major, uint16_t minor,
+			   uint32_t capacity);
+
+/* ---- energy regions (seed 2.3.3: below the 1 ms update step) ---- */
+
+/* How long an energy poll waits for the register to change before giving up. */
+#define HAECER_ENERGY_TIMEOUT_MS 100u
+
+struct haecer_energy_region {
+	/* private */
+	uint64_t start_total;
+	uint64_t start_tsc;
+	uint64_t start_smi;
+	bool active;
+};
+
+struct haecer_energy_result {
+	double joules;              /* region energy: raw_joules - wait_joules */
+	double raw_joules;          /* register difference between the two synchronised updates */
+	double wait_joules;         /* the estimated energy of waiting for the closing update */
+	double joules_per_tick;     /* the calibration used (per TSC tick while polling) */
+	uint64_t region_ticks;      /* TSC ticks from the start update to the end call */
+	uint64_t wait_ticks;        /* TSC ticks spent waiting for the closing update */
+	double seconds;             /* region_ticks / TSC frequency */
+	uint32_t smi_count;         /* SMIs during the measurement (start update .. end update) */
+	bool smi_count_exact;       /* from MSR_SMI_COUNT; false: TSC gaps seen while polling */
+};
+
+/* Wait for the next update of the energy register (polling it through msrd), then remember it:
+ * the region starts at that update. The first call on a domain calibrates the energy cost of
+ * polling (over a few updates). Time comes from the TSC: rdtsc on real hardware, the simulated
+ * TSC (read in the same msrd batch as the energy register) with a simulated CPU, so time and
+ * energy share one clock also in virtual time. -ETIMEDOUT when the register does not change
+ * within HAECER_ENERGY_TIMEOUT_MS of wall-clock time. */
+int haecer_energy_start(struct haecer_counter *energy, struct haecer_energy_region *region);
+
+/* Poll until the next update, and subtract the calibrated energy of the polling from the
+ * difference: e = (E_end - E_start) - (t_detected - t_end_called) * joules_per_tick. */
+int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region *region,
+		      struct haecer_energy_result *result);
+
+/* Measure (again) the energy per TSC tick of polling this counter's register over `updates`
+ * updates (0: the default, 4) and keep it for its regions. */
+int haecer_energy_calibrate(struct haecer_counter *energy, unsigned updates,
+			    double *joules_per_tick);
+
+/* ======================================================================================== */
+/* The HAECER API (seed design, listings 1, 2, 4, 5 and section 2.2.2)                       */
+/* ======================================================================================== */
+
+/* Seed table 2: the fixed-function counters. */
+typedef enum {
+	INST_RETIRED_ANY = 0,
+	CPU_CLK_UNHALTED_CORE = 1,
+	CPU_CLK_UNHALTED_REF = 2,
+} FF_counter;
+
+/* Seed table 3: the architectural events (bit n of CPUID.0AH:EBX). */
+typedef enum {
+	UNHALTED_CORE_CYCLES = 0,
+	INSTRUCTIONS_RETIRED = 1,
+	UNHALTED_REF_CYCLES = 2,
+	LL_CACHE_REFERENCES = 3,
+	LL_CACHE_MISSES = 4,
+	BRANCH_INS_RETIRED = 5,
+	BRANCH_MIS_RETIRED = 6,
+} ARCH_counter;
+
+/* Seed table 5, plus the platform domain and AMD's domains. */
+typedef enum {
+	RAPL_PKG = 0,
+	RAPL_PP0 = 1,
+	RAPL_PP1 = 2,
+	RAPL_DRAM = 3,
+	RAPL_PSYS = 4,
+	RAPL_AMD_CORE = 5,
+	RAPL_AMD_PKG = 6,
+} RAPLCounter;
+
+/* The argument types of setupNonArchCounter. The seed calls them `event` and `umask`; those
+ * names are opt-in (define HAECER_SEED_TYPEDEFS before including this header), because `umask`
+ * is also the libc function of <sys/stat.h> and `event` a common variable name. */
+typedef uint16_t haecer_event_select;
+typedef uint8_t haecer_umask;
+#ifdef HAECER_SEED_TYPEDEFS
+typedef haecer_event_select event;
+typedef haecer_umask umask;
+#endif
+
+/* A counter as the setup functions return it, by value. `valid` says whether setup succeeded;
+ * `error` is 0 or why it failed (haecer_strerror, haecer_error_detail). An invalid counter
+ * never causes a side effect: reads of it return -1 (ULLONG_MAX), other operations do nothing.
+ * Copies refer to the same counter; once freed (through any copy) every copy is invalid. */
+typedef struct PerfCounter {
+	struct haecer_counter *counter;  /* private */
+	uint32_t generation;             /* private */
+	int error;
+	bool valid;
+} PerfCounter;
+
+/* Listing 1. `flags`: HAECER_FLAG_* (0 = user and kernel); `mask`: counter mask (0 = none).
+ * Each counts on the CPU the calling thread runs on and pins the thread there. */
+PerfCounter setupArchCounter(ARCH_counter ctr, int flags, char mask);
+PerfCounter setupFFCounter(FF_counter ctr, int flags);
+PerfCounter setupNonArchCounter(haecer_event_select ev, haecer_umask um, int flags, char mask);
+/* Not in the seed: a non-architectural event by libpfm4 name (haecer_counter_open_named). */
+PerfCounter setupNamedCounter(const char *name, int flags, char mask);
+
+/* Listing 2. */
+void disableCounter(PerfCounter *ctr);
+void enableCounter(PerfCounter *ctr);
+void resetCounter(PerfCounter *ctr);
+void freeCounter(PerfCounter *ctr);
+unsigned long long readCounter(PerfCounter *ctr);
+/* Reads ctr[0..count-1] into buffer with HAECER_READ_SYNCHRONIZED; -1 for invalid ones. */
+void simultaneousReadCounter(PerfCounter *ctr, unsigned long long *buffer, int count);
+
+/* Listing 4. The energy counter of the package the calling thread runs on. getEnergyUnit():
+ * joules per count of the package domain (RAPL_PKG; RAPL_AMD_PKG on AMD), -1.0 when unknown.
+ * Other domains may count in other units (server DRAM: 2^-16 J): see haecer_counter_info. */
+PerfCounter setupEnergyCounter(RAPLCounter type);
+double getEnergyUnit(void);
+
+/* Section 2.2.2. 0 or the error (-EBADF for an invalid counter). Capacity 4096 records. */
+int setupFerretMonitor(PerfCounter *ctr, uint16_t major, uint16_t minor);
+
+/* Listing 5. Per thread and domain, on the package the calling thread runs on. endEnergyRead
+ * returns joules, or NaN when no measurement was possible (no startEnergyRead, domain missing,
+ * msrd refused). */
+void startEnergyRead(RAPLCounter domain);
+double endEnergyRead(RAPLCounter domain);
+
+/* The full result (SMI count, wait energy, ticks) of the calling thread's latest endEnergyRead
+ * of `domain`; -ENOENT when there is none. */
+int haecer_last_energy_result(RAPLCounter domain, struct haecer_energy_result *out);
+
+/* The haecer_* handle behind a PerfCounter, NULL when invalid. */
+struct haecer_counter *haecer_perf_counter(const PerfCounter *ctr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

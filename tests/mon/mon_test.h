@@ -1,0 +1,319 @@
+/*
+ * tests/mon/mon_test.h — what haecer-mon's tests share: running haecer-mon and the test
+ * producer (tests/mon/helper_producer.c) as real processes with pipes, reading their output
+ * line by line with a timeout, and picking fields out of CSV and JSON lines.
+ *
+ * Header-only (static inline) because each test is one program; timeouts are generous and only
+ * turn a hang into a failure, never judge speed.
+ */
+#ifndef HAECER_TESTS_MON_TEST_H
+#define HAECER_TESTS_MON_TEST_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "tests/lib/msrd_harness.h"
+
+#define MON_TEST_TIMEOUT_MS 60000u
+#define MON_TEST_MAX_ARGS 32u
+
+/* Ring majors of the tests' policy: 1-9 may be monitored, 10-20 only created. */
+#define MON_TEST_POLICY                                                                  \
+	"version: 1\n"                                                                   \
+	"default: deny\n"                                                                \
+	"msrs:\n"                                                                        \
+	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"           \
+	"  - {name: PKG_ENERGY_STATUS, address: 0x611, read: true, set: rapl}\n"         \
+	"  - {name: PP0_ENERGY_STATUS, address: 0x639, read: true, set: rapl}\n"         \
+	"  - {name: PP1_ENERGY_STATUS, address: 0x641, read: true, set: rapl}\n"         \
+	"rules:\n"                                                                       \
+	"  - {match: {uid: 0}, allow: [rapl], create_rings: [1-20], monitor_rings: [1-9]}\n"
+
+struct proc {
+	pid_t pid;
+	int in;   /* its stdin, or -1 */
+	int out;  /* its stdout */
+	int err;  /* its stderr */
+};
+
+static inline const char *mon_test_path(const char *name)
+{
+	static char paths[4][PATH_MAX];
+	static unsigned next;
+	char *path = paths[next++ % 4];
+
+	snprintf(path, PATH_MAX, "%s/%s", harness_build_dir(), name);
+	return path;
+}
+
+static inline void proc_start(struct proc *proc, const char *const *argv)
+{
+	int in[2], out[2], err[2];
+
+	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(err, O_CLOEXEC), 0);
+	proc->pid = fork();
+	assert_true(proc->pid >= 0);
+	if (proc->pid == 0) {
+		dup2(in[0], STDIN_FILENO);
+		dup2(out[1], STDOUT_FILENO);
+		dup2(err[1], STDERR_FILENO);
+		execv(argv[0], (char *const *)argv);
+		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	proc->in = in[1];
+	proc->out = out[0];
+	proc->err = err[0];
+}
+
+/* haecer-mon --socket SOCKET arguments... */
+static inline void mon_start(struct proc *proc, const char *socket_path,
+			     const char *const *arguments)
+{
+	const char *argv[MON_TEST_MAX_ARGS] = { mon_test_path("haecer-mon"), "--socket",
+						 socket_path };
+	size_t count = 3;
+
+	for (size_t i = 0; arguments[i] != NULL && count + 1 < MON_TEST_MAX_ARGS; i++)
+		argv[count++] = arguments[i];
+	argv[count] = NULL;
+	proc_start(proc, argv);
+}
+
+/* One line of fd (without its newline) within the timeout; false at end of file or timeout. */
+static inline bool read_line(int fd, char *line, size_t size, unsigned timeout_ms)
+{
+	size_t used = 0;
+
+	while (used + 1 < size) {
+		struct pollfd poller = { .fd = fd, .events = POLLIN };
+		char c;
+		if (poll(&poller, 1, (int)timeout_ms) <= 0 || read(fd, &c, 1) != 1)
+			return false;
+		if (c == '\n')
+			break;
+		line[used++] = c;
+	}
+	line[used] = '\0';
+	return true;
+}
+
+static inline void append(char **text, size_t *length, const char *data, size_t count)
+{
+	char *bigger = realloc(*text, *length + count + 1);
+
+	assert_non_null(bigger);
+	memcpy(bigger + *length, data, count);
+	*length += count;
+	bigger[*length] = '\0';
+	*text = bigger;
+}
+
+/* Close its stdin, read the rest of stdout and stderr (each may be NULL: dropped), and wait.
+ * Returns the exit status, 128 + signal, or -1 after killing it when it did not end in time. */
+static inline int proc_finish(struct proc *proc, char **out, char **err, unsigned timeout_ms)
+{
+	struct pollfd fds[2] = { { .fd = proc->out, .events = POLLIN },
+				 { .fd = proc->err, .events = POLLIN } };
+	char *texts[2] = { NULL, NULL };
+	size_t lengths[2] = { 0, 0 };
+	int open_count = 2;
+	int status = -1;
+
+	if (proc->in >= 0)
+		close(proc->in);
+	proc->in = -1;
+	for (int i = 0; i < 2; i++)
+		append(&texts[i], &lengths[i], "", 0);
+	while (open_count > 0 && poll(fds, 2, (int)timeout_ms) > 0) {
+		for (int i = 0; i < 2; i++) {
+			char buffer[4096];
+			ssize_t got;
+			if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP)))
+				continue;
+			got = read(fds[i].fd, buffer, sizeof(buffer));
+			if (got > 0) {
+				append(&texts[i], &lengths[i], buffer, (size_t)got);
+				continue;
+			}
+			fds[i].fd = -1;
+			open_count--;
+		}
+	}
+	if (open_count > 0)
+		kill(proc->pid, SIGKILL);
+	if (waitpid(proc->pid, &status, 0) == proc->pid && open_count == 0)
+		status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	else
+		status = -1;
+	close(proc->out);
+	close(proc->err);
+	if (out != NULL)
+		*out = texts[0];
+	else
+		free(texts[0]);
+	if (err != NULL)
+		*err = texts[1];
+	else
+		free(texts[1]);
+	return status;
+}
+
+/* Run haecer-mon to the end; its exit status, stdout and stderr (malloc'ed). */
+static inline int mon_run(const char *socket_path, const char *const *arguments, char **out,
+			  char **err)
+{
+	struct proc proc;
+
+	mon_start(&proc, socket_path, arguments);
+	return proc_finish(&proc, out, err, MON_TEST_TIMEOUT_MS);
+}
+
+/* ---- the test producer ---- */
+
+struct producer {
+	struct proc proc;
+	uint32_t instance;
+	pid_t pid;
+};
+
+static inline void producer_start(struct producer *producer, const char *socket_path,
+				  unsigned major, unsigned minor, unsigned capacity)
+{
+	char numbers[3][16];
+	const char *argv[] = { mon_test_path("tests/mon/helper_producer"), socket_path,
+			       numbers[0], numbers[1], numbers[2], NULL };
+	char line[128];
+	int pid;
+
+	snprintf(numbers[0], sizeof(numbers[0]), "%u", major);
+	snprintf(numbers[1], sizeof(numbers[1]), "%u", minor);
+	snprintf(numbers[2], sizeof(numbers[2]), "%u", capacity);
+	proc_start(&producer->proc, argv);
+	assert_true(read_line(producer->proc.out, line, sizeof(line), MON_TEST_TIMEOUT_MS));
+	assert_int_equal(sscanf(line, "instance %u pid %d", &producer->instance, &pid), 2);
+	producer->pid = pid;
+}
+
+static inline void producer_say(struct producer *producer, const char *format, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static inline void producer_say(struct producer *producer, const char *format, ...)
+{
+	char line[256];
+	va_list arguments;
+	int length;
+
+	va_start(arguments, format);
+	length = vsnprintf(line, sizeof(line) - 1, format, arguments);
+	va_end(arguments);
+	assert_true(length > 0 && (size_t)length < sizeof(line) - 1);
+	line[length++] = '\n';
+	assert_int_equal(write(producer->proc.in, line, (size_t)length), length);
+}
+
+/* Everything said before is in the ring. */
+static inline void producer_sync(struct producer *producer)
+{
+	char line[16];
+
+	producer_say(producer, "sync");
+	assert_true(read_line(producer->proc.out, line, sizeof(line), MON_TEST_TIMEOUT_MS));
+	assert_string_equal(line, "ok");
+}
+
+/* "exit" (disconnect, exit 0) or "die" (SIGKILL); returns its wait status as proc_finish. */
+static inline int producer_end(struct producer *producer, const char *how)
+{
+	producer_say(producer, "%s", how);
+	return proc_finish(&producer->proc, NULL, NULL, MON_TEST_TIMEOUT_MS);
+}
+
+/* ---- reading output ---- */
+
+/* The raw text of "key": in a JSON line (up to , or }), without quotes; false if absent. */
+static inline bool json_field(const char *line, const char *key, char *out, size_t size)
+{
+	char pattern[64];
+	const char *start;
+	size_t length;
+
+	snprintf(pattern, sizeof(pattern), "\"%s\":", key);
+	start = strstr(line, pattern);
+	if (start == NULL)
+		return false;
+	start += strlen(pattern);
+	if (*start == '"') {
+		start++;
+		length = strcspn(start, "\"");
+	} else {
+		length = strcspn(start, ",}");
+	}
+	if (length >= size)
+		return false;
+	memcpy(out, start, length);
+	out[length] = '\0';
+	return true;
+}
+
+/* Field `index` (from 0) of a CSV line without quoted commas; "" when absent. */
+static inline void csv_field(const char *line, unsigned index, char *out, size_t size)
+{
+	const char *start = line;
+	size_t length;
+
+	for (unsigned i = 0; i < index && start != NULL; i++) {
+		start = strchr(start, ',');
+		if (start != NULL)
+			start++;
+	}
+	out[0] = '\0';
+	if (start == NULL)
+		return;
+	length = strcspn(start, ",\n");
+	if (length >= size)
+		length = size - 1;
+	memcpy(out, start, length);
+	out[length] = '\0';
+}
+
+/* Split text into lines in place; returns how many (at most max). */
+static inline size_t split_lines(char *text, char **lines, size_t max)
+{
+	size_t count = 0;
+
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line != NULL && count < max;
+	     line = strtok_r(NULL, "\n", &save))
+		lines[count++] = line;
+	return count;
+}
+
+static inline bool near(double actual, double expected)
+{
+	double scale = expected < 0 ? -expected : expected;
+	double difference = actual - expected;
+
+	if (difference < 0)
+		difference = -difference;
+	return difference <= 1e-6 * (scale > 1 ? scale : 1);
+}
+
+#endif

@@ -1,0 +1,181 @@
+/*
+ * tools/haecer-mon.c — watch haecer rings: list them, follow one live, plot its power, or export
+ * energy and ring readings to Prometheus.
+ *
+ *   haecer-mon [OPTIONS] list
+ *   haecer-mon [OPTIONS] follow MAJOR MINOR [INSTANCE]
+ *   haecer-mon [OPTIONS] plot MAJOR MINOR [INSTANCE] -o FILE.png
+ *   haecer-mon [OPTIONS] serve [--listen HOST:PORT]
+ *
+ * Exit status: 0 success, 1 failure (no server, no such ring, refused by the policy), 2 bad
+ * usage. The subcommands live in tools/mon/.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/mon/mon.h"
+
+#define MON_VERSION "0.1"
+
+struct command {
+	const char *name;
+	unsigned accepts; /* MON_OPT_* */
+	int (*main)(const struct mon_options *options, int count, char *const *words);
+};
+
+static const struct command commands[] = {
+	{ "list", MON_OPT_FORMAT, mon_list_main },
+	{ "follow", MON_OPT_FORMAT | MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL,
+	  mon_follow_main },
+	{ "plot", MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_OUTPUT |
+	  MON_OPT_DATA, mon_plot_main },
+	{ "serve", MON_OPT_LISTEN | MON_OPT_INTERVAL, mon_serve_main },
+};
+
+static const struct {
+	unsigned bit;
+	const char *name;
+} option_names[] = {
+	{ MON_OPT_FORMAT, "--format" },     { MON_OPT_DURATION, "--duration" },
+	{ MON_OPT_COUNT, "--count" },       { MON_OPT_INTERVAL, "--interval" },
+	{ MON_OPT_OUTPUT, "--output" },     { MON_OPT_DATA, "--data" },
+	{ MON_OPT_LISTEN, "--listen" },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: haecer-mon [OPTIONS] list\n"
+		"       haecer-mon [OPTIONS] follow MAJOR MINOR [INSTANCE]\n"
+		"       haecer-mon [OPTIONS] plot MAJOR MINOR [INSTANCE] -o FILE.png\n"
+		"       haecer-mon [OPTIONS] serve [--listen HOST:PORT]\n"
+		"Watch the shared-memory rings msrd lists, read-only, under its policy.\n"
+		"\n"
+		"  list     every ring you may monitor: producer, counters, records, lost\n"
+		"  follow   print a ring's records as they arrive (energy in J, power in W)\n"
+		"  plot     power over time as a PNG, through gnuplot\n"
+		"  serve    OpenMetrics/Prometheus endpoint: GET /metrics\n"
+		"\n"
+		"  -s, --socket PATH      msrd's socket (default $HAECER_SOCKET or %s)\n"
+		"  -f, --format FORMAT    text (default), csv or json (JSON lines)   list, follow\n"
+		"  -d, --duration SECONDS stop after this long                       follow, plot\n"
+		"  -n, --count N          stop after N records                      follow, plot\n"
+		"  -i, --interval MS      sleep between polls (default %u; serve: energy\n"
+		"                         sampling period, default 1000)\n"
+		"  -o, --output FILE      the PNG to write                           plot\n"
+		"      --data FILE        also keep the plotted data (time, watts)   plot\n"
+		"  -l, --listen HOST:PORT where to serve (default 127.0.0.1:9464)    serve\n"
+		"  -h, --help             this text\n"
+		"  -V, --version          the version\n"
+		"\n"
+		"INSTANCE 0 or none means the newest ring of (MAJOR, MINOR). A ring whose producer\n"
+		"is gone is drained and follow ends. Exit status: 0 success, 1 failure (no server,\n"
+		"no such ring, refused by the policy), 2 bad usage.\n",
+		HAECER_DEFAULT_SOCKET, MON_DEFAULT_INTERVAL_MS);
+}
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* One option into options; MON_EXIT_USAGE (printed) for a bad value. */
+static int take_option(int option, const char *value, struct mon_options *options)
+{
+	uint32_t interval;
+
+	switch (option) {
+	case 's': options->socket_path = value; return 0;
+	case 'f':
+		options->given |= MON_OPT_FORMAT;
+		if (!mon_parse_format(value, &options->format))
+			return mon_usage_error("--format takes text, csv or json, not '%s'", value);
+		return 0;
+	case 'd':
+		options->given |= MON_OPT_DURATION;
+		if (!mon_parse_seconds(value, &options->duration))
+			return mon_usage_error("--duration takes a positive number of seconds, "
+					       "not '%s'", value);
+		return 0;
+	case 'n':
+		options->given |= MON_OPT_COUNT;
+		if (!mon_parse_u64(value, &options->count) || options->count == 0)
+			return mon_usage_error("--count takes a positive number, not '%s'", value);
+		return 0;
+	case 'i':
+		options->given |= MON_OPT_INTERVAL;
+		if (!mon_parse_u32(value, &interval) || interval == 0 ||
+		    interval > MON_MAX_INTERVAL_MS)
+			return mon_usage_error("--interval takes milliseconds from 1 to %u, not '%s'",
+					       MON_MAX_INTERVAL_MS, value);
+		options->interval_ms = interval;
+		return 0;
+	case 'o': options->given |= MON_OPT_OUTPUT; options->output = value; return 0;
+	case 'D': options->given |= MON_OPT_DATA; options->data = value; return 0;
+	case 'l': options->given |= MON_OPT_LISTEN; options->listen = value; return 0;
+	default: return mon_usage_error("unknown option");
+	}
+}
+
+static int refuse_foreign_options(const struct command *command, unsigned given)
+{
+	for (size_t i = 0; i < sizeof(option_names) / sizeof(option_names[0]); i++) {
+		if ((given & option_names[i].bit) && !(command->accepts & option_names[i].bit))
+			return mon_usage_error("%s does not apply to %s", option_names[i].name,
+					       command->name);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "data", required_argument, NULL, 'D' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mon_options options = { .interval_ms = MON_DEFAULT_INTERVAL_MS };
+	const struct command *command;
+	int option;
+	int status;
+
+	opterr = 0; /* our own messages, with the --help hint */
+	while ((option = getopt_long(argc, argv, ":s:f:d:n:i:o:l:hV", long_options, NULL)) != -1) {
+		if (option == 'h') {
+			usage(stdout);
+			return MON_EXIT_OK;
+		}
+		if (option == 'V') {
+			printf("haecer-mon %s\n", MON_VERSION);
+			return MON_EXIT_OK;
+		}
+		if (option == ':')
+			return mon_usage_error("%s needs a value", argv[optind - 1]);
+		if (option == '?')
+			return mon_usage_error("unknown option '%s'", argv[optind - 1]);
+		status = take_option(option, optarg, &options);
+		if (status != 0)
+			return status;
+	}
+	if (optind >= argc)
+		return mon_usage_error("missing command (list, follow, plot or serve)");
+	command = find_command(argv[optind]);
+	if (command == NULL)
+		return mon_usage_error("unknown command '%s'", argv[optind]);
+	status = refuse_foreign_options(command, options.given);
+	if (status != 0)
+		return status;
+	return command->main(&options, argc - optind - 1, argv + optind + 1);
+}

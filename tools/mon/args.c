@@ -1,0 +1,167 @@
+/*
+ * tools/mon/args.c — numbers, ring keys, messages, signals and time for haecer-mon.
+ */
+#include "tools/mon/mon.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SECONDS_PER_YEAR (366.0 * 86400.0)
+
+static volatile sig_atomic_t stop_signal;
+
+bool mon_parse_u64(const char *text, uint64_t *out)
+{
+	char *end;
+
+	if (text == NULL || text[0] < '0' || text[0] > '9')
+		return false;
+	errno = 0;
+	*out = strtoull(text, &end, 0);
+	return errno == 0 && *end == '\0';
+}
+
+bool mon_parse_u32(const char *text, uint32_t *out)
+{
+	uint64_t value;
+
+	if (!mon_parse_u64(text, &value) || value > UINT32_MAX)
+		return false;
+	*out = (uint32_t)value;
+	return true;
+}
+
+bool mon_parse_u16(const char *text, uint16_t *out)
+{
+	uint64_t value;
+
+	if (!mon_parse_u64(text, &value) || value > UINT16_MAX)
+		return false;
+	*out = (uint16_t)value;
+	return true;
+}
+
+bool mon_parse_seconds(const char *text, double *out)
+{
+	char *end;
+	double value;
+
+	if (text == NULL || text[0] == '\0' || text[0] == '-' || text[0] == '+')
+		return false;
+	errno = 0;
+	value = strtod(text, &end);
+	if (errno != 0 || *end != '\0' || !isfinite(value) || value <= 0 ||
+	    value > SECONDS_PER_YEAR)
+		return false;
+	*out = value;
+	return true;
+}
+
+static void vmessage(const char *format, va_list arguments)
+{
+	fputs("haecer-mon: ", stderr);
+	vfprintf(stderr, format, arguments);
+	fputc('\n', stderr);
+}
+
+int mon_usage_error(const char *format, ...)
+{
+	va_list arguments;
+
+	va_start(arguments, format);
+	vmessage(format, arguments);
+	va_end(arguments);
+	fputs("Try 'haecer-mon --help' for more information.\n", stderr);
+	return MON_EXIT_USAGE;
+}
+
+int mon_fail(const char *format, ...)
+{
+	va_list arguments;
+
+	va_start(arguments, format);
+	vmessage(format, arguments);
+	va_end(arguments);
+	return MON_EXIT_FAILED;
+}
+
+int mon_connect(const char *socket_path, struct haecer_conn **conn)
+{
+	int status = haecer_connect(socket_path, conn);
+	const char *path = socket_path;
+
+	if (status == 0)
+		return 0;
+	if (path == NULL)
+		path = getenv(HAECER_SOCKET_ENV);
+	if (path == NULL || path[0] == '\0')
+		path = HAECER_DEFAULT_SOCKET;
+	return mon_fail("cannot connect to msrd at %s: %s", path, strerror(-status));
+}
+
+int mon_parse_ring_key(char *const *words, int count, struct mon_ring_key *key)
+{
+	*key = (struct mon_ring_key){ 0 };
+	if (count < 2)
+		return mon_usage_error("missing MAJOR and MINOR of the ring");
+	if (count > 3)
+		return mon_usage_error("unexpected argument '%s'", words[3]);
+	if (!mon_parse_u16(words[0], &key->major))
+		return mon_usage_error("bad MAJOR '%s' (0 to 65535)", words[0]);
+	if (!mon_parse_u16(words[1], &key->minor))
+		return mon_usage_error("bad MINOR '%s' (0 to 65535)", words[1]);
+	if (count == 3 && !mon_parse_u32(words[2], &key->instance))
+		return mon_usage_error("bad INSTANCE '%s'", words[2]);
+	return 0;
+}
+
+double mon_now(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+void mon_sleep_ms(unsigned ms)
+{
+	struct timespec wait = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	if (!mon_stop_requested())
+		nanosleep(&wait, NULL); /* EINTR on a stop signal: the caller checks the flag */
+}
+
+static void on_stop_signal(int number)
+{
+	stop_signal = number;
+}
+
+void mon_catch_stop_signals(void)
+{
+	struct sigaction action = { .sa_handler = on_stop_signal };
+
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGINT, &action, NULL);
+	sigaction(SIGTERM, &action, NULL);
+}
+
+bool mon_stop_requested(void)
+{
+	return stop_signal != 0;
+}
+
+void mon_safe_name(const char *name, size_t name_size, char *out, size_t out_size)
+{
+	size_t i = 0;
+
+	if (out_size == 0)
+		return;
+	for (; i < name_size && i + 1 < out_size && name[i] != '\0'; i++)
+		out[i] = name[i] >= 0x20 && name[i] < 0x7f ? name[i] : '?';
+	out[i] = '\0';
+}

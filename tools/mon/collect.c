@@ -1,0 +1,347 @@
+/*
+ * tools/mon/collect.c — what `haecer-mon serve` exports: msrd's 64-bit energy totals per RAPL
+ * domain and package, and the latest readings of every ring the caller may monitor.
+ *
+ * Energy totals never wrap (msrd extends the 32-bit registers), so they are Prometheus counters
+ * as they are. Power is the energy of the last complete window of at least one interval, so a
+ * coarse grant that repeats a reading within its minimum interval does not show zero watts.
+ *
+ * Rings: msrd keeps a ring listed while any connected client that opened it is connected, so
+ * the exporter opens rings on a short-lived connection and keeps only the mappings; a ring whose
+ * producer left then disappears from msrd's directory after its grace period, and from the
+ * exporter with it. AMD's per-core energy is left out (one series per core is not what a
+ * cluster dashboard wants; the package total is there).
+ */
+#include "tools/mon/serve.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw/msr.h"
+
+#define LIST_MAX 4096u
+#define BATCH_RECORDS 256u
+
+static const struct {
+	uint32_t domain;
+	uint32_t address;
+	const char *name;
+	bool per_package;
+} rapl_registers[] = {
+	{ RAPL_DOMAIN_PKG, MSR_PKG_ENERGY_STATUS, "package", true },
+	{ RAPL_DOMAIN_PP0, MSR_PP0_ENERGY_STATUS, "core", true },
+	{ RAPL_DOMAIN_PP1, MSR_PP1_ENERGY_STATUS, "uncore", true },
+	{ RAPL_DOMAIN_DRAM, MSR_DRAM_ENERGY_STATUS, "dram", true },
+	{ RAPL_DOMAIN_PSYS, MSR_PLATFORM_ENERGY_STATUS, "psys", false },
+	{ RAPL_DOMAIN_AMD_PKG, MSR_AMD_PKG_ENERGY_STATUS, "package", true },
+};
+
+void serve_state_init(struct serve_state *state, const char *socket_path, double interval)
+{
+	memset(state, 0, sizeof(*state));
+	state->socket_path = socket_path;
+	state->interval = interval;
+	state->energy_status = -ENOTCONN;
+}
+
+static void ring_free(struct serve_ring *ring)
+{
+	mon_ring_close(&ring->ring);
+	free(ring);
+}
+
+void serve_state_free(struct serve_state *state)
+{
+	for (size_t i = 0; i < state->ring_count; i++)
+		ring_free(state->rings[i]);
+	state->ring_count = 0;
+	haecer_close(state->conn);
+	state->conn = NULL;
+}
+
+/* ---- energy ---- */
+
+static void add_domain(struct serve_state *state, const struct haecer_machine_info *machine,
+		       size_t reg, uint32_t package, uint32_t cpu)
+{
+	struct serve_domain *domain;
+
+	if (state->domain_count == SERVE_MAX_DOMAINS)
+		return;
+	domain = &state->domains[state->domain_count++];
+	*domain = (struct serve_domain){
+		.name = rapl_registers[reg].name,
+		.package = package,
+		.cpu = cpu,
+		.address = rapl_registers[reg].address,
+		.exponent = machine->rapl_energy_exponent[rapl_registers[reg].domain],
+	};
+}
+
+/* Every (domain, package) the machine has, each read on the first CPU of its package. */
+static void find_domains(struct serve_state *state, const struct haecer_machine_info *machine)
+{
+	uint32_t cpus = machine->cpu_count < HAECER_MAX_CPUS ? machine->cpu_count
+							       : HAECER_MAX_CPUS;
+
+	state->domain_count = 0;
+	for (size_t reg = 0; reg < sizeof(rapl_registers) / sizeof(rapl_registers[0]); reg++) {
+		if (!(machine->rapl_domains & (1u << rapl_registers[reg].domain)))
+			continue;
+		for (uint32_t package = 0; package < machine->package_count; package++) {
+			for (uint32_t cpu = 0; cpu < cpus; cpu++) {
+				if (machine->cpu_package[cpu] != package)
+					continue;
+				add_domain(state, machine, reg, package, cpu);
+				break;
+			}
+			if (!rapl_registers[reg].per_package)
+				break;
+		}
+	}
+}
+
+static void drop_connection(struct serve_state *state, int status)
+{
+	fprintf(stderr, "haecer-mon: lost msrd: %s\n", haecer_msrd_strerror(status));
+	haecer_close(state->conn);
+	state->conn = NULL;
+	state->energy_status = -ENOTCONN;
+}
+
+static bool connection_broken(int status)
+{
+	return status == -EPIPE || status == -ECONNRESET || status == -EPROTO ||
+	       status == -EBADMSG;
+}
+
+static void connect_msrd(struct serve_state *state)
+{
+	struct haecer_machine_info *machine = calloc(1, sizeof(*machine));
+	int status = machine != NULL ? haecer_connect(state->socket_path, &state->conn) : -ENOMEM;
+
+	if (status == 0)
+		status = haecer_machine_info(state->conn, machine);
+	if (status < 0) {
+		if (!state->msrd_warned)
+			fprintf(stderr, "haecer-mon: cannot reach msrd: %s (retrying)\n",
+				strerror(-status));
+		state->msrd_warned = true;
+		haecer_close(state->conn);
+		state->conn = NULL;
+		goto out;
+	}
+	if (state->msrd_warned)
+		fprintf(stderr, "haecer-mon: connected to msrd\n");
+	state->msrd_warned = false;
+	state->energy_status = 0;
+	find_domains(state, machine);
+out:
+	free(machine);
+}
+
+static void note_refusal(struct serve_domain *domain, struct haecer_conn *conn, int status)
+{
+	domain->refused = true;
+	fprintf(stderr, "haecer-mon: leaving out %s energy of package %u: %s\n", domain->name,
+		domain->package, haecer_conn_error(conn)[0] != '\0' ? haecer_conn_error(conn)
+								  : strerror(-status));
+}
+
+static void sample_domain(struct serve_domain *domain, uint64_t total, double now,
+			  double interval)
+{
+	domain->total = total;
+	domain->have_total = true;
+	if (!domain->have_window || total < domain->window_total) {
+		domain->window_total = total;
+		domain->window_start = now;
+		domain->have_window = true;
+		domain->have_watts = false;
+		return;
+	}
+	if (now - domain->window_start < interval)
+		return;
+	domain->watts = mon_joules(total - domain->window_total, domain->exponent) /
+			(now - domain->window_start);
+	domain->have_watts = true;
+	domain->window_total = total;
+	domain->window_start = now;
+}
+
+static void sample_energy(struct serve_state *state)
+{
+	for (size_t i = 0; i < state->domain_count && state->conn != NULL; i++) {
+		struct serve_domain *domain = &state->domains[i];
+		uint64_t total;
+		int status;
+		if (domain->refused || state->energy_status != 0)
+			continue;
+		status = haecer_energy_read(state->conn, domain->cpu, domain->address, NULL,
+					    &total);
+		if (status == -EOPNOTSUPP) {
+			state->energy_status = status;
+			fprintf(stderr, "haecer-mon: msrd does not provide energy totals "
+					"(ENERGY_READ: %s): no energy series\n",
+				haecer_msrd_strerror(status));
+		} else if (connection_broken(status)) {
+			drop_connection(state, status);
+		} else if (status < 0) {
+			note_refusal(domain, state->conn, status);
+		} else {
+			sample_domain(domain, total, mon_now(), state->interval);
+		}
+	}
+}
+
+/* ---- rings ---- */
+
+static void remember(struct serve_ring *ring, const struct mon_reading *reading)
+{
+	for (size_t i = 0; i < ring->latest_count; i++) {
+		if (ring->latest[i].counter_id == reading->counter_id) {
+			ring->latest[i] = *reading;
+			return;
+		}
+	}
+	if (ring->latest_count < MON_MAX_TRACKED)
+		ring->latest[ring->latest_count++] = *reading;
+}
+
+static void read_ring(struct serve_ring *ring, struct ring_record *records)
+{
+	struct mon_reading reading;
+	ssize_t got;
+
+	do {
+		uint64_t lost = 0;
+		got = ring->producer_gone
+			? ring_consume_final(&ring->ring.consumer, records, BATCH_RECORDS, &lost)
+			: ring_consume(&ring->ring.consumer, records, BATCH_RECORDS, &lost);
+		ring->lost += lost;
+		for (ssize_t i = 0; i < got; i++) {
+			mon_decode(&ring->decoder, &records[i], &reading);
+			remember(ring, &reading);
+		}
+	} while (got == BATCH_RECORDS);
+}
+
+static void read_rings(struct serve_state *state)
+{
+	struct ring_record *records = calloc(BATCH_RECORDS, sizeof(*records));
+
+	if (records == NULL)
+		return;
+	for (size_t i = 0; i < state->ring_count; i++)
+		read_ring(state->rings[i], records);
+	free(records);
+}
+
+static struct serve_ring *find_ring(struct serve_state *state, uint32_t instance)
+{
+	for (size_t i = 0; i < state->ring_count; i++)
+		if (state->rings[i]->ring.entry.instance == instance)
+			return state->rings[i];
+	return NULL;
+}
+
+/* Open a ring msrd just listed, on `opener` (connected on first use; see the top). */
+static void track_ring(struct serve_state *state, struct haecer_conn **opener,
+		       const struct haecer_ring_entry *entry)
+{
+	struct serve_ring *ring;
+
+	if (state->ring_count == SERVE_MAX_RINGS) {
+		if (!state->ring_limit_warned)
+			fprintf(stderr, "haecer-mon: following at most %u rings\n",
+				SERVE_MAX_RINGS);
+		state->ring_limit_warned = true;
+		return;
+	}
+	if (*opener == NULL && haecer_connect(state->socket_path, opener) < 0)
+		return;
+	ring = calloc(1, sizeof(*ring));
+	if (ring == NULL)
+		return;
+	if (mon_ring_open(*opener, entry->major, entry->minor, entry->instance, &ring->ring) < 0) {
+		free(ring); /* gone meanwhile, or past the per-connection limit: next tick */
+		haecer_close(*opener);
+		*opener = NULL;
+		return;
+	}
+	mon_decoder_init(&ring->decoder, &ring->ring.info);
+	ring->listed = true;
+	ring->producer_gone = !(entry->flags & HAECER_RING_PRODUCER_CONNECTED) ||
+			      !ring_producer_alive(&ring->ring.info);
+	state->rings[state->ring_count++] = ring;
+}
+
+/* Forget rings msrd no longer lists (after a last read). */
+static void drop_unlisted(struct serve_state *state, struct ring_record *records)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < state->ring_count; i++) {
+		struct serve_ring *ring = state->rings[i];
+		if (ring->listed) {
+			state->rings[kept++] = ring;
+			continue;
+		}
+		ring->producer_gone = true;
+		read_ring(ring, records);
+		ring_free(ring);
+	}
+	state->ring_count = kept;
+}
+
+static void discover_rings(struct serve_state *state)
+{
+	struct haecer_ring_entry *entries = calloc(LIST_MAX, sizeof(*entries));
+	struct ring_record *records = calloc(BATCH_RECORDS, sizeof(*records));
+	struct haecer_conn *opener = NULL;
+	int count = -ENOMEM;
+
+	if (entries != NULL && records != NULL)
+		count = haecer_ring_list(state->conn, entries, LIST_MAX);
+	if (count < 0) {
+		if (connection_broken(count))
+			drop_connection(state, count);
+		goto out;
+	}
+	for (size_t i = 0; i < state->ring_count; i++)
+		state->rings[i]->listed = false;
+	for (int i = 0; i < count && (size_t)i < LIST_MAX; i++) {
+		struct serve_ring *ring = find_ring(state, entries[i].instance);
+		if (ring == NULL) {
+			track_ring(state, &opener, &entries[i]);
+			continue;
+		}
+		ring->listed = true;
+		/* Gone once: read what is left without waiting for records never finished. */
+		if (!(entries[i].flags & HAECER_RING_PRODUCER_CONNECTED) ||
+		    !ring_producer_alive(&ring->ring.info))
+			ring->producer_gone = true;
+	}
+	drop_unlisted(state, records);
+out:
+	haecer_close(opener);
+	free(entries);
+	free(records);
+}
+
+void serve_tick(struct serve_state *state)
+{
+	if (state->conn == NULL)
+		connect_msrd(state);
+	sample_energy(state);
+	if (state->conn != NULL)
+		discover_rings(state);
+	read_rings(state);
+}
+
+void serve_refresh(struct serve_state *state)
+{
+	sample_energy(state);
+	read_rings(state);
+}

@@ -1,0 +1,160 @@
+/*
+ * tools/mon/output.c — one row of fields printed as aligned text, CSV (RFC 4180 quoting) or a JSON
+ * line.
+ *
+ * Every subcommand that prints tables builds rows here, so the three formats always carry the
+ * same fields under the same names. Field text is ASCII by construction (numbers, and names
+ * passed through mon_safe_name), so only quoting needs care.
+ */
+#include "tools/mon/mon.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+bool mon_parse_format(const char *text, enum mon_format *format)
+{
+	if (strcmp(text, "text") == 0)
+		*format = MON_FORMAT_TEXT;
+	else if (strcmp(text, "csv") == 0)
+		*format = MON_FORMAT_CSV;
+	else if (strcmp(text, "json") == 0)
+		*format = MON_FORMAT_JSON;
+	else
+		return false;
+	return true;
+}
+
+void mon_row_reset(struct mon_row *row)
+{
+	row->count = 0;
+}
+
+/* The next field, or NULL when the row is full (a programming error: rows are fixed shapes). */
+static char *add_field(struct mon_row *row, const char *name, int width, bool quoted,
+		       bool present)
+{
+	if (row->count == MON_ROW_FIELDS)
+		return NULL;
+	row->fields[row->count].name = name;
+	row->fields[row->count].width = width;
+	row->fields[row->count].quoted = quoted;
+	row->fields[row->count].present = present;
+	row->fields[row->count].text[0] = '\0';
+	return row->fields[row->count++].text;
+}
+
+void mon_row_string(struct mon_row *row, const char *name, int width, const char *value)
+{
+	char *text = add_field(row, name, width, true, true);
+
+	if (text != NULL)
+		snprintf(text, MON_FIELD_TEXT, "%s", value);
+}
+
+void mon_row_number(struct mon_row *row, const char *name, int width, const char *format, ...)
+{
+	char *text = add_field(row, name, width, false, true);
+	va_list arguments;
+
+	if (text == NULL)
+		return;
+	va_start(arguments, format);
+	vsnprintf(text, MON_FIELD_TEXT, format, arguments);
+	va_end(arguments);
+}
+
+void mon_row_absent(struct mon_row *row, const char *name, int width)
+{
+	add_field(row, name, width, false, false);
+}
+
+static void print_quoted(FILE *out, const char *text, char quote, bool backslash)
+{
+	fputc(quote, out);
+	for (const char *c = text; *c != '\0'; c++) {
+		if (*c == quote)
+			fputc(backslash ? '\\' : quote, out);
+		else if (*c == '\\' && backslash)
+			fputc('\\', out);
+		fputc(*c, out);
+	}
+	fputc(quote, out);
+}
+
+static void print_json(FILE *out, const struct mon_row *row)
+{
+	bool first = true;
+
+	fputc('{', out);
+	for (size_t i = 0; i < row->count; i++) {
+		if (!row->fields[i].present)
+			continue;
+		fprintf(out, "%s\"%s\":", first ? "" : ",", row->fields[i].name);
+		if (row->fields[i].quoted)
+			print_quoted(out, row->fields[i].text, '"', true);
+		else
+			fputs(row->fields[i].text, out);
+		first = false;
+	}
+	fputs("}\n", out);
+}
+
+static void print_csv(FILE *out, const struct mon_row *row, bool header)
+{
+	for (size_t i = 0; i < row->count; i++) {
+		const char *text = header ? row->fields[i].name : row->fields[i].text;
+		if (i > 0)
+			fputc(',', out);
+		if (!header && !row->fields[i].present)
+			continue;
+		if (strpbrk(text, ",\"\r\n") != NULL)
+			print_quoted(out, text, '"', false);
+		else
+			fputs(text, out);
+	}
+	fputc('\n', out);
+}
+
+static void print_text(FILE *out, const struct mon_row *row, bool header)
+{
+	size_t last = 0;
+	bool first = true;
+
+	for (size_t i = 0; i < row->count; i++)
+		if (row->fields[i].width != 0)
+			last = i;
+	for (size_t i = 0; i < row->count; i++) {
+		const char *text = header ? row->fields[i].name
+			: row->fields[i].present ? row->fields[i].text : "-";
+		int width = row->fields[i].width;
+		if (width == 0)
+			continue;
+		if (i == last && width < 0)
+			width = 0; /* no trailing blanks */
+		fprintf(out, "%s%*s", first ? "" : " ", width, text);
+		first = false;
+	}
+	fputc('\n', out);
+}
+
+void mon_row_print(FILE *out, enum mon_format format, const struct mon_row *row,
+		   bool *header_done)
+{
+	switch (format) {
+	case MON_FORMAT_JSON:
+		print_json(out, row);
+		break;
+	case MON_FORMAT_CSV:
+		if (!*header_done)
+			print_csv(out, row, true);
+		print_csv(out, row, false);
+		break;
+	case MON_FORMAT_TEXT:
+	default:
+		if (!*header_done)
+			print_text(out, row, true);
+		print_text(out, row, false);
+		break;
+	}
+	*header_done = true;
+}

@@ -1,0 +1,74 @@
+/*
+ * tools/mon/serve.h — `haecer-mon serve`: what the exporter knows (collect.c), how it is
+ * written as OpenMetrics or Prometheus text (metrics.c), and the HTTP side (http.c, serve.c).
+ */
+#ifndef HAECER_TOOLS_MON_SERVE_H
+#define HAECER_TOOLS_MON_SERVE_H
+
+#include "tools/mon/mon.h"
+
+#define SERVE_DEFAULT_LISTEN "127.0.0.1:9464"
+#define SERVE_DEFAULT_INTERVAL_MS 1000u
+#define SERVE_MAX_DOMAINS 64u
+#define SERVE_MAX_RINGS 256u
+
+/* One RAPL domain of one package, read through msrd's 64-bit energy totals. */
+struct serve_domain {
+	const char *name;          /* label: package, core, uncore, dram, psys */
+	uint32_t package;
+	uint32_t cpu;              /* a CPU of that package, to read it on */
+	uint32_t address;          /* its energy-status register */
+	int exponent;              /* J = units * 2^-exponent */
+	bool refused;              /* msrd refused it (policy, no such register): left out */
+	bool have_total;
+	uint64_t total;
+	bool have_window;
+	uint64_t window_total;     /* start of the current power window */
+	double window_start;
+	bool have_watts;
+	double watts;              /* over the last complete window */
+};
+
+/* A ring the exporter follows: the latest reading of every counter. */
+struct serve_ring {
+	struct mon_ring ring;
+	struct mon_decoder decoder;
+	size_t latest_count;
+	struct mon_reading latest[MON_MAX_TRACKED];
+	uint64_t lost;             /* records this exporter missed, producer drops included */
+	bool producer_gone;
+	bool listed;               /* in msrd's latest listing */
+};
+
+struct serve_state {
+	const char *socket_path;
+	double interval;           /* seconds: energy sampling and ring discovery */
+	struct haecer_conn *conn;  /* NULL while msrd cannot be reached */
+	bool msrd_warned;
+	int energy_status;         /* 0, or why there are no energy series (e.g. -EOPNOTSUPP) */
+	size_t domain_count;
+	struct serve_domain domains[SERVE_MAX_DOMAINS];
+	size_t ring_count;
+	struct serve_ring *rings[SERVE_MAX_RINGS];
+	bool ring_limit_warned;
+};
+
+/* collect.c */
+void serve_state_init(struct serve_state *state, const char *socket_path, double interval);
+void serve_state_free(struct serve_state *state);
+/* The periodic work: (re)connect, sample energy, discover and drop rings, read rings. */
+void serve_tick(struct serve_state *state);
+/* Before answering a scrape: fresh energy totals and everything the rings hold. */
+void serve_refresh(struct serve_state *state);
+
+/* metrics.c: the exposition text (OpenMetrics 1.0.0 when openmetrics, else Prometheus text
+ * 0.0.4) in a malloc'ed buffer; -ENOMEM. */
+int serve_render(const struct serve_state *state, bool openmetrics, char **text, size_t *length);
+
+/* http.c: answer one complete request in `request` (NUL-terminated). Sets *response (malloc'ed)
+ * and returns its length, or -ENOMEM; -EAGAIN when the request is not complete yet. */
+ssize_t serve_http_answer(struct serve_state *state, const char *request, size_t length,
+			  char **response);
+#define SERVE_MAX_REQUEST 8192u
+
+#endif

@@ -304,10 +304,20 @@ static int fd_map(int fd, int protection, void **mapping, size_t *bytes)
 	void *memory;
 	int rc;
 
-	rc = fd_header_check(fd, &page, &copy, bytes);
+	struct stat status;
+
+	if (fd < 0)
+		return -EBADF;
+	if (fstat(fd, &status))
+		return -errno;
+	if (!S_ISREG(status.st_mode))
+		return -EINVAL;
+	/* Seals before the size: a creator that could still shrink the file between our size check
+	 * and the mapping could make the first access past the new end raise SIGBUS. */
+	rc = fd_size_sealed(fd);
 	if (rc)
 		return rc;
-	rc = fd_size_sealed(fd);
+	rc = fd_header_check(fd, &page, &copy, bytes);
 	if (rc)
 		return rc;
 	memory = mmap(NULL, *bytes, protection, MAP_SHARED, fd, 0);
@@ -664,7 +674,7 @@ static inline uint64_t slot_take(const struct ring_slot *slot, uint64_t position
 static ssize_t consume(struct ring_consumer *consumer, struct ring_record *records, size_t max,
 		       uint64_t *lost, bool final)
 {
-	uint64_t head, position, missed = 0;
+	uint64_t head, position, missed = 0, steps = 0, step_limit;
 	size_t count = 0;
 
 	if (!consumer || !consumer->slots || (max && !records))
@@ -673,7 +683,10 @@ static ssize_t consume(struct ring_consumer *consumer, struct ring_record *recor
 		max = SSIZE_MAX;
 	head = consumer_head(consumer);
 	position = consumer->position;
-	while (count < max && position < head) {
+	/* An honest ring needs at most max copies plus one lap of skips; a producer that keeps
+	 * moving head must not keep a consumer here forever. */
+	step_limit = (uint64_t)max + consumer->capacity;
+	while (count < max && position < head && steps++ < step_limit) {
 		const struct ring_slot *slot = &consumer->slots[position & consumer->mask];
 		uint64_t committed = 2 * position + 2;
 		uint64_t sequence = slot_take(slot, position, &records[count]);

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "tests/shm/ring_testing.h"
 
@@ -136,6 +138,38 @@ static void test_head_moves_back(void **state)
 	assert_int_equal(ring_consumer_backlog(&ring->consumer), 0);
 }
 
+struct runaway_head {
+	struct hostile_ring *ring;
+	atomic_bool stop;
+};
+
+/* The hostile producer keeps moving head ahead as fast as it can. */
+static void *run_head_away(void *argument)
+{
+	struct runaway_head *runaway = argument;
+	uint64_t head = 1000;
+
+	while (!atomic_load(&runaway->stop)) {
+		head += CAPACITY / 2;
+		__atomic_store_n((uint64_t *)&runaway->ring->raw[OFFSET_HEAD], head, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* Without a bound on its steps a final drain would chase such a head forever: every call must
+ * return, with every position it passed accounted for. */
+static void test_head_keeps_running(void **state)
+{
+	struct runaway_head runaway = { .ring = *state };
+	pthread_t thread;
+
+	assert_int_equal(pthread_create(&thread, NULL, run_head_away, &runaway), 0);
+	consume_and_check(runaway.ring, true);
+	consume_and_check(runaway.ring, false);
+	atomic_store(&runaway.stop, true);
+	assert_int_equal(pthread_join(thread, NULL), 0);
+}
+
 static void test_slot_words_garbage(void **state)
 {
 	struct hostile_ring *ring = *state;
@@ -161,6 +195,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_header_rewritten, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_head_far_ahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_head_moves_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_head_keeps_running, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slot_words_garbage, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -156,7 +156,7 @@ static void set_error(struct haecer_conn *conn, const struct haecer_reply *reply
 	}
 	/* Error replies carry a text detail, except BATCH refusals which carry per-op results. */
 	uint32_t count;
-	bool has_results = reply->op == WIRE_OP_BATCH &&
+	bool has_results = (reply->op == WIRE_OP_BATCH || reply->op == WIRE_OP_BATCH_RUN) &&
 			   wire_get_batch_count(reply->payload, reply->length,
 						WIRE_BATCH_RESULT_SIZE, WIRE_MAX_BATCH_OPS, &count) == 0;
 	if (!has_results && length > 0) {

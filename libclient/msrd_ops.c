@@ -70,16 +70,9 @@ int haecer_msr_write(struct haecer_conn *conn, uint32_t cpu, uint32_t address, u
 	return reply.length == 0 ? 0 : -EPROTO;
 }
 
-int haecer_msr_batch(struct haecer_conn *conn, struct haecer_msr_op *ops, size_t count)
+void haecer__put_batch(struct wire_writer *writer, const struct haecer_msr_op *ops, size_t count)
 {
-	struct wire_writer writer = haecer__begin(conn);
-	struct haecer_reply reply;
-	uint32_t replied;
-	int status;
-
-	if (count == 0 || count > WIRE_MAX_BATCH_OPS)
-		return -EINVAL;
-	wire_put_batch_header(&writer, (uint32_t)count);
+	wire_put_batch_header(writer, (uint32_t)count);
 	for (size_t i = 0; i < count; i++) {
 		struct wire_batch_op op = {
 			.kind = ops[i].kind,
@@ -87,30 +80,51 @@ int haecer_msr_batch(struct haecer_conn *conn, struct haecer_msr_op *ops, size_t
 			.address = ops[i].address,
 			.value = ops[i].kind == HAECER_MSR_WRITE ? ops[i].value : 0,
 		};
-		wire_put_batch_op(&writer, &op);
+		wire_put_batch_op(writer, &op);
 	}
-	status = haecer__call(conn, WIRE_OP_BATCH, &writer, &reply);
-	if (status < 0)
-		return status;
+}
+
+int haecer__take_batch_results(const struct haecer_reply *reply, struct haecer_msr_op *ops,
+			       size_t count)
+{
+	uint32_t replied;
+
 	/* A refused batch still carries per-op results saying which op was refused; a reply
 	 * without them (malformed request, server limits) has a text detail instead. */
-	if (wire_get_batch_count(reply.payload, reply.length, WIRE_BATCH_RESULT_SIZE,
+	if (wire_get_batch_count(reply->payload, reply->length, WIRE_BATCH_RESULT_SIZE,
 				 WIRE_MAX_BATCH_OPS, &replied) < 0 ||
 	    replied != count) {
-		if (reply.status == WIRE_STATUS_OK)
+		if (reply->status == WIRE_STATUS_OK)
 			return -EPROTO;
 		for (size_t i = 0; i < count; i++)
-			ops[i].status = wire_status_to_errno(reply.status);
-		return wire_status_to_errno(reply.status);
+			ops[i].status = wire_status_to_errno(reply->status);
+		return wire_status_to_errno(reply->status);
 	}
 	for (uint32_t i = 0; i < replied; i++) {
 		struct wire_batch_result result;
-		wire_get_batch_result(reply.payload, i, &result);
+		wire_get_batch_result(reply->payload, i, &result);
 		ops[i].status = wire_status_to_errno(result.status);
-		if (ops[i].kind == HAECER_MSR_READ && result.status == WIRE_STATUS_OK)
+		if (ops[i].kind != HAECER_MSR_WRITE && result.status == WIRE_STATUS_OK) {
 			ops[i].value = result.value;
+			ops[i].total = result.aux;
+		}
 	}
-	return wire_status_to_errno(reply.status);
+	return wire_status_to_errno(reply->status);
+}
+
+int haecer_msr_batch(struct haecer_conn *conn, struct haecer_msr_op *ops, size_t count)
+{
+	struct wire_writer writer = haecer__begin(conn);
+	struct haecer_reply reply;
+	int status;
+
+	if (count == 0 || count > WIRE_MAX_BATCH_OPS)
+		return -EINVAL;
+	haecer__put_batch(&writer, ops, count);
+	status = haecer__call(conn, WIRE_OP_BATCH, &writer, &reply);
+	if (status < 0)
+		return status;
+	return haecer__take_batch_results(&reply, ops, count);
 }
 
 /* ---- rings ---- */

@@ -55,15 +55,15 @@ enum wire_op {
 	WIRE_OP_SIM_ADVANCE = 0x0030,
 	WIRE_OP_SIM_SET_LOAD = 0x0031,
 	WIRE_OP_SIM_ENERGY_TRUTH = 0x0032,
-	/* 0x0040-0x004f: counter slots (reserved for resource management, issue 5) */
+	/* 0x0040-0x004f: counter slots */
 	WIRE_OP_SLOT_ALLOC = 0x0040,
 	WIRE_OP_SLOT_PROGRAM = 0x0041,
-	WIRE_OP_SLOT_ENABLE = 0x0042,
+	WIRE_OP_SLOT_CONTROL = 0x0042,  /* enable, disable or reset a set of slots */
 	WIRE_OP_SLOT_READ = 0x0043,
 	WIRE_OP_SLOT_FREE = 0x0044,
-	/* 0x0050-0x005f: 64-bit energy totals (reserved, issue 5) */
+	/* 0x0050-0x005f: 64-bit energy totals */
 	WIRE_OP_ENERGY_READ = 0x0050,
-	/* 0x0060-0x006f: registered batches and schedules (reserved, issue 5) */
+	/* 0x0060-0x006f: registered batches and schedules */
 	WIRE_OP_BATCH_REGISTER = 0x0060,
 	WIRE_OP_BATCH_RUN = 0x0061,
 	WIRE_OP_BATCH_RELEASE = 0x0062,
@@ -77,10 +77,10 @@ enum wire_op {
 #define WIRE_FEATURE_MSR (1ull << 0)         /* READ, WRITE, BATCH */
 #define WIRE_FEATURE_RINGS (1ull << 1)       /* RING_CREATE, RING_OPEN, RING_LIST */
 #define WIRE_FEATURE_SIM_CONTROL (1ull << 2) /* sim backend and the policy allows this client */
-#define WIRE_FEATURE_SLOTS (1ull << 3)       /* reserved: counter slots */
-#define WIRE_FEATURE_ENERGY (1ull << 4)      /* reserved: 64-bit energy totals */
-#define WIRE_FEATURE_HANDLES (1ull << 5)     /* reserved: registered batches */
-#define WIRE_FEATURE_SCHEDULES (1ull << 6)   /* reserved: scheduled batches into rings */
+#define WIRE_FEATURE_SLOTS (1ull << 3)       /* SLOT_*: counter slots */
+#define WIRE_FEATURE_ENERGY (1ull << 4)      /* ENERGY_READ and batch energy reads */
+#define WIRE_FEATURE_HANDLES (1ull << 5)     /* BATCH_REGISTER, BATCH_RUN, BATCH_RELEASE */
+#define WIRE_FEATURE_SCHEDULES (1ull << 6)   /* SCHEDULE_START, SCHEDULE_STOP */
 
 /*
  * Status codes: stable numbers, each with a text (wire_status_text) and an errno-style value
@@ -254,8 +254,8 @@ struct wire_write_request {
 enum wire_batch_kind {
 	WIRE_BATCH_READ = 1,
 	WIRE_BATCH_WRITE = 2,
-	WIRE_BATCH_ENERGY_READ = 3,    /* reserved (issue 5): value = raw, aux = 64-bit total */
-	WIRE_BATCH_SLOT_READ = 4,      /* reserved (issue 5) */
+	WIRE_BATCH_ENERGY_READ = 3,    /* an energy-status register: value = raw, aux = 64-bit total */
+	WIRE_BATCH_SLOT_READ = 4,      /* address = a slot id of this connection; cpu 0 */
 };
 struct wire_batch_op {
 	uint16_t kind;
@@ -267,7 +267,7 @@ struct wire_batch_op {
 #define WIRE_BATCH_OP_SIZE 24u
 struct wire_batch_result {
 	uint64_t value;                /* read result (writes: the value written) */
-	uint64_t aux;                  /* reserved for energy totals; 0 */
+	uint64_t aux;                  /* energy reads: the 64-bit total; 0 otherwise */
 	uint16_t status;               /* enum wire_status */
 };
 #define WIRE_BATCH_RESULT_SIZE 24u
@@ -345,6 +345,83 @@ struct wire_sim_truth {
 };
 #define WIRE_SIM_TRUTH_SIZE 32u
 
+
+/* ---- counter slots ---- */
+
+#define WIRE_SLOT_PROGRAMMABLE 1u
+#define WIRE_SLOT_FIXED 2u
+#define WIRE_SLOT_ANY_INDEX (-1)
+#define WIRE_MAX_SLOT_IDS 256u         /* ids per SLOT_CONTROL / SLOT_READ */
+
+struct wire_slot_alloc {
+	uint32_t cpu;
+	uint16_t kind;                 /* WIRE_SLOT_* */
+	int32_t index;                 /* which counter; WIRE_SLOT_ANY_INDEX: any free one */
+};
+#define WIRE_SLOT_ALLOC_SIZE 12u       /* u32 cpu, u16 kind, u16 reserved, i32 index */
+
+struct wire_slot {
+	uint32_t id;
+	uint32_t cpu;
+	uint16_t kind;
+	uint16_t index;
+	uint8_t width;
+	uint32_t counter_address;
+	uint32_t control_address;
+};
+#define WIRE_SLOT_SIZE 24u             /* SLOT_ALLOC reply */
+
+struct wire_slot_program {
+	uint32_t id;
+	uint64_t config;
+};
+#define WIRE_SLOT_PROGRAM_SIZE 16u     /* u32 id, u32 reserved, u64 config; reply empty */
+
+#define WIRE_SLOT_ENABLE 1u
+#define WIRE_SLOT_DISABLE 2u
+#define WIRE_SLOT_RESET 3u
+#define WIRE_SLOT_READ_SYNCHRONIZED 0x1u
+
+/* SLOT_CONTROL and SLOT_READ requests: u16 action (CONTROL) or flags (READ), u16 reserved,
+ * u32 count, count x u32 slot id. SLOT_READ's reply: u32 count, u32 reserved, count x u64. */
+#define WIRE_SLOT_IDS_HEADER_SIZE 8u
+struct wire_slot_ids {
+	uint16_t action;               /* SLOT_CONTROL: WIRE_SLOT_ENABLE..RESET; SLOT_READ: flags */
+	uint32_t count;
+	uint32_t ids[WIRE_MAX_SLOT_IDS];
+};
+
+/* ---- energy totals ---- */
+
+/* ENERGY_READ: request as READ (u32 cpu, u32 address); reply u64 raw, u64 total. */
+#define WIRE_ENERGY_READ_REPLY_SIZE 16u
+
+/* ---- registered batches and schedules ---- */
+
+/* BATCH_REGISTER: a BATCH request; OK reply u32 handle; a refusal is a text naming the first
+ * refused op. BATCH_RUN: u32 handle, u32 count (the registered number of ops, checked); reply as
+ * BATCH's. BATCH_RELEASE: u32 handle; reply empty. SCHEDULE_STOP: u32 schedule id; reply
+ * empty. */
+#define WIRE_U32_SIZE 4u
+#define WIRE_BATCH_RUN_SIZE 8u
+
+#define WIRE_SCHEDULE_PERSISTENT 0x1u
+#define WIRE_SCHEDULE_MIN_PERIOD_NS 1000000ull
+struct wire_schedule_start {
+	uint32_t handle;
+	uint32_t flags;                /* WIRE_SCHEDULE_* */
+	uint64_t period_ns;
+	uint16_t major;
+	uint16_t minor;
+	uint32_t capacity;
+};
+#define WIRE_SCHEDULE_START_SIZE 24u
+struct wire_schedule_started {
+	uint32_t id;
+	uint32_t ring_instance;
+};
+#define WIRE_SCHEDULE_STARTED_SIZE 8u
+
 /* Encoders write the payload only (callers place it after the header and call
  * wire_frame_finish). Decoders check the exact length; -EBADMSG otherwise, -EINVAL for fields
  * whose values are out of range (unknown batch kinds and flags, counts over the limits). */
@@ -394,5 +471,32 @@ int wire_get_sim_truth_request(const void *payload, size_t length,
 			       struct wire_sim_truth_request *out);
 void wire_put_sim_truth(struct wire_writer *writer, const struct wire_sim_truth *message);
 int wire_get_sim_truth(const void *payload, size_t length, struct wire_sim_truth *out);
+
+void wire_put_slot_alloc(struct wire_writer *writer, const struct wire_slot_alloc *message);
+int wire_get_slot_alloc(const void *payload, size_t length, struct wire_slot_alloc *out);
+void wire_put_slot(struct wire_writer *writer, const struct wire_slot *message);
+int wire_get_slot(const void *payload, size_t length, struct wire_slot *out);
+void wire_put_slot_program(struct wire_writer *writer, const struct wire_slot_program *message);
+int wire_get_slot_program(const void *payload, size_t length, struct wire_slot_program *out);
+/* -EINVAL for a count of 0 or over WIRE_MAX_SLOT_IDS, or a non-zero reserved field. */
+void wire_put_slot_ids(struct wire_writer *writer, const struct wire_slot_ids *message);
+int wire_get_slot_ids(const void *payload, size_t length, struct wire_slot_ids *out);
+/* SLOT_READ reply: header then count values; checks the exact length for `count`. */
+void wire_put_slot_values(struct wire_writer *writer, const uint64_t *values, uint32_t count);
+int wire_get_slot_values(const void *payload, size_t length, uint64_t *values, uint32_t count);
+
+void wire_put_energy_reading(struct wire_writer *writer, uint64_t raw, uint64_t total);
+int wire_get_energy_reading(const void *payload, size_t length, uint64_t *raw, uint64_t *total);
+
+int wire_get_u32_payload(const void *payload, size_t length, uint32_t *value);
+void wire_put_batch_run(struct wire_writer *writer, uint32_t handle, uint32_t count);
+int wire_get_batch_run(const void *payload, size_t length, uint32_t *handle, uint32_t *count);
+void wire_put_schedule_start(struct wire_writer *writer, const struct wire_schedule_start *message);
+/* -EINVAL for unknown flags. */
+int wire_get_schedule_start(const void *payload, size_t length, struct wire_schedule_start *out);
+void wire_put_schedule_started(struct wire_writer *writer,
+			       const struct wire_schedule_started *message);
+int wire_get_schedule_started(const void *payload, size_t length,
+			      struct wire_schedule_started *out);
 
 #endif

@@ -464,3 +464,219 @@ int wire_get_sim_truth(const void *payload, size_t length, struct wire_sim_truth
 	out->last_update_ns = wire_get_u64(&reader);
 	return wire_reader_finish(&reader);
 }
+
+/* ---- counter slots ---- */
+
+void wire_put_slot_alloc(struct wire_writer *writer, const struct wire_slot_alloc *message)
+{
+	wire_put_u32(writer, message->cpu);
+	wire_put_u16(writer, message->kind);
+	wire_put_u16(writer, 0);
+	wire_put_u32(writer, (uint32_t)message->index);
+}
+
+int wire_get_slot_alloc(const void *payload, size_t length, struct wire_slot_alloc *out)
+{
+	struct wire_reader reader;
+	uint16_t reserved;
+
+	wire_reader_init(&reader, payload, length);
+	out->cpu = wire_get_u32(&reader);
+	out->kind = wire_get_u16(&reader);
+	reserved = wire_get_u16(&reader);
+	out->index = (int32_t)wire_get_u32(&reader);
+	return finish_with_reserved(&reader, reserved);
+}
+
+void wire_put_slot(struct wire_writer *writer, const struct wire_slot *message)
+{
+	wire_put_u32(writer, message->id);
+	wire_put_u32(writer, message->cpu);
+	wire_put_u16(writer, message->kind);
+	wire_put_u16(writer, message->index);
+	wire_put_u8(writer, message->width);
+	wire_put_u8(writer, 0);
+	wire_put_u16(writer, 0);
+	wire_put_u32(writer, message->counter_address);
+	wire_put_u32(writer, message->control_address);
+}
+
+int wire_get_slot(const void *payload, size_t length, struct wire_slot *out)
+{
+	struct wire_reader reader;
+	uint32_t reserved;
+
+	wire_reader_init(&reader, payload, length);
+	out->id = wire_get_u32(&reader);
+	out->cpu = wire_get_u32(&reader);
+	out->kind = wire_get_u16(&reader);
+	out->index = wire_get_u16(&reader);
+	out->width = wire_get_u8(&reader);
+	reserved = wire_get_u8(&reader);
+	reserved |= wire_get_u16(&reader);
+	out->counter_address = wire_get_u32(&reader);
+	out->control_address = wire_get_u32(&reader);
+	return finish_with_reserved(&reader, reserved);
+}
+
+void wire_put_slot_program(struct wire_writer *writer, const struct wire_slot_program *message)
+{
+	wire_put_u32(writer, message->id);
+	wire_put_u32(writer, 0);
+	wire_put_u64(writer, message->config);
+}
+
+int wire_get_slot_program(const void *payload, size_t length, struct wire_slot_program *out)
+{
+	struct wire_reader reader;
+	uint32_t reserved;
+
+	wire_reader_init(&reader, payload, length);
+	out->id = wire_get_u32(&reader);
+	reserved = wire_get_u32(&reader);
+	out->config = wire_get_u64(&reader);
+	return finish_with_reserved(&reader, reserved);
+}
+
+void wire_put_slot_ids(struct wire_writer *writer, const struct wire_slot_ids *message)
+{
+	uint32_t count = message->count <= WIRE_MAX_SLOT_IDS ? message->count : WIRE_MAX_SLOT_IDS;
+
+	wire_put_u16(writer, message->action);
+	wire_put_u16(writer, 0);
+	wire_put_u32(writer, count);
+	for (uint32_t i = 0; i < count; i++)
+		wire_put_u32(writer, message->ids[i]);
+}
+
+int wire_get_slot_ids(const void *payload, size_t length, struct wire_slot_ids *out)
+{
+	struct wire_reader reader;
+	uint16_t reserved;
+
+	if (length < WIRE_SLOT_IDS_HEADER_SIZE)
+		return -EBADMSG;
+	wire_reader_init(&reader, payload, length);
+	out->action = wire_get_u16(&reader);
+	reserved = wire_get_u16(&reader);
+	out->count = wire_get_u32(&reader);
+	if ((length - WIRE_SLOT_IDS_HEADER_SIZE) % sizeof(uint32_t) != 0 ||
+	    (length - WIRE_SLOT_IDS_HEADER_SIZE) / sizeof(uint32_t) != out->count)
+		return -EBADMSG;
+	if (out->count == 0 || out->count > WIRE_MAX_SLOT_IDS)
+		return -EINVAL;
+	for (uint32_t i = 0; i < out->count; i++)
+		out->ids[i] = wire_get_u32(&reader);
+	return finish_with_reserved(&reader, reserved);
+}
+
+void wire_put_slot_values(struct wire_writer *writer, const uint64_t *values, uint32_t count)
+{
+	wire_put_u32(writer, count);
+	wire_put_u32(writer, 0);
+	for (uint32_t i = 0; i < count; i++)
+		wire_put_u64(writer, values[i]);
+}
+
+int wire_get_slot_values(const void *payload, size_t length, uint64_t *values, uint32_t count)
+{
+	struct wire_reader reader;
+	uint32_t reserved;
+
+	if (length != WIRE_SLOT_IDS_HEADER_SIZE + (size_t)count * sizeof(uint64_t))
+		return -EBADMSG;
+	wire_reader_init(&reader, payload, length);
+	if (wire_get_u32(&reader) != count)
+		return -EBADMSG;
+	reserved = wire_get_u32(&reader);
+	for (uint32_t i = 0; i < count; i++)
+		values[i] = wire_get_u64(&reader);
+	return finish_with_reserved(&reader, reserved);
+}
+
+/* ---- energy totals ---- */
+
+void wire_put_energy_reading(struct wire_writer *writer, uint64_t raw, uint64_t total)
+{
+	wire_put_u64(writer, raw);
+	wire_put_u64(writer, total);
+}
+
+int wire_get_energy_reading(const void *payload, size_t length, uint64_t *raw, uint64_t *total)
+{
+	struct wire_reader reader;
+
+	wire_reader_init(&reader, payload, length);
+	*raw = wire_get_u64(&reader);
+	*total = wire_get_u64(&reader);
+	return wire_reader_finish(&reader);
+}
+
+/* ---- registered batches and schedules ---- */
+
+int wire_get_u32_payload(const void *payload, size_t length, uint32_t *value)
+{
+	struct wire_reader reader;
+
+	wire_reader_init(&reader, payload, length);
+	*value = wire_get_u32(&reader);
+	return wire_reader_finish(&reader);
+}
+
+void wire_put_batch_run(struct wire_writer *writer, uint32_t handle, uint32_t count)
+{
+	wire_put_u32(writer, handle);
+	wire_put_u32(writer, count);
+}
+
+int wire_get_batch_run(const void *payload, size_t length, uint32_t *handle, uint32_t *count)
+{
+	struct wire_reader reader;
+
+	wire_reader_init(&reader, payload, length);
+	*handle = wire_get_u32(&reader);
+	*count = wire_get_u32(&reader);
+	return wire_reader_finish(&reader);
+}
+
+void wire_put_schedule_start(struct wire_writer *writer, const struct wire_schedule_start *message)
+{
+	wire_put_u32(writer, message->handle);
+	wire_put_u32(writer, message->flags);
+	wire_put_u64(writer, message->period_ns);
+	wire_put_u16(writer, message->major);
+	wire_put_u16(writer, message->minor);
+	wire_put_u32(writer, message->capacity);
+}
+
+int wire_get_schedule_start(const void *payload, size_t length, struct wire_schedule_start *out)
+{
+	struct wire_reader reader;
+
+	wire_reader_init(&reader, payload, length);
+	out->handle = wire_get_u32(&reader);
+	out->flags = wire_get_u32(&reader);
+	out->period_ns = wire_get_u64(&reader);
+	out->major = wire_get_u16(&reader);
+	out->minor = wire_get_u16(&reader);
+	out->capacity = wire_get_u32(&reader);
+	return finish_with_reserved(&reader, out->flags & ~(uint64_t)WIRE_SCHEDULE_PERSISTENT);
+}
+
+void wire_put_schedule_started(struct wire_writer *writer,
+			       const struct wire_schedule_started *message)
+{
+	wire_put_u32(writer, message->id);
+	wire_put_u32(writer, message->ring_instance);
+}
+
+int wire_get_schedule_started(const void *payload, size_t length,
+			      struct wire_schedule_started *out)
+{
+	struct wire_reader reader;
+
+	wire_reader_init(&reader, payload, length);
+	out->id = wire_get_u32(&reader);
+	out->ring_instance = wire_get_u32(&reader);
+	return wire_reader_finish(&reader);
+}

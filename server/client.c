@@ -120,6 +120,8 @@ static void client_free(struct client *client)
 	free(client->pending.data);
 	free(client->groups);
 	free(client->rings);
+	free(client->energy_coarse);
+	handles_release_client(client);
 	free(client);
 }
 
@@ -146,6 +148,11 @@ void client_close(struct client *client, const char *reason)
 		ringdir_release(&client->server->rings, client->rings[i].entry,
 				client->rings[i].producer, now);
 	client->ring_count = 0;
+	/* Whatever it held goes back now, not when its last SQE completes: the counters to the
+	 * state msrd found them in, its schedules stopped (unless persistent). */
+	slots_release_client(client);
+	schedule_release_client(client);
+	handles_release_client(client);
 	if (client->server->rings.count > 0)
 		loop_want_tick(client->server);
 	/* Wakes the recv (it completes with 0) and fails a send in flight; the client is freed

@@ -28,7 +28,7 @@ static void log_ring_refusal(const struct client *client, uint16_t op, uint16_t 
 		   (int)client->pid, wire_op_name(op), major, minor, reason);
 }
 
-static void malformed(struct client *client, const struct wire_header *header, size_t length)
+void dispatch_malformed(struct client *client, const struct wire_header *header, size_t length)
 {
 	char detail[96];
 
@@ -38,7 +38,8 @@ static void malformed(struct client *client, const struct wire_header *header, s
 }
 
 /* Reserve a reply, let the caller write its payload through `writer`, then commit. */
-static uint8_t *reply_begin(struct client *client, size_t payload_room, struct wire_writer *writer)
+uint8_t *dispatch_reply_begin(struct client *client, size_t payload_room,
+			      struct wire_writer *writer)
 {
 	uint8_t *space = client_reply_space(client, REPLY_ROOM(payload_room));
 
@@ -47,8 +48,8 @@ static uint8_t *reply_begin(struct client *client, size_t payload_room, struct w
 	return space;
 }
 
-static void reply_end(struct client *client, uint8_t *space, const struct wire_header *request,
-		      const struct wire_writer *writer, int fd)
+void dispatch_reply_end(struct client *client, uint8_t *space, const struct wire_header *request,
+			const struct wire_writer *writer, int fd)
 {
 	int length = wire_frame_finish(space, REPLY_ROOM(writer->size), request->op,
 				       WIRE_FLAG_REPLY, WIRE_STATUS_OK, request->request_id,
@@ -61,22 +62,25 @@ static void reply_end(struct client *client, uint8_t *space, const struct wire_h
 	client_reply_commit(client, (size_t)length, fd);
 }
 
-static void reply_empty(struct client *client, const struct wire_header *request)
+void dispatch_reply_empty(struct client *client, const struct wire_header *request)
 {
 	struct wire_writer writer;
-	uint8_t *space = reply_begin(client, 0, &writer);
+	uint8_t *space = dispatch_reply_begin(client, 0, &writer);
 
 	if (space != NULL)
-		reply_end(client, space, request, &writer, -1);
+		dispatch_reply_end(client, space, request, &writer, -1);
 }
 
 static uint64_t client_features(const struct client *client)
 {
-	uint64_t features = WIRE_FEATURE_MSR | WIRE_FEATURE_RINGS;
+	uint64_t features = WIRE_FEATURE_MSR | WIRE_FEATURE_RINGS | WIRE_FEATURE_ENERGY |
+			    WIRE_FEATURE_HANDLES | WIRE_FEATURE_SCHEDULES;
 
 	if (backend_kind(client->server->backend) == BACKEND_SIM &&
 	    policy_allows_sim_control(client->grant))
 		features |= WIRE_FEATURE_SIM_CONTROL;
+	if (client->server->slots.gp_count + client->server->slots.fixed_count > 0)
+		features |= WIRE_FEATURE_SLOTS;
 	return features;
 }
 
@@ -91,7 +95,7 @@ static void handle_hello(struct client *client, const struct wire_header *header
 	int status = wire_get_hello_request(payload, length, &request);
 
 	if (status == -EBADMSG) {
-		malformed(client, header, length);
+		dispatch_malformed(client, header, length);
 		return;
 	}
 	if (status < 0) {
@@ -120,11 +124,11 @@ static void handle_hello(struct client *client, const struct wire_header *header
 		.features = client_features(client),
 	};
 	snprintf(hello.server_version, sizeof(hello.server_version), "%s", MSRD_VERSION);
-	space = reply_begin(client, WIRE_HELLO_REPLY_SIZE, &writer);
+	space = dispatch_reply_begin(client, WIRE_HELLO_REPLY_SIZE, &writer);
 	if (space == NULL)
 		return;
 	wire_put_hello_reply(&writer, &hello);
-	reply_end(client, space, header, &writer, -1);
+	dispatch_reply_end(client, space, header, &writer, -1);
 }
 
 static void handle_machine_info(struct client *client, const struct wire_header *header,
@@ -135,67 +139,80 @@ static void handle_machine_info(struct client *client, const struct wire_header 
 	uint8_t *space;
 
 	if (length != 0) {
-		malformed(client, header, length);
+		dispatch_malformed(client, header, length);
 		return;
 	}
-	space = reply_begin(client, server->machine_reply_length, &writer);
+	space = dispatch_reply_begin(client, server->machine_reply_length, &writer);
 	if (space == NULL)
 		return;
 	wire_put_bytes(&writer, server->machine_reply, server->machine_reply_length);
-	reply_end(client, space, header, &writer, -1);
+	dispatch_reply_end(client, space, header, &writer, -1);
+}
+
+/* One op of one kind from the scratch arrays. */
+static void exec_one(struct client *client, const struct wire_header *header, uint8_t kind,
+		     const struct msr_op *op)
+{
+	struct msrd *server = client->server;
+	struct msr_request request = {
+		.op = header->op,
+		.request_id = header->request_id,
+		.ops = server->scratch,
+		.kinds = server->scratch_kinds,
+		.count = 1,
+	};
+
+	server->scratch[0] = *op;
+	server->scratch_kinds[0] = kind;
+	msr_exec_request(client, &request);
 }
 
 static void handle_read(struct client *client, const struct wire_header *header,
 			const uint8_t *payload, size_t length)
 {
 	struct wire_read_request request;
-	struct msr_op *op = &client->server->scratch[0];
 
 	if (wire_get_read_request(payload, length, &request) < 0) {
-		malformed(client, header, length);
+		dispatch_malformed(client, header, length);
 		return;
 	}
-	*op = (struct msr_op){ .cpu = request.cpu, .address = request.address };
-	msr_exec_request(client, header->op, header->request_id, op, 1);
+	exec_one(client, header, header->op == WIRE_OP_ENERGY_READ ? WIRE_BATCH_ENERGY_READ
+								   : WIRE_BATCH_READ,
+		 &(struct msr_op){ .cpu = request.cpu, .address = request.address });
 }
 
 static void handle_write(struct client *client, const struct wire_header *header,
 			 const uint8_t *payload, size_t length)
 {
 	struct wire_write_request request;
-	struct msr_op *op = &client->server->scratch[0];
 
 	if (wire_get_write_request(payload, length, &request) < 0) {
-		malformed(client, header, length);
+		dispatch_malformed(client, header, length);
 		return;
 	}
-	*op = (struct msr_op){
-		.cpu = request.cpu,
-		.address = request.address,
-		.value = request.value,
-		.write = true,
-	};
-	msr_exec_request(client, header->op, header->request_id, op, 1);
+	exec_one(client, header, WIRE_BATCH_WRITE,
+		 &(struct msr_op){ .cpu = request.cpu, .address = request.address,
+				   .value = request.value, .write = true });
 }
 
-static void handle_batch(struct client *client, const struct wire_header *header,
-			 const uint8_t *payload, size_t length)
+int dispatch_decode_batch(struct client *client, const struct wire_header *header,
+			  const uint8_t *payload, size_t length, uint32_t *count)
 {
 	struct msr_op *ops = client->server->scratch;
-	uint32_t count;
+	uint8_t *kinds = client->server->scratch_kinds;
 	int status = wire_get_batch_count(payload, length, WIRE_BATCH_OP_SIZE, WIRE_MAX_BATCH_OPS,
-					  &count);
+					  count);
 
 	if (status == -EBADMSG) {
-		malformed(client, header, length);
-		return;
+		dispatch_malformed(client, header, length);
+		return status;
 	}
 	if (status < 0) {
 		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
 				   "a batch has 1..%u ops and flags 0", WIRE_MAX_BATCH_OPS);
-		return;
+		return status;
 	}
-	for (uint32_t i = 0; i < count; i++) {
+	for (uint32_t i = 0; i < *count; i++) {
 		struct wire_batch_op op;
 		int valid = wire_get_batch_op(payload, i, &op);
 		ops[i] = (struct msr_op){
@@ -204,13 +221,29 @@ static void handle_batch(struct client *client, const struct wire_header *header
 			.value = op.kind == WIRE_BATCH_WRITE ? op.value : 0,
 			.write = op.kind == WIRE_BATCH_WRITE,
 		};
+		kinds[i] = (uint8_t)op.kind;
 		/* An op this server cannot run refuses the whole batch, like a policy refusal. */
 		if (valid < 0)
 			ops[i].status = -EINVAL;
-		else if (op.kind != WIRE_BATCH_READ && op.kind != WIRE_BATCH_WRITE)
+		else if (op.kind < WIRE_BATCH_READ || op.kind > WIRE_BATCH_SLOT_READ)
 			ops[i].status = -EOPNOTSUPP;
 	}
-	msr_exec_request(client, header->op, header->request_id, ops, count);
+	return 0;
+}
+
+static void handle_batch(struct client *client, const struct wire_header *header,
+			 const uint8_t *payload, size_t length)
+{
+	struct msr_request request = {
+		.op = header->op,
+		.request_id = header->request_id,
+		.ops = client->server->scratch,
+		.kinds = client->server->scratch_kinds,
+	};
+
+	if (dispatch_decode_batch(client, header, payload, length, &request.count) < 0)
+		return;
+	msr_exec_request(client, &request);
 }
 
 /* ---- rings ---- */
@@ -220,7 +253,7 @@ static void reply_ring(struct client *client, const struct wire_header *header,
 {
 	struct wire_ring_entry wire;
 	struct wire_writer writer;
-	uint8_t *space = reply_begin(client, WIRE_RING_ENTRY_SIZE, &writer);
+	uint8_t *space = dispatch_reply_begin(client, WIRE_RING_ENTRY_SIZE, &writer);
 
 	if (space == NULL) {
 		close(fd);
@@ -228,7 +261,7 @@ static void reply_ring(struct client *client, const struct wire_header *header,
 	}
 	ringdir_entry_to_wire(entry, &wire);
 	wire_put_ring_entry(&writer, &wire);
-	reply_end(client, space, header, &writer, fd);
+	dispatch_reply_end(client, space, header, &writer, fd);
 }
 
 static bool ring_room(struct client *client, const struct wire_header *header)
@@ -252,7 +285,7 @@ static void handle_ring_create(struct client *client, const struct wire_header *
 	int fd;
 
 	if (status == -EBADMSG) {
-		malformed(client, header, length);
+		dispatch_malformed(client, header, length);
 		return;
 	}
 	if (status < 0) {
@@ -270,7 +303,8 @@ static void handle_ring_create(struct client *client, const struct wire_header *
 	}
 	if (!ring_room(client, header))
 		return;
-	status = ringdir_create(&client->server->rings, client, &request, &entry, &fd);
+	status = ringdir_create(&client->server->rings, client, (int32_t)client->pid, &request,
+				&entry, &fd);
 	if (status < 0) {
 		if (status == -ENOSPC)
 			log_ring_refusal(client, header->op, request.major, request.minor,
@@ -304,7 +338,7 @@ static void handle_ring_open(struct client *client, const struct wire_header *he
 	int fd;
 
 	if (wire_get_ring_key(payload, length, &key) < 0) {
-		malformed(client, header, length);
+		dispatch_malformed(client, header, length);
 		return;
 	}
 	if (!policy_allows_monitor(client->grant, key.major)) {
@@ -350,12 +384,12 @@ static void handle_ring_list(struct client *client, const struct wire_header *he
 	size_t shown;
 
 	if (wire_get_ring_key(payload, length, &key) < 0) {
-		malformed(client, header, length);
+		dispatch_malformed(client, header, length);
 		return;
 	}
 	first = ringdir_lower_bound(dir, key.major, key.minor, key.instance);
 	shown = dir->count - first < WIRE_RING_LIST_MAX ? dir->count - first : WIRE_RING_LIST_MAX;
-	space = reply_begin(client, WIRE_RING_LIST_HEADER_SIZE + shown * WIRE_RING_ENTRY_SIZE,
+	space = dispatch_reply_begin(client, WIRE_RING_LIST_HEADER_SIZE + shown * WIRE_RING_ENTRY_SIZE,
 			    &writer);
 	if (space == NULL)
 		return;
@@ -376,7 +410,7 @@ static void handle_ring_list(struct client *client, const struct wire_header *he
 	wire_writer_init(&count_writer, writer.data, WIRE_RING_LIST_HEADER_SIZE);
 	wire_put_u32(&count_writer, count);
 	wire_put_u32(&count_writer, flags);
-	reply_end(client, space, header, &writer, -1);
+	dispatch_reply_end(client, space, header, &writer, -1);
 }
 
 /* ---- simulated CPU ---- */
@@ -402,12 +436,12 @@ static bool sim_allowed(struct client *client, const struct wire_header *header)
 static void reply_u64(struct client *client, const struct wire_header *header, uint64_t value)
 {
 	struct wire_writer writer;
-	uint8_t *space = reply_begin(client, sizeof(uint64_t), &writer);
+	uint8_t *space = dispatch_reply_begin(client, sizeof(uint64_t), &writer);
 
 	if (space == NULL)
 		return;
 	wire_put_u64(&writer, value);
-	reply_end(client, space, header, &writer, -1);
+	dispatch_reply_end(client, space, header, &writer, -1);
 }
 
 static void reply_sim_failure(struct client *client, const struct wire_header *header, int status)
@@ -424,12 +458,12 @@ static void handle_sim_advance(struct client *client, const struct wire_header *
 	int status;
 
 	if (wire_get_u64_payload(payload, length, &ns) < 0) {
-		malformed(client, header, length);
+		dispatch_malformed(client, header, length);
 		return;
 	}
 	if (!sim_allowed(client, header))
 		return;
-	status = backend_sim_advance(client->server->backend, ns);
+	status = energy_sim_advance(client->server, ns);
 	if (status == 0)
 		status = backend_sim_now(client->server->backend, &now);
 	if (status < 0) {
@@ -446,7 +480,7 @@ static void handle_sim_set_load(struct client *client, const struct wire_header 
 	int status = wire_get_sim_set_load(payload, length, &request);
 
 	if (status == -EBADMSG) {
-		malformed(client, header, length);
+		dispatch_malformed(client, header, length);
 		return;
 	}
 	if (status < 0) {
@@ -462,7 +496,7 @@ static void handle_sim_set_load(struct client *client, const struct wire_header 
 		reply_sim_failure(client, header, status);
 		return;
 	}
-	reply_empty(client, header);
+	dispatch_reply_empty(client, header);
 }
 
 static void handle_sim_truth(struct client *client, const struct wire_header *header,
@@ -476,7 +510,7 @@ static void handle_sim_truth(struct client *client, const struct wire_header *he
 	int status;
 
 	if (wire_get_sim_truth_request(payload, length, &request) < 0) {
-		malformed(client, header, length);
+		dispatch_malformed(client, header, length);
 		return;
 	}
 	if (!sim_allowed(client, header))
@@ -498,11 +532,11 @@ static void handle_sim_truth(struct client *client, const struct wire_header *he
 		.units_at_update = truth.units_at_update,
 		.last_update_ns = truth.last_update_ns,
 	};
-	space = reply_begin(client, WIRE_SIM_TRUTH_SIZE, &writer);
+	space = dispatch_reply_begin(client, WIRE_SIM_TRUTH_SIZE, &writer);
 	if (space == NULL)
 		return;
 	wire_put_sim_truth(&writer, &wire);
-	reply_end(client, space, header, &writer, -1);
+	dispatch_reply_end(client, space, header, &writer, -1);
 }
 
 void dispatch_frame(struct client *client, const struct wire_header *header,
@@ -546,6 +580,39 @@ void dispatch_frame(struct client *client, const struct wire_header *header,
 		break;
 	case WIRE_OP_SIM_ENERGY_TRUTH:
 		handle_sim_truth(client, header, payload, length);
+		break;
+	case WIRE_OP_SLOT_ALLOC:
+		slots_handle_alloc(client, header, payload, length);
+		break;
+	case WIRE_OP_SLOT_PROGRAM:
+		slots_handle_program(client, header, payload, length);
+		break;
+	case WIRE_OP_SLOT_CONTROL:
+		slots_handle_control(client, header, payload, length);
+		break;
+	case WIRE_OP_SLOT_READ:
+		slots_handle_read(client, header, payload, length);
+		break;
+	case WIRE_OP_SLOT_FREE:
+		slots_handle_free(client, header, payload, length);
+		break;
+	case WIRE_OP_ENERGY_READ:
+		handle_read(client, header, payload, length);
+		break;
+	case WIRE_OP_BATCH_REGISTER:
+		handles_handle_register(client, header, payload, length);
+		break;
+	case WIRE_OP_BATCH_RUN:
+		handles_handle_run(client, header, payload, length);
+		break;
+	case WIRE_OP_BATCH_RELEASE:
+		handles_handle_release(client, header, payload, length);
+		break;
+	case WIRE_OP_SCHEDULE_START:
+		schedule_handle_start(client, header, payload, length);
+		break;
+	case WIRE_OP_SCHEDULE_STOP:
+		schedule_handle_stop(client, header, payload, length);
 		break;
 	default:
 		client_reply_error(client, header->op, header->request_id,

@@ -5,7 +5,8 @@
  * multishot recv (buffers picked from one shared provided-buffer ring, so an idle client holds
  * no receive memory), sends, MSR I/O on device-backed backends, the signalfd read, and a tick
  * timeout that runs only while something has a deadline. One io_uring_enter per turn submits
- * what the previous turn queued and waits for the next completions.
+ * what the previous turn queued and waits for the next completions. The energy sampler and each
+ * schedule have a timeout of their own.
  */
 #include "server/server.h"
 
@@ -271,6 +272,12 @@ static void dispatch_completion(struct msrd *server, const struct io_uring_cqe *
 	case TAG_MSR_CHECK:
 	case TAG_MSR_RUN:
 		msr_exec_on_completion(server, cqe);
+		break;
+	case TAG_ENERGY:
+		energy_on_timeout(server, cqe);
+		break;
+	case TAG_SCHEDULE:
+		schedule_on_timeout(server, cqe);
 		break;
 	case TAG_IGNORE:
 	default:

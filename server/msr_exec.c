@@ -2,13 +2,19 @@
  * server/msr_exec.c — READ, WRITE and BATCH: policy check, write-mask check, execution.
  *
  * A request is checked whole before anything runs:
- *   1. every op against the client's grant: CPU exists, address readable / writable at all;
+ *   1. every op against the client's grant: CPU exists, address readable / writable at all, a
+ *      slot read names a slot this connection holds (resolved to its counter register), an
+ *      energy read names an energy-status register msrd keeps a total for (a registered batch
+ *      had its grants checked at registration; only the rest is done again);
  *   2. for writes, the register's current value is read and the write is allowed only when every
  *      bit it changes is inside the write mask (a write after an earlier write of the same batch
- *      to the same register is checked against that earlier value);
+ *      to the same register is checked against that earlier value), and no write may touch a
+ *      counter slot another connection holds;
  *   3. the original value of every register about to be written for the first time is
  *      remembered (restored at SIGTERM);
- *   4. the ops run in order, each with its own status (-EIO for a register the CPU lacks).
+ *   4. the ops run in order, each with its own status (-EIO for a register the CPU lacks);
+ *   5. readings of energy registers extend their 64-bit totals and get the client's coarse
+ *      grant applied; slot readings are cut to the counter's width.
  * Any refusal in 1-2 refuses the whole request: nothing is written.
  *
  * Backends that expose a device descriptor per CPU run steps 2 and 4 as io_uring reads and writes
@@ -38,13 +44,9 @@ struct msr_job {
 	struct msr_op *ops;
 	uint64_t *current;
 	int32_t *current_status;
+	uint64_t *totals;
+	uint8_t *kinds;
 } __attribute__((aligned(16)));
-
-/* The first refusal of a request, for the client's detail text and the log line. */
-struct refusal {
-	uint32_t index;
-	char reason[128];
-};
 
 static void refusal_note(struct refusal *refusal, uint32_t refused, uint32_t index,
 			 const char *format, ...) __attribute__((format(printf, 4, 5)));
@@ -62,32 +64,70 @@ static void refusal_note(struct refusal *refusal, uint32_t refused, uint32_t ind
 	va_end(arguments);
 }
 
-/* Step 1: what the grant and the machine allow without looking at any register. */
-static uint32_t check_grants(const struct client *client, struct msr_op *ops, uint32_t count,
-			     struct refusal *refusal)
+/* A slot read becomes a read of the slot's counter register. */
+static int resolve_slot_read(const struct client *client, struct msr_op *op)
+{
+	const struct slot *slot = slots_find(client, op->address);
+
+	if (slot == NULL)
+		return -ENOENT;
+	op->cpu = slot->cpu;
+	op->address = slots_counter_address(client->server, slot);
+	return 0;
+}
+
+/* Step 1 for one op: 0, or its refusal (status set, reason noted). */
+static int check_op(const struct client *client, struct msr_op *op, uint8_t kind,
+		    bool validated, char *reason, size_t size)
 {
 	uint32_t cpus = backend_cpu_count(client->server->backend);
+	uint32_t slot_id = op->address;
+
+	if (op->status == -EOPNOTSUPP) {
+		snprintf(reason, size, "op kind not supported by this server");
+		return op->status;
+	}
+	if (op->status < 0) {
+		snprintf(reason, size, "op with non-zero flags");
+		return op->status;
+	}
+	if (kind == WIRE_BATCH_SLOT_READ && resolve_slot_read(client, op) < 0) {
+		snprintf(reason, size, "no counter slot %u on this connection", slot_id);
+		return op->status = -ENOENT;
+	}
+	if (op->cpu >= cpus) {
+		snprintf(reason, size, "no CPU %u (the machine has %u)", op->cpu, cpus);
+		return op->status = -ENXIO;
+	}
+	if (kind == WIRE_BATCH_ENERGY_READ &&
+	    energy_find(client->server, op->cpu, op->address) == NULL) {
+		snprintf(reason, size, "not an energy-status register msrd keeps a total for");
+		return op->status = -EINVAL;
+	}
+	if (validated)
+		return 0;
+	if (op->write && policy_write_mask(client->grant, op->address) == 0) {
+		snprintf(reason, size, "write not granted");
+		return op->status = -EPERM;
+	}
+	if (!op->write && !policy_allows_read(client->grant, op->address)) {
+		snprintf(reason, size, "read not granted");
+		return op->status = -EPERM;
+	}
+	return 0;
+}
+
+/* Step 1: what the grant and the machine allow without looking at any register. */
+uint32_t msr_exec_check(const struct client *client, struct msr_op *ops, const uint8_t *kinds,
+			uint32_t count, bool validated, struct refusal *refusal)
+{
 	uint32_t refused = 0;
+	char reason[sizeof(refusal->reason)];
 
 	for (uint32_t i = 0; i < count; i++) {
-		struct msr_op *op = &ops[i];
-		if (op->status == -EOPNOTSUPP) {
-			refusal_note(refusal, refused, i, "op kind not supported by this server");
-		} else if (op->status < 0) {
-			refusal_note(refusal, refused, i, "op with non-zero flags");
-		} else if (op->cpu >= cpus) {
-			op->status = -ENXIO;
-			refusal_note(refusal, refused, i, "no CPU %u (the machine has %u)", op->cpu,
-				     cpus);
-		} else if (op->write && policy_write_mask(client->grant, op->address) == 0) {
-			op->status = -EPERM;
-			refusal_note(refusal, refused, i, "write not granted");
-		} else if (!op->write && !policy_allows_read(client->grant, op->address)) {
-			op->status = -EPERM;
-			refusal_note(refusal, refused, i, "read not granted");
-		} else {
+		if (check_op(client, &ops[i], kinds[i], validated, reason, sizeof(reason)) == 0)
 			continue;
-		}
+		refusal_note(refusal, refused, i, "%s", reason);
 		refused++;
 	}
 	return refused;
@@ -129,9 +169,15 @@ static uint32_t check_writes(const struct client *client, struct msr_op *ops, ui
 		before = prior >= 0 ? ops[prior].value : current[i];
 		status = policy_allows_write(client->grant, op->address, before, op->value);
 		if (status == 0)
+			status = slots_write_conflict(client->server, client, op->cpu, op->address,
+						      before, op->value);
+		if (status == 0)
 			continue;
 		op->status = status;
-		if (status == -EACCES)
+		if (status == -EBUSY)
+			refusal_note(refusal, refused, i,
+				     "a counter slot another client holds uses this register");
+		else if (status == -EACCES)
 			refusal_note(refusal, refused, i,
 				     "write 0x%llx over 0x%llx changes bits 0x%llx outside the mask "
 				     "0x%llx",
@@ -165,8 +211,14 @@ static int remember_originals(struct msrd *server, const struct msr_op *ops, uin
 
 /* ---- replies ---- */
 
-static void reply_batch(struct client *client, uint32_t request_id, const struct msr_op *ops,
-			uint32_t count, uint16_t status, bool refused)
+static bool batch_shaped(uint16_t op)
+{
+	return op == WIRE_OP_BATCH || op == WIRE_OP_BATCH_RUN;
+}
+
+static void reply_batch(struct client *client, uint16_t op, uint32_t request_id,
+			const struct msr_op *ops, const uint64_t *totals, uint32_t count,
+			uint16_t status, bool refused)
 {
 	size_t room = WIRE_BATCH_HEADER_SIZE + (size_t)count * WIRE_BATCH_RESULT_SIZE;
 	uint8_t *space = client_reply_space(client, WIRE_HEADER_SIZE + room);
@@ -178,23 +230,25 @@ static void reply_batch(struct client *client, uint32_t request_id, const struct
 	wire_writer_init(&writer, space + WIRE_HEADER_SIZE, room);
 	wire_put_batch_header(&writer, count);
 	for (uint32_t i = 0; i < count; i++) {
+		bool ran = ops[i].status == 0 && !refused;
 		struct wire_batch_result result = {
-			.value = ops[i].status == 0 && !refused ? ops[i].value : 0,
+			.value = ran ? ops[i].value : 0,
+			.aux = ran && totals != NULL ? totals[i] : 0,
 			.status = refused && ops[i].status == 0
 					  ? (uint16_t)WIRE_STATUS_NOT_RUN
 					  : wire_status_from_errno(ops[i].status),
 		};
 		wire_put_batch_result(&writer, &result);
 	}
-	length = wire_frame_finish(space, WIRE_HEADER_SIZE + room, WIRE_OP_BATCH, WIRE_FLAG_REPLY,
-				   status, request_id, writer.used);
+	length = wire_frame_finish(space, WIRE_HEADER_SIZE + room, op, WIRE_FLAG_REPLY, status,
+				   request_id, writer.used);
 	if (length > 0)
 		client_reply_commit(client, (size_t)length, -1);
 }
 
-static void reply_refused(struct client *client, uint16_t op, uint32_t request_id,
-			  const struct msr_op *ops, uint32_t count, uint32_t refused,
-			  const struct refusal *refusal)
+void msr_exec_reply_refused(struct client *client, uint16_t op, uint32_t request_id,
+			    const struct msr_op *ops, uint32_t count, uint32_t refused,
+			    const struct refusal *refusal)
 {
 	const struct msr_op *first = &ops[refusal->index];
 	uint16_t status = wire_status_from_errno(first->status);
@@ -206,8 +260,8 @@ static void reply_refused(struct client *client, uint16_t op, uint32_t request_i
 	else
 		snprintf(reason, sizeof(reason), "%s", refusal->reason);
 	dispatch_log_refusal(client, op, first->cpu, first->address, reason);
-	if (op == WIRE_OP_BATCH) {
-		reply_batch(client, request_id, ops, count, status, true);
+	if (batch_shaped(op)) {
+		reply_batch(client, op, request_id, ops, NULL, count, status, true);
 		return;
 	}
 	client_reply_error(client, op, request_id, status, "uid %u, cpu %u, MSR 0x%x: %s",
@@ -215,13 +269,17 @@ static void reply_refused(struct client *client, uint16_t op, uint32_t request_i
 }
 
 static void reply_results(struct client *client, uint16_t op, uint32_t request_id,
-			  const struct msr_op *ops, uint32_t count)
+			  const struct msr_op *ops, const uint64_t *totals, uint32_t count)
 {
+	size_t room = op == WIRE_OP_ENERGY_READ ? WIRE_ENERGY_READ_REPLY_SIZE
+		      : op == WIRE_OP_READ	 ? WIRE_READ_REPLY_SIZE
+						 : 0;
+	struct wire_writer writer;
 	uint8_t *space;
 	int length;
 
-	if (op == WIRE_OP_BATCH) {
-		reply_batch(client, request_id, ops, count, WIRE_STATUS_OK, false);
+	if (batch_shaped(op)) {
+		reply_batch(client, op, request_id, ops, totals, count, WIRE_STATUS_OK, false);
 		return;
 	}
 	if (ops[0].status < 0) {
@@ -230,34 +288,50 @@ static void reply_results(struct client *client, uint16_t op, uint32_t request_i
 				   strerror(-ops[0].status));
 		return;
 	}
-	space = client_reply_space(client, WIRE_HEADER_SIZE + WIRE_READ_REPLY_SIZE);
+	space = client_reply_space(client, WIRE_HEADER_SIZE + room);
 	if (space == NULL)
 		return;
-	if (op == WIRE_OP_READ) {
-		struct wire_writer writer;
-		wire_writer_init(&writer, space + WIRE_HEADER_SIZE, WIRE_READ_REPLY_SIZE);
+	wire_writer_init(&writer, space + WIRE_HEADER_SIZE, room);
+	if (op == WIRE_OP_READ)
 		wire_put_u64(&writer, ops[0].value);
-	}
-	length = wire_frame_finish(space, WIRE_HEADER_SIZE + WIRE_READ_REPLY_SIZE, op,
-				   WIRE_FLAG_REPLY, WIRE_STATUS_OK, request_id,
-				   op == WIRE_OP_READ ? WIRE_READ_REPLY_SIZE : 0);
+	else if (op == WIRE_OP_ENERGY_READ)
+		wire_put_energy_reading(&writer, ops[0].value, totals[0]);
+	length = wire_frame_finish(space, WIRE_HEADER_SIZE + room, op, WIRE_FLAG_REPLY,
+				   WIRE_STATUS_OK, request_id, writer.used);
 	if (length > 0)
 		client_reply_commit(client, (size_t)length, -1);
 }
 
+/* Step 5, then the reply. */
+static void finish_and_reply(struct client *client, uint16_t op, uint32_t request_id,
+			     struct msr_op *ops, const uint8_t *kinds, uint64_t *totals,
+			     uint32_t count)
+{
+	for (uint32_t i = 0; i < count; i++) {
+		if (kinds[i] == WIRE_BATCH_SLOT_READ && ops[i].status == 0)
+			ops[i].value &= slots_counter_mask(client->server, ops[i].address);
+	}
+	energy_finish_reads(client, ops, kinds, totals, count);
+	reply_results(client, op, request_id, ops, totals, count);
+}
+
 /* ---- synchronous execution (sim, msr-safe) ---- */
 
-static void run_sync(struct client *client, uint16_t op, uint32_t request_id, struct msr_op *ops,
-		     uint32_t count, bool has_writes)
+static void run_sync(struct client *client, const struct msr_request *request, bool has_writes)
 {
 	struct msrd *server = client->server;
 	struct refusal refusal = { 0 };
+	struct msr_op *ops = request->ops;
+	uint32_t count = request->count;
+	uint16_t op = request->op;
+	uint32_t request_id = request->request_id;
 	int status;
 
 	if (count == 1 && !has_writes) {
 		ops[0].status = backend_read(server->backend, ops[0].cpu, ops[0].address,
 					     &ops[0].value);
-		reply_results(client, op, request_id, ops, count);
+		finish_and_reply(client, op, request_id, ops, request->kinds, server->scratch_totals,
+				 count);
 		return;
 	}
 	if (has_writes) {
@@ -271,7 +345,8 @@ static void run_sync(struct client *client, uint16_t op, uint32_t request_id, st
 		refused = check_writes(client, ops, count, server->scratch_current,
 				       server->scratch_current_status, &refusal);
 		if (refused > 0) {
-			reply_refused(client, op, request_id, ops, count, refused, &refusal);
+			msr_exec_reply_refused(client, op, request_id, ops, count, refused,
+					       &refusal);
 			return;
 		}
 		status = remember_originals(server, ops, count, server->scratch_current);
@@ -286,7 +361,8 @@ static void run_sync(struct client *client, uint16_t op, uint32_t request_id, st
 		for (uint32_t i = 0; i < count; i++)
 			ops[i].status = status;
 	}
-	reply_results(client, op, request_id, ops, count);
+	finish_and_reply(client, op, request_id, ops, request->kinds, server->scratch_totals,
+			 count);
 }
 
 /* ---- asynchronous execution through io_uring ---- */
@@ -307,11 +383,13 @@ static bool backend_is_async(const struct msrd *server, const struct msr_op *ops
 	return true;
 }
 
-static struct msr_job *job_new(struct client *client, uint16_t op, uint32_t request_id,
-			       const struct msr_op *ops, uint32_t count, bool has_writes)
+static struct msr_job *job_new(struct client *client, const struct msr_request *request,
+			       bool has_writes)
 {
+	uint32_t count = request->count;
 	size_t head = (sizeof(struct msr_job) + 15u) & ~(size_t)15u;
-	size_t bytes = head + count * (sizeof(struct msr_op) + sizeof(uint64_t) + sizeof(int32_t));
+	size_t bytes = head + count * (sizeof(struct msr_op) + 2 * sizeof(uint64_t) +
+				       sizeof(int32_t) + sizeof(uint8_t));
 	struct msr_job *job = aligned_alloc(16, (bytes + 15u) & ~(size_t)15u);
 
 	if (job == NULL)
@@ -319,16 +397,20 @@ static struct msr_job *job_new(struct client *client, uint16_t op, uint32_t requ
 	*job = (struct msr_job){
 		.server = client->server,
 		.client = client,
-		.op = op,
-		.request_id = request_id,
+		.op = request->op,
+		.request_id = request->request_id,
 		.count = count,
 		.has_writes = has_writes,
 	};
 	job->ops = (struct msr_op *)((uint8_t *)job + head);
 	job->current = (uint64_t *)(job->ops + count);
-	job->current_status = (int32_t *)(job->current + count);
-	memcpy(job->ops, ops, sizeof(*ops) * count);
+	job->totals = job->current + count;
+	job->current_status = (int32_t *)(job->totals + count);
+	job->kinds = (uint8_t *)(job->current_status + count);
+	memcpy(job->ops, request->ops, sizeof(struct msr_op) * count);
+	memcpy(job->kinds, request->kinds, count);
 	memset(job->current, 0, sizeof(uint64_t) * count);
+	memset(job->totals, 0, sizeof(uint64_t) * count);
 	memset(job->current_status, 0, sizeof(int32_t) * count);
 	return job;
 }
@@ -407,8 +489,8 @@ static void finish_check(struct msr_job *job)
 
 	if (refused > 0) {
 		release_write_lock(job->server);
-		reply_refused(job->client, job->op, job->request_id, job->ops, job->count, refused,
-			      &refusal);
+		msr_exec_reply_refused(job->client, job->op, job->request_id, job->ops, job->count,
+				       refused, &refusal);
 		job_end(job);
 		return;
 	}
@@ -452,18 +534,18 @@ void msr_exec_on_completion(struct msrd *server, const struct io_uring_cqe *cqe)
 	}
 	if (job->has_writes && server->write_owner == job)
 		release_write_lock(server);
-	reply_results(job->client, job->op, job->request_id, job->ops, job->count);
+	finish_and_reply(job->client, job->op, job->request_id, job->ops, job->kinds, job->totals,
+			 job->count);
 	job_end(job);
 }
 
-static void run_async(struct client *client, uint16_t op, uint32_t request_id,
-		      const struct msr_op *ops, uint32_t count, bool has_writes)
+static void run_async(struct client *client, const struct msr_request *request, bool has_writes)
 {
 	struct msrd *server = client->server;
-	struct msr_job *job = job_new(client, op, request_id, ops, count, has_writes);
+	struct msr_job *job = job_new(client, request, has_writes);
 
 	if (job == NULL) {
-		client_reply_error(client, op, request_id, WIRE_STATUS_NO_MEMORY,
+		client_reply_error(client, request->op, request->request_id, WIRE_STATUS_NO_MEMORY,
 				   "no memory for the request");
 		return;
 	}
@@ -485,22 +567,23 @@ static void run_async(struct client *client, uint16_t op, uint32_t request_id,
 	start_check(job);
 }
 
-void msr_exec_request(struct client *client, uint16_t op, uint32_t request_id,
-		      struct msr_op *ops, uint32_t count)
+void msr_exec_request(struct client *client, const struct msr_request *request)
 {
 	struct refusal refusal = { 0 };
 	bool has_writes = false;
 	uint32_t refused;
 
-	refused = check_grants(client, ops, count, &refusal);
+	refused = msr_exec_check(client, request->ops, request->kinds, request->count,
+				 request->validated, &refusal);
 	if (refused > 0) {
-		reply_refused(client, op, request_id, ops, count, refused, &refusal);
+		msr_exec_reply_refused(client, request->op, request->request_id, request->ops,
+				       request->count, refused, &refusal);
 		return;
 	}
-	for (uint32_t i = 0; i < count; i++)
-		has_writes |= ops[i].write;
-	if (backend_is_async(client->server, ops, count))
-		run_async(client, op, request_id, ops, count, has_writes);
+	for (uint32_t i = 0; i < request->count; i++)
+		has_writes |= request->ops[i].write;
+	if (backend_is_async(client->server, request->ops, request->count))
+		run_async(client, request, has_writes);
 	else
-		run_sync(client, op, request_id, ops, count, has_writes);
+		run_sync(client, request, has_writes);
 }

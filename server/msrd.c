@@ -180,6 +180,7 @@ void msrd_begin_shutdown(struct msrd *server, const char *why)
 		next = client->next;
 		client_close(client, "server shutting down");
 	}
+	schedule_stop_all(server, why);
 }
 
 static int encode_machine_info(struct msrd *server)
@@ -222,8 +223,11 @@ static int encode_machine_info(struct msrd *server)
 
 static int open_backend(struct msrd *server)
 {
-	char why[512] = "";
-	int status = backend_open(&server->config->backend, &server->backend, why, sizeof(why));
+	char why[1024] = "";
+	int status;
+
+	devlimits_log(&server->config->backend);
+	status = backend_open(&server->config->backend, &server->backend, why, sizeof(why));
 
 	if (status < 0) {
 		log_error("opening the %s backend: %s%s%s",
@@ -238,7 +242,12 @@ static int open_backend(struct msrd *server)
 		log_warn_errno(status, "reading the machine description");
 		return status;
 	}
-	return encode_machine_info(server);
+	status = slots_init(&server->slots, &server->machine);
+	if (status == 0)
+		status = energy_init(server);
+	if (status == 0)
+		status = encode_machine_info(server);
+	return status;
 }
 
 static int setup_signals(sigset_t *mask)
@@ -271,7 +280,10 @@ static void server_cleanup(struct msrd *server)
 	if (server->signal_fd >= 0)
 		close(server->signal_fd);
 	loop_exit(&server->loop);
+	schedule_free_all(server);
 	ringdir_free(&server->rings);
+	slots_free(&server->slots);
+	energy_free(&server->energy);
 	msrstate_free(&server->saved);
 	if (server->backend != NULL)
 		backend_close(server->backend);
@@ -307,6 +319,7 @@ static int start_server(struct msrd *server, sigset_t *mask)
 		log_warn_errno(status, "setting up io_uring");
 		return status;
 	}
+	energy_arm(server);
 	return 0;
 }
 

@@ -17,6 +17,7 @@ enum option_id {
 	OPT_SIM_MODEL,
 	OPT_SIM_VIRTUAL_TIME,
 	OPT_SIM_LOAD_SCRIPT,
+	OPT_SIM_ACCESS_STEP,
 	OPT_MODELS_DIR,
 	OPT_DEV_ROOT,
 	OPT_LOG_LEVEL,
@@ -44,6 +45,7 @@ static const struct option long_options[] = {
 	{ "sim-model", required_argument, NULL, OPT_SIM_MODEL },
 	{ "sim-virtual-time", no_argument, NULL, OPT_SIM_VIRTUAL_TIME },
 	{ "sim-load-script", required_argument, NULL, OPT_SIM_LOAD_SCRIPT },
+	{ "sim-access-step-ns", required_argument, NULL, OPT_SIM_ACCESS_STEP },
 	{ "models-dir", required_argument, NULL, OPT_MODELS_DIR },
 	{ "dev-root", required_argument, NULL, OPT_DEV_ROOT },
 	{ "foreground", no_argument, NULL, 'f' },
@@ -91,6 +93,7 @@ void options_usage(FILE *out)
 		"  --models-dir DIR           directory of simulated CPU models\n"
 		"  --sim-virtual-time         simulated time moves only when a client advances it\n"
 		"  --sim-load-script FILE     scripted load for the simulated CPU\n"
+		"  --sim-access-step-ns N     virtual time: each register access moves time by N ns\n"
 		"Limits:\n"
 		"  --max-clients N            connected clients (default 8192)\n"
 		"  --max-rings-per-client N   rings one connection may create or open (default 64)\n"
@@ -177,6 +180,7 @@ static const struct number_option number_options[] = {
 	{ OPT_MAX_RINGS, "--max-rings-per-client", 10, 1, 4096 },
 	{ OPT_RING_MEMORY_MIB, "--ring-memory-mib", 10, 1, 1ull << 20 },
 	{ OPT_RECV_BUFFERS, "--recv-buffers", 10, 1, 32768 },
+	{ OPT_SIM_ACCESS_STEP, "--sim-access-step-ns", 10, 0, 1000000000ull },
 };
 
 static void store_number(struct msrd_config *config, int id, unsigned long long value)
@@ -191,6 +195,7 @@ static void store_number(struct msrd_config *config, int id, unsigned long long 
 	case OPT_MAX_RINGS: config->max_rings_per_client = (unsigned)value; break;
 	case OPT_RING_MEMORY_MIB: config->ring_memory_max = value << 20; break;
 	case OPT_RECV_BUFFERS: config->recv_buffers = (unsigned)value; break;
+	case OPT_SIM_ACCESS_STEP: config->backend.sim_access_step_ns = value; break;
 	default: break;
 	}
 }
@@ -287,5 +292,7 @@ int options_parse(int argc, char **argv, struct msrd_config *config)
 		return bad_option("%s", "--recv-buffers must be a power of two");
 	if (config->backend.sim_virtual_time && config->backend.kind != BACKEND_SIM)
 		return bad_option("%s", "--sim-virtual-time needs --backend sim");
+	if (config->backend.sim_access_step_ns != 0 && !config->backend.sim_virtual_time)
+		return bad_option("%s", "--sim-access-step-ns needs --sim-virtual-time");
 	return 0;
 }

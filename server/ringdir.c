@@ -6,8 +6,8 @@
  * server-wide in creation order from 1, so an instance number is never reused while msrd runs
  * and "instance 0" can mean "the newest ring of (major, minor)".
  *
- * Lifetime: an entry lives while its producer is connected or any connected client that opened
- * it is; once neither holds it, it stays listed for the grace period (so a monitor that arrives
+ * Lifetime: an entry lives while its producer is connected (or, for a ring msrd produces itself,
+ * its schedule runs) or any connected client that opened it is; once neither holds it, it stays listed for the grace period (so a monitor that arrives
  * just after a short-lived producer exited can still drain it), then it is dropped. Dropping an
  * entry never affects mappings consumers already hold.
  */
@@ -91,7 +91,7 @@ static int insert_entry(struct ringdir *dir, struct ring_entry *entry)
 }
 
 static void params_from_request(const struct wire_ring_create *request, uint32_t instance,
-				pid_t producer_pid, struct ring_params *params)
+				int32_t producer_pid, struct ring_params *params)
 {
 	memset(params, 0, sizeof(*params));
 	params->major = request->major;
@@ -116,7 +116,7 @@ static void params_from_request(const struct wire_ring_create *request, uint32_t
 	}
 }
 
-int ringdir_create(struct ringdir *dir, struct client *producer,
+int ringdir_create(struct ringdir *dir, struct client *producer, int32_t producer_pid,
 		   const struct wire_ring_create *request, struct ring_entry **out, int *fd_out)
 {
 	struct ring_params params;
@@ -126,7 +126,7 @@ int ringdir_create(struct ringdir *dir, struct client *producer,
 	int fd = -1;
 	int status;
 
-	params_from_request(request, dir->next_instance, producer->pid, &params);
+	params_from_request(request, dir->next_instance, producer_pid, &params);
 	status = ring_params_check(&params);
 	if (status < 0)
 		return status;
@@ -155,6 +155,7 @@ int ringdir_create(struct ringdir *dir, struct client *producer,
 		.producer_pid = params.producer_pid,
 		.bytes = bytes,
 		.producer = producer,
+		.scheduled = producer == NULL,
 	};
 	status = insert_entry(dir, entry);
 	if (status < 0)
@@ -207,6 +208,11 @@ int ringdir_open(struct ringdir *dir, uint16_t major, uint16_t minor, uint32_t i
 	return 0;
 }
 
+static bool orphaned(const struct ring_entry *entry)
+{
+	return entry->producer == NULL && !entry->scheduled && entry->consumers == 0;
+}
+
 void ringdir_release(struct ringdir *dir, struct ring_entry *entry, bool producer, uint64_t now_ns)
 {
 	(void)dir;
@@ -214,7 +220,15 @@ void ringdir_release(struct ringdir *dir, struct ring_entry *entry, bool produce
 		entry->producer = NULL;
 	else if (entry->consumers > 0)
 		entry->consumers--;
-	if (entry->producer == NULL && entry->consumers == 0)
+	if (orphaned(entry))
+		entry->orphaned_ns = now_ns;
+}
+
+void ringdir_release_scheduled(struct ringdir *dir, struct ring_entry *entry, uint64_t now_ns)
+{
+	(void)dir;
+	entry->scheduled = false;
+	if (orphaned(entry))
 		entry->orphaned_ns = now_ns;
 }
 
@@ -225,7 +239,7 @@ bool ringdir_expire(struct ringdir *dir, uint64_t now_ns)
 
 	for (size_t i = 0; i < dir->count; i++) {
 		struct ring_entry *entry = dir->entries[i];
-		bool orphan = entry->producer == NULL && entry->consumers == 0;
+		bool orphan = orphaned(entry);
 		if (orphan && now_ns - entry->orphaned_ns >= dir->grace_ns) {
 			log_info("ring %u.%u.%u dropped: no producer or consumer for its grace period",
 				 entry->major, entry->minor, entry->instance);
@@ -247,7 +261,8 @@ void ringdir_entry_to_wire(const struct ring_entry *entry, struct wire_ring_entr
 		.minor = entry->minor,
 		.instance = entry->instance,
 		.capacity = entry->capacity,
-		.flags = entry->producer != NULL ? WIRE_RING_PRODUCER_CONNECTED : 0,
+		.flags = entry->producer != NULL || entry->scheduled ? WIRE_RING_PRODUCER_CONNECTED
+								      : 0,
 		.producer_pid = entry->producer_pid,
 		.consumers = entry->consumers,
 		.bytes = entry->bytes,

@@ -12,6 +12,11 @@
  *   ringdir.c   the ring directory
  *   msrstate.c  original values of every MSR msrd wrote, restored at exit
  *   privilege.c capabilities and resource limits
+ *   slots.c     counter slots: who holds which PMC / fixed counter, programming, restore
+ *   energy.c    64-bit energy totals: wrap-safe sampling, coarse (rate/resolution) grants
+ *   handles.c   registered (validated once) batches
+ *   schedule.c  registered batches run every period into a ring
+ *   devlimits.c what limits the real MSR device, logged at start
  */
 #ifndef HAECER_SERVER_SERVER_H
 #define HAECER_SERVER_SERVER_H
@@ -83,6 +88,8 @@ enum loop_tag {
 	TAG_SEND = 5,
 	TAG_MSR_CHECK = 6,
 	TAG_MSR_RUN = 7,
+	TAG_ENERGY = 8,   /* the energy sampler's timeout */
+	TAG_SCHEDULE = 9, /* a schedule's period timeout */
 };
 
 #define LOOP_BUFFER_GROUP 1
@@ -122,6 +129,9 @@ uint64_t msrd_now_ns(void);
 struct msrd;
 struct msr_job;
 struct ring_entry;
+struct slot;
+struct registered_batch;
+struct energy_coarse;
 
 struct output_buffer {
 	uint8_t *data;
@@ -144,6 +154,8 @@ struct ring_ref {
 #define CLIENT_PAUSE_BYTES (64u * 1024u)  /* queued reply bytes before it stops reading */
 #define CLIENT_MAX_QUEUED (512u * 1024u)  /* queued reply bytes that drop the client */
 #define CLIENT_MAX_INPUT (2u * WIRE_MAX_FRAME)
+#define CLIENT_MAX_SLOTS 256u             /* counter slots one connection may hold */
+#define CLIENT_MAX_HANDLES 64u            /* registered batches per connection */
 
 struct client {
 	struct client *prev;
@@ -183,6 +195,14 @@ struct client {
 	struct ring_ref *rings;
 	uint16_t ring_count;
 	uint16_t ring_capacity;
+
+	struct slot *slots;            /* counter slots held, newest first */
+	uint32_t slot_count;
+	uint32_t next_slot_id;
+	struct registered_batch **handles;  /* indexed by handle - 1; NULL entries are free */
+	uint32_t handle_capacity;
+	uint32_t handle_count;
+	struct energy_coarse *energy_coarse; /* per energy counter, for coarse grants; lazily */
 
 	uint64_t frame_started_ns;     /* a partial frame is pending since; 0 none */
 	uint64_t send_started_ns;      /* the send in flight started; 0 none */
@@ -231,15 +251,55 @@ void dispatch_frame(struct client *client, const struct wire_header *header,
 /* Log one refusal line: uid, pid, op, cpu, address, reason. */
 void dispatch_log_refusal(const struct client *client, uint16_t op, uint32_t cpu,
 			  uint32_t address, const char *reason);
+/* A payload of the wrong shape: ERROR frame, then the connection closes. */
+void dispatch_malformed(struct client *client, const struct wire_header *header, size_t length);
+/* Reserve a reply with room for `payload_room` bytes of payload and a writer over it; NULL when
+ * the client is being dropped. dispatch_reply_end finishes it as an OK reply (with fd or -1). */
+uint8_t *dispatch_reply_begin(struct client *client, size_t payload_room,
+			      struct wire_writer *writer);
+void dispatch_reply_end(struct client *client, uint8_t *space, const struct wire_header *request,
+			const struct wire_writer *writer, int fd);
+void dispatch_reply_empty(struct client *client, const struct wire_header *request);
+/* Decode a BATCH-shaped payload into server->scratch and scratch_kinds (unknown kinds and bad
+ * flags become op statuses that refuse it). A malformed or out-of-range one is answered here and
+ * returns < 0. */
+int dispatch_decode_batch(struct client *client, const struct wire_header *header,
+			  const uint8_t *payload, size_t length, uint32_t *count);
 
 /* ---- MSR requests (msr_exec.c) ---- */
 
-/* Run ops (already decoded, `count` >= 1) for a READ, WRITE or BATCH request: policy check,
- * write-mask check against current values, then execution synchronously or through io_uring.
- * The reply is queued when done (now or later); while it runs, client->job is set. */
-void msr_exec_request(struct client *client, uint16_t op, uint32_t request_id,
-		      struct msr_op *ops, uint32_t count);
+/* One request of MSR ops: READ, WRITE, ENERGY_READ (one op), BATCH or BATCH_RUN. */
+struct msr_request {
+	uint16_t op;
+	uint32_t request_id;
+	struct msr_op *ops;            /* decoded; count >= 1 */
+	uint8_t *kinds;                /* enum wire_batch_kind per op */
+	uint32_t count;
+	bool validated;                /* a registered batch: its grants were checked already */
+};
+
+/* The first refusal of a request, for the client's detail text and the log line. */
+struct refusal {
+	uint32_t index;
+	char reason[128];
+};
+
+/* Run a request: policy check (unless validated), slot ids resolved to their counters, write-mask
+ * and slot-ownership checks against current values, then execution synchronously or through
+ * io_uring, then energy totals and coarse grants applied to the readings. The reply is queued
+ * when done (now or later); while it runs, client->job is set. The arrays are copied when the
+ * request outlives the call. */
+void msr_exec_request(struct client *client, const struct msr_request *request);
 void msr_exec_on_completion(struct msrd *server, const struct io_uring_cqe *cqe);
+/* Step 1 alone (what BATCH_REGISTER validates): kinds, CPUs, policy grants, slot ids held,
+ * energy registers known. Returns how many ops were refused; each refused op has its status. */
+uint32_t msr_exec_check(const struct client *client, struct msr_op *ops, const uint8_t *kinds,
+			uint32_t count, bool validated, struct refusal *refusal);
+/* Refuse a request whose ops carry their statuses: log line, and the reply (BATCH-shaped for
+ * BATCH and BATCH_RUN, a text naming the first refused op otherwise). */
+void msr_exec_reply_refused(struct client *client, uint16_t op, uint32_t request_id,
+			    const struct msr_op *ops, uint32_t count, uint32_t refused,
+			    const struct refusal *refusal);
 
 /* ---- ring directory (ringdir.c) ---- */
 
@@ -251,7 +311,8 @@ struct ring_entry {
 	uint32_t capacity;
 	int32_t producer_pid;
 	uint64_t bytes;
-	struct client *producer;       /* NULL once the producer disconnected */
+	struct client *producer;       /* NULL once the producer disconnected (or msrd produces) */
+	bool scheduled;                /* msrd produces it for a running schedule */
 	uint32_t consumers;            /* references held by connected clients that opened it */
 	uint64_t orphaned_ns;          /* producer gone and no consumer since; 0 otherwise */
 };
@@ -268,9 +329,10 @@ struct ringdir {
 
 void ringdir_init(struct ringdir *dir, uint64_t max_bytes, uint64_t grace_ns);
 void ringdir_free(struct ringdir *dir);
-/* Create and register a ring; *fd_out is a new read-write descriptor for the producer. */
-int ringdir_create(struct ringdir *dir, struct client *producer, const struct wire_ring_create *request,
-		   struct ring_entry **out, int *fd_out);
+/* Create and register a ring; *fd_out is a new read-write descriptor for the producer. A NULL
+ * producer means msrd produces it for a schedule (until ringdir_release_scheduled). */
+int ringdir_create(struct ringdir *dir, struct client *producer, int32_t producer_pid,
+		   const struct wire_ring_create *request, struct ring_entry **out, int *fd_out);
 /* Find (major, minor, instance), instance 0 = newest; a new read-only fd for a consumer. */
 int ringdir_open(struct ringdir *dir, uint16_t major, uint16_t minor, uint32_t instance,
 		 struct ring_entry **out, int *fd_out);
@@ -279,9 +341,162 @@ size_t ringdir_lower_bound(const struct ringdir *dir, uint16_t major, uint16_t m
 			   uint32_t instance);
 /* A client dropped its reference (disconnect). */
 void ringdir_release(struct ringdir *dir, struct ring_entry *entry, bool producer, uint64_t now_ns);
+/* The schedule producing a ring stopped. */
+void ringdir_release_scheduled(struct ringdir *dir, struct ring_entry *entry, uint64_t now_ns);
 /* Remove orphans whose grace period has passed; true while some orphan is still waiting. */
 bool ringdir_expire(struct ringdir *dir, uint64_t now_ns);
 void ringdir_entry_to_wire(const struct ring_entry *entry, struct wire_ring_entry *out);
+
+/* ---- counter slots (slots.c) ---- */
+
+struct slot {
+	struct slot *next;             /* the owner's list */
+	struct client *owner;
+	uint32_t id;                   /* per connection, from 1 */
+	uint32_t cpu;
+	uint16_t kind;                 /* WIRE_SLOT_* */
+	uint16_t index;
+	uint64_t config;               /* programmed selection, EN excluded (fixed: 4-bit field) */
+	bool enabled;
+	uint64_t saved_counter;        /* what the registers held before the slot was taken */
+	uint64_t saved_control;        /* event select, or the fixed counter's 4-bit field */
+	bool saved_global_bit;
+};
+
+struct slot_table {
+	bool amd;                      /* PERF_CTL/PERF_CTR pairs, no global control */
+	bool has_global;               /* IA32_PERF_GLOBAL_CTRL exists (perfmon v2 and later) */
+	uint32_t cpu_count;
+	uint32_t gp_count;
+	uint32_t fixed_count;
+	uint8_t gp_width;
+	uint8_t fixed_width;
+	struct slot **holders;         /* cpu_count x (gp_count + fixed_count); NULL = free */
+};
+
+/* The counters of the machine, from CPUID 0xA (Intel) or the family (AMD 17h and later: six
+ * PERF_CTL/PERF_CTR pairs of 48 bits). */
+int slots_init(struct slot_table *table, const struct machine_info *machine);
+void slots_free(struct slot_table *table);
+void slots_handle_alloc(struct client *client, const struct wire_header *header,
+			const uint8_t *payload, size_t length);
+void slots_handle_program(struct client *client, const struct wire_header *header,
+			  const uint8_t *payload, size_t length);
+void slots_handle_control(struct client *client, const struct wire_header *header,
+			  const uint8_t *payload, size_t length);
+void slots_handle_read(struct client *client, const struct wire_header *header,
+		       const uint8_t *payload, size_t length);
+void slots_handle_free(struct client *client, const struct wire_header *header,
+		       const uint8_t *payload, size_t length);
+/* Free every slot of a client that is going away, restoring the registers. */
+void slots_release_client(struct client *client);
+/* The slot `id` of this client, or NULL. */
+struct slot *slots_find(const struct client *client, uint32_t id);
+uint32_t slots_counter_address(const struct msrd *server, const struct slot *slot);
+/* Mask of a counter's width for the counter register at `address` (all ones when unknown). */
+uint64_t slots_counter_mask(const struct msrd *server, uint32_t address);
+/* -EBUSY when a write of `proposed` over `current` to (cpu, address) by `client` would touch a
+ * counter slot another connection holds (any write to its own registers, a change of its bits
+ * in the shared control registers); 0 otherwise. */
+int slots_write_conflict(const struct msrd *server, const struct client *client, uint32_t cpu,
+			 uint32_t address, uint64_t current, uint64_t proposed);
+
+/* ---- energy totals (energy.c) ---- */
+
+struct energy_counter {
+	uint32_t cpu;                  /* the CPU the sampler reads it through */
+	uint32_t address;
+	uint8_t domain;                /* enum rapl_domain */
+	uint8_t exponent;              /* J = count * 2^-exponent */
+	bool valid;                    /* sampled at least once */
+	uint64_t total;                /* 64-bit extension of the 32-bit register */
+};
+
+/* The previous reading one reader got from a counter under a coarse grant. */
+struct energy_coarse {
+	uint64_t at_ns;
+	uint64_t raw;
+	uint64_t total;
+	bool valid;
+};
+
+struct energy_state {
+	struct energy_counter *counters;
+	uint32_t count;
+	int32_t *by_domain[RAPL_DOMAIN_COUNT]; /* key (package, or CPU for AMD core) -> index */
+	uint64_t period_ns;            /* sampling period: half the fastest wrap at max power */
+	struct __kernel_timespec timeout;
+	bool armed;
+	uint64_t samples;              /* sampling rounds so far, for the log */
+};
+
+/* Find every energy-status register of the machine, take a first sample, and log the period. */
+int energy_init(struct msrd *server);
+void energy_free(struct energy_state *energy);
+/* Arm the sampling timeout (real time only: in virtual time SIM_ADVANCE drives sampling). */
+void energy_arm(struct msrd *server);
+void energy_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe);
+/* The counter behind a read of (cpu, address), or NULL when it is no energy register msrd keeps
+ * a total for. */
+struct energy_counter *energy_find(struct msrd *server, uint32_t cpu, uint32_t address);
+/* Extend a fresh reading of the register; returns the new total. */
+uint64_t energy_observe(struct energy_counter *counter, uint64_t raw);
+/* Virtual time: advance the simulated CPU by ns in steps no longer than the sampling period,
+ * sampling between steps so that no wrap goes unseen. */
+int energy_sim_advance(struct msrd *server, uint64_t ns);
+/* Apply a coarse grant to a reading: within min_interval the previous reading again, else
+ * the reading rounded down to the resolution (in the register's units); raw = total mod 2^32. */
+void energy_coarsen(struct msrd *server, const struct energy_counter *counter,
+		    const struct policy_energy_limit *limit, struct energy_coarse *previous,
+		    uint64_t *raw, uint64_t *total);
+/* The readings of the ops that read energy registers: totals updated, coarse grants applied
+ * (the client's, with its previous readings). totals[i] gets the total of op i (0 for others). */
+void energy_finish_reads(struct client *client, struct msr_op *ops, const uint8_t *kinds,
+			 uint64_t *totals, uint32_t count);
+/* Now, in the time base coarse intervals use: the simulated CPU's in virtual time. */
+uint64_t energy_now_ns(struct msrd *server);
+
+/* ---- registered batches (handles.c) ---- */
+
+struct registered_batch {
+	uint32_t handle;
+	uint32_t count;
+	uint64_t generation;           /* policy generation it was validated under */
+	struct msr_op *ops;            /* as registered: slot reads still name slot ids */
+	uint8_t *kinds;
+};
+
+void handles_handle_register(struct client *client, const struct wire_header *header,
+			     const uint8_t *payload, size_t length);
+void handles_handle_run(struct client *client, const struct wire_header *header,
+			const uint8_t *payload, size_t length);
+void handles_handle_release(struct client *client, const struct wire_header *header,
+			    const uint8_t *payload, size_t length);
+void handles_release_client(struct client *client);
+/* The client's batch `handle`, or NULL. */
+struct registered_batch *handles_find(const struct client *client, uint32_t handle);
+
+/* ---- schedules (schedule.c) ---- */
+
+struct schedule;
+
+void schedule_handle_start(struct client *client, const struct wire_header *header,
+			   const uint8_t *payload, size_t length);
+void schedule_handle_stop(struct client *client, const struct wire_header *header,
+			  const uint8_t *payload, size_t length);
+/* The owner is going away: stop its schedules, except persistent ones, which carry on. */
+void schedule_release_client(struct client *client);
+void schedule_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe);
+/* Stop every schedule (SIGTERM). */
+void schedule_stop_all(struct msrd *server, const char *why);
+/* Free what is left after the loop ended. */
+void schedule_free_all(struct msrd *server);
+
+/* ---- device limits (devlimits.c) ---- */
+
+/* Log what limits the real MSR device (missing module, no CAP_SYS_RAWIO, lockdown, writes
+ * disabled), one line each with what to do. */
+void devlimits_log(const struct backend_options *options);
 
 /* ---- original MSR values (msrstate.c) ---- */
 
@@ -339,6 +554,10 @@ struct msrd {
 
 	struct ringdir rings;
 	struct msrstate saved;
+	struct slot_table slots;
+	struct energy_state energy;
+	struct schedule *schedules;    /* running and stopping schedules */
+	uint32_t next_schedule_id;
 
 	struct msr_job *write_owner;   /* asynchronous write batch between check and run */
 	struct msr_job *write_waiting; /* FIFO of write batches waiting for it */
@@ -347,6 +566,8 @@ struct msrd {
 	bool stopping;                 /* SIGTERM: no new work, close clients, then exit */
 	bool done;
 	struct msr_op scratch[WIRE_MAX_BATCH_OPS];         /* decoded ops of one request */
+	uint8_t scratch_kinds[WIRE_MAX_BATCH_OPS];
+	uint64_t scratch_totals[WIRE_MAX_BATCH_OPS];      /* energy totals of a request's reads */
 	uint64_t scratch_current[WIRE_MAX_BATCH_OPS];      /* synchronous write checks */
 	int32_t scratch_current_status[WIRE_MAX_BATCH_OPS];
 };

@@ -1,0 +1,317 @@
+/*
+ * server/energy.c — 64-bit energy totals, kept by msrd for every energy-status register.
+ *
+ * RAPL energy registers are 32-bit counters that wrap after 2^32 units: minutes at high power.
+ * msrd reads each one often enough that no wrap can go unseen — every half of the time the
+ * register needs to wrap at its domain's maximum power, as the kernel's perf RAPL driver's
+ * hrtimer does — and extends it to 64 bits: total & 0xffffffff == raw, the upper bits count the
+ * wraps since msrd began sampling. Every read of an energy register by any client extends the
+ * total too. Idle, msrd thus wakes once every few minutes.
+ *
+ * In the simulator's virtual time nothing moves between SIM_ADVANCE requests, so a long advance
+ * is cut into steps no longer than the sampling period, with a sample after each.
+ *
+ * Coarse grants (policy `energy: {min_interval_ms, resolution_uj}`, the PLATYPUS mitigation)
+ * change what a reader sees: the total rounded down to the resolution (in register units; raw =
+ * that total mod 2^32), and within the minimum interval the reader's previous reading again.
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MAX_POWER_MW 1000000u  /* when the machine says nothing: 1 kW */
+#define ENERGY_WRAP_UNITS 4294967296.0 /* 2^32 */
+#define MICROJOULES_PER_JOULE 1000000u
+
+static const uint32_t status_addresses[RAPL_DOMAIN_COUNT] = {
+	[RAPL_DOMAIN_PKG] = MSR_PKG_ENERGY_STATUS,
+	[RAPL_DOMAIN_PP0] = MSR_PP0_ENERGY_STATUS,
+	[RAPL_DOMAIN_PP1] = MSR_PP1_ENERGY_STATUS,
+	[RAPL_DOMAIN_DRAM] = MSR_DRAM_ENERGY_STATUS,
+	[RAPL_DOMAIN_PSYS] = MSR_PLATFORM_ENERGY_STATUS,
+	[RAPL_DOMAIN_AMD_CORE] = MSR_AMD_CORE_ENERGY_STATUS,
+	[RAPL_DOMAIN_AMD_PKG] = MSR_AMD_PKG_ENERGY_STATUS,
+};
+
+static int domain_of(uint32_t address)
+{
+	for (int domain = 0; domain < RAPL_DOMAIN_COUNT; domain++) {
+		if (status_addresses[domain] == address)
+			return domain;
+	}
+	return -1;
+}
+
+/* AMD's core energy is one register per core; every other domain one per package. */
+static uint32_t key_of(const struct machine_info *machine, int domain, uint32_t cpu)
+{
+	return domain == RAPL_DOMAIN_AMD_CORE ? cpu : machine->cpu_package[cpu];
+}
+
+/* Half the time the register needs to wrap at the domain's maximum power. */
+static uint64_t half_wrap_ns(const struct machine_info *machine, int domain)
+{
+	double watts = (machine->rapl_max_power_mw[domain] != 0 ? machine->rapl_max_power_mw[domain]
+								 : DEFAULT_MAX_POWER_MW) /
+		       1000.0;
+	double joules = ENERGY_WRAP_UNITS * ldexp(1.0, -(int)machine->rapl_energy_exponent[domain]);
+
+	return (uint64_t)(joules / watts * 1e9 / 2.0);
+}
+
+static int add_counter(struct energy_state *energy, int domain, uint32_t cpu, uint8_t exponent)
+{
+	struct energy_counter *bigger = realloc(energy->counters,
+						(energy->count + 1) * sizeof(*bigger));
+
+	if (bigger == NULL)
+		return -ENOMEM;
+	energy->counters = bigger;
+	energy->counters[energy->count++] = (struct energy_counter){
+		.cpu = cpu,
+		.address = status_addresses[domain],
+		.domain = (uint8_t)domain,
+		.exponent = exponent,
+	};
+	return 0;
+}
+
+/* One counter per (domain, key), read through the first CPU with that key. */
+static int add_domain(struct energy_state *energy, const struct machine_info *machine, int domain)
+{
+	int32_t *by_key = malloc(machine->cpu_count * sizeof(*by_key));
+
+	if (by_key == NULL)
+		return -ENOMEM;
+	for (uint32_t key = 0; key < machine->cpu_count; key++)
+		by_key[key] = -1;
+	energy->by_domain[domain] = by_key;
+	for (uint32_t cpu = 0; cpu < machine->cpu_count; cpu++) {
+		uint32_t key = key_of(machine, domain, cpu);
+		int status;
+		if (key >= machine->cpu_count || by_key[key] >= 0)
+			continue;
+		by_key[key] = (int32_t)energy->count;
+		status = add_counter(energy, domain, cpu, machine->rapl_energy_exponent[domain]);
+		if (status < 0)
+			return status;
+	}
+	return 0;
+}
+
+static void sample_all(struct msrd *server)
+{
+	struct energy_state *energy = &server->energy;
+
+	for (uint32_t i = 0; i < energy->count; i++) {
+		struct energy_counter *counter = &energy->counters[i];
+		uint64_t raw;
+		if (backend_read(server->backend, counter->cpu, counter->address, &raw) == 0)
+			energy_observe(counter, raw);
+	}
+	energy->samples++;
+}
+
+int energy_init(struct msrd *server)
+{
+	const struct machine_info *machine = &server->machine;
+	struct energy_state *energy = &server->energy;
+
+	memset(energy, 0, sizeof(*energy));
+	for (int domain = 0; domain < RAPL_DOMAIN_COUNT; domain++) {
+		uint64_t period;
+		int status;
+		if ((machine->rapl_domains & (1u << domain)) == 0)
+			continue;
+		status = add_domain(energy, machine, domain);
+		if (status < 0)
+			return status;
+		period = half_wrap_ns(machine, domain);
+		if (energy->period_ns == 0 || period < energy->period_ns)
+			energy->period_ns = period;
+	}
+	if (energy->count == 0) {
+		log_info("energy: no energy-status registers on this machine");
+		return 0;
+	}
+	if (energy->period_ns < 1000000)
+		energy->period_ns = 1000000;
+	sample_all(server);
+	log_notice("energy: %u energy-status registers kept as 64-bit totals, sampled every %.1f s "
+		   "(half the fastest wrap at maximum power)",
+		   energy->count, (double)energy->period_ns / 1e9);
+	return 0;
+}
+
+void energy_free(struct energy_state *energy)
+{
+	for (int domain = 0; domain < RAPL_DOMAIN_COUNT; domain++)
+		free(energy->by_domain[domain]);
+	free(energy->counters);
+	memset(energy, 0, sizeof(*energy));
+}
+
+static bool virtual_time(const struct msrd *server)
+{
+	return server->config->backend.sim_virtual_time &&
+	       backend_kind(server->backend) == BACKEND_SIM;
+}
+
+void energy_arm(struct msrd *server)
+{
+	struct energy_state *energy = &server->energy;
+	struct io_uring_sqe *sqe;
+
+	if (energy->armed || energy->count == 0 || virtual_time(server) || server->stopping)
+		return;
+	energy->timeout = (struct __kernel_timespec){
+		.tv_sec = (long long)(energy->period_ns / 1000000000ull),
+		.tv_nsec = (long long)(energy->period_ns % 1000000000ull),
+	};
+	sqe = loop_sqe(&server->loop);
+	io_uring_prep_timeout(sqe, &energy->timeout, 0, 0);
+	io_uring_sqe_set_data64(sqe, loop_user_data(server, TAG_ENERGY, 0));
+	energy->armed = true;
+}
+
+void energy_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe)
+{
+	server->energy.armed = false;
+	if (cqe->res == -ECANCELED)
+		return;
+	sample_all(server);
+	energy_arm(server);
+}
+
+struct energy_counter *energy_find(struct msrd *server, uint32_t cpu, uint32_t address)
+{
+	const struct machine_info *machine = &server->machine;
+	struct energy_state *energy = &server->energy;
+	int domain = domain_of(address);
+	uint32_t key;
+	int32_t index;
+
+	if (domain < 0 || energy->by_domain[domain] == NULL || cpu >= machine->cpu_count)
+		return NULL;
+	key = key_of(machine, domain, cpu);
+	index = key < machine->cpu_count ? energy->by_domain[domain][key] : -1;
+	return index >= 0 ? &energy->counters[index] : NULL;
+}
+
+uint64_t energy_observe(struct energy_counter *counter, uint64_t raw)
+{
+	raw &= RAPL_ENERGY_COUNTER_MASK;
+	if (!counter->valid) {
+		counter->total = raw;
+		counter->valid = true;
+		return raw;
+	}
+	counter->total += (raw - counter->total) & RAPL_ENERGY_COUNTER_MASK;
+	return counter->total;
+}
+
+int energy_sim_advance(struct msrd *server, uint64_t ns)
+{
+	uint64_t period = server->energy.period_ns;
+	int status = 0;
+
+	if (server->energy.count == 0 || period == 0)
+		return backend_sim_advance(server->backend, ns);
+	do {
+		uint64_t step = ns < period ? ns : period;
+		status = backend_sim_advance(server->backend, step);
+		if (status < 0)
+			return status;
+		sample_all(server);
+		ns -= step;
+	} while (ns > 0);
+	return status;
+}
+
+uint64_t energy_now_ns(struct msrd *server)
+{
+	uint64_t now;
+
+	if (virtual_time(server) && backend_sim_now(server->backend, &now) == 0)
+		return now;
+	return msrd_now_ns();
+}
+
+/* The resolution in register units, at least one. */
+static uint64_t resolution_units(const struct energy_counter *counter,
+				 const struct policy_energy_limit *limit)
+{
+	unsigned __int128 units = ((unsigned __int128)limit->resolution_uj << counter->exponent) /
+				  MICROJOULES_PER_JOULE;
+
+	if (units == 0)
+		return 1;
+	return units > UINT64_MAX ? UINT64_MAX : (uint64_t)units;
+}
+
+void energy_coarsen(struct msrd *server, const struct energy_counter *counter,
+		    const struct policy_energy_limit *limit, struct energy_coarse *previous,
+		    uint64_t *raw, uint64_t *total)
+{
+	uint64_t now = energy_now_ns(server);
+	uint64_t interval = (uint64_t)limit->min_interval_ms * 1000000ull;
+	uint64_t units;
+
+	if (previous->valid && now - previous->at_ns < interval) {
+		*raw = previous->raw;
+		*total = previous->total;
+		return;
+	}
+	units = resolution_units(counter, limit);
+	*total -= *total % units;
+	*raw = *total & RAPL_ENERGY_COUNTER_MASK;
+	*previous = (struct energy_coarse){ .at_ns = now, .raw = *raw, .total = *total,
+					    .valid = true };
+}
+
+/* The client's previous coarse reading of a counter; NULL when there is no memory for it. */
+static struct energy_coarse *coarse_state(struct client *client,
+					  const struct energy_counter *counter)
+{
+	struct energy_state *energy = &client->server->energy;
+
+	if (client->energy_coarse == NULL)
+		client->energy_coarse = calloc(energy->count, sizeof(*client->energy_coarse));
+	if (client->energy_coarse == NULL)
+		return NULL;
+	return &client->energy_coarse[counter - energy->counters];
+}
+
+void energy_finish_reads(struct client *client, struct msr_op *ops, const uint8_t *kinds,
+			 uint64_t *totals, uint32_t count)
+{
+	for (uint32_t i = 0; i < count; i++) {
+		struct policy_energy_limit limit;
+		struct energy_counter *counter;
+		struct energy_coarse *previous;
+		uint64_t raw, total;
+
+		totals[i] = 0;
+		if (ops[i].write || ops[i].status != 0 || kinds[i] == WIRE_BATCH_SLOT_READ)
+			continue;
+		counter = energy_find(client->server, ops[i].cpu, ops[i].address);
+		if (counter == NULL)
+			continue;
+		raw = ops[i].value;
+		total = energy_observe(counter, raw);
+		if (policy_energy_limit(client->grant, ops[i].address, &limit) == 1) {
+			previous = coarse_state(client, counter);
+			if (previous == NULL) {
+				/* A fine reading must not leak for want of memory. */
+				ops[i].status = -ENOMEM;
+				continue;
+			}
+			energy_coarsen(client->server, counter, &limit, previous, &raw, &total);
+		}
+		ops[i].value = raw;
+		totals[i] = total;
+	}
+}

@@ -234,7 +234,7 @@ int haecer_counter_monitor(struct haecer_counter *counter, uint16_t major, uint1
 /* ---- energy regions (seed 2.3.3: below the 1 ms update step) ---- */
 
 /* How long an energy poll waits for the register to change before giving up. */
-#define HAECER_ENERGY_TIMEOUT_MS 100u
+#define HAECER_ENERGY_TIMEOUT_MS 1000u
 
 struct haecer_energy_region {
 	/* private */

@@ -1,0 +1,163 @@
+/*
+ * startEnergyRead / endEnergyRead of regions shorter than the 1 ms RAPL update land on the
+ * simulator's ground truth within its quantisation. msrd runs the simulated CPU in virtual time
+ * with --sim-access-step-ns: every register access moves time by STEP_NS, so the library's
+ * polling loops run deterministically and the region's true energy is known exactly (SIM
+ * ENERGY_TRUTH when startEnergyRead returns and when endEnergyRead is called; the region itself
+ * is a SIM_ADVANCE). The tolerance is what the method cannot see: one energy unit at each end,
+ * and the energy of one poll (three register accesses) at each end.
+ *
+ * Also: the calibration equals the true power per TSC tick; the SMIs counted inside a region
+ * match MSR_SMI_COUNT on the model that has it (sandybridge: one every 16 ms), and on a model
+ * without it (zen3) the count is an estimate from TSC gaps: none in virtual time.
+ */
+#include <math.h>
+
+#include "tests/libclient/libclient_test.h"
+
+#define STEP_NS 1000ull
+#define POLL_NS (3 * STEP_NS)  /* TSC, energy, SMI count */
+#define TSC_HZ 2500000000.0    /* sandybridge */
+
+static struct msrd_server server;
+static struct haecer_conn *sim;
+
+struct region_truth {
+	struct haecer_sim_truth start, end;
+};
+
+/* One region of `ns` nanoseconds of virtual time on `domain`; returns endEnergyRead. */
+static double measure(RAPLCounter domain, uint32_t truth_domain, uint64_t ns,
+		      struct region_truth *truth)
+{
+	startEnergyRead(domain);
+	assert_int_equal(haecer_sim_energy_truth(sim, 0, truth_domain, &truth->start), 0);
+	assert_int_equal(haecer_sim_advance(sim, ns, NULL), 0);
+	assert_int_equal(haecer_sim_energy_truth(sim, 0, truth_domain, &truth->end), 0);
+	return endEnergyRead(domain);
+}
+
+static void check_region(uint64_t ns)
+{
+	struct haecer_energy_result result;
+	struct region_truth truth;
+	double joules = measure(RAPL_PKG, RAPL_DOMAIN_PKG, ns, &truth);
+	double expected = truth.end.joules - truth.start.joules;
+	/* Virtual time between the two truths: the region, plus whatever msrd's own sampling
+	 * of the energy registers during SIM_ADVANCE cost in access steps. */
+	double seconds = (double)(truth.end.now_ns - truth.start.now_ns) / NS_PER_S;
+	double watts = expected / seconds;
+	double unit = getEnergyUnit();
+	double tolerance = 2 * unit + 2 * watts * (double)POLL_NS / NS_PER_S;
+
+	libclient_explain("endEnergyRead", isnan(joules) ? -1 : 0);
+	assert_false(isnan(joules));
+	assert_int_equal(haecer_last_energy_result(RAPL_PKG, &result), 0);
+	fprintf(stderr, "%6.1f us: %.3f uJ measured (raw %.3f, wait %.3f), %.3f uJ true, "
+		"tolerance %.3f uJ; %.3f us by the TSC, %u SMIs\n", (double)ns / 1000.0, joules * 1e6,
+		result.raw_joules * 1e6, result.wait_joules * 1e6, expected * 1e6, tolerance * 1e6,
+		result.seconds * 1e6, result.smi_count);
+	assert_true(fabs(joules - expected) <= tolerance);
+	assert_true(result.wait_ticks > 0);
+	/* The region's length by the simulated TSC: from the poll that saw the start update to
+	 * the first poll of endEnergyRead, so longer by up to one poll. */
+	assert_true(result.seconds >= seconds);
+	assert_true(result.seconds - seconds <= (double)(POLL_NS + 1) / NS_PER_S);
+	assert_true(result.smi_count_exact);
+}
+
+static void test_sub_millisecond_regions(void **state)
+{
+	const uint64_t lengths[] = {100000, 300000, 650000, 999000, 2500000};
+
+	(void)state;
+	assert_int_equal(haecer_sim_set_load(sim, -1, 1.0), 0);
+	for (size_t i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++)
+		check_region(lengths[i]);
+}
+
+static void test_calibration_is_the_power(void **state)
+{
+	PerfCounter pkg = setupEnergyCounter(RAPL_PKG);
+	struct haecer_sim_truth before, after;
+	double per_tick, watts;
+
+	(void)state;
+	assert_int_equal(haecer_sim_set_load(sim, -1, 0.4), 0);
+	assert_int_equal(haecer_sim_energy_truth(sim, 0, RAPL_DOMAIN_PKG, &before), 0);
+	assert_int_equal(haecer_energy_calibrate(haecer_perf_counter(&pkg), 8, &per_tick), 0);
+	assert_int_equal(haecer_sim_energy_truth(sim, 0, RAPL_DOMAIN_PKG, &after), 0);
+	watts = (after.joules - before.joules) / ((double)(after.now_ns - before.now_ns) / NS_PER_S);
+	fprintf(stderr, "calibration %.4e J/tick = %.4f W, true %.4f W\n", per_tick,
+		per_tick * TSC_HZ, watts);
+	assert_true(fabs(per_tick * TSC_HZ - watts) <= 0.01 * watts);
+	freeCounter(&pkg);
+}
+
+static uint64_t smi_count(void)
+{
+	uint64_t value;
+
+	assert_int_equal(haecer_msr_read(sim, 0, MSR_SMI_COUNT, &value), 0);
+	return value;
+}
+
+static void test_smi_count(void **state)
+{
+	struct haecer_energy_result result;
+	uint64_t before, after;
+
+	(void)state;
+	/* A region of 40 ms holds two or three of the model's SMIs (one per 16 ms). */
+	startEnergyRead(RAPL_PKG);
+	before = smi_count();
+	assert_int_equal(haecer_sim_advance(sim, 40 * NS_PER_MS, NULL), 0);
+	after = smi_count();
+	assert_false(isnan(endEnergyRead(RAPL_PKG)));
+	assert_int_equal(haecer_last_energy_result(RAPL_PKG, &result), 0);
+	fprintf(stderr, "SMIs: %u in the measurement, %llu in the region\n", result.smi_count,
+		(unsigned long long)(after - before));
+	assert_true(result.smi_count_exact);
+	/* The measurement spans the region plus up to one update interval at its ends. */
+	assert_true(result.smi_count >= after - before && result.smi_count <= after - before + 1);
+}
+
+static void test_amd_smis_from_tsc_gaps(void **state)
+{
+	struct haecer_energy_result result;
+	struct region_truth truth;
+	double joules;
+
+	(void)state;
+	assert_int_equal(haecer_sim_set_load(sim, -1, 1.0), 0);
+	joules = measure(RAPL_AMD_PKG, RAPL_DOMAIN_AMD_PKG, 400000, &truth);
+	libclient_explain("endEnergyRead", isnan(joules) ? -1 : 0);
+	assert_false(isnan(joules));
+	assert_int_equal(haecer_last_energy_result(RAPL_AMD_PKG, &result), 0);
+	assert_false(result.smi_count_exact);
+	assert_int_equal(result.smi_count, 0);
+}
+
+int main(void)
+{
+	char step[32];
+	const char *arguments[] = {"--sim-virtual-time", "--sim-access-step-ns", step, NULL};
+	const struct CMUnitTest intel[] = {
+		cmocka_unit_test(test_sub_millisecond_regions),
+		cmocka_unit_test(test_calibration_is_the_power),
+		cmocka_unit_test(test_smi_count),
+	};
+	const struct CMUnitTest amd[] = {
+		cmocka_unit_test(test_amd_smis_from_tsc_gaps),
+	};
+	int status;
+
+	if (!libclient_msrd_has_option("--sim-access-step-ns")) {
+		printf("msrd has no --sim-access-step-ns\n");
+		return 77;
+	}
+	snprintf(step, sizeof(step), "%llu", STEP_NS);
+	status = LIBCLIENT_RUN_GROUP(&server, "sandybridge", NULL, arguments, &sim, intel);
+	status |= LIBCLIENT_RUN_GROUP(&server, "zen3", NULL, arguments, &sim, amd);
+	return status;
+}

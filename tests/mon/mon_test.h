@@ -28,7 +28,7 @@
 #include "tests/lib/msrd_harness.h"
 
 #define MON_TEST_TIMEOUT_MS 60000u
-#define MON_TEST_MAX_ARGS 32u
+#define MON_TEST_MAX_ARGS 48u
 
 /* Ring majors of the tests' policy: 1-9 may be monitored, 10-20 only created. */
 #define MON_TEST_POLICY                                                                  \
@@ -84,13 +84,29 @@ static inline void proc_start(struct proc *proc, const char *const *argv)
 	proc->err = err[0];
 }
 
-/* haecer-mon --socket SOCKET arguments... */
+/* haecer-mon --socket SOCKET arguments...; in the valgrind pass under memcheck too, whose
+ * findings make it exit 99. */
 static inline void mon_start(struct proc *proc, const char *socket_path,
 			     const char *const *arguments)
 {
-	const char *argv[MON_TEST_MAX_ARGS] = { mon_test_path("haecer-mon"), "--socket",
-						 socket_path };
-	size_t count = 3;
+	static char suppressions[PATH_MAX + 32];
+	const char *argv[MON_TEST_MAX_ARGS];
+	size_t count = 0;
+
+	if (harness_valgrind()) {
+		snprintf(suppressions, sizeof(suppressions), "--suppressions=%s/tests/valgrind.supp",
+			 harness_source_dir());
+		argv[count++] = "/usr/bin/valgrind";
+		argv[count++] = "--quiet";
+		argv[count++] = "--error-exitcode=99";
+		argv[count++] = "--leak-check=full";
+		argv[count++] = "--errors-for-leak-kinds=definite";
+		argv[count++] = "--show-leak-kinds=definite";
+		argv[count++] = suppressions;
+	}
+	argv[count++] = mon_test_path("haecer-mon");
+	argv[count++] = "--socket";
+	argv[count++] = socket_path;
 
 	for (size_t i = 0; arguments[i] != NULL && count + 1 < MON_TEST_MAX_ARGS; i++)
 		argv[count++] = arguments[i];

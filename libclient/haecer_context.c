@@ -160,8 +160,10 @@ int haecer_context_open(const char *socket_path, struct haecer_context **out)
 	pthread_mutex_init(&ctx->lock, NULL);
 	error = haecer_connect(path, &ctx->conn);
 	if (error < 0) {
+		char text[96];
+		/* A socket error says more in libc's words (no such file, refused, ...). */
 		haecer__fail(error, "cannot connect to msrd at %s: %s", path,
-			     haecer_strerror(error));
+			     strerror_r(-error, text, sizeof(text)));
 		goto out;
 	}
 	error = learn_machine(ctx);
@@ -194,10 +196,32 @@ void haecer_context_close(struct haecer_context *ctx)
 	free(ctx);
 }
 
+/* A forked child must not speak on its parent's connection (the socket is shared): it starts
+ * without a default context. It is the only thread now, so locks another parent thread held
+ * at fork() time are simply made anew. Nothing is sent to msrd: closing the child's copy of
+ * the socket leaves the parent's connection and slots alone. */
+static void forget_default_in_child(void)
+{
+	pthread_mutex_init(&default_lock, NULL);
+	pthread_mutex_init(&pool_lock, NULL);
+	if (default_ctx == NULL)
+		return;
+	pthread_mutex_init(&default_ctx->lock, NULL);
+	haecer_context_close(default_ctx);
+	default_ctx = NULL;
+}
+
+static void register_fork_handler(void)
+{
+	pthread_atfork(NULL, NULL, forget_default_in_child);
+}
+
 int haecer_default_context(struct haecer_context **out)
 {
+	static pthread_once_t fork_handler_once = PTHREAD_ONCE_INIT;
 	int error = 0;
 
+	pthread_once(&fork_handler_once, register_fork_handler);
 	pthread_mutex_lock(&default_lock);
 	if (default_ctx == NULL)
 		error = haecer_context_open(NULL, &default_ctx);

@@ -58,14 +58,46 @@ static const struct {
 	[ARCH_EVENT_BRANCH_MISSES] = {0xC3, 0x00},   /* Retired Branch Instructions Mispredicted */
 };
 
+/* Without a privilege level a counter would count nothing: then it counts both. */
 static uint32_t event_flags(uint32_t flags)
 {
-	return flags == HAECER_FLAGS_DEFAULT ? EVENT_FLAG_USR | EVENT_FLAG_OS : flags;
+	if (!(flags & (EVENT_FLAG_USR | EVENT_FLAG_OS)))
+		flags |= EVENT_FLAG_USR | EVENT_FLAG_OS;
+	return flags;
 }
 
 static bool is_amd(const struct haecer_context *ctx)
 {
 	return event_db_caps(ctx->db)->vendor == EVENT_VENDOR_AMD;
+}
+
+/* Append length bytes of text to out (size bytes, NUL-terminated), truncating. */
+static size_t append(char *out, size_t size, size_t used, const char *text, size_t length)
+{
+	if (used + length >= size)
+		length = size - used - 1;
+	memcpy(out + used, text, length);
+	out[used + length] = '\0';
+	return used + length;
+}
+
+/* libpfm4's canonical "snb::UOPS_ISSUED:ANY:k=1:u=1:e=0:i=0:c=0:t=0" without the modifiers,
+ * which the counter's config already says: "snb::UOPS_ISSUED:ANY". */
+static void pfm_short_name(const char *full, char *out, size_t size)
+{
+	const char *separator = strstr(full, "::");
+	const char *event = separator != NULL ? separator + 2 : full;
+	size_t used = append(out, size, 0, full, (size_t)(event - full));
+
+	for (const char *segment = event; *segment != '\0';) {
+		size_t length = strcspn(segment, ":");
+		if (memchr(segment, '=', length) == NULL) {
+			if (segment != event)
+				used = append(out, size, used, ":", 1);
+			used = append(out, size, used, segment, length);
+		}
+		segment += length + (segment[length] == ':');
+	}
 }
 
 static void request_init(struct event_request *request, const char *name)
@@ -83,9 +115,33 @@ static bool worth_falling_back(int error)
 	return error == -EBUSY || error == -EPERM || error == -EOPNOTSUPP || error == -EACCES;
 }
 
+/* Any free programmable counter. msrd answers -ENOSPC ("none free") also to a client the policy
+ * grants none of them; asking for counter 0 by number then tells -EPERM from a full CPU (and
+ * takes counter 0 if it just became free). */
+static int take_programmable(struct haecer_context *ctx, uint32_t cpu, const char *name,
+			     struct haecer_slot *slot)
+{
+	char what[HAECER_COUNTER_NAME_MAX + 64];
+	char full[HAECER_DETAIL_SIZE];
+	int error, probe;
+
+	snprintf(what, sizeof(what), "a programmable counter for %s on CPU %u", name, cpu);
+	error = haecer_slot_alloc(ctx->conn, cpu, HAECER_SLOT_PROGRAMMABLE, -1, slot);
+	if (error != -ENOSPC)
+		return error < 0 ? haecer__fail_msrd(ctx, error, what) : 0;
+	snprintf(full, sizeof(full), "%s", haecer_conn_error(ctx->conn));
+	probe = haecer_slot_alloc(ctx->conn, cpu, HAECER_SLOT_PROGRAMMABLE, 0, slot);
+	if (probe == 0)
+		return 0;
+	if (probe == -EPERM)
+		return haecer__fail_msrd(ctx, probe, what);
+	return haecer__fail(error, "%s: %s", what, full);
+}
+
 static int take_slot(struct haecer_context *ctx, uint32_t cpu, const struct event_request *request,
 		     struct haecer_slot *slot, uint64_t *config)
 {
+	char fixed_refusal[HAECER_DETAIL_SIZE];
 	char what[HAECER_COUNTER_NAME_MAX + 64];
 	int error;
 
@@ -101,14 +157,22 @@ static int take_slot(struct haecer_context *ctx, uint32_t cpu, const struct even
 		}
 		snprintf(what, sizeof(what), "fixed counter %d for %s on CPU %u", request->fixed,
 			 request->name, cpu);
+		haecer__fail_msrd(ctx, error, what);
 		if (!request->programmable || !worth_falling_back(error))
-			return haecer__fail_msrd(ctx, error, what);
-	}
-	error = haecer_slot_alloc(ctx->conn, cpu, HAECER_SLOT_PROGRAMMABLE, -1, slot);
-	if (error < 0) {
-		snprintf(what, sizeof(what), "a programmable counter for %s on CPU %u",
-			 request->name, cpu);
-		return haecer__fail_msrd(ctx, error, what);
+			return error;
+		snprintf(fixed_refusal, sizeof(fixed_refusal), "%s", haecer_error_detail());
+		error = take_programmable(ctx, cpu, request->name, slot);
+		if (error < 0) {
+			/* Both refusals matter to whoever reads this. */
+			char programmable_refusal[HAECER_DETAIL_SIZE];
+			snprintf(programmable_refusal, sizeof(programmable_refusal), "%s",
+				 haecer_error_detail());
+			return haecer__fail(error, "%s; %s", programmable_refusal, fixed_refusal);
+		}
+	} else {
+		error = take_programmable(ctx, cpu, request->name, slot);
+		if (error < 0)
+			return error;
 	}
 	*config = request->evtsel;
 	return 0;
@@ -330,7 +394,9 @@ int haecer_counter_open_raw(struct haecer_context *ctx, int cpu, uint16_t event,
 	if (error < 0 && error != -EOPNOTSUPP)
 		return haecer__fail(error, "%s", why);
 	if (error == 0) {
-		request_init(&request, known.name);
+		char name[HAECER_COUNTER_NAME_MAX];
+		pfm_short_name(known.name, name, sizeof(name));
+		request_init(&request, name);
 	} else {
 		char name[32];
 		snprintf(name, sizeof(name), "RAW_%03X_%02X", event, umask);
@@ -370,7 +436,8 @@ int haecer_counter_open_named(struct haecer_context *ctx, int cpu, const char *n
 	error = event_db_pfm_encode(ctx->db, name, flags, cmask, &encoding, why, sizeof(why));
 	if (error < 0)
 		return haecer__fail(error, "%s", why);
-	request_init(&request, encoding.name);
+	request_init(&request, "");
+	pfm_short_name(encoding.name, request.name, sizeof(request.name));
 	request.programmable = true;
 	request.evtsel = encoding.evtsel;
 	if (!(encoding.evtsel & EVTSEL_NOT_FIXED)) {

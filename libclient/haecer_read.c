@@ -253,9 +253,13 @@ static void ring_spec_of(const struct haecer_counter *counter, uint16_t major, u
 	spec->flags = RING_SINGLE_PRODUCER;
 	spec->clock = RING_CLOCK_MONOTONIC_RAW;
 	spec->counter_count = 1;
-	/* Ring names are shorter than libpfm4's: keep the start. */
+	/* Ring names are shorter than libpfm4's: drop the "pmu::" prefix when it does not fit. */
+	const char *name = counter->info.name;
+	const char *event = strstr(name, "::");
+	if (strlen(name) >= sizeof(described->name) && event != NULL)
+		name = event + 2;
 	snprintf(described->name, sizeof(described->name), "%.*s",
-		 (int)sizeof(described->name) - 1, counter->info.name);
+		 (int)sizeof(described->name) - 1, name);
 	described->id = counter->info.id;
 	described->kind = ring_kind_of(counter->info.kind);
 	described->unit_exponent = counter->info.unit_exponent;

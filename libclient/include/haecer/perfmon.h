@@ -87,7 +87,10 @@ void haecer_context_close(struct haecer_context *ctx);
 
 /* The process-wide default context the HAECER functions use, created on first use from
  * $HAECER_SOCKET (or the default socket). Thread-safe; a failed creation is retried by the next
- * call. */
+ * call. After fork() the child has no default context: the counters set up before are invalid
+ * in the child (their slots belong to the parent's connection, and stay the parent's), and the
+ * child's first HAECER call connects anew. A child must not use its parent's explicit
+ * contexts. */
 int haecer_default_context(struct haecer_context **out);
 
 /* Close the default context. Every PerfCounter set up before becomes unusable (do not pass it to
@@ -109,9 +112,9 @@ struct haecer_counter;
  * the thread is pinned to it). Otherwise a model CPU number; nothing is pinned. */
 #define HAECER_CPU_CURRENT (-1)
 
-/* `flags` of event counters. 0 means HAECER_FLAG_USR | HAECER_FLAG_OS (count everything).
- * USR/OS select the privilege levels counted (PERFEVTSEL bits 16/17, FIXED_CTR_CTRL USR/OS);
- * EDGE counts rising edges of the condition (bit 18); INV inverts the counter-mask comparison
+/* `flags` of event counters. USR and OS select the privilege levels counted (PERFEVTSEL bits
+ * 16/17, FIXED_CTR_CTRL USR/OS); flags with neither (0 = HAECER_FLAGS_DEFAULT, or e.g.
+ * HAECER_FLAG_EDGE alone) count both. EDGE counts rising edges of the condition (bit 18); INV inverts the counter-mask comparison
  * (bit 23, needs a counter mask); ANY counts both hyperthreads of the core (AnyThread, bit 21,
  * perfmon v3+ where not deprecated; msrd's default policy refuses it). Fixed counters take only
  * USR, OS and ANY. */
@@ -328,7 +331,7 @@ typedef struct PerfCounter {
 	bool valid;
 } PerfCounter;
 
-/* Listing 1. `flags`: HAECER_FLAG_* (0 = user and kernel); `mask`: counter mask (0 = none).
+/* Listing 1. `flags`: HAECER_FLAG_* (no USR/OS: both); `mask`: counter mask (0 = none).
  * Each counts on the CPU the calling thread runs on and pins the thread there. */
 PerfCounter setupArchCounter(ARCH_counter ctr, int flags, char mask);
 PerfCounter setupFFCounter(FF_counter ctr, int flags);

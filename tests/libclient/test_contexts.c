@@ -1,0 +1,103 @@
+/*
+ * Explicit contexts (the haecer_* API): several per process, each its own msrd connection, so
+ * they compete for counters like separate clients; counters on explicit model CPUs (the
+ * simulated skylake-sp has 64 CPUs in 2 packages, more than this host), energy per package;
+ * HAECER_CPU_CURRENT is the host CPU modulo the model's CPU count; closing a context returns
+ * its counters.
+ */
+#include <sched.h>
+
+#include "tests/libclient/libclient_test.h"
+
+static struct msrd_server server;
+
+static void test_contexts_compete(void **state)
+{
+	struct haecer_context *first, *second;
+	struct haecer_counter *mine, *theirs, *fallback;
+	struct haecer_counter_info info;
+
+	(void)state;
+	assert_int_equal(haecer_context_open(server.socket_path, &first), 0);
+	assert_int_equal(haecer_context_open(NULL, &second), 0); /* $HAECER_SOCKET */
+	assert_int_equal(haecer_counter_open_fixed(first, 40, CPU_CLK_UNHALTED_CORE, 0, &mine), 0);
+	assert_int_equal(haecer_counter_open_fixed(second, 40, CPU_CLK_UNHALTED_CORE, 0, &theirs),
+			 -EBUSY);
+	assert_non_null(strstr(haecer_error_detail(), "held"));
+	/* The architectural event falls back to a programmable counter. */
+	assert_int_equal(haecer_counter_open_arch(second, 40, UNHALTED_CORE_CYCLES, 0, 0,
+						  &fallback), 0);
+	assert_int_equal(haecer_counter_info(fallback, &info), 0);
+	assert_int_equal(info.kind, HAECER_COUNTER_PROGRAMMABLE);
+	assert_int_equal(info.cpu, 40);
+	assert_int_equal(info.package, 1);
+	assert_int_equal(info.width, 48);
+	haecer_context_close(first);
+	assert_int_equal(haecer_counter_open_fixed(second, 40, CPU_CLK_UNHALTED_CORE, 0, &theirs),
+			 0);
+	haecer_context_close(second);
+}
+
+static void test_cpus_and_packages(void **state)
+{
+	struct haecer_context *ctx;
+	struct haecer_counter *counter;
+	struct haecer_counter_info info;
+	const struct haecer_machine_info *machine;
+	uint32_t cpu;
+	int host;
+
+	(void)state;
+	assert_int_equal(haecer_context_open(server.socket_path, &ctx), 0);
+	machine = haecer_context_machine(ctx);
+	assert_int_equal(machine->cpu_count, 64);
+	assert_int_equal(haecer_counter_open_energy(ctx, 63, RAPL_DRAM, &counter), 0);
+	assert_int_equal(haecer_counter_info(counter, &info), 0);
+	assert_int_equal(info.package, 1);
+	assert_int_equal(info.unit_exponent, 16);
+	haecer_counter_free(counter);
+	assert_int_equal(haecer_counter_open_energy(ctx, 64, RAPL_PKG, &counter), -ENXIO);
+	assert_int_equal(haecer_counter_open_arch(ctx, -5, INSTRUCTIONS_RETIRED, 0, 0, &counter),
+			 -ENXIO);
+	assert_null(counter);
+
+	host = sched_getcpu();
+	assert_int_equal(haecer_context_current_cpu(ctx, &cpu), 0);
+	assert_int_equal(cpu, (uint32_t)host % machine->cpu_count);
+	assert_int_equal(haecer_counter_open_energy(ctx, HAECER_CPU_CURRENT, RAPL_PKG, &counter),
+			 0);
+	assert_int_equal(haecer_counter_info(counter, &info), 0);
+	assert_int_equal(info.cpu, cpu);
+	haecer_context_close(ctx);
+}
+
+static void test_bad_arguments(void **state)
+{
+	struct haecer_context *ctx;
+	struct haecer_counter *counter;
+
+	(void)state;
+	assert_int_equal(haecer_context_open(server.socket_path, NULL), -EINVAL);
+	assert_int_equal(haecer_counter_open_energy(NULL, 0, RAPL_PKG, &counter), -EINVAL);
+	assert_int_equal(haecer_context_open(server.socket_path, &ctx), 0);
+	assert_int_equal(haecer_counter_open_named(ctx, 0, NULL, 0, 0, &counter), -EINVAL);
+	assert_int_equal(haecer_counter_read(NULL, &(uint64_t){0}), -EBADF);
+	assert_int_equal(haecer_counter_enable(NULL), -EBADF);
+	assert_int_equal(haecer_counter_monitor(NULL, 1, 1, 0), -EBADF);
+	assert_int_equal(haecer_counter_open_energy(ctx, 0, RAPL_PKG, &counter), 0);
+	assert_int_equal(haecer_counter_monitor(counter, 1, 1, 1000), -EINVAL);
+	haecer_counter_free(NULL);
+	haecer_context_close(NULL);
+	haecer_context_close(ctx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_contexts_compete),
+		cmocka_unit_test(test_cpus_and_packages),
+		cmocka_unit_test(test_bad_arguments),
+	};
+
+	return LIBCLIENT_RUN_GROUP(&server, "skylake-sp", NULL, NULL, NULL, tests);
+}

@@ -1,0 +1,212 @@
+/*
+ * What limits the real MSR device, detected at start on stand-in trees (--dev-root) that
+ * simulate each limitation, and said in msrd's log with what to do: the msr module not loaded,
+ * its device missing, msr.allow_writes=off, kernel lockdown, no CAP_SYS_RAWIO. With --backend
+ * auto msrd falls back (or runs the device with the limitation); with --backend msr a device it
+ * cannot use is fatal, with the advice on its standard error. A tree without limits logs none.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "haecer/msrd.h"
+#include "tests/lib/msrd_harness.h"
+
+static const char policy[] =
+	"version: 1\n"
+	"default: deny\n"
+	"msrs:\n"
+	"  - {name: TSC, address: 0x10, read: true, set: time}\n"
+	"rules:\n"
+	"  - {match: {uid: 0}, allow: [time]}\n";
+
+#define NO_CAP_SYS_RAWIO "Name:\tmsrd\nCapEff:\t0000000000000000\n"
+#define CAP_SYS_RAWIO "Name:\tmsrd\nCapEff:\t0000000000020000\n"
+
+/* A file in the tree, with its directories. */
+static void tree_file(const char *root, const char *relative, const char *text)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", root, relative);
+	for (char *slash = strchr(path + strlen(root) + 1, '/'); slash != NULL;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(path, 0755);
+		*slash = '/';
+	}
+	if (text != NULL)
+		assert_int_equal(harness_write_file(path, text, 0644), 0);
+	else
+		mkdir(path, 0755);
+}
+
+/* A tree with a working device unless `device` is false, plus what `files` adds. */
+static void build_tree(const char *root, bool device, const char *const *files)
+{
+	assert_int_equal(mkdir(root, 0755), 0);
+	if (device)
+		assert_int_equal(harness_standin_msr_tree(root, 2, 1u << 16), 0);
+	else
+		tree_file(root, "dev/cpu/0", NULL);
+	for (size_t i = 0; files != NULL && files[i] != NULL; i += 2)
+		tree_file(root, files[i], files[i + 1]);
+}
+
+/* Start msrd --backend auto on the tree; every needle must be in its log, `absent` must not. */
+static void expect_log(bool device, const char *const *files, const char *const *needles,
+		       const char *absent)
+{
+	struct msrd_server server;
+	char root[PATH_MAX + 8];
+	const char *arguments[] = { "--backend", "auto", "--dev-root", root, NULL };
+
+	assert_int_equal(msrd_prepare(&server, policy), 0);
+	snprintf(root, sizeof(root), "%s/tree", server.dir);
+	build_tree(root, device, files);
+	assert_int_equal(msrd_launch(&server, arguments), 0);
+	for (size_t i = 0; needles[i] != NULL; i++) {
+		if (!msrd_log_contains(&server, needles[i])) {
+			fprintf(stderr, "not in the log: %s\n", needles[i]);
+			msrd_print_log(&server);
+		}
+		assert_true(msrd_log_contains(&server, needles[i]));
+	}
+	if (absent != NULL)
+		assert_false(msrd_log_contains(&server, absent));
+	assert_int_equal(msrd_stop(&server), 0);
+}
+
+static void test_module_not_loaded(void **state)
+{
+	static const char *const needles[] = {
+		"device limit: the msr module is not loaded",
+		"device advice: the msr driver is not loaded: modprobe msr",
+		"using the simulated CPU",
+		NULL,
+	};
+
+	(void)state;
+	expect_log(false, NULL, needles, NULL);
+}
+
+static void test_device_missing(void **state)
+{
+	static const char *const files[] = { "sys/module/msr", NULL, NULL };
+	static const char *const needles[] = {
+		"device limit: dev/cpu/0/msr is missing although the msr module is loaded",
+		"bind-mount /dev/cpu",
+		NULL,
+	};
+
+	(void)state;
+	expect_log(false, files, needles, NULL);
+}
+
+static void test_writes_disabled(void **state)
+{
+	static const char *const files[] = {
+		"sys/module/msr/parameters/allow_writes", "off\n", NULL,
+	};
+	static const char *const needles[] = {
+		"device limit: msr.allow_writes is off",
+		"set msr.allow_writes=on",
+		"backend msr",
+		NULL,
+	};
+
+	(void)state;
+	expect_log(true, files, needles, NULL);
+}
+
+static void test_lockdown(void **state)
+{
+	static const char *const files[] = {
+		"sys/module/msr", NULL,
+		"sys/kernel/security/lockdown", "none [integrity] confidentiality\n", NULL,
+	};
+	static const char *const needles[] = {
+		"device limit: the kernel is locked down",
+		"boot without lockdown",
+		NULL,
+	};
+
+	(void)state;
+	expect_log(true, files, needles, NULL);
+}
+
+static void test_no_cap_sys_rawio(void **state)
+{
+	static const char *const files[] = {
+		"sys/module/msr", NULL, "proc/self/status", NO_CAP_SYS_RAWIO, NULL,
+	};
+	static const char *const needles[] = {
+		"device limit: msrd lacks CAP_SYS_RAWIO",
+		"setcap cap_sys_rawio+ep msrd",
+		NULL,
+	};
+
+	(void)state;
+	expect_log(true, files, needles, NULL);
+}
+
+static void test_nothing_limits(void **state)
+{
+	static const char *const files[] = {
+		"sys/module/msr/parameters/allow_writes", "on\n",
+		"sys/kernel/security/lockdown", "[none] integrity confidentiality\n",
+		"proc/self/status", CAP_SYS_RAWIO, NULL,
+	};
+	static const char *const needles[] = { "backend msr: using the msr driver", NULL };
+
+	(void)state;
+	expect_log(true, files, needles, "device limit");
+}
+
+static void test_msr_backend_fails_with_the_advice(void **state)
+{
+	struct msrd_server server;
+	char root[PATH_MAX + 8], msrd[PATH_MAX], models[PATH_MAX];
+	const char *argv[] = { msrd, "--foreground", "--socket", server.socket_path, "--policy",
+			       server.policy_path, "--models-dir", models, "--backend", "msr",
+			       "--dev-root", root, NULL };
+	char *err = NULL;
+
+	(void)state;
+	assert_int_equal(msrd_prepare(&server, policy), 0);
+	snprintf(root, sizeof(root), "%s/tree", server.dir);
+	snprintf(msrd, sizeof(msrd), "%s/msrd", harness_build_dir());
+	snprintf(models, sizeof(models), "%s/configs/models", harness_source_dir());
+	build_tree(root, false, NULL);
+	assert_int_equal(harness_run(argv, NULL, &err), 1);
+	assert_non_null(err);
+	assert_non_null(strstr(err, "device limit: the msr module is not loaded"));
+	assert_non_null(strstr(err, "opening the msr backend"));
+	assert_non_null(strstr(err, "modprobe msr"));
+	assert_non_null(strstr(err, "not starting"));
+	free(err);
+	harness_remove_tree(server.dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_module_not_loaded),
+		cmocka_unit_test(test_device_missing),
+		cmocka_unit_test(test_writes_disabled),
+		cmocka_unit_test(test_lockdown),
+		cmocka_unit_test(test_no_cap_sys_rawio),
+		cmocka_unit_test(test_nothing_limits),
+		cmocka_unit_test(test_msr_backend_fails_with_the_advice),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -81,32 +81,16 @@ int mon_follow_main(const struct mon_options *options, int count, char *const *w
 	struct mon_watch_options watch = { options->duration, options->count,
 					   options->interval_ms };
 	struct mon_watch_result result;
-	struct haecer_conn *conn = NULL;
-	struct mon_ring_key key;
-	struct mon_ring ring;
-	int status = mon_parse_ring_key(words, count, &key);
+	struct ring_info info;
+	int status = mon_watch_ring(options, count, words, &watch, &handler, &info, &result);
 
 	if (status != 0)
 		return status;
-	status = mon_connect(options->socket_path, &conn);
-	if (status != 0)
-		return status;
-	status = mon_ring_open(conn, key.major, key.minor, key.instance, &ring);
-	if (status < 0) {
-		status = mon_ring_open_failed(conn, &key, status);
-		goto out;
-	}
-	mon_catch_stop_signals();
-	mon_watch(conn, &ring, &watch, &handler, &result);
 	fflush(stdout);
 	fprintf(stderr, "haecer-mon: ring %u.%u.%u: %" PRIu64 " records, %" PRIu64 " lost (%s)\n",
-		ring.info.major, ring.info.minor, ring.info.instance, result.records, result.lost,
+		info.major, info.minor, info.instance, result.records, result.lost,
 		mon_watch_end_text(result.end));
-	status = result.end == MON_END_ERROR ? mon_fail("reading the ring failed: %s",
-							 strerror(-result.error))
-					     : MON_EXIT_OK;
-	mon_ring_close(&ring);
-out:
-	haecer_close(conn);
-	return status;
+	if (result.end == MON_END_ERROR)
+		return mon_fail("reading the ring failed: %s", strerror(-result.error));
+	return MON_EXIT_OK;
 }

@@ -209,6 +209,15 @@ void mon_watch(struct haecer_conn *conn, struct mon_ring *ring,
 
 const char *mon_watch_end_text(enum mon_watch_end end);
 
+struct mon_options;
+
+/* The whole of a ring consumer's command: parse MAJOR MINOR [INSTANCE] from words, connect,
+ * open the ring, catch stop signals, mon_watch it, close. 0 when the watch ran (*info is the
+ * ring's header, *result how it ended), otherwise the exit status after printing why. */
+int mon_watch_ring(const struct mon_options *options, int count, char *const *words,
+		   const struct mon_watch_options *watch, const struct mon_watch_handler *handler,
+		   struct ring_info *info, struct mon_watch_result *result);
+
 /* ---- subcommands ---- */
 
 /* Options as given on the command line (haecer-mon.c parses them for every subcommand and

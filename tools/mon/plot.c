@@ -254,49 +254,35 @@ int mon_plot_main(const struct mon_options *options, int count, char *const *wor
 {
 	struct mon_watch_options watch = { options->duration, options->count,
 					   options->interval_ms };
-	struct plot *plot = calloc(1, sizeof(*plot));
-	struct mon_watch_handler handler = { collect, NULL, NULL, plot };
+	struct plot *plot = NULL;
+	struct mon_watch_handler handler = { collect, NULL, NULL, NULL };
 	struct mon_watch_result result;
-	struct haecer_conn *conn = NULL;
-	struct mon_ring_key key;
-	struct mon_ring ring = { .attached = false };
-	int status = mon_parse_ring_key(words, count, &key);
+	struct ring_info info;
+	int status = check_plot_options(options);
 
-	if (status == 0)
-		status = check_plot_options(options);
 	if (status != 0)
-		goto out;
-	if (plot == NULL) {
-		status = mon_fail("out of memory");
-		goto out;
-	}
+		return status;
+	plot = calloc(1, sizeof(*plot));
+	if (plot == NULL)
+		return mon_fail("out of memory");
+	handler.context = plot;
 	if (watch.duration == 0 && watch.count == 0)
 		watch.duration = DEFAULT_PLOT_SECONDS;
-	status = mon_connect(options->socket_path, &conn);
+	status = mon_watch_ring(options, count, words, &watch, &handler, &info, &result);
 	if (status != 0)
 		goto out;
-	status = mon_ring_open(conn, key.major, key.minor, key.instance, &ring);
-	if (status < 0) {
-		status = mon_ring_open_failed(conn, &key, status);
-		goto out;
-	}
-	mon_catch_stop_signals();
-	mon_watch(conn, &ring, &watch, &handler, &result);
 	if (result.end == MON_END_ERROR && result.error == -EFBIG)
 		fprintf(stderr, "haecer-mon: stopped at %u points\n", MAX_POINTS);
 	if (result.end == MON_END_ERROR && result.error != -EFBIG)
 		status = mon_fail("reading the ring failed: %s", strerror(-result.error));
 	else if (plot->points == 0)
 		status = mon_fail("ring %u.%u.%u gave no power readings (%" PRIu64 " records; power "
-				  "needs two records of an energy counter)", ring.info.major,
-				  ring.info.minor, ring.info.instance, result.records);
+				  "needs two records of an energy counter)", info.major, info.minor,
+				  info.instance, result.records);
 	else
-		status = render(plot, &ring.info, options);
+		status = render(plot, &info, options);
 out:
-	mon_ring_close(&ring);
-	if (plot != NULL)
-		plot_free(plot);
+	plot_free(plot);
 	free(plot);
-	haecer_close(conn);
 	return status;
 }

@@ -215,3 +215,31 @@ out:
 	free(records);
 	free(decoder);
 }
+
+int mon_watch_ring(const struct mon_options *options, int count, char *const *words,
+		   const struct mon_watch_options *watch, const struct mon_watch_handler *handler,
+		   struct ring_info *info, struct mon_watch_result *result)
+{
+	struct haecer_conn *conn = NULL;
+	struct mon_ring_key key;
+	struct mon_ring ring;
+	int status = mon_parse_ring_key(words, count, &key);
+
+	if (status != 0)
+		return status;
+	status = mon_connect(options->socket_path, &conn);
+	if (status != 0)
+		return status;
+	status = mon_ring_open(conn, key.major, key.minor, key.instance, &ring);
+	if (status < 0) {
+		status = mon_ring_open_failed(conn, &key, status);
+		goto out;
+	}
+	mon_catch_stop_signals();
+	mon_watch(conn, &ring, watch, handler, result);
+	*info = ring.info;
+	mon_ring_close(&ring);
+out:
+	haecer_close(conn);
+	return status;
+}

@@ -221,6 +221,17 @@ static void describe_event_counter(struct haecer_counter *counter, uint32_t cpu,
 								     : (1ull << slot->width) - 1;
 }
 
+/* A new counter of ctx on `cpu` (lock held): the model CPU, and the host CPU to pin to (or -1). */
+static int counter_on(struct haecer_context *ctx, int cpu, struct haecer_counter **counter,
+		      uint32_t *model_cpu, int *host_cpu)
+{
+	int error = haecer__resolve_cpu(ctx, cpu, model_cpu, host_cpu);
+
+	if (error < 0)
+		return error;
+	return haecer__counter_new(ctx, counter);
+}
+
 static int open_event(struct haecer_context *ctx, int cpu, const struct event_request *request,
 		      struct haecer_counter **out)
 {
@@ -232,10 +243,7 @@ static int open_event(struct haecer_context *ctx, int cpu, const struct event_re
 	int error;
 
 	pthread_mutex_lock(&ctx->lock);
-	error = haecer__resolve_cpu(ctx, cpu, &model_cpu, &host_cpu);
-	if (error < 0)
-		goto out;
-	error = haecer__counter_new(ctx, &counter);
+	error = counter_on(ctx, cpu, &counter, &model_cpu, &host_cpu);
 	if (error < 0)
 		goto out;
 	error = take_slot(ctx, model_cpu, request, &counter->slot, &config);
@@ -487,10 +495,7 @@ int haecer_counter_open_energy(struct haecer_context *ctx, int cpu, unsigned dom
 	if (error < 0)
 		return haecer__fail(error, "%s", why);
 	pthread_mutex_lock(&ctx->lock);
-	error = haecer__resolve_cpu(ctx, cpu, &model_cpu, &host_cpu);
-	if (error < 0)
-		goto out;
-	error = haecer__counter_new(ctx, &counter);
+	error = counter_on(ctx, cpu, &counter, &model_cpu, &host_cpu);
 	if (error < 0)
 		goto out;
 	describe_energy_counter(counter, model_cpu, &rapl);

@@ -26,6 +26,10 @@
 #include "hw/msr.h"
 #include "tests/lib/msrd_harness.h"
 
+/* The msrd of the test program, and a connection to it for simulator control. */
+static struct msrd_server server;
+static __attribute__((unused)) struct haecer_conn *sim;
+
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
 #define ENERGY_ONLY_UID 4101
@@ -74,17 +78,17 @@ static const char libclient_policy[] =
  * to msrd's policy and passed as --sim-load-script; NULL for none) and extra arguments
  * (NULL-terminated, may be NULL), and point $HAECER_SOCKET at it, so the HAECER default context
  * finds it. 0 or -1. */
-static inline int libclient_start(struct msrd_server *server, const char *model,
-				  const char *script, const char *const *extra)
+static inline int libclient_start(const char *model, const char *script,
+				  const char *const *extra)
 {
 	char path[PATH_MAX + 16];
 	const char *arguments[16] = {"--backend", "sim", "--sim-model", model};
 	size_t count = 4;
 
-	if (msrd_prepare(server, libclient_policy) < 0)
+	if (msrd_prepare(&server, libclient_policy) < 0)
 		return -1;
 	if (script != NULL) {
-		snprintf(path, sizeof(path), "%s/load.script", server->dir);
+		snprintf(path, sizeof(path), "%s/load.script", server.dir);
 		if (harness_write_file(path, script, 0644) < 0)
 			return -1;
 		arguments[count++] = "--sim-load-script";
@@ -93,48 +97,52 @@ static inline int libclient_start(struct msrd_server *server, const char *model,
 	for (size_t i = 0; extra != NULL && extra[i] != NULL && count < 15; i++)
 		arguments[count++] = extra[i];
 	arguments[count] = NULL;
-	if (msrd_launch(server, arguments) < 0)
+	if (msrd_launch(&server, arguments) < 0)
 		return -1;
-	setenv(HAECER_SOCKET_ENV, server->socket_path, 1);
+	setenv(HAECER_SOCKET_ENV, server.socket_path, 1);
 	return 0;
 }
 
 /* Close the default context (its slots go back), then stop msrd cleanly. 0 or -1. */
-static inline int libclient_stop(struct msrd_server *server)
+static inline int libclient_stop(void)
 {
 	haecer_shutdown();
-	return msrd_stop(server);
+	return msrd_stop(&server);
 }
 
-/* One msrd (libclient_start) around one cmocka group: $HAECER_SOCKET points at it, *sim (when not
- * NULL) is a connection for simulator control; after the group the default context is closed
- * and msrd must stop cleanly. main()'s exit status. */
-static inline int libclient_run_group(struct msrd_server *server, const char *model,
-				      const char *script, const char *const *extra,
-				      struct haecer_conn **sim,
-				      const char *group_name, const struct CMUnitTest *tests,
-				      size_t count)
+/* One msrd (libclient_start) around one cmocka group, with `sim` connected to it; after the
+ * group the default context is closed and msrd must stop cleanly. main()'s exit status. */
+static inline int libclient_run_group(const char *model, const char *script,
+				      const char *const *extra, const char *group_name,
+				      const struct CMUnitTest *tests, size_t count)
 {
 	int failures;
 
-	if (libclient_start(server, model, script, extra) < 0)
+	if (libclient_start(model, script, extra) < 0)
 		return 1;
-	if (sim != NULL && haecer_connect(server->socket_path, sim) < 0) {
-		fprintf(stderr, "cannot connect to msrd at %s\n", server->socket_path);
-		msrd_kill(server);
+	if (haecer_connect(server.socket_path, &sim) < 0) {
+		fprintf(stderr, "cannot connect to msrd at %s\n", server.socket_path);
+		msrd_kill(&server);
 		return 1;
 	}
 	failures = _cmocka_run_group_tests(group_name, tests, count, NULL, NULL);
-	if (sim != NULL)
-		haecer_close(*sim);
-	if (libclient_stop(server) < 0)
+	haecer_close(sim);
+	sim = NULL;
+	if (libclient_stop() < 0)
 		failures++;
 	return failures == 0 ? 0 : 1;
 }
 
-#define LIBCLIENT_RUN_GROUP(server, model, script, extra, sim, tests)                        \
-	libclient_run_group((server), (model), (script), (extra), (sim), #tests, (tests),    \
+#define LIBCLIENT_RUN_GROUP(model, script, extra, tests)                                    \
+	libclient_run_group((model), (script), (extra), #tests, (tests),                     \
 			    sizeof(tests) / sizeof((tests)[0]))
+
+/* cmocka setup: every simulated CPU fully busy. */
+static inline int libclient_full_load(void **state)
+{
+	(void)state;
+	return haecer_sim_set_load(sim, -1, 1.0) == 0 ? 0 : -1;
+}
 
 /* Print a setup failure's reason, for the log of a failing test. */
 static inline void libclient_explain(const char *what, int error)

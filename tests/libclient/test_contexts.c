@@ -9,8 +9,6 @@
 
 #include "tests/libclient/libclient_test.h"
 
-static struct msrd_server server;
-
 static void test_contexts_compete(void **state)
 {
 	struct haecer_context *first, *second;
@@ -99,5 +97,5 @@ int main(void)
 		cmocka_unit_test(test_bad_arguments),
 	};
 
-	return LIBCLIENT_RUN_GROUP(&server, "skylake-sp", NULL, NULL, NULL, tests);
+	return LIBCLIENT_RUN_GROUP("skylake-sp", NULL, NULL, tests);
 }

@@ -9,9 +9,6 @@
 
 #define CYCLES_PER_MS 2500000ull /* sandybridge core_hz 2.5 GHz, load 1.0 */
 
-static struct msrd_server server;
-static struct haecer_conn *sim;
-
 static void advance_ms(unsigned ms)
 {
 	assert_int_equal(haecer_sim_advance(sim, ms * NS_PER_MS, NULL), 0);
@@ -93,20 +90,14 @@ static void test_energy_ignores_control(void **state)
 	freeCounter(&energy);
 }
 
-static int busy(void **state)
-{
-	(void)state;
-	return haecer_sim_set_load(sim, -1, 1.0) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
 	const char *arguments[] = {"--sim-virtual-time", NULL};
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_fixed_counter, busy),
-		cmocka_unit_test_setup(test_programmable_counter, busy),
-		cmocka_unit_test_setup(test_energy_ignores_control, busy),
+		cmocka_unit_test_setup(test_fixed_counter, libclient_full_load),
+		cmocka_unit_test_setup(test_programmable_counter, libclient_full_load),
+		cmocka_unit_test_setup(test_energy_ignores_control, libclient_full_load),
 	};
 
-	return LIBCLIENT_RUN_GROUP(&server, "sandybridge", NULL, arguments, &sim, tests);
+	return LIBCLIENT_RUN_GROUP("sandybridge", NULL, arguments, tests);
 }

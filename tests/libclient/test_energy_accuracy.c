@@ -20,9 +20,6 @@ static const char script[] =
 	"7 0.0\n"
 	"1 1.0\n";
 
-static struct msrd_server server;
-static struct haecer_conn *sim;
-
 struct reading {
 	unsigned long long value;
 	struct haecer_sim_truth truth;
@@ -81,5 +78,5 @@ int main(void)
 		cmocka_unit_test(test_package_and_cores),
 	};
 
-	return LIBCLIENT_RUN_GROUP(&server, "sandybridge", script, arguments, &sim, tests);
+	return LIBCLIENT_RUN_GROUP("sandybridge", script, arguments, tests);
 }

@@ -19,9 +19,6 @@
 #define POLL_NS (3 * STEP_NS)  /* TSC, energy, SMI count */
 #define TSC_HZ 2500000000.0    /* sandybridge */
 
-static struct msrd_server server;
-static struct haecer_conn *sim;
-
 struct region_truth {
 	struct haecer_sim_truth start, end;
 };
@@ -157,7 +154,7 @@ int main(void)
 		return 77;
 	}
 	snprintf(step, sizeof(step), "%llu", STEP_NS);
-	status = LIBCLIENT_RUN_GROUP(&server, "sandybridge", NULL, arguments, &sim, intel);
-	status |= LIBCLIENT_RUN_GROUP(&server, "zen3", NULL, arguments, &sim, amd);
+	status = LIBCLIENT_RUN_GROUP("sandybridge", NULL, arguments, intel);
+	status |= LIBCLIENT_RUN_GROUP("zen3", NULL, arguments, amd);
 	return status;
 }

@@ -16,9 +16,6 @@
 /* Busy all the time, in segments of a second. */
 static const char script[] = "1000 1.0\n";
 
-static struct msrd_server server;
-static struct haecer_conn *sim;
-
 static void test_energy_wraps_between_reads(void **state)
 {
 	PerfCounter pkg = setupEnergyCounter(RAPL_PKG);
@@ -68,5 +65,5 @@ int main(void)
 		cmocka_unit_test(test_cycles_wrap_between_reads),
 	};
 
-	return LIBCLIENT_RUN_GROUP(&server, "sandybridge", script, arguments, &sim, tests);
+	return LIBCLIENT_RUN_GROUP("sandybridge", script, arguments, tests);
 }

@@ -17,9 +17,6 @@
 #define MAJOR 7
 #define READS 300
 
-static struct msrd_server server;
-static struct haecer_conn *sim;
-
 struct expected {
 	uint16_t minor;
 	struct haecer_counter_info info;
@@ -155,19 +152,13 @@ static void test_invalid_counter_gets_no_ring(void **state)
 		assert_false(entries[i].major == MAJOR && entries[i].minor == 9);
 }
 
-static int busy(void **state)
-{
-	(void)state;
-	return haecer_sim_set_load(sim, -1, 1.0) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
 	const char *arguments[] = {"--sim-virtual-time", NULL};
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_monitor_reads_what_was_read, busy),
+		cmocka_unit_test_setup(test_monitor_reads_what_was_read, libclient_full_load),
 		cmocka_unit_test(test_invalid_counter_gets_no_ring),
 	};
 
-	return LIBCLIENT_RUN_GROUP(&server, "sandybridge", NULL, arguments, &sim, tests);
+	return LIBCLIENT_RUN_GROUP("sandybridge", NULL, arguments, tests);
 }

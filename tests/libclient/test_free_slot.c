@@ -12,8 +12,6 @@
 
 #define PROGRAMMABLE_COUNTERS 4 /* sandybridge: CPUID.0AH:EAX[15:8] */
 
-static struct msrd_server server;
-
 /* In another process: take one programmable counter on CPU 0 through a context of its own. */
 static int take_one(void *argument)
 {
@@ -95,5 +93,5 @@ int main(void)
 		cmocka_unit_test(test_free_releases_the_slot),
 	};
 
-	return LIBCLIENT_RUN_GROUP(&server, "sandybridge", NULL, arguments, NULL, tests);
+	return LIBCLIENT_RUN_GROUP("sandybridge", NULL, arguments, tests);
 }

@@ -10,9 +10,6 @@
 
 #define USR_OS 0x00030000ull
 
-static struct msrd_server server;
-static struct haecer_conn *sim;
-
 struct named_event {
 	const char *name;
 	uint64_t config;        /* PERFEVTSEL / PERF_CTL (EN clear) or the fixed field */
@@ -105,7 +102,7 @@ int main(void)
 	const struct CMUnitTest amd[] = {
 		cmocka_unit_test(test_zen3_names),
 	};
-	int status = LIBCLIENT_RUN_GROUP(&server, "sandybridge", NULL, arguments, &sim, intel);
+	int status = LIBCLIENT_RUN_GROUP("sandybridge", NULL, arguments, intel);
 
-	return status | LIBCLIENT_RUN_GROUP(&server, "zen3", NULL, arguments, &sim, amd);
+	return status | LIBCLIENT_RUN_GROUP("zen3", NULL, arguments, amd);
 }

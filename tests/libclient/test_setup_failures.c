@@ -21,7 +21,6 @@
 #define NOBODY_UID 4103
 #define MAX_FAILED 32
 
-static struct msrd_server server;
 static PerfCounter failed[MAX_FAILED];
 static size_t failed_count;
 
@@ -183,5 +182,5 @@ int main(void)
 		cmocka_unit_test(test_no_side_effects),
 	};
 
-	return LIBCLIENT_RUN_GROUP(&server, "sandybridge", NULL, arguments, NULL, tests);
+	return LIBCLIENT_RUN_GROUP("sandybridge", NULL, arguments, tests);
 }

@@ -42,7 +42,6 @@ static const struct model_expectation models[] = {
 	 BIT(RAPL_AMD_CORE) | BIT(RAPL_AMD_PKG), {0, 0, 0, 0, 0, 16, 16}, 16},
 };
 
-static struct msrd_server server;
 static bool running;
 
 static void unpin(void)
@@ -152,7 +151,7 @@ static void run_model(const struct model_expectation *model)
 {
 	PerfCounter ctr;
 
-	assert_int_equal(libclient_start(&server, model->model, NULL, NULL), 0);
+	assert_int_equal(libclient_start(model->model, NULL, NULL), 0);
 	running = true;
 	unpin();
 	check_arch(model);
@@ -163,7 +162,7 @@ static void run_model(const struct model_expectation *model)
 	check_valid(&ctr, "setupNamedCounter", HAECER_COUNTER_PROGRAMMABLE);
 	check_energy(model);
 	running = false;
-	assert_int_equal(libclient_stop(&server), 0);
+	assert_int_equal(libclient_stop(), 0);
 }
 
 static void test_sandybridge(void **state)

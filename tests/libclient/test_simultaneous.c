@@ -13,9 +13,6 @@
 
 #define CYCLES_PER_MS 2500000ull
 
-static struct msrd_server server;
-static struct haecer_conn *sim;
-
 static void test_set_reads_together(void **state)
 {
 	PerfCounter set[4] = {
@@ -73,19 +70,13 @@ static void test_batch_read(void **state)
 	haecer_counter_free(counters[2]);
 }
 
-static int busy(void **state)
-{
-	(void)state;
-	return haecer_sim_set_load(sim, -1, 1.0) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
 	const char *arguments[] = {"--sim-virtual-time", NULL};
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_set_reads_together, busy),
-		cmocka_unit_test_setup(test_batch_read, busy),
+		cmocka_unit_test_setup(test_set_reads_together, libclient_full_load),
+		cmocka_unit_test_setup(test_batch_read, libclient_full_load),
 	};
 
-	return LIBCLIENT_RUN_GROUP(&server, "sandybridge", NULL, arguments, &sim, tests);
+	return LIBCLIENT_RUN_GROUP("sandybridge", NULL, arguments, tests);
 }

@@ -14,8 +14,6 @@
 #define FIXED_COUNTERS 3
 #define MAX_TAKEN (PROGRAMMABLE_COUNTERS + FIXED_COUNTERS)
 
-static struct msrd_server server;
-
 struct taker {
 	pid_t pid;
 	int go;          /* parent writes a byte: start taking; another: release and exit */
@@ -134,5 +132,5 @@ int main(void)
 		cmocka_unit_test(test_two_processes_never_share),
 	};
 
-	return LIBCLIENT_RUN_GROUP(&server, "sandybridge", NULL, arguments, NULL, tests);
+	return LIBCLIENT_RUN_GROUP("sandybridge", NULL, arguments, tests);
 }

@@ -70,16 +70,21 @@ static void plan_poll(const struct haecer_counter *counter, struct poll_plan *pl
 static int poll_refused(struct haecer_counter *counter, const struct poll_plan *plan, int error)
 {
 	const struct haecer_msr_op *refused = &plan->ops[plan->energy];
+	const char *text = haecer_conn_error(counter->ctx->conn);
 
-	if (plan->tsc >= 0 && plan->ops[plan->tsc].status != -ECANCELED)
+	/* A refused batch marks the refused op(s) and cancels the rest; a broken connection
+	 * marks nothing. */
+	for (size_t i = 0; i < plan->count; i++) {
+		if (plan->ops[i].status != 0 && plan->ops[i].status != -ECANCELED) {
+			refused = &plan->ops[i];
+			break;
+		}
+	}
+	if (plan->tsc >= 0 && refused == &plan->ops[plan->tsc])
 		return haecer__fail(error, "energy regions on a simulated CPU read its TSC (MSR "
-				    "0x10) through msrd, and that failed: %s",
-				    haecer_conn_error(counter->ctx->conn));
-	if (refused->status == -ECANCELED && plan->smi >= 0)
-		refused = &plan->ops[plan->smi];
+				    "0x10) through msrd: %s", text);
 	return haecer__fail(error, "polling %s (MSR %#x) on CPU %u: %s", counter->info.name,
-			    refused->address, counter->info.cpu,
-			    haecer_conn_error(counter->ctx->conn));
+			    refused->address, counter->info.cpu, text);
 }
 
 /* One poll under the context's lock. A policy that refuses MSR_SMI_COUNT only costs the exact

@@ -239,8 +239,14 @@ double endEnergyRead(RAPLCounter domain)
 		return NAN;
 	state = &regions[domain];
 	state->has_result = false;
-	if (state->counter == NULL || !same_counter(state->counter, state->generation) ||
-	    haecer_energy_end(state->counter, &state->region, &state->result) < 0)
+	/* A failed startEnergyRead left its reason as the thread's detail: keep it. */
+	if (state->counter == NULL || !state->region.active)
+		return NAN;
+	if (!same_counter(state->counter, state->generation)) {
+		haecer__fail(-EBADF, "the energy counter of startEnergyRead was closed since");
+		return NAN;
+	}
+	if (haecer_energy_end(state->counter, &state->region, &state->result) < 0)
 		return NAN;
 	state->has_result = true;
 	return state->result.joules;

@@ -3,8 +3,9 @@
  * registers of every simulated model (Intel and AMD), msrd started on a model with the HAECER
  * default context pointed at it, and a second connection for simulator control.
  *
- * Identities: root may do everything (and control the sim); uid 4101 may only read energy
- * (no PMU); uid 4102 may only use the PMU (no energy).
+ * Identities: root may do everything (and control the sim); uid 4101 may read energy and the
+ * TSC (no PMU, no SMI count); uid 4102 may use the PMU and read the TSC (no energy); uid 4104
+ * may read energy only (no TSC).
  */
 #ifndef HAECER_TESTS_LIBCLIENT_LIBCLIENT_TEST_H
 #define HAECER_TESTS_LIBCLIENT_LIBCLIENT_TEST_H
@@ -34,13 +35,14 @@ static __attribute__((unused)) struct haecer_conn *sim;
 #define NS_PER_S 1000000000ull
 #define ENERGY_ONLY_UID 4101
 #define PMU_ONLY_UID 4102
+#define ENERGY_WITHOUT_TSC_UID 4104
 
 static const char libclient_policy[] =
 	"version: 1\n"
 	"default: deny\n"
 	"msrs:\n"
 	"  - {name: TSC, address: 0x10, read: true, set: time}\n"
-	"  - {name: SMI_COUNT, address: 0x34, read: true, set: time}\n"
+	"  - {name: SMI_COUNT, address: 0x34, read: true, set: smi}\n"
 	"  - {name: PMC, range: [0xC1, 0xC8], read: true, write_mask: 0xffffffffffff, set: pmu}\n"
 	"  - {name: A_PMC, range: [0x4C1, 0x4C8], read: true, write_mask: 0xffffffffffff, "
 	"set: pmu}\n"
@@ -72,7 +74,8 @@ static const char libclient_policy[] =
 	"    monitor_rings: [0-65535]\n"
 	"    capabilities: [sim_control]\n"
 	"  - {match: {uid: 4101}, allow: [time, rapl], create_rings: [1-99]}\n"
-	"  - {match: {uid: 4102}, allow: [time, pmu]}\n";
+	"  - {match: {uid: 4102}, allow: [time, pmu]}\n"
+	"  - {match: {uid: 4104}, allow: [rapl]}\n";
 
 /* Start msrd on a simulated model with a load script (server/sim_load.h format, written next
  * to msrd's policy and passed as --sim-load-script; NULL for none) and extra arguments

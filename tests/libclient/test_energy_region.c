@@ -9,10 +9,13 @@
  *
  * Also: the calibration equals the true power per TSC tick; the SMIs counted inside a region
  * match MSR_SMI_COUNT on the model that has it (sandybridge: one every 16 ms), and on a model
- * without it (zen3) the count is an estimate from TSC gaps: none in virtual time.
+ * without it (zen3), or for a client the policy does not let read it, the count is an estimate
+ * from TSC gaps: none in virtual time. A client that may not read the simulated TSC gets NaN
+ * and the reason.
  */
 #include <math.h>
 
+#include "tests/lib/test_check.h"
 #include "tests/libclient/libclient_test.h"
 
 #define STEP_NS 1000ull
@@ -119,6 +122,40 @@ static void test_smi_count(void **state)
 	assert_true(result.smi_count >= after - before && result.smi_count <= after - before + 1);
 }
 
+/* In a process of a uid the policy refuses MSR_SMI_COUNT (or the TSC as well). */
+static int region_under_policy(void *argument)
+{
+	bool tsc_granted = *(const bool *)argument;
+	struct haecer_energy_result result;
+	double joules;
+
+	startEnergyRead(RAPL_PKG);
+	joules = endEnergyRead(RAPL_PKG);
+	if (!tsc_granted) {
+		CHECK(isnan(joules));
+		CHECK(strstr(haecer_error_detail(), "TSC (MSR 0x10)") != NULL);
+		fprintf(stderr, "as expected: %s\n", haecer_error_detail());
+		return 0;
+	}
+	libclient_explain("endEnergyRead", isnan(joules) ? -1 : 0);
+	CHECK(!isnan(joules));
+	CHECK_EQ(haecer_last_energy_result(RAPL_PKG, &result), 0);
+	CHECK(!result.smi_count_exact);
+	CHECK_EQ(result.smi_count, 0);
+	return 0;
+}
+
+static void test_policy_without_smi_count_or_tsc(void **state)
+{
+	bool granted = true, refused = false;
+
+	(void)state;
+	assert_int_equal(run_as(ENERGY_ONLY_UID, ENERGY_ONLY_UID, NULL, 0, region_under_policy,
+				&granted), 0);
+	assert_int_equal(run_as(ENERGY_WITHOUT_TSC_UID, ENERGY_WITHOUT_TSC_UID, NULL, 0,
+				region_under_policy, &refused), 0);
+}
+
 static void test_amd_smis_from_tsc_gaps(void **state)
 {
 	struct haecer_energy_result result;
@@ -143,6 +180,7 @@ int main(void)
 		cmocka_unit_test(test_sub_millisecond_regions),
 		cmocka_unit_test(test_calibration_is_the_power),
 		cmocka_unit_test(test_smi_count),
+		cmocka_unit_test(test_policy_without_smi_count_or_tsc),
 	};
 	const struct CMUnitTest amd[] = {
 		cmocka_unit_test(test_amd_smis_from_tsc_gaps),

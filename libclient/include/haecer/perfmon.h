@@ -35,10 +35,13 @@
  *   -ENOENT      unknown event name (libpfm4), or no such event on this model
  *   -EINVAL      bad argument, flags or counter mask
  *   -EPERM       msrd's policy does not grant the registers (or the ring major)
- *   -EBUSY       the counter is held by another msrd client
+ *   -EACCES      the policy's write mask refuses a bit of the encoding (e.g. HAECER_FLAG_ANY)
+ *   -ENXIO       no such CPU on msrd's machine
+ *   -EBUSY       the counter is held by another msrd client (or another context)
  *   -ENOSPC      every programmable counter of the CPU is taken
  *   -EBADF       an invalid, failed or freed counter
  *   -ETIMEDOUT   an energy register did not update within HAECER_ENERGY_TIMEOUT_MS
+ *   -EEXIST      the counter already has a ring
  *   -ECONNREFUSED, -ENOENT (socket), -EPIPE, -ECONNRESET, -EPROTO  msrd unreachable or gone
  * haecer_strerror() gives the generic text of a code; haecer_error_detail() the sentence that
  * explains the latest failure of the calling thread ("LL_CACHE_MISSES is not available on this

@@ -3,11 +3,18 @@
  * ping-pong with the same frame sizes measured in the same run; how throughput scales with
  * concurrent clients; how much server memory an idle client costs. Not a test: prints figures.
  *
+ * Then resource management: a registered batch of 8 run by handle against the same batch sent
+ * whole; the timing error of a 1 ms schedule of 8 reads, from its ring's timestamps against the
+ * ideal grid; msrd's CPU use (utime + stime of /proc/PID/stat) while it samples those 8 MSRs at
+ * 1 kHz into the ring, and while idle with nothing to do but keep its energy totals exact.
+ *
  * Starts a real msrd (simulated CPU in real time) through the test harness. Environment:
- * HAECER_BUILD (where msrd is), HAECER_BENCH_SECONDS (per throughput point, default 1).
+ * HAECER_BUILD (where msrd is), HAECER_BENCH_SECONDS (per throughput point, default 1; the CPU
+ * figures use three times as long, at least 3 s).
  *
  * Last line: read_ns=… pingpong_ns=… ratio_pingpong=… batch8_ratio=… clients1_ops=…
- * clients16_ops=… clients256_ops=… clients1000_ops=… kib_per_client=…
+ * clients16_ops=… clients256_ops=… clients1000_ops=… kib_per_client=… handle8_ratio=…
+ * period_jitter_us_p99=… sample_1khz_cpu_pct=… idle_cpu_pct=…
  */
 #include <errno.h>
 #include <liburing.h>
@@ -25,6 +32,7 @@
 
 #include "haecer/msrd.h"
 #include "proto/wire.h"
+#include "shm/ring.h"
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/raw_client.h"
 
@@ -40,7 +48,7 @@ static const char policy[] =
 	"  - {name: TSC, address: 0x10, read: true, set: base}\n"
 	"  - {name: PKG_ENERGY, address: 0x611, read: true, set: base}\n"
 	"rules:\n"
-	"  - {match: {any: true}, allow: [base]}\n";
+	"  - {match: {any: true}, allow: [base], create_rings: [1], monitor_rings: [1]}\n";
 
 static struct msrd_server server;
 
@@ -182,6 +190,7 @@ static uint64_t floor_round_trip(int fd)
 struct latencies {
 	uint64_t read;
 	uint64_t batch8;
+	uint64_t handle8;
 	uint64_t pingpong;
 	uint64_t uring_pingpong;
 };
@@ -189,10 +198,12 @@ struct latencies {
 static void measure_latencies(struct haecer_conn *conn, int client_cpu, int server_cpu,
 			      struct latencies *out)
 {
-	static uint64_t reads[SAMPLES], batches[SAMPLES], pongs[SAMPLES], uring_pongs[SAMPLES];
+	static uint64_t reads[SAMPLES], batches[SAMPLES], handles[SAMPLES], pongs[SAMPLES],
+		uring_pongs[SAMPLES];
 	struct haecer_msr_op ops[8];
 	pid_t pong_pid, uring_pid;
 	int pong_fd, uring_fd;
+	uint32_t handle;
 	uint64_t value;
 
 	pin(0, client_cpu);
@@ -202,8 +213,11 @@ static void measure_latencies(struct haecer_conn *conn, int client_cpu, int serv
 	for (int i = 0; i < 8; i++)
 		ops[i] = (struct haecer_msr_op){ .kind = HAECER_MSR_READ, .cpu = (uint32_t)(i % 4),
 						 .address = i % 2 ? 0x10 : ADDRESS };
+	if (haecer_batch_register(conn, ops, 8, &handle) < 0)
+		die("registering a batch failed");
 	for (int i = 0; i < WARMUP; i++) {
-		if (haecer_msr_read(conn, 0, ADDRESS, &value) < 0 || haecer_msr_batch(conn, ops, 8) < 0)
+		if (haecer_msr_read(conn, 0, ADDRESS, &value) < 0 || haecer_msr_batch(conn, ops, 8) < 0 ||
+		    haecer_batch_run(conn, handle, ops, 8) < 0)
 			die("warm-up requests failed");
 		floor_round_trip(pong_fd);
 		floor_round_trip(uring_fd);
@@ -219,11 +233,17 @@ static void measure_latencies(struct haecer_conn *conn, int client_cpu, int serv
 			haecer_msr_batch(conn, ops, 8);
 			batches[i] = now_ns() - start;
 		}
+		for (int i = block * BLOCK; i < (block + 1) * BLOCK; i++) {
+			uint64_t start = now_ns();
+			haecer_batch_run(conn, handle, ops, 8);
+			handles[i] = now_ns() - start;
+		}
 		for (int i = block * BLOCK; i < (block + 1) * BLOCK; i++)
 			pongs[i] = floor_round_trip(pong_fd);
 		for (int i = block * BLOCK; i < (block + 1) * BLOCK; i++)
 			uring_pongs[i] = floor_round_trip(uring_fd);
 	}
+	haecer_batch_release(conn, handle);
 	close(pong_fd);
 	close(uring_fd);
 	waitpid(pong_pid, NULL, 0);
@@ -232,6 +252,7 @@ static void measure_latencies(struct haecer_conn *conn, int client_cpu, int serv
 	pin(server.pid, -1);
 	out->read = median(reads, SAMPLES);
 	out->batch8 = median(batches, SAMPLES);
+	out->handle8 = median(handles, SAMPLES);
 	out->pingpong = median(pongs, SAMPLES);
 	out->uring_pingpong = median(uring_pongs, SAMPLES);
 }
@@ -243,6 +264,9 @@ static void print_latencies(const char *placement, const struct latencies *figur
 	       (unsigned long long)figures->read);
 	printf("  BATCH of 8 reads:                 median %llu ns (%.2f x one READ)\n",
 	       (unsigned long long)figures->batch8, (double)figures->batch8 / (double)figures->read);
+	printf("  registered batch of 8 by handle:  median %llu ns (%.2f x the batch sent whole)\n",
+	       (unsigned long long)figures->handle8,
+	       (double)figures->handle8 / (double)figures->batch8);
 	printf("  bare ping-pong, recv/send:        median %llu ns (READ / this = %.2f)\n",
 	       (unsigned long long)figures->pingpong,
 	       (double)figures->read / (double)figures->pingpong);
@@ -365,6 +389,182 @@ static double kib_per_idle_client(void)
 	return (double)(after - before) / IDLE_CLIENTS;
 }
 
+/* ---- schedules and CPU use ---- */
+
+#define SCHEDULE_PERIOD_NS 1000000ull
+#define SCHEDULE_OPS 8u
+#define SCHEDULE_CAPACITY 65536u
+
+/* msrd's CPU time so far in clock ticks (utime + stime of /proc/PID/stat). */
+static unsigned long long cpu_ticks(pid_t pid)
+{
+	char path[64], text[1024];
+	unsigned long long utime = 0, stime = 0;
+	const char *after_name;
+	FILE *stat;
+	size_t got;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	stat = fopen(path, "r");
+	if (stat == NULL)
+		die("cannot read msrd's /proc/PID/stat");
+	got = fread(text, 1, sizeof(text) - 1, stat);
+	fclose(stat);
+	text[got] = '\0';
+	/* Fields after the command name in parentheses: state is field 3, utime 14, stime 15. */
+	after_name = strrchr(text, ')');
+	if (after_name == NULL ||
+	    sscanf(after_name + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+		   &stime) != 2)
+		die("cannot parse msrd's /proc/PID/stat");
+	return utime + stime;
+}
+
+/* Time a task has run in ns (first field of /proc/PID/schedstat): a finer view than ticks. */
+static unsigned long long run_ns(pid_t pid)
+{
+	char path[64];
+	unsigned long long ns = 0;
+	FILE *stat;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	stat = fopen(path, "r");
+	if (stat != NULL) {
+		if (fscanf(stat, "%llu", &ns) != 1)
+			ns = 0;
+		fclose(stat);
+	}
+	return ns;
+}
+
+struct cpu_use {
+	double stat_pct;      /* utime + stime ticks: the figure the issue asks for */
+	double schedstat_pct; /* run time in ns */
+};
+
+/* msrd's CPU use over `seconds` of wall time, in percent of one CPU. */
+static struct cpu_use cpu_percent(double seconds)
+{
+	unsigned long long before = cpu_ticks(server.pid), ran = run_ns(server.pid);
+	uint64_t began = now_ns();
+	double wall;
+
+	usleep((useconds_t)(seconds * 1e6));
+	wall = (double)(now_ns() - began) / 1e9;
+	return (struct cpu_use){
+		.stat_pct = (double)(cpu_ticks(server.pid) - before) /
+			    (double)sysconf(_SC_CLK_TCK) / wall * 100.0,
+		.schedstat_pct = (double)(run_ns(server.pid) - ran) / 1e9 / wall * 100.0,
+	};
+}
+
+struct schedule_figures {
+	struct cpu_use cpu;
+	double jitter_p99_us;
+	double jitter_median_us;
+	uint64_t sets;
+	uint64_t missed;
+};
+
+/* Each set's lateness against the ideal grid origin + number * period; a skipped period counts
+ * as one period late (at least). */
+static void measure_jitter(const struct ring_record *records, size_t count,
+			   struct schedule_figures *out)
+{
+	size_t sets = count / SCHEDULE_OPS;
+	uint64_t *late = calloc(sets * 2 + 1, sizeof(*late));
+	uint64_t origin = records[0].timestamp, number = 0;
+	size_t used = 0;
+
+	if (late == NULL)
+		die("out of memory");
+	for (size_t set = 0; set < sets; set++) {
+		const struct ring_record *first = &records[set * SCHEDULE_OPS];
+		uint64_t next = (number & ~0xffffull) | first->flags;
+		if (set > 0 && next <= number)
+			next += 0x10000;
+		for (uint64_t skipped = set > 0 ? number + 1 : next; skipped < next && used < 2 * sets;
+		     skipped++, out->missed++)
+			late[used++] = SCHEDULE_PERIOD_NS;
+		number = next;
+		late[used++] = first->timestamp - (origin + number * SCHEDULE_PERIOD_NS);
+	}
+	out->sets = sets;
+	qsort(late, used, sizeof(*late), compare_u64);
+	out->jitter_p99_us = (double)late[used * 99 / 100] / 1000.0;
+	out->jitter_median_us = (double)late[used / 2] / 1000.0;
+	free(late);
+}
+
+/* The floor: a process doing nothing but wait for an absolute io_uring timeout every 1 ms (the
+ * same wake-up msrd pays), measured like the schedule: lateness p99 and CPU use. */
+static void measure_timer_floor(double seconds, struct schedule_figures *out)
+{
+	size_t count = (size_t)(seconds * 1e9 / SCHEDULE_PERIOD_NS);
+	uint64_t *late = calloc(count, sizeof(*late));
+	struct io_uring ring;
+	unsigned long long ran = run_ns(getpid());
+	uint64_t origin = now_ns();
+
+	if (late == NULL || io_uring_queue_init(8, &ring, 0) < 0)
+		die("timer floor set-up");
+	for (size_t i = 0; i < count; i++) {
+		uint64_t deadline = origin + (i + 1) * SCHEDULE_PERIOD_NS;
+		struct __kernel_timespec at = { .tv_sec = (long long)(deadline / 1000000000ull),
+						.tv_nsec = (long long)(deadline % 1000000000ull) };
+		io_uring_prep_timeout(io_uring_get_sqe(&ring), &at, 0, IORING_TIMEOUT_ABS);
+		uring_step(&ring);
+		late[i] = now_ns() - deadline;
+	}
+	out->cpu.schedstat_pct = (double)(run_ns(getpid()) - ran) / (double)(now_ns() - origin) *
+				 100.0;
+	io_uring_queue_exit(&ring);
+	qsort(late, count, sizeof(*late), compare_u64);
+	out->jitter_p99_us = (double)late[count * 99 / 100] / 1000.0;
+	out->jitter_median_us = (double)late[count / 2] / 1000.0;
+	free(late);
+}
+
+/* A 1 ms schedule of 8 reads (TSC and package energy on four CPUs) into a ring: msrd's CPU use
+ * while it runs, then its timing from the ring. */
+static void measure_schedule(double seconds, struct schedule_figures *out)
+{
+	static struct ring_record records[SCHEDULE_CAPACITY];
+	struct haecer_schedule_spec spec = { .period_ns = SCHEDULE_PERIOD_NS, .major = 1,
+					     .minor = 1, .capacity = SCHEDULE_CAPACITY };
+	struct haecer_msr_op ops[SCHEDULE_OPS];
+	struct ring_consumer consumer;
+	struct haecer_conn *conn;
+	uint32_t id, instance;
+	uint64_t lost = 0;
+	ssize_t got;
+	int fd;
+
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < SCHEDULE_OPS; i++)
+		ops[i] = (struct haecer_msr_op){
+			.kind = i % 2 ? HAECER_MSR_READ : HAECER_MSR_ENERGY_READ,
+			.cpu = i / 2,
+			.address = i % 2 ? 0x10 : ADDRESS,
+		};
+	if (haecer_connect(server.socket_path, &conn) < 0 ||
+	    haecer_batch_register(conn, ops, SCHEDULE_OPS, &spec.handle) < 0 ||
+	    haecer_schedule_start(conn, &spec, &id, &instance) < 0 ||
+	    haecer_ring_open(conn, 1, 1, instance, NULL, &fd) < 0 ||
+	    ring_consumer_attach(&consumer, fd) < 0)
+		die("starting a schedule failed");
+	close(fd);
+	out->cpu = cpu_percent(seconds);
+	if (haecer_schedule_stop(conn, id) < 0)
+		die("stopping the schedule failed");
+	got = ring_consume(&consumer, records, SCHEDULE_CAPACITY, &lost);
+	if (got < (ssize_t)SCHEDULE_OPS || lost != 0)
+		die("the schedule's ring lost records or has none");
+	measure_jitter(records, (size_t)got, out);
+	ring_consumer_detach(&consumer);
+	haecer_close(conn);
+}
+
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge",
@@ -375,11 +575,15 @@ int main(void)
 	double ops[4];
 	struct haecer_conn *conn;
 	struct latencies cross, same;
+	struct schedule_figures schedule, timer_floor;
+	struct cpu_use idle;
+	double cpu_seconds;
 	long cpus;
 	double kib;
 
 	if (seconds <= 0)
 		seconds = 1.0;
+	cpu_seconds = 3 * seconds > 3.0 ? 3 * seconds : 3.0;
 	unsetenv("HAECER_VALGRIND");
 	harness_raise_fd_limit(4 * IDLE_CLIENTS + 256);
 	if (msrd_start(&server, policy, arguments) < 0)
@@ -401,15 +605,35 @@ int main(void)
 		ops[i] = throughput(client_counts[i], seconds);
 		printf("throughput, %4u clients:        %.0f reads/s\n", client_counts[i], ops[i]);
 	}
+	/* The idle figure on a server with no client at all: only the energy sampler is armed. */
+	usleep(500000);
+	idle = cpu_percent(cpu_seconds);
+	printf("server CPU while idle (energy totals kept): %.3f %% (schedstat %.4f %%)\n",
+	       idle.stat_pct, idle.schedstat_pct);
+	measure_schedule(cpu_seconds, &schedule);
+	measure_timer_floor(cpu_seconds, &timer_floor);
+	printf("schedule of %u reads every 1 ms: %llu sets, %llu periods skipped\n", SCHEDULE_OPS,
+	       (unsigned long long)schedule.sets, (unsigned long long)schedule.missed);
+	printf("  lateness against the ideal grid: median %.1f us, p99 %.1f us\n",
+	       schedule.jitter_median_us, schedule.jitter_p99_us);
+	printf("  server CPU while sampling at 1 kHz: %.2f %% (schedstat %.2f %%)\n",
+	       schedule.cpu.stat_pct, schedule.cpu.schedstat_pct);
+	printf("floor, a bare absolute io_uring timeout every 1 ms in this process:\n");
+	printf("  lateness median %.1f us, p99 %.1f us; CPU %.2f %% (schedstat)\n",
+	       timer_floor.jitter_median_us, timer_floor.jitter_p99_us,
+	       timer_floor.cpu.schedstat_pct);
 	if (msrd_stop(&server) < 0)
 		return 1;
 	/* The machine-readable figures are the cross-CPU ones: the placement a loaded machine
 	 * mostly gives, and the harder case. */
 	printf("read_ns=%llu pingpong_ns=%llu ratio_pingpong=%.2f batch8_ratio=%.2f "
 	       "clients1_ops=%.0f clients16_ops=%.0f clients256_ops=%.0f clients1000_ops=%.0f "
-	       "kib_per_client=%.2f\n",
+	       "kib_per_client=%.2f handle8_ratio=%.2f period_jitter_us_p99=%.1f "
+	       "sample_1khz_cpu_pct=%.2f idle_cpu_pct=%.3f\n",
 	       (unsigned long long)cross.read, (unsigned long long)cross.pingpong,
 	       (double)cross.read / (double)cross.pingpong,
-	       (double)cross.batch8 / (double)cross.read, ops[0], ops[1], ops[2], ops[3], kib);
+	       (double)cross.batch8 / (double)cross.read, ops[0], ops[1], ops[2], ops[3], kib,
+	       (double)cross.handle8 / (double)cross.batch8, schedule.jitter_p99_us,
+	       schedule.cpu.stat_pct, idle.stat_pct);
 	return 0;
 }

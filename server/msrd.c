@@ -149,6 +149,7 @@ void msrd_reload_policy(struct msrd *server)
 	server->policy_generation++;
 	log_notice("SIGHUP: policy reloaded from %s (%zu clients re-resolved)",
 		   server->config->policy_path, count);
+	schedule_policy_reloaded(server);
 	return;
 fail:
 	for (size_t i = 0; i < index; i++)

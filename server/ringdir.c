@@ -7,9 +7,10 @@
  * and "instance 0" can mean "the newest ring of (major, minor)".
  *
  * Lifetime: an entry lives while its producer is connected (or, for a ring msrd produces itself,
- * its schedule runs) or any connected client that opened it is; once neither holds it, it stays listed for the grace period (so a monitor that arrives
- * just after a short-lived producer exited can still drain it), then it is dropped. Dropping an
- * entry never affects mappings consumers already hold.
+ * its schedule runs) or any connected client that opened it is; once neither holds it, it stays
+ * listed for the grace period (so a monitor that arrives just after a short-lived producer exited
+ * can still drain it), then it is dropped. Dropping an entry never affects mappings consumers
+ * already hold.
  */
 #include "server/server.h"
 

@@ -20,6 +20,8 @@
  * Lifetime: a schedule stops when its owner disconnects, unless it was started PERSISTENT under
  * a policy granting persistent_schedules; a persistent one runs until a client of the same uid
  * stops it, or SIGTERM. Its ring then stays in the directory like a ring whose producer left.
+ * A policy reload checks every schedule again for its starter's identity (uid, gid, groups, kept
+ * for the purpose): one the new policy no longer allows stops.
  */
 #include "server/server.h"
 
@@ -45,6 +47,10 @@ struct schedule {
 	uint32_t id;
 	struct client *owner;          /* NULL once a persistent schedule's owner left */
 	uid_t uid;
+	gid_t gid;
+	gid_t *groups;                 /* the starter's, to check it again after a reload */
+	uint32_t group_count;
+	uint16_t major;
 	bool persistent;
 	bool stopping;                 /* stopped; freed when its timeout has completed */
 	bool armed;
@@ -145,6 +151,7 @@ static void schedule_free(struct schedule *schedule)
 		}
 	}
 	ring_producer_detach(&schedule->producer);
+	free(schedule->groups);
 	free(schedule->ops);
 	free(schedule->kinds);
 	free(schedule->run);
@@ -334,6 +341,47 @@ static int create_ring(struct schedule *schedule, const struct wire_schedule_sta
 	return status;
 }
 
+/* The grant's coarse limits are kept: a persistent schedule outlives the grant. */
+static void keep_limits(struct schedule *schedule, const struct policy_grant *grant)
+{
+	for (uint32_t i = 0; i < schedule->count; i++)
+		schedule->extra[i].coarse = policy_energy_limit(grant, schedule->ops[i].address,
+								&schedule->extra[i].limit) == 1;
+}
+
+/* Whether `grant` allows the schedule as it runs: its reads, its ring, its persistence. */
+static bool still_allowed(const struct schedule *schedule, const struct policy_grant *grant)
+{
+	for (uint32_t i = 0; i < schedule->count; i++) {
+		if (!policy_allows_read(grant, schedule->ops[i].address))
+			return false;
+	}
+	return policy_allows_create_ring(grant, schedule->major) &&
+	       (!schedule->persistent || policy_allows_persistent_schedule(grant));
+}
+
+void schedule_policy_reloaded(struct msrd *server)
+{
+	struct schedule *next;
+
+	for (struct schedule *schedule = server->schedules; schedule != NULL; schedule = next) {
+		struct policy_subject subject = { .uid = schedule->uid, .gid = schedule->gid,
+						  .groups = schedule->groups,
+						  .group_count = schedule->group_count };
+		struct policy_grant *grant = NULL;
+
+		next = schedule->next;
+		if (schedule->stopping)
+			continue;
+		if (policy_resolve(server->policy, &subject, &grant) < 0 ||
+		    !still_allowed(schedule, grant))
+			stop(schedule, "the reloaded policy does not allow it");
+		else
+			keep_limits(schedule, grant);
+		policy_grant_free(grant);
+	}
+}
+
 static struct schedule *schedule_new(struct client *client, const struct registered_batch *batch,
 				     const struct wire_schedule_start *request)
 {
@@ -345,6 +393,10 @@ static struct schedule *schedule_new(struct client *client, const struct registe
 		.server = client->server,
 		.owner = client,
 		.uid = client->uid,
+		.gid = client->gid,
+		.group_count = client->group_count,
+		.major = request->major,
+		.groups = malloc((client->group_count + 1) * sizeof(gid_t)),
 		.persistent = (request->flags & WIRE_SCHEDULE_PERSISTENT) != 0,
 		.count = batch->count,
 		.period_ns = request->period_ns,
@@ -354,16 +406,15 @@ static struct schedule *schedule_new(struct client *client, const struct registe
 		.extra = calloc(batch->count, sizeof(struct schedule_op)),
 	};
 	if (schedule->ops == NULL || schedule->kinds == NULL || schedule->run == NULL ||
-	    schedule->extra == NULL) {
+	    schedule->extra == NULL || schedule->groups == NULL) {
 		schedule_free(schedule);
 		return NULL;
 	}
+	if (client->group_count > 0)
+		memcpy(schedule->groups, client->groups, client->group_count * sizeof(gid_t));
 	memcpy(schedule->ops, batch->ops, batch->count * sizeof(*batch->ops));
 	memcpy(schedule->kinds, batch->kinds, batch->count);
-	/* The grant's coarse limits are kept: a persistent schedule outlives the grant. */
-	for (uint32_t i = 0; i < batch->count; i++)
-		schedule->extra[i].coarse = policy_energy_limit(client->grant, batch->ops[i].address,
-								&schedule->extra[i].limit) == 1;
+	keep_limits(schedule, client->grant);
 	return schedule;
 }
 

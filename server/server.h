@@ -487,6 +487,8 @@ void schedule_handle_stop(struct client *client, const struct wire_header *heade
 /* The owner is going away: stop its schedules, except persistent ones, which carry on. */
 void schedule_release_client(struct client *client);
 void schedule_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe);
+/* After a reload: stop every schedule the new policy does not allow its starter. */
+void schedule_policy_reloaded(struct msrd *server);
 /* Stop every schedule (SIGTERM). */
 void schedule_stop_all(struct msrd *server, const char *why);
 /* Free what is left after the loop ended. */

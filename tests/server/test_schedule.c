@@ -7,7 +7,8 @@
  * set to set; the ring's counters are named after the policy's MSRs, energy with its unit.
  * A schedule stops when its owner disconnects (no record after the log says so), unless it is
  * persistent, which needs the policy's persistent_schedules; a persistent one is stopped by a
- * client of the same uid, not by another. Bad requests are refused with their errors.
+ * client of the same uid, not by another. A policy reload that no longer allows a schedule
+ * stops it. Bad requests are refused with their errors.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -30,20 +32,22 @@
 #define OTHER_UID 4301
 #define WAIT_MS 30000
 
-static const char policy[] =
-	"version: 1\n"
-	"default: deny\n"
-	"msrs:\n"
-	"  - {name: IA32_TIME_STAMP_COUNTER, address: 0x10, read: true, set: base}\n"
-	"  - {name: MSR_PKG_ENERGY_STATUS, address: 0x611, read: true, set: base}\n"
-	"  - {name: IA32_PERFEVTSEL, range: [0x186, 0x18D], read: true, write_mask: 0xffc7ffff, set: base}\n"
-	"rules:\n"
-	"  - match: {uid: 0}\n"
-	"    allow: [base]\n"
-	"    create_rings: [10-20]\n"
+#define POLICY_HEAD                                                                                 \
+	"version: 1\n"                                                                              \
+	"default: deny\n"                                                                           \
+	"msrs:\n"                                                                                   \
+	"  - {name: IA32_TIME_STAMP_COUNTER, address: 0x10, read: true, set: base}\n"              \
+	"  - {name: MSR_PKG_ENERGY_STATUS, address: 0x611, read: true, set: base}\n"               \
+	"  - {name: IA32_PERFEVTSEL, range: [0x186, 0x18D], read: true, write_mask: 0xffc7ffff, set: base}\n" \
+	"rules:\n"                                                                                  \
+	"  - {match: {uid: 4301}, allow: [base], create_rings: [10-20], monitor_rings: [10-20]}\n" \
+	"  - match: {uid: 0}\n"                                                                     \
+	"    allow: [base]\n"                                                                       \
+	"    create_rings: [10-20]\n"                                                               \
 	"    monitor_rings: [10-20]\n"
-	"    capabilities: [persistent_schedules]\n"
-	"  - {match: {uid: 4301}, allow: [base], create_rings: [10-20], monitor_rings: [10-20]}\n";
+
+static const char policy[] = POLICY_HEAD "    capabilities: [persistent_schedules]\n";
+static const char policy_without_persistence[] = POLICY_HEAD;
 
 static struct msrd_server server;
 static struct haecer_conn *conn;
@@ -215,6 +219,35 @@ static void test_persistent_schedule(void **state)
 	ring_consumer_detach(&consumer);
 }
 
+static void install_policy(const char *text)
+{
+	char temporary[PATH_MAX + 8];
+	size_t before = msrd_log_count(&server, "SIGHUP: policy reloaded");
+
+	snprintf(temporary, sizeof(temporary), "%s.new", server.policy_path);
+	assert_int_equal(harness_write_file(temporary, text, 0644), 0);
+	assert_int_equal(rename(temporary, server.policy_path), 0);
+	assert_int_equal(msrd_signal(&server, SIGHUP), 0);
+	for (int i = 0; i < WAIT_MS / 10 && msrd_log_count(&server, "SIGHUP: policy reloaded") ==
+						   before; i++)
+		usleep(10000);
+	assert_true(msrd_log_count(&server, "SIGHUP: policy reloaded") > before);
+}
+
+static void test_reload_stops_what_is_no_longer_allowed(void **state)
+{
+	uint32_t persistent, plain, instance;
+
+	(void)state;
+	assert_int_equal(start(conn, 5, HAECER_SCHEDULE_PERSISTENT, &persistent, &instance), 0);
+	assert_int_equal(start(conn, 6, 0, &plain, &instance), 0);
+	install_policy(policy_without_persistence);
+	assert_int_equal(msrd_log_count(&server, "the reloaded policy does not allow it"), 1);
+	assert_int_equal(haecer_schedule_stop(conn, persistent), -ENOENT);
+	assert_int_equal(haecer_schedule_stop(conn, plain), 0);
+	install_policy(policy);
+}
+
 static void test_refusals(void **state)
 {
 	struct haecer_msr_op write = { .kind = HAECER_MSR_WRITE, .cpu = 0,
@@ -251,6 +284,7 @@ int main(void)
 		cmocka_unit_test(test_one_set_per_period),
 		cmocka_unit_test(test_stops_with_its_owner),
 		cmocka_unit_test(test_persistent_schedule),
+		cmocka_unit_test(test_reload_stops_what_is_no_longer_allowed),
 		cmocka_unit_test(test_refusals),
 	};
 

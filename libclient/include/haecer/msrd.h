@@ -127,7 +127,7 @@ int haecer_msr_write(struct haecer_conn *conn, uint32_t cpu, uint32_t address, u
 
 #define HAECER_MSR_READ 1
 #define HAECER_MSR_WRITE 2
-#define HAECER_MSR_ENERGY_READ 3   /* an energy-status register: value = raw, total = 64-bit total */
+#define HAECER_MSR_ENERGY_READ 3   /* energy-status register: value = raw, total = 64-bit total */
 #define HAECER_MSR_SLOT_READ 4     /* `address` is a slot id of this connection; cpu is ignored */
 
 struct haecer_msr_op {
@@ -164,11 +164,14 @@ struct haecer_slot {
 /* Take a counter on `cpu`: FIXED with index = the fixed counter wanted; PROGRAMMABLE with index -1
  * (any free one) or a specific index. The counter is cleared to 0 and stopped. Errors:
  *   -EBUSY      that counter is held by another client (or by this one)
- *   -ENOSPC     no programmable counter free (index -1), or this connection's slot limit
- *   -EOPNOTSUPP the CPU has no such counter (or the server has no slots: no HAECER_FEATURE_SLOTS)
- *   -EPERM      the policy does not grant read+write of its registers (counter, event select,
- *               and the shared IA32_PERF_GLOBAL_CTRL / IA32_FIXED_CTR_CTRL bits on Intel)
- *   -ENXIO      no such CPU;  -EINVAL  unknown kind or an index out of range */
+ *   -ENOSPC     index -1 and no programmable counter free whose registers the policy grants,
+ *               or this connection holds 256 slots already
+ *   -EOPNOTSUPP the CPU has no such counter (or none at all: no HAECER_FEATURE_SLOTS)
+ *   -EPERM      the policy does not grant read+write of its registers (counter, event select
+ *               with EN or the fixed counter's field of IA32_FIXED_CTR_CTRL, and its bit of
+ *               IA32_PERF_GLOBAL_CTRL where the CPU has one)
+ *   -ENXIO      no such CPU;  -EINVAL  unknown kind, index below -1, or -1 for a fixed counter
+ *   -EIO        its registers could not be read or written (then it is not taken) */
 int haecer_slot_alloc(struct haecer_conn *conn, uint32_t cpu, uint16_t kind, int index,
 		      struct haecer_slot *out);
 
@@ -184,15 +187,18 @@ int haecer_slot_program(struct haecer_conn *conn, uint32_t slot_id, uint64_t con
 #define HAECER_SLOT_DISABLE 2
 #define HAECER_SLOT_RESET 3       /* counter := 0, running state unchanged */
 
-/* Apply `action` to `count` (1..HAECER_SLOT_MAX_IDS) slots, all or none: -ENOENT when any id is
- * not held by this connection, -EINVAL for an unknown action. Enabling sets the slot's EN bit
- * (programmable) and its IA32_PERF_GLOBAL_CTRL bit with one GLOBAL_CTRL write per CPU. */
+/* Apply `action` to `count` (1..HAECER_SLOT_MAX_IDS) slots: -ENOENT when any id is not held by
+ * this connection (then nothing is done), -EINVAL for an unknown action or count, -EIO when the
+ * CPU refused a register access. Enabling sets each programmable slot's EN bit, then the slots'
+ * IA32_PERF_GLOBAL_CTRL bits with one GLOBAL_CTRL write per CPU, so slots enabled together start
+ * together (disabling the other way round). */
 int haecer_slot_control(struct haecer_conn *conn, const uint32_t *slot_ids, size_t count,
 			uint16_t action);
 
-/* Read counters (raw, `width` bits) in one round trip. synchronized: the server stops them all
- * together (one GLOBAL_CTRL write per CPU), reads them, and restarts them (on AMD, which has no
- * global control, each counter's EN bit is cleared and set again). Errors as haecer_slot_control. */
+/* Read counters (raw, `width` bits) in one round trip. synchronized: the server stops the
+ * enabled ones together (one GLOBAL_CTRL write per CPU), reads them, and restarts them (on AMD,
+ * which has no global control, each counter's EN bit is cleared and set again). Errors as
+ * haecer_slot_control. */
 int haecer_slot_read(struct haecer_conn *conn, const uint32_t *slot_ids, size_t count,
 		     uint64_t *values, bool synchronized);
 
@@ -224,25 +230,30 @@ int haecer_energy_read(struct haecer_conn *conn, uint32_t cpu, uint32_t address,
 #define HAECER_MAX_HANDLES 64u    /* registered batches per connection */
 
 /* Check a batch against the policy once; run it many times by handle with no re-check beyond
- * what a write's mask needs. -ENOSPC: this connection holds HAECER_MAX_HANDLES handles already;
- * a refused batch returns the refusal with per-op statuses as haecer_msr_batch does (no handle).
- * Slot reads are checked at registration (the slot must be held) and run time (-ENOENT). */
+ * what a write's mask needs. Refusals are those of haecer_msr_batch for the first refused op
+ * (-EPERM, -ENXIO, -EOPNOTSUPP, and -ENOENT for a slot read of a slot this connection does not
+ * hold, -EINVAL for an energy read of a register without a total), with the reason in
+ * haecer_conn_error; -ENOSPC: this connection holds HAECER_MAX_HANDLES handles already. */
 int haecer_batch_register(struct haecer_conn *conn, const struct haecer_msr_op *ops, size_t count,
 			  uint32_t *handle);
 
-/* Run a registered batch; `ops` must hold `count` == the registered count of ops (-EINVAL
- * otherwise) and receives each op's value, total and status as haecer_msr_batch fills them
- * (the kinds, cpus and addresses are taken from the registration, and are also written back).
+/* Run a registered batch. `count` must be the registered number of ops (-EINVAL otherwise,
+ * nothing run); ops[i] receives op i's status, and for reads its value (and total), as
+ * haecer_msr_batch fills them; kind, cpu and address of `ops` are not used. At run time only
+ * what can change is checked again: a slot read's slot must still be held (-ENOENT), a write's
+ * bits outside the mask must keep the register's current value (-EACCES), and no write may
+ * touch a counter slot another connection holds (-EBUSY); any of these refuses the whole run.
  * After a policy reload every handle is stale: -ESTALE, release it and register again.
  * -ENOENT: no such handle on this connection. */
 int haecer_batch_run(struct haecer_conn *conn, uint32_t handle, struct haecer_msr_op *ops,
 		     size_t count);
 
-/* Forget a handle (stale ones too). -EBUSY while a schedule uses it; -ENOENT unknown handle. */
+/* Forget a handle (stale ones too; schedules keep their own copy). -ENOENT unknown handle. */
 int haecer_batch_release(struct haecer_conn *conn, uint32_t handle);
 
 #define HAECER_SCHEDULE_PERSISTENT 0x1 /* keep running after this client disconnects (policy) */
 #define HAECER_SCHEDULE_MIN_PERIOD_NS 1000000ull
+#define HAECER_SCHEDULE_MAX_OPS 16u  /* ops of a scheduled batch (the ring's counters) */
 
 struct haecer_schedule_spec {
 	uint32_t handle;          /* a registered batch (reads only) */
@@ -253,21 +264,25 @@ struct haecer_schedule_spec {
 };
 
 /* msrd runs the batch every period (timer-driven) and pushes each result set, timestamped (one
- * record per op, counter_id = op index, energy ops as energy counters with their unit exponent,
- * one timestamp for the set), into a ring monitors open by (major, minor). The ring's counters
- * are named after the policy's MSR names ("PKG_ENERGY_STATUS@cpu0", slot reads "slot3@cpu1");
- * its clock is CLOCK_MONOTONIC (virtual time with the sim's --sim-virtual-time). An op that fails
- * in a period pushes nothing for that op. Periods msrd could not serve in time are skipped,
- * not bunched, and counted in the ring's lost-record count (one per op of each missed period).
- * Errors: -EINVAL period < 1 ms, a write or slot read in the batch (slots die with their
- * connection), a capacity that is not a power of two or holds fewer records than one set;
- * -ENOENT unknown handle; -ESTALE stale handle; -EPERM the major is not granted for creating
- * rings, or PERSISTENT without the policy's persistent_schedules; -ENOSPC ring limits. */
+ * record per op that succeeded, counter_id = op index, energy reads as energy counters carrying
+ * the 64-bit total with their unit exponent, other reads the raw register, one timestamp for
+ * the set), into a ring it produces itself, which monitors open by (major, minor, instance).
+ * The ring's counters are named after the policy's MSR names ("MSR_PKG_ENERGY_STATUS@0"), its
+ * clock is RING_CLOCK_MONOTONIC_RAW. Periods lie on a grid from the first run (at once): each
+ * record's flags hold its period number mod 2^16, which is floor((timestamp - the first set's
+ * timestamp) / period_ns); a period msrd could not serve in time is skipped, not run late in a
+ * burst, and shows as a gap in those numbers. The batch is copied: releasing its handle later
+ * does not stop the schedule. A coarse energy grant applies to the schedule's readings.
+ * Errors: -EINVAL period < 1 ms, an op that is not a READ or ENERGY_READ, more than
+ * HAECER_SCHEDULE_MAX_OPS ops, a capacity that is not a power of two or holds fewer records
+ * than one set, unknown flags; -ENOENT unknown handle; -ESTALE stale handle; -EPERM the major is
+ * not granted for creating rings, or PERSISTENT without the policy's persistent_schedules;
+ * -ENOSPC ring memory, or 64 schedules of this uid running already. */
 int haecer_schedule_start(struct haecer_conn *conn, const struct haecer_schedule_spec *spec,
 			  uint32_t *schedule_id, uint32_t *ring_instance);
 
 /* Stop a schedule: this connection's, or a persistent one started by a client of the same uid
- * (ids are server-wide). -ENOENT no such schedule; -EPERM another uid's. The ring stays in the
+ * (ids are server-wide). -ENOENT no such schedule; -EPERM someone else's. The ring stays in the
  * directory for monitors to drain, as a ring whose producer left. */
 int haecer_schedule_stop(struct haecer_conn *conn, uint32_t schedule_id);
 

@@ -1,5 +1,5 @@
 /*
- * proto/wire: every message survives encode/decode, every decoder refuses a payload one byte too
+ * proto/wire: every message (the resource-management ones too) survives encode/decode, every decoder refuses a payload one byte too
  * short or too long, the header decoder tells garbage, other versions and oversized frames
  * apart, and every status code has its text and an errno that maps back to it.
  */
@@ -157,6 +157,95 @@ static void test_variable_messages(void **state)
 	assert_int_equal(wire_get_batch_op(buffer, 0, &op_out), -EINVAL);
 }
 
+static void test_resource_messages(void **state)
+{
+	static struct wire_slot_ids ids, ids_out;
+	struct wire_writer writer;
+	struct wire_slot_alloc alloc = { 3, WIRE_SLOT_PROGRAMMABLE, -1 }, alloc_out;
+	struct wire_slot slot = { 7, 3, WIRE_SLOT_FIXED, 2, 48, 0x30B, 0x38D }, slot_out;
+	struct wire_slot_program program = { 7, 0x43003C }, program_out;
+	struct wire_schedule_start start = { 4, WIRE_SCHEDULE_PERSISTENT, 1000000, 10, 2, 64 },
+				   start_out;
+	struct wire_schedule_started started = { 9, 12 }, started_out;
+	uint64_t values[3] = { 1, 2, 3 }, values_out[3], raw, total;
+	uint32_t handle, count;
+	size_t length;
+
+	(void)state;
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_slot_alloc(&writer, &alloc);
+	CHECK_EXACT(wire_get_slot_alloc, WIRE_SLOT_ALLOC_SIZE, &alloc_out);
+	assert_int_equal(alloc_out.index, -1);
+	buffer[6] = 1; /* reserved */
+	assert_int_equal(wire_get_slot_alloc(buffer, WIRE_SLOT_ALLOC_SIZE, &alloc_out), -EINVAL);
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_slot(&writer, &slot);
+	CHECK_EXACT(wire_get_slot, WIRE_SLOT_SIZE, &slot_out);
+	assert_int_equal(slot_out.width, 48);
+	assert_int_equal(slot_out.control_address, 0x38D);
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_slot_program(&writer, &program);
+	CHECK_EXACT(wire_get_slot_program, WIRE_SLOT_PROGRAM_SIZE, &program_out);
+	assert_int_equal(program_out.config, 0x43003C);
+
+	ids.action = WIRE_SLOT_RESET;
+	ids.count = 3;
+	ids.ids[2] = 42;
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_slot_ids(&writer, &ids);
+	length = writer.used;
+	assert_int_equal(length, WIRE_SLOT_IDS_HEADER_SIZE + 12);
+	CHECK_EXACT(wire_get_slot_ids, length, &ids_out);
+	assert_int_equal(ids_out.ids[2], 42);
+	assert_int_equal(ids_out.action, WIRE_SLOT_RESET);
+	ids.count = 0;
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_slot_ids(&writer, &ids);
+	assert_int_equal(wire_get_slot_ids(buffer, writer.used, &ids_out), -EINVAL);
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_slot_values(&writer, values, 3);
+	assert_int_equal(wire_get_slot_values(buffer, writer.used, values_out, 3), 0);
+	assert_int_equal(values_out[2], 3);
+	assert_int_equal(wire_get_slot_values(buffer, writer.used, values_out, 2), -EBADMSG);
+	assert_int_equal(wire_get_slot_values(buffer, writer.used - 1, values_out, 3), -EBADMSG);
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_energy_reading(&writer, 5, 1ull << 40 | 5);
+	assert_int_equal(wire_get_energy_reading(buffer, WIRE_ENERGY_READ_REPLY_SIZE, &raw, &total),
+			 0);
+	assert_int_equal(total, 1ull << 40 | 5);
+	assert_int_equal(wire_get_energy_reading(buffer, 15, &raw, &total), -EBADMSG);
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_batch_run(&writer, 3, 8);
+	assert_int_equal(wire_get_batch_run(buffer, WIRE_BATCH_RUN_SIZE, &handle, &count), 0);
+	assert_int_equal(count, 8);
+	assert_int_equal(wire_get_batch_run(buffer, 7, &handle, &count), -EBADMSG);
+	assert_int_equal(wire_get_u32_payload(buffer, 4, &handle), 0);
+	assert_int_equal(handle, 3);
+	assert_int_equal(wire_get_u32_payload(buffer, 5, &handle), -EBADMSG);
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_schedule_start(&writer, &start);
+	CHECK_EXACT(wire_get_schedule_start, WIRE_SCHEDULE_START_SIZE, &start_out);
+	assert_int_equal(start_out.period_ns, 1000000);
+	assert_int_equal(start_out.capacity, 64);
+	start.flags = 0x2;
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_schedule_start(&writer, &start);
+	assert_int_equal(wire_get_schedule_start(buffer, WIRE_SCHEDULE_START_SIZE, &start_out),
+			 -EINVAL);
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_schedule_started(&writer, &started);
+	CHECK_EXACT(wire_get_schedule_started, WIRE_SCHEDULE_STARTED_SIZE, &started_out);
+	assert_int_equal(started_out.ring_instance, 12);
+	assert_string_equal(wire_op_name(WIRE_OP_SLOT_CONTROL), "SLOT_CONTROL");
+}
+
 static void test_status_codes(void **state)
 {
 	(void)state;
@@ -181,6 +270,7 @@ int main(void)
 		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_fixed_messages),
 		cmocka_unit_test(test_variable_messages),
+		cmocka_unit_test(test_resource_messages),
 		cmocka_unit_test(test_status_codes),
 	};
 

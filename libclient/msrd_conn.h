@@ -37,8 +37,10 @@ int haecer__call(struct haecer_conn *conn, uint16_t op, const struct wire_writer
 int haecer__call_checked(struct haecer_conn *conn, uint16_t op, const struct wire_writer *request,
 			 struct haecer_reply *reply);
 
-/* A BATCH-shaped request payload (BATCH, BATCH_REGISTER). */
-void haecer__put_batch(struct wire_writer *writer, const struct haecer_msr_op *ops, size_t count);
+/* Send a BATCH-shaped request (BATCH, BATCH_REGISTER) and wait for its reply, as haecer__call;
+ * -EINVAL for a count of 0 or over WIRE_MAX_BATCH_OPS. */
+int haecer__call_batch(struct haecer_conn *conn, uint16_t op, const struct haecer_msr_op *ops,
+		       size_t count, struct haecer_reply *reply);
 
 /* Fill ops' statuses (and the values and totals of reads) from a BATCH-shaped reply; returns the
  * reply's errno-style status, or -EPROTO for results that do not match `count`. */

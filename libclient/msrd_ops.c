@@ -70,18 +70,24 @@ int haecer_msr_write(struct haecer_conn *conn, uint32_t cpu, uint32_t address, u
 	return reply.length == 0 ? 0 : -EPROTO;
 }
 
-void haecer__put_batch(struct wire_writer *writer, const struct haecer_msr_op *ops, size_t count)
+int haecer__call_batch(struct haecer_conn *conn, uint16_t op, const struct haecer_msr_op *ops,
+		       size_t count, struct haecer_reply *reply)
 {
-	wire_put_batch_header(writer, (uint32_t)count);
+	struct wire_writer writer = haecer__begin(conn);
+
+	if (count == 0 || count > WIRE_MAX_BATCH_OPS)
+		return -EINVAL;
+	wire_put_batch_header(&writer, (uint32_t)count);
 	for (size_t i = 0; i < count; i++) {
-		struct wire_batch_op op = {
+		struct wire_batch_op wire = {
 			.kind = ops[i].kind,
 			.cpu = ops[i].cpu,
 			.address = ops[i].address,
 			.value = ops[i].kind == HAECER_MSR_WRITE ? ops[i].value : 0,
 		};
-		wire_put_batch_op(writer, &op);
+		wire_put_batch_op(&writer, &wire);
 	}
+	return haecer__call(conn, op, &writer, reply);
 }
 
 int haecer__take_batch_results(const struct haecer_reply *reply, struct haecer_msr_op *ops,
@@ -114,14 +120,9 @@ int haecer__take_batch_results(const struct haecer_reply *reply, struct haecer_m
 
 int haecer_msr_batch(struct haecer_conn *conn, struct haecer_msr_op *ops, size_t count)
 {
-	struct wire_writer writer = haecer__begin(conn);
 	struct haecer_reply reply;
-	int status;
+	int status = haecer__call_batch(conn, WIRE_OP_BATCH, ops, count, &reply);
 
-	if (count == 0 || count > WIRE_MAX_BATCH_OPS)
-		return -EINVAL;
-	haecer__put_batch(&writer, ops, count);
-	status = haecer__call(conn, WIRE_OP_BATCH, &writer, &reply);
 	if (status < 0)
 		return status;
 	return haecer__take_batch_results(&reply, ops, count);

@@ -137,16 +137,13 @@ int haecer_energy_read(struct haecer_conn *conn, uint32_t cpu, uint32_t address,
 int haecer_batch_register(struct haecer_conn *conn, const struct haecer_msr_op *ops, size_t count,
 			  uint32_t *handle)
 {
-	struct wire_writer writer = haecer__begin(conn);
 	struct haecer_reply reply;
-	int status;
+	int status = haecer__call_batch(conn, WIRE_OP_BATCH_REGISTER, ops, count, &reply);
 
-	if (count == 0 || count > WIRE_MAX_BATCH_OPS)
-		return -EINVAL;
-	haecer__put_batch(&writer, ops, count);
-	status = haecer__call_checked(conn, WIRE_OP_BATCH_REGISTER, &writer, &reply);
 	if (status < 0)
 		return status;
+	if (reply.status != WIRE_STATUS_OK)
+		return wire_status_to_errno(reply.status);
 	return wire_get_u32_payload(reply.payload, reply.length, handle) < 0 ? -EPROTO : 0;
 }
 

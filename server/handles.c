@@ -75,6 +75,18 @@ static int store(struct client *client, struct registered_batch *batch)
 	return 0;
 }
 
+/* The client's batch `handle`, or NULL after answering NOT_FOUND. */
+static struct registered_batch *find_or_refuse(struct client *client,
+					       const struct wire_header *header, uint32_t handle)
+{
+	struct registered_batch *batch = handles_find(client, handle);
+
+	if (batch == NULL)
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_NOT_FOUND,
+				   "no batch handle %u on this connection", handle);
+	return batch;
+}
+
 static void reply_u32(struct client *client, const struct wire_header *header, uint32_t value)
 {
 	struct wire_writer writer;
@@ -143,12 +155,9 @@ void handles_handle_run(struct client *client, const struct wire_header *header,
 		dispatch_malformed(client, header, length);
 		return;
 	}
-	batch = handles_find(client, handle);
-	if (batch == NULL) {
-		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_NOT_FOUND,
-				   "no batch handle %u on this connection", handle);
+	batch = find_or_refuse(client, header, handle);
+	if (batch == NULL)
 		return;
-	}
 	if (batch->generation != server->policy_generation) {
 		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_STALE,
 				   "batch handle %u was checked against a policy since reloaded: "
@@ -177,12 +186,9 @@ void handles_handle_release(struct client *client, const struct wire_header *hea
 		dispatch_malformed(client, header, length);
 		return;
 	}
-	batch = handles_find(client, handle);
-	if (batch == NULL) {
-		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_NOT_FOUND,
-				   "no batch handle %u on this connection", handle);
+	batch = find_or_refuse(client, header, handle);
+	if (batch == NULL)
 		return;
-	}
 	client->handles[handle - 1] = NULL;
 	client->handle_count--;
 	batch_free(batch);

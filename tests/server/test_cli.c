@@ -139,6 +139,7 @@ static void test_informational(void **state)
 	(void)state;
 	snprintf(models, sizeof(models), "%s/configs/models", harness_source_dir());
 	expect((const char *[]){ "--help", NULL }, 0, "--socket PATH", NULL);
+	expect((const char *[]){ "--help", NULL }, 0, "--sim-access-step-ns N", NULL);
 	expect((const char *[]){ "--version", NULL }, 0, "msrd", NULL);
 	expect((const char *[]){ "--list-sim-models", "--models-dir", models, NULL }, 0,
 	       "sandybridge", NULL);
@@ -160,6 +161,11 @@ static void test_bad_options(void **state)
 	expect((const char *[]){ "--for-group", "root", NULL }, 2, NULL, "--import-allowlist");
 	expect((const char *[]){ "--socket", NULL }, 2, NULL, NULL);
 	expect((const char *[]){ "--help", "--version", NULL }, 2, NULL, "only one of");
+	expect((const char *[]){ "--backend", "sim", "--sim-access-step-ns", "1000", NULL }, 2,
+	       NULL, "--sim-access-step-ns needs --sim-virtual-time");
+	expect((const char *[]){ "--backend", "sim", "--sim-virtual-time", "--sim-access-step-ns",
+				 "-5", NULL },
+	       2, NULL, "--sim-access-step-ns");
 }
 
 static void test_refuses_to_start(void **state)

@@ -125,7 +125,9 @@ static void test_one_set_per_period(void **state)
 	wait_for_records(&consumer, 2 * 20);
 	got = ring_consume(&consumer, records, 4096, &lost);
 	assert_int_equal(lost, 0);
-	assert_true(got >= 40 && got % 2 == 0);
+	assert_true(got >= 40);
+	/* The last set may be caught half pushed: only whole sets count. */
+	got -= got % 2;
 	for (ssize_t i = 0; i < got; i += 2) {
 		const struct ring_record *tsc = &records[i], *energy = &records[i + 1];
 		assert_int_equal(tsc->counter_id, 0);

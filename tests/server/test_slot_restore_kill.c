@@ -122,7 +122,7 @@ static void test_sigkill_restores_the_counters(void **state)
 
 	assert_int_equal(kill(pid, SIGKILL), 0);
 	assert_int_equal(waitpid(pid, NULL, 0), pid);
-	for (int i = 0; i < 500 && msrd_log_count(&server, "released cpu 1") < 7; i++)
+	for (int i = 0; i < 3000 && msrd_log_count(&server, "released cpu 1") < 7; i++)
 		usleep(10000);
 	assert_int_equal(msrd_log_count(&server, "released cpu 1"), 7);
 	read_all(after);

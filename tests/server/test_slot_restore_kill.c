@@ -19,6 +19,7 @@
 #include "haecer/msrd.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
+#include "tests/lib/policy_text.h"
 #include "tests/lib/test_check.h"
 
 #define CPU 1u
@@ -26,14 +27,7 @@
 #define FIXED 3u
 
 static const char policy[] =
-	"version: 1\n"
-	"default: deny\n"
-	"msrs:\n"
-	"  - {name: IA32_PMC, range: [0xC1, 0xC8], read: true, write_mask: 0xffffffffffff, set: pmu}\n"
-	"  - {name: IA32_PERFEVTSEL, range: [0x186, 0x18D], read: true, write_mask: 0xffc7ffff, set: pmu}\n"
-	"  - {name: IA32_FIXED_CTR, range: [0x309, 0x30B], read: true, write_mask: 0xffffffffffff, set: pmu}\n"
-	"  - {name: IA32_FIXED_CTR_CTRL, address: 0x38D, read: true, write_mask: 0x333, set: pmu}\n"
-	"  - {name: IA32_PERF_GLOBAL_CTRL, address: 0x38F, read: true, write_mask: 0x7000000ff, set: pmu}\n"
+	POLICY_HEADER POLICY_PMU_MSRS
 	"rules:\n"
 	"  - {match: {uid: 0}, allow: [pmu], capabilities: [sim_control]}\n";
 

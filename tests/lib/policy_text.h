@@ -1,0 +1,27 @@
+/*
+ * tests/lib/policy_text.h — policy fragments several tests share (YAML text, for msrd_start).
+ *
+ * POLICY_HEADER starts a policy; POLICY_PMU_MSRS lists the Intel architectural PMU registers in
+ * the set `pmu` with the masks configs/policies/default.yaml uses (counters fully writable, event
+ * selects without PC, INT and AnyThread, fixed control OS and USR, global control PMC0-7 and
+ * fixed 0-2). A test adds its own entries and rules after it.
+ */
+#ifndef HAECER_TESTS_LIB_POLICY_TEXT_H
+#define HAECER_TESTS_LIB_POLICY_TEXT_H
+
+#define POLICY_HEADER "version: 1\ndefault: deny\nmsrs:\n"
+
+#define POLICY_PMU_MSRS                                                                             \
+	"  - {name: IA32_PMC, range: [0xC1, 0xC8], read: true, write_mask: 0xffffffffffff, "      \
+	"set: pmu}\n"                                                                               \
+	"  - {name: IA32_A_PMC, range: [0x4C1, 0x4C8], read: true, write_mask: 0xffffffffffff, "  \
+	"set: pmu}\n"                                                                               \
+	"  - {name: IA32_PERFEVTSEL, range: [0x186, 0x18D], read: true, write_mask: 0xffc7ffff, " \
+	"set: pmu}\n"                                                                               \
+	"  - {name: IA32_FIXED_CTR, range: [0x309, 0x30B], read: true, "                          \
+	"write_mask: 0xffffffffffff, set: pmu}\n"                                                   \
+	"  - {name: IA32_FIXED_CTR_CTRL, address: 0x38D, read: true, write_mask: 0x333, set: pmu}\n" \
+	"  - {name: IA32_PERF_GLOBAL_CTRL, address: 0x38F, read: true, write_mask: 0x7000000ff, "  \
+	"set: pmu}\n"
+
+#endif

@@ -55,6 +55,7 @@
 #include <stdint.h>
 
 #include <haecer/msrd.h>
+#include <haecer/region.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,107 @@
+/*
+ * libclient/haecer_region_internal.h — region profiling inside libhaecer (<haecer/region.h>):
+ * the region tree and per-thread stacks (haecer_region.c), what a region reads and how
+ * (haecer_region_probe.c), and the reports (haecer_region_report.c). Not installed.
+ *
+ * Values are absolute integer positions — ns, nJ, event counts — taken at begin and at end; a
+ * region adds end - begin to its node. Because children begin after and end before their parent
+ * and read the same counters, a parent's sum is never below its children's: exclusive values
+ * are exact differences.
+ *
+ * Locking: region_lock (haecer_region.c) guards the tree, the columns and the thread registry;
+ * source_lock (haecer_region_probe.c) guards the sources and the counters opened for them.
+ * Snapshots take only the context's lock (through a counter, never through a stored context
+ * pointer, so a context closed under an open region is noticed instead of touched).
+ */
+#ifndef HAECER_LIBCLIENT_HAECER_REGION_INTERNAL_H
+#define HAECER_LIBCLIENT_HAECER_REGION_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "haecer/perfmon.h"
+#include "libclient/haecer_internal.h"
+
+#define REGION_COLUMN_TIME 0u
+#define REGION_COLUMN_ENERGY 1u
+#define REGION_COLUMNS (2u + HAECER_REGION_MAX_COUNTERS)
+#define REGION_NOTE_SIZE 256u
+
+/* One reading of everything a region measures. */
+struct region_values {
+	uint64_t value[REGION_COLUMNS]; /* absolute: ns, nJ, counts */
+	uint32_t have;                  /* bit per column read */
+};
+
+/* A counter a region reads, and the column it feeds. */
+struct region_counter {
+	struct haecer_counter *counter;
+	uint32_t generation;            /* at setup: a freed and reused counter is not ours */
+	unsigned column;
+};
+
+struct region_source;
+
+/* What one thread's regions read: chosen by its outermost open region, reused by nested ones. */
+struct region_probe {
+	struct region_source *source;
+	uint32_t cpu;                   /* model CPU the thread ran on (its TSC is read) */
+	struct region_counter energy;   /* counter NULL: no energy */
+	struct region_counter counters[HAECER_REGION_MAX_COUNTERS];
+	size_t count;
+};
+
+/* A node of the region tree: one path of names from a thread's outermost region. */
+struct region_node {
+	char *name;
+	struct region_node *parent;
+	struct region_node *children;   /* newest first */
+	struct region_node *next;       /* sibling */
+	uint64_t calls;                 /* ended instances */
+	uint64_t open;                  /* instances open now */
+	uint64_t abandoned;             /* instances whose thread exited before their end */
+	uint64_t inclusive[REGION_COLUMNS];
+	uint64_t counted[REGION_COLUMNS]; /* ended instances that had the column */
+};
+
+/* ---- haecer_region.c: the tree and the columns (read under haecer__region_lock) ---- */
+
+HAECER_INTERNAL void haecer__region_lock(void);
+HAECER_INTERNAL void haecer__region_unlock(void);
+/* The root (its children are the outermost regions). */
+HAECER_INTERNAL const struct region_node *haecer__region_root(void);
+/* Columns in use and their names ("time", "energy", then counter names). */
+HAECER_INTERNAL unsigned haecer__region_column_count(void);
+HAECER_INTERNAL const char *haecer__region_column_name(unsigned column);
+/* The column of a counter name, added when new; -ENOSPC when every column is taken. Takes
+ * region_lock itself. */
+HAECER_INTERNAL int haecer__region_column(const char *name);
+
+/* ---- haecer_region_probe.c ---- */
+
+/* The probe for a thread's outermost region on ctx (NULL: msrd unreachable, time only): the
+ * context's source (created on first use), the energy counter of the thread's package and
+ * the counters. In default-counter mode the thread is pinned to its CPU first (*pinned says it
+ * happened already for this thread). Never fails: what cannot be opened is left out and noted. */
+HAECER_INTERNAL void haecer__region_probe(struct haecer_context *ctx, bool *pinned,
+					  struct region_probe *probe);
+/* The default context could not be opened: regions on it measure time only, for `reason`. */
+HAECER_INTERNAL void haecer__region_note_unreachable(const char *reason);
+/* Whether probe was made for ctx. */
+HAECER_INTERNAL bool haecer__region_probe_for(const struct region_probe *probe,
+					      const struct haecer_context *ctx);
+/* Read the probe (one msrd batch when it has counters, none otherwise). */
+HAECER_INTERNAL void haecer__region_read(struct region_probe *probe, struct region_values *out);
+/* Print what every source measured and why something was not, one "  " line each. */
+HAECER_INTERNAL void haecer__region_describe_sources(FILE *out);
+/* After fork, in the child: forget every source (their contexts are the parent's). */
+HAECER_INTERNAL void haecer__region_forget_sources(void);
+
+/* ---- haecer_region_report.c ---- */
+
+/* Write the text table to `text` and, when `callgrind` is not NULL, the Callgrind file to it
+ * (takes region_lock). */
+HAECER_INTERNAL int haecer__region_write(FILE *text, FILE *callgrind);
+
+#endif

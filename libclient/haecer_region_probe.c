@@ -1,0 +1,526 @@
+/*
+ * libclient/haecer_region_probe.c — what regions read, and reading it in one msrd round trip.
+ *
+ * A source per context remembers what regions on it may read: the context's own event counters
+ * (when it had some at its first region) or instructions and cycles opened per CPU, and the
+ * package energy counter per package, each opened on first need. A probe is one thread's choice
+ * from its source: the energy counter of its package and the counters; reading it is one batch
+ * [simulated TSC], [energy total], [slot reads...] under the context's lock. Everything the
+ * policy or the machine refuses is left out once, with the reason kept for the report.
+ */
+#include "libclient/haecer_region_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_COUNTERS 2u
+#define BATCH_OPS (2u + HAECER_REGION_MAX_COUNTERS)
+
+struct cpu_counters {
+	bool tried;
+	size_t count;
+	struct region_counter counters[DEFAULT_COUNTERS];
+};
+
+struct package_energy {
+	bool tried;
+	struct region_counter energy;
+};
+
+struct region_source {
+	struct region_source *next;
+	struct haecer_context *ctx;      /* NULL: the offline source (msrd unreachable) */
+	struct haecer_conn *conn;        /* with ctx, tells a new context at a reused address */
+	bool stale;                      /* its context was closed */
+	bool context_counters;           /* regions read the context's own event counters */
+	size_t count;
+	struct region_counter counters[HAECER_REGION_MAX_COUNTERS];
+	uint32_t cpu_count;
+	struct cpu_counters *cpus;
+	uint32_t package_count;
+	struct package_energy *packages;
+	bool simulated;
+	bool tsc_refused;                /* the policy refuses the simulated TSC: clock time */
+	char machine[96];
+	char energy_note[REGION_NOTE_SIZE];
+	char counter_note[REGION_NOTE_SIZE];
+};
+
+static pthread_mutex_t source_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct region_source *sources;
+static struct region_source offline = { .machine = "no msrd" };
+
+static const struct {
+	unsigned arch_event;
+	const char *column;
+} default_events[DEFAULT_COUNTERS] = {
+	{ INSTRUCTIONS_RETIRED, "instructions" },
+	{ UNHALTED_CORE_CYCLES, "cycles" },
+};
+
+/* ---- notes ---- */
+
+static void note(char *buffer, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+/* Keep the first reason only: later ones are usually the same refusal on another CPU. */
+static void note(char *buffer, const char *format, ...)
+{
+	va_list arguments;
+
+	if (buffer[0] != '\0')
+		return;
+	va_start(arguments, format);
+	vsnprintf(buffer, REGION_NOTE_SIZE, format, arguments);
+	va_end(arguments);
+}
+
+void haecer__region_note_unreachable(const char *reason)
+{
+	pthread_mutex_lock(&source_lock);
+	note(offline.energy_note, "msrd unreachable: %s", reason);
+	note(offline.counter_note, "msrd unreachable");
+	pthread_mutex_unlock(&source_lock);
+}
+
+/* ---- sources (source_lock held) ---- */
+
+static bool counter_alive(const struct region_counter *counter, const struct haecer_context *ctx)
+{
+	return counter->counter != NULL &&
+	       __atomic_load_n(&counter->counter->ctx, __ATOMIC_ACQUIRE) == ctx &&
+	       __atomic_load_n(&counter->counter->generation, __ATOMIC_ACQUIRE) ==
+		       counter->generation;
+}
+
+static bool opened_counters_alive(const struct region_source *source)
+{
+	for (uint32_t i = 0; i < source->package_count; i++) {
+		const struct package_energy *package = &source->packages[i];
+		if (package->energy.counter != NULL && !counter_alive(&package->energy, source->ctx))
+			return false;
+	}
+	for (uint32_t i = 0; i < source->cpu_count; i++) {
+		for (size_t j = 0; j < source->cpus[i].count; j++)
+			if (!counter_alive(&source->cpus[i].counters[j], source->ctx))
+				return false;
+	}
+	return true;
+}
+
+static struct region_source *find_source(const struct haecer_context *ctx)
+{
+	for (struct region_source *source = sources; source != NULL; source = source->next) {
+		if (source->stale || source->ctx != ctx || source->conn != ctx->conn)
+			continue;
+		/* Counters of ours that died mean the context was closed and this is a new
+		 * one at the same address. */
+		if (opened_counters_alive(source))
+			return source;
+		source->stale = true;
+	}
+	return NULL;
+}
+
+static void remember(struct region_counter *out, struct haecer_counter *counter, unsigned column)
+{
+	out->counter = counter;
+	out->generation = __atomic_load_n(&counter->generation, __ATOMIC_ACQUIRE);
+	out->column = column;
+}
+
+/* The event counters the process set up on the context, in setup order. */
+static void take_context_counters(struct region_source *source)
+{
+	struct haecer_counter *found[HAECER_REGION_MAX_COUNTERS];
+	struct haecer_context *ctx = source->ctx;
+	size_t count = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (struct haecer_counter *counter = ctx->counters; counter != NULL;
+	     counter = counter->next) {
+		if (counter->info.kind == HAECER_COUNTER_ENERGY || counter->region_counter)
+			continue;
+		if (count == HAECER_REGION_MAX_COUNTERS)
+			memmove(found, found + 1, sizeof(found[0]) * --count);
+		found[count++] = counter;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	source->context_counters = count > 0;
+	for (size_t i = count; i-- > 0;) {
+		int column = haecer__region_column(found[i]->info.name);
+		if (column < 0) {
+			note(source->counter_note, "more than %u counters: %s and later ones are "
+			     "not read", HAECER_REGION_MAX_COUNTERS, found[i]->info.name);
+			break;
+		}
+		remember(&source->counters[source->count++], found[i], (unsigned)column);
+	}
+}
+
+static void describe_machine(struct region_source *source)
+{
+	const struct haecer_machine_info *machine = &source->ctx->machine;
+
+	if (source->simulated)
+		snprintf(source->machine, sizeof(source->machine), "msrd, simulated %s",
+			 machine->sim_model);
+	else
+		snprintf(source->machine, sizeof(source->machine), "msrd, %s",
+			 machine->model_name);
+}
+
+static struct region_source *new_source(struct haecer_context *ctx)
+{
+	struct region_source *source = calloc(1, sizeof(*source));
+
+	if (source == NULL)
+		return NULL;
+	source->ctx = ctx;
+	source->conn = ctx->conn;
+	source->simulated = ctx->simulated;
+	source->cpu_count = ctx->machine.cpu_count;
+	source->package_count = ctx->machine.package_count;
+	source->cpus = calloc(source->cpu_count, sizeof(*source->cpus));
+	source->packages = calloc(source->package_count, sizeof(*source->packages));
+	if (source->cpus == NULL || source->packages == NULL) {
+		free(source->cpus);
+		free(source->packages);
+		free(source);
+		return NULL;
+	}
+	describe_machine(source);
+	take_context_counters(source);
+	source->next = sources;
+	sources = source;
+	return source;
+}
+
+static struct region_source *source_of(struct haecer_context *ctx)
+{
+	struct region_source *source;
+
+	if (ctx == NULL)
+		return &offline;
+	source = find_source(ctx);
+	if (source == NULL)
+		source = new_source(ctx);
+	if (source == NULL) {
+		note(offline.energy_note, "out of memory for a region source");
+		return &offline;
+	}
+	return source;
+}
+
+/* ---- counters for a thread (source_lock held) ---- */
+
+static void open_energy(struct region_source *source, uint32_t cpu, struct package_energy *out)
+{
+	struct haecer_context *ctx = source->ctx;
+	unsigned domain = haecer__package_domain(ctx);
+	struct haecer_counter *counter;
+	int error;
+
+	out->tried = true;
+	error = haecer_counter_open_energy(ctx, (int)cpu, domain, &counter);
+	if (error < 0) {
+		note(source->energy_note, "package energy not measured: %s (%s)",
+		     haecer_strerror(error), haecer_error_detail());
+		return;
+	}
+	remember(&out->energy, counter, REGION_COLUMN_ENERGY);
+}
+
+static void open_defaults(struct region_source *source, uint32_t cpu, struct cpu_counters *out)
+{
+	out->tried = true;
+	for (size_t i = 0; i < DEFAULT_COUNTERS; i++) {
+		struct haecer_counter *counter;
+		int column = haecer__region_column(default_events[i].column);
+		int error = column < 0 ? column
+				       : haecer_counter_open_arch(source->ctx, (int)cpu,
+								  default_events[i].arch_event,
+								  HAECER_FLAGS_DEFAULT,
+								  HAECER_CMASK_NONE, &counter);
+		if (error < 0) {
+			note(source->counter_note, "%s on CPU %u not counted: %s (%s)",
+			     default_events[i].column, cpu, haecer_strerror(error),
+			     haecer_error_detail());
+			continue;
+		}
+		remember(&out->counters[out->count++], counter, (unsigned)column);
+	}
+}
+
+/* The thread's CPU: host CPU and model CPU (host mod the model's count, as the library maps
+ * them). */
+static int current_cpu(const struct region_source *source, int *host, uint32_t *cpu)
+{
+	*host = sched_getcpu();
+	if (*host < 0 || source->cpu_count == 0)
+		return -EOPNOTSUPP;
+	*cpu = (uint32_t)*host % source->cpu_count;
+	return 0;
+}
+
+static void choose_counters(struct region_source *source, uint32_t cpu,
+			    struct region_probe *probe)
+{
+	const struct region_counter *chosen = source->counters;
+	size_t count = source->count;
+
+	if (!source->context_counters) {
+		struct cpu_counters *set = &source->cpus[cpu];
+		if (!set->tried)
+			open_defaults(source, cpu, set);
+		chosen = set->counters;
+		count = set->count;
+	}
+	memcpy(probe->counters, chosen, sizeof(chosen[0]) * count);
+	probe->count = count;
+}
+
+static void fill_probe(struct region_source *source, bool *pinned, struct region_probe *probe)
+{
+	uint32_t cpu, package;
+	int host;
+
+	if (current_cpu(source, &host, &cpu) < 0) {
+		note(source->energy_note, "%s", "sched_getcpu() failed: the thread's CPU is unknown");
+		return;
+	}
+	/* Default counters count on this CPU: keep the thread there (as setupArchCounter does). */
+	if (!source->context_counters && !*pinned) {
+		if (haecer__pin_to(host) < 0)
+			note(source->counter_note, "%s", haecer_error_detail());
+		*pinned = true;
+	}
+	probe->cpu = cpu;
+	package = source->ctx->machine.cpu_package[cpu];
+	if (package < source->package_count) {
+		struct package_energy *energy = &source->packages[package];
+		if (!energy->tried)
+			open_energy(source, cpu, energy);
+		probe->energy = energy->energy;
+	}
+	choose_counters(source, cpu, probe);
+}
+
+void haecer__region_probe(struct haecer_context *ctx, bool *pinned, struct region_probe *probe)
+{
+	memset(probe, 0, sizeof(*probe));
+	pthread_mutex_lock(&source_lock);
+	probe->source = source_of(ctx);
+	if (probe->source != &offline)
+		fill_probe(probe->source, pinned, probe);
+	pthread_mutex_unlock(&source_lock);
+}
+
+bool haecer__region_probe_for(const struct region_probe *probe, const struct haecer_context *ctx)
+{
+	return probe->source != NULL && probe->source->ctx == ctx;
+}
+
+void haecer__region_forget_sources(void)
+{
+	pthread_mutex_init(&source_lock, NULL);
+	while (sources != NULL) {
+		struct region_source *source = sources;
+		sources = source->next;
+		free(source->cpus);
+		free(source->packages);
+		free(source);
+	}
+	memset(&offline, 0, sizeof(offline));
+	snprintf(offline.machine, sizeof(offline.machine), "no msrd");
+}
+
+/* ---- reading ---- */
+
+struct read_plan {
+	struct haecer_msr_op ops[BATCH_OPS];
+	const struct region_counter *of[BATCH_OPS]; /* NULL for the TSC */
+	size_t count;
+	int tsc;                                    /* op index, -1 when not read */
+};
+
+static uint64_t clock_ns(void)
+{
+	return haecer__monotonic_raw_ns();
+}
+
+static bool probe_empty(const struct region_probe *probe)
+{
+	return probe->energy.counter == NULL && probe->count == 0;
+}
+
+/* Lock the context through any live counter of the probe (never through a stored context
+ * pointer: the context may have been closed). */
+static struct haecer_context *lock_probe(const struct region_probe *probe)
+{
+	struct haecer_context *ctx;
+
+	if (probe->energy.counter != NULL && haecer__counter_lock(probe->energy.counter, &ctx) == 0)
+		return ctx;
+	for (size_t i = 0; i < probe->count; i++)
+		if (haecer__counter_lock(probe->counters[i].counter, &ctx) == 0)
+			return ctx;
+	return NULL;
+}
+
+static void plan_op(struct read_plan *plan, const struct region_counter *counter,
+		    struct haecer_msr_op op)
+{
+	plan->of[plan->count] = counter;
+	plan->ops[plan->count++] = op;
+}
+
+static void plan_read(const struct region_probe *probe, const struct haecer_context *ctx,
+		      bool tsc, struct read_plan *plan)
+{
+	const struct region_counter *energy = &probe->energy;
+
+	plan->count = 0;
+	plan->tsc = -1;
+	if (tsc) {
+		plan->tsc = 0;
+		plan_op(plan, NULL, (struct haecer_msr_op){ .kind = HAECER_MSR_READ,
+							    .cpu = probe->cpu,
+							    .address = MSR_IA32_TSC });
+	}
+	if (counter_alive(energy, ctx))
+		plan_op(plan, energy, (struct haecer_msr_op){
+			.kind = ctx->energy_totals ? HAECER_MSR_ENERGY_READ : HAECER_MSR_READ,
+			.cpu = energy->counter->info.cpu,
+			.address = energy->counter->info.counter_address });
+	for (size_t i = 0; i < probe->count; i++) {
+		const struct region_counter *counter = &probe->counters[i];
+		if (counter_alive(counter, ctx))
+			plan_op(plan, counter, (struct haecer_msr_op){
+				.kind = HAECER_MSR_SLOT_READ, .address = counter->counter->slot.id });
+	}
+}
+
+static uint64_t nanojoules(const struct haecer_counter *counter, uint64_t units)
+{
+	return (uint64_t)(((unsigned __int128)units * NS_PER_SECOND) >>
+			  counter->info.unit_exponent);
+}
+
+/* Fold the batch's values into the counters (context locked) and the values. */
+static void take_values(const struct haecer_context *ctx, const struct read_plan *plan,
+			struct region_values *out)
+{
+	for (size_t i = 0; i < plan->count; i++) {
+		const struct haecer_msr_op *op = &plan->ops[i];
+		const struct region_counter *counter = plan->of[i];
+		struct haecer_counter *hw = counter != NULL ? counter->counter : NULL;
+		if (hw == NULL || op->status < 0)
+			continue;
+		if (hw->info.kind == HAECER_COUNTER_ENERGY)
+			out->value[counter->column] = nanojoules(
+				hw, haecer__fold_energy(hw, op->value,
+							ctx->energy_totals ? &op->total : NULL));
+		else
+			out->value[counter->column] = haecer__extend(hw, op->value);
+		out->have |= 1u << counter->column;
+	}
+}
+
+/* One batch; a policy that refuses the simulated TSC only costs the shared clock. */
+static int run_plan(struct region_probe *probe, struct haecer_context *ctx,
+		    struct read_plan *plan)
+{
+	struct region_source *source = probe->source;
+	bool tsc = ctx->simulated && ctx->machine.tsc_hz > 0 &&
+		   !__atomic_load_n(&source->tsc_refused, __ATOMIC_ACQUIRE);
+	int error;
+
+	plan_read(probe, ctx, tsc, plan);
+	if (plan->count == 0)
+		return -ENOENT;
+	error = haecer_msr_batch(ctx->conn, plan->ops, plan->count);
+	if (error == -EPERM && plan->tsc >= 0 && plan->ops[plan->tsc].status == -EPERM) {
+		__atomic_store_n(&source->tsc_refused, true, __ATOMIC_RELEASE);
+		plan_read(probe, ctx, false, plan);
+		if (plan->count == 0)
+			return -ENOENT;
+		error = haecer_msr_batch(ctx->conn, plan->ops, plan->count);
+	}
+	return error;
+}
+
+void haecer__region_read(struct region_probe *probe, struct region_values *out)
+{
+	struct haecer_context *ctx;
+	struct read_plan plan;
+	uint64_t before, after;
+	int error;
+
+	out->have = 1u << REGION_COLUMN_TIME;
+	ctx = probe_empty(probe) ? NULL : lock_probe(probe);
+	if (ctx == NULL) {
+		out->value[REGION_COLUMN_TIME] = clock_ns();
+		return;
+	}
+	before = clock_ns();
+	error = run_plan(probe, ctx, &plan);
+	after = clock_ns();
+	out->value[REGION_COLUMN_TIME] = before + (after - before) / 2;
+	if (error == 0) {
+		take_values(ctx, &plan, out);
+		if (plan.tsc >= 0 && plan.ops[plan.tsc].status == 0)
+			out->value[REGION_COLUMN_TIME] = (uint64_t)(
+				(unsigned __int128)plan.ops[plan.tsc].value * NS_PER_SECOND /
+				ctx->machine.tsc_hz);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* ---- description for the report ---- */
+
+static void describe_counters(FILE *out, const struct region_source *source)
+{
+	if (source->context_counters) {
+		fprintf(out, "  counters: the context's own (");
+		for (size_t i = 0; i < source->count; i++)
+			fprintf(out, "%s%s", i > 0 ? ", " : "",
+				haecer__region_column_name(source->counters[i].column));
+		fprintf(out, "), on the CPUs they were set up for\n");
+	} else if (source->ctx != NULL) {
+		fprintf(out, "  counters: instructions and cycles of the CPU each thread is pinned "
+			"to (per CPU: everything that runs there counts)\n");
+	}
+	if (source->counter_note[0] != '\0')
+		fprintf(out, "  counters: %s\n", source->counter_note);
+}
+
+static void describe(FILE *out, const struct region_source *source)
+{
+	fprintf(out, "%s:\n", source->machine);
+	if (source->ctx != NULL && source->simulated && !source->tsc_refused)
+		fprintf(out, "  time: the simulated TSC, read in the batch with the energy\n");
+	else
+		fprintf(out, "  time: CLOCK_MONOTONIC_RAW%s\n", source->tsc_refused ?
+			" (the policy refuses the simulated TSC)" : "");
+	if (source->ctx != NULL)
+		fprintf(out, "  energy: the package of each thread, package-wide (RAPL): it "
+			"includes everything the package ran; regions open at the same time count "
+			"the same joules\n");
+	if (source->energy_note[0] != '\0')
+		fprintf(out, "  energy: %s\n", source->energy_note);
+	describe_counters(out, source);
+}
+
+void haecer__region_describe_sources(FILE *out)
+{
+	pthread_mutex_lock(&source_lock);
+	for (const struct region_source *source = sources; source != NULL; source = source->next)
+		describe(out, source);
+	if (offline.energy_note[0] != '\0')
+		describe(out, &offline);
+	pthread_mutex_unlock(&source_lock);
+}

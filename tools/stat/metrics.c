@@ -1,0 +1,376 @@
+/*
+ * tools/stat/metrics.c — what haecer-stat counts: every RAPL domain of the packages in scope
+ * (msrd's 64-bit totals, exact however long the command runs) and the events on the CPUs in
+ * scope, all in one libhaecer context, read as sets before and after each run.
+ */
+#include "tools/stat/stat.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define DOMAINS 7u
+
+/* perf's names for the RAPL domains (power/energy-pkg/ ...), by RAPLCounter value. */
+static const char *const domain_names[DOMAINS] = {
+	[RAPL_PKG] = "energy-pkg",   [RAPL_PP0] = "energy-cores", [RAPL_PP1] = "energy-gpu",
+	[RAPL_DRAM] = "energy-ram",  [RAPL_PSYS] = "energy-psys", [RAPL_AMD_CORE] = "energy-core",
+	[RAPL_AMD_PKG] = "energy-pkg",
+};
+
+/* perf's generic hardware event names and the architectural events they are. */
+static const struct {
+	const char *name;
+	unsigned arch;
+} perf_names[] = {
+	{ "instructions", INSTRUCTIONS_RETIRED },  { "cycles", UNHALTED_CORE_CYCLES },
+	{ "cpu-cycles", UNHALTED_CORE_CYCLES },    { "ref-cycles", UNHALTED_REF_CYCLES },
+	{ "cache-references", LL_CACHE_REFERENCES }, { "cache-misses", LL_CACHE_MISSES },
+	{ "branches", BRANCH_INS_RETIRED },        { "branch-instructions", BRANCH_INS_RETIRED },
+	{ "branch-misses", BRANCH_MIS_RETIRED },
+};
+
+/* The seed's fixed-counter names (FF_counter). */
+static const char *const fixed_names[] = { "INST_RETIRED_ANY", "CPU_CLK_UNHALTED_CORE",
+					   "CPU_CLK_UNHALTED_REF" };
+
+/* ---- opening ---- */
+
+static bool parse_hex(const char *text, unsigned long max, unsigned long *out)
+{
+	char *end;
+
+	if (text[0] == '\0')
+		return false;
+	errno = 0;
+	*out = strtoul(text, &end, 16);
+	return errno == 0 && *end == '\0' && *out <= max;
+}
+
+/* One event on one model CPU, by whichever kind of name it is. */
+static int open_event(struct haecer_context *ctx, const char *name, uint32_t cpu,
+		      struct haecer_counter **out)
+{
+	unsigned long number;
+
+	for (size_t i = 0; i < sizeof(perf_names) / sizeof(perf_names[0]); i++)
+		if (strcmp(name, perf_names[i].name) == 0)
+			return haecer_counter_open_arch(ctx, (int)cpu, perf_names[i].arch,
+							HAECER_FLAGS_DEFAULT, HAECER_CMASK_NONE, out);
+	for (unsigned i = 0; i < sizeof(fixed_names) / sizeof(fixed_names[0]); i++)
+		if (strcasecmp(name, fixed_names[i]) == 0)
+			return haecer_counter_open_fixed(ctx, (int)cpu, i, HAECER_FLAGS_DEFAULT, out);
+	if (strncmp(name, "fixed", 5) == 0 && parse_hex(name + 5, 15, &number) &&
+	    name[5] >= '0' && name[5] <= '9')
+		return haecer_counter_open_fixed(ctx, (int)cpu, (unsigned)number,
+						 HAECER_FLAGS_DEFAULT, out);
+	if (name[0] == 'r' && parse_hex(name + 1, 0xffff, &number))
+		return haecer_counter_open_raw(ctx, (int)cpu, (uint16_t)(number & 0xff),
+					       (uint8_t)(number >> 8), HAECER_FLAGS_DEFAULT,
+					       HAECER_CMASK_NONE, out);
+	return haecer_counter_open_named(ctx, (int)cpu, name, HAECER_FLAGS_DEFAULT,
+					 HAECER_CMASK_NONE, out);
+}
+
+static int metric_alloc(struct stat_metric *metric, size_t wanted, unsigned runs)
+{
+	metric->wanted = wanted;
+	metric->counters = calloc(wanted, sizeof(*metric->counters));
+	metric->units = calloc(wanted, sizeof(*metric->units));
+	metric->start = calloc(wanted, sizeof(*metric->start));
+	metric->samples = calloc(runs, sizeof(*metric->samples));
+	if (metric->counters == NULL || metric->units == NULL || metric->start == NULL ||
+	    metric->samples == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+/* A refusal on one CPU: the first reason is kept (the others are usually the same). */
+static void note_failure(struct stat_metric *metric, int error, const char *where)
+{
+	if (metric->reason[0] != '\0')
+		return;
+	snprintf(metric->reason, sizeof(metric->reason), "%s%s%s", where,
+		 where[0] != '\0' ? ": " : "", haecer_error_detail()[0] != '\0'
+						       ? haecer_error_detail()
+						       : haecer_strerror(error));
+	metric->state = error == -ENOENT || error == -EOPNOTSUPP ? STAT_NOT_SUPPORTED
+								 : STAT_NOT_COUNTED;
+}
+
+static void keep_counter(struct stat_metric *metric, struct haecer_counter *counter)
+{
+	struct haecer_counter_info info;
+
+	haecer_counter_info(counter, &info);
+	metric->units[metric->count] = metric->kind == STAT_METRIC_ENERGY ? info.unit : 1.0;
+	metric->counters[metric->count++] = counter;
+}
+
+/* After opening: counted when anything opened; a partial set says where it is missing. */
+static void settle(struct stat_metric *metric, const char *what)
+{
+	char partial[STAT_REASON_MAX];
+
+	if (metric->count == 0)
+		return;
+	if (metric->count < metric->wanted) {
+		snprintf(partial, sizeof(partial), "counted on %zu of %zu %s; %.250s", metric->count,
+			 metric->wanted, what, metric->reason);
+		snprintf(metric->reason, sizeof(metric->reason), "%s", partial);
+	}
+	metric->state = STAT_COUNTED;
+}
+
+/* The first model CPU of a package (energy is read through a CPU of its package). */
+static int package_cpu(const struct haecer_machine_info *machine, uint32_t package,
+		       uint32_t *cpu)
+{
+	for (uint32_t i = 0; i < machine->cpu_count; i++) {
+		if (machine->cpu_package[i] == package) {
+			*cpu = i;
+			return 0;
+		}
+	}
+	return -ENXIO;
+}
+
+static int open_energy(struct stat_session *session, unsigned domain, unsigned runs)
+{
+	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
+	const struct stat_scope *scope = &session->scope;
+	struct stat_metric *metric = &session->metrics[session->metric_count++];
+	char where[64];
+
+	metric->kind = STAT_METRIC_ENERGY;
+	snprintf(metric->name, sizeof(metric->name), "%s", domain_names[domain]);
+	if (metric_alloc(metric, scope->package_count, runs) < 0)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < scope->package_count; i++) {
+		uint32_t package = scope->package_first + i, cpu = scope->model_cpu;
+		struct haecer_counter *counter;
+		int error = scope->all_cpus ? package_cpu(machine, package, &cpu) : 0;
+		if (error == 0)
+			error = haecer_counter_open_energy(session->ctx, (int)cpu, domain, &counter);
+		snprintf(where, sizeof(where), "package %u", package);
+		if (error < 0)
+			note_failure(metric, error, where);
+		else
+			keep_counter(metric, counter);
+	}
+	settle(metric, "packages");
+	return 0;
+}
+
+static int open_events(struct stat_session *session, const char *name, unsigned runs)
+{
+	const struct stat_scope *scope = &session->scope;
+	struct stat_metric *metric = &session->metrics[session->metric_count++];
+	char where[64];
+
+	metric->kind = STAT_METRIC_EVENT;
+	snprintf(metric->name, sizeof(metric->name), "%s", name);
+	if (metric_alloc(metric, scope->cpu_count, runs) < 0)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < scope->cpu_count; i++) {
+		uint32_t cpu = scope->all_cpus ? i : scope->model_cpu;
+		struct haecer_counter *counter;
+		int error = open_event(session->ctx, name, cpu, &counter);
+		where[0] = '\0';
+		if (scope->all_cpus)
+			snprintf(where, sizeof(where), "CPU %u", cpu);
+		if (error < 0)
+			note_failure(metric, error, where);
+		else
+			keep_counter(metric, counter);
+	}
+	settle(metric, "CPUs");
+	return 0;
+}
+
+/* ---- scope ---- */
+
+static int choose_scope(const struct stat_options *options, struct stat_session *session,
+			int *status)
+{
+	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
+	struct stat_scope *scope = &session->scope;
+
+	scope->all_cpus = options->all_cpus;
+	snprintf(scope->machine, sizeof(scope->machine), "%s%s (%u CPUs, %u package%s)",
+		 machine->flags & HAECER_MACHINE_SIMULATED ? "simulated " : "",
+		 machine->flags & HAECER_MACHINE_SIMULATED ? machine->sim_model
+							   : machine->model_name,
+		 machine->cpu_count, machine->package_count,
+		 machine->package_count == 1 ? "" : "s");
+	if (options->all_cpus) {
+		scope->host_cpu = -1;
+		scope->cpu_count = machine->cpu_count;
+		scope->package_first = 0;
+		scope->package_count = machine->package_count;
+		return 0;
+	}
+	scope->host_cpu = options->cpu >= 0 ? options->cpu : sched_getcpu();
+	if (scope->host_cpu < 0) {
+		stat_error("cannot tell which CPU to count on (sched_getcpu failed); use --cpu");
+		*status = STAT_EXIT_FAILED;
+		return -EOPNOTSUPP;
+	}
+	/* The library's mapping: host CPU i is model CPU i mod the model's CPU count. */
+	scope->model_cpu = (uint32_t)scope->host_cpu % machine->cpu_count;
+	scope->cpu_count = 1;
+	scope->package_first = machine->cpu_package[scope->model_cpu];
+	scope->package_count = 1;
+	return 0;
+}
+
+/* Every counter in one array, for set reads. */
+static int gather(struct stat_session *session)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < session->metric_count; i++)
+		total += session->metrics[i].count;
+	session->all = calloc(total > 0 ? total : 1, sizeof(*session->all));
+	session->values = calloc(total > 0 ? total : 1, sizeof(*session->values));
+	if (session->all == NULL || session->values == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < session->metric_count; i++)
+		for (size_t j = 0; j < session->metrics[i].count; j++)
+			session->all[session->all_count++] = session->metrics[i].counters[j];
+	return 0;
+}
+
+static int open_metrics(const struct stat_options *options, struct stat_session *session)
+{
+	static const char *const default_events[] = { "instructions", "cycles" };
+	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
+	const char *const *events = options->event_count > 0 ? options->events : default_events;
+	size_t event_count = options->event_count > 0 ? options->event_count : 2;
+	int error = 0;
+
+	session->metrics = calloc(DOMAINS + event_count, sizeof(*session->metrics));
+	session->elapsed = calloc(options->runs, sizeof(*session->elapsed));
+	if (session->metrics == NULL || session->elapsed == NULL)
+		return -ENOMEM;
+	for (unsigned domain = 0; domain < DOMAINS && error == 0; domain++) {
+		if (!(machine->rapl_domains & (1u << domain)))
+			continue;
+		/* Core energy is per core: summing it over CPUs would count SMT siblings twice. */
+		if (domain == RAPL_AMD_CORE && options->all_cpus)
+			continue;
+		error = open_energy(session, domain, options->runs);
+	}
+	for (size_t i = 0; i < event_count && error == 0; i++)
+		error = open_events(session, events[i], options->runs);
+	return error < 0 ? error : gather(session);
+}
+
+int stat_session_open(const struct stat_options *options, struct stat_session *session,
+		      int *status)
+{
+	int error;
+
+	memset(session, 0, sizeof(*session));
+	error = haecer_context_open(options->socket_path, &session->ctx);
+	if (error < 0) {
+		stat_error("%s", haecer_error_detail());
+		*status = STAT_EXIT_FAILED;
+		return error;
+	}
+	error = choose_scope(options, session, status);
+	if (error < 0)
+		return error;
+	error = open_metrics(options, session);
+	if (error < 0) {
+		stat_error("out of memory");
+		*status = STAT_EXIT_FAILED;
+	}
+	return error;
+}
+
+void stat_session_close(struct stat_session *session)
+{
+	for (size_t i = 0; i < session->metric_count; i++) {
+		struct stat_metric *metric = &session->metrics[i];
+		free(metric->counters);
+		free(metric->units);
+		free(metric->start);
+		free(metric->samples);
+	}
+	free(session->metrics);
+	free(session->all);
+	free(session->values);
+	free(session->elapsed);
+	/* Closing the context frees every counter (slots back to msrd). */
+	haecer_context_close(session->ctx);
+	memset(session, 0, sizeof(*session));
+}
+
+/* ---- reading ---- */
+
+static int read_all(struct stat_session *session)
+{
+	for (size_t done = 0; done < session->all_count;) {
+		size_t count = session->all_count - done;
+		if (count > HAECER_READ_MAX)
+			count = HAECER_READ_MAX;
+		int error = haecer_counter_read_many(session->all + done, count,
+						     session->values + done, 0);
+		if (error < 0) {
+			snprintf(session->read_error, sizeof(session->read_error),
+				 "reading the counters failed: %s", haecer_error_detail());
+			return error;
+		}
+		done += count;
+	}
+	return 0;
+}
+
+/* A failed read leaves nothing to trust: every metric becomes "not counted" with the reason. */
+static void give_up(struct stat_session *session)
+{
+	for (size_t i = 0; i < session->metric_count; i++) {
+		struct stat_metric *metric = &session->metrics[i];
+		if (metric->state != STAT_COUNTED)
+			continue;
+		metric->state = STAT_NOT_COUNTED;
+		snprintf(metric->reason, sizeof(metric->reason), "%s", session->read_error);
+	}
+}
+
+int stat_metrics_start(struct stat_session *session)
+{
+	size_t at = 0;
+	int error = read_all(session);
+
+	if (error < 0) {
+		give_up(session);
+		return error;
+	}
+	for (size_t i = 0; i < session->metric_count; i++)
+		for (size_t j = 0; j < session->metrics[i].count; j++)
+			session->metrics[i].start[j] = session->values[at++];
+	return 0;
+}
+
+int stat_metrics_stop(struct stat_session *session)
+{
+	size_t at = 0;
+	int error = read_all(session);
+
+	if (error < 0) {
+		give_up(session);
+		return error;
+	}
+	for (size_t i = 0; i < session->metric_count; i++) {
+		struct stat_metric *metric = &session->metrics[i];
+		double sum = 0.0;
+		for (size_t j = 0; j < metric->count; j++, at++)
+			sum += (double)(session->values[at] - metric->start[j]) * metric->units[j];
+		metric->samples[metric->sample_count++] = sum;
+	}
+	return 0;
+}

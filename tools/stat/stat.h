@@ -1,0 +1,144 @@
+/*
+ * tools/stat/stat.h — haecer-stat's internals: options (args.c), the statistics of repeated
+ * runs (stats.c), counters and energy through libhaecer (metrics.c), running the command
+ * (run.c) and the report as text or JSON (report.c).
+ *
+ * Functions return 0 (or a count) on success and -errno on failure, never setting errno;
+ * messages for the user are printed by the callers that know the context.
+ */
+#ifndef HAECER_TOOLS_STAT_H
+#define HAECER_TOOLS_STAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <haecer/perfmon.h>
+
+/* Exit statuses of haecer-stat itself; otherwise it exits with the command's status (128 +
+ * signal number when a signal killed it, as shells report it). */
+#define STAT_EXIT_USAGE 2
+#define STAT_EXIT_FAILED 125     /* haecer-stat could not measure (msrd unreachable, ...) */
+#define STAT_EXIT_CANNOT_RUN 126 /* the command exists but could not be executed */
+#define STAT_EXIT_NOT_FOUND 127  /* no such command */
+
+#define STAT_MAX_EVENTS 16u
+#define STAT_MAX_RUNS 100000u
+#define STAT_NAME_MAX 160u
+#define STAT_REASON_MAX 320u
+
+/* ---- options (args.c) ---- */
+
+struct stat_options {
+	unsigned runs;                          /* -r */
+	const char *events[STAT_MAX_EVENTS];    /* -e, split at commas */
+	size_t event_count;
+	char *event_lists[STAT_MAX_EVENTS];     /* copies of the -e lists events[] point into */
+	size_t list_count;
+	bool json;                              /* --json */
+	bool all_cpus;                          /* -a */
+	int cpu;                                /* --cpu, host CPU; -1: the current one */
+	const char *output;                     /* -o, NULL: stderr */
+	const char *socket_path;                /* --socket, NULL: $HAECER_SOCKET or default */
+	char *const *command;                   /* CMD ARGS, NULL-terminated */
+	int command_count;
+};
+
+/* Parse argv. 0: run; 1: done (--help or --version printed); STAT_EXIT_USAGE: bad usage
+ * (message printed). */
+int stat_parse_options(int argc, char **argv, struct stat_options *options);
+void stat_options_free(struct stat_options *options);
+
+/* "haecer-stat: <message>" on stderr. */
+void stat_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- statistics of repeated runs (stats.c) ---- */
+
+struct stat_summary {
+	size_t count;
+	double mean;
+	double stddev;           /* sample standard deviation (n - 1); 0 for one sample */
+	double stderr_mean;      /* stddev / sqrt(n): what perf stat's "+-" shows */
+	double relative_percent; /* 100 * stddev / |mean|; 0 when the mean is 0 */
+	double min;
+	double max;
+};
+
+/* Summarise count (>= 1) samples; *out is all zero for count 0. Numerically stable (Welford). */
+void stat_summarize(const double *samples, size_t count, struct stat_summary *out);
+
+/* ---- metrics: what is counted (metrics.c) ---- */
+
+enum stat_metric_kind { STAT_METRIC_ENERGY, STAT_METRIC_EVENT };
+
+enum stat_state {
+	STAT_COUNTED,
+	STAT_NOT_COUNTED,    /* refused (policy, counter taken) or failed while reading */
+	STAT_NOT_SUPPORTED,  /* no such event or domain on this CPU */
+};
+
+struct stat_metric {
+	char name[STAT_NAME_MAX];         /* "energy-pkg", "instructions", a libpfm4 name */
+	enum stat_metric_kind kind;
+	enum stat_state state;
+	char reason[STAT_REASON_MAX];     /* why not counted, or why only on some CPUs */
+	struct haecer_counter **counters; /* one per CPU or package counted */
+	double *units;                    /* per counter: joules per count, or 1 */
+	uint64_t *start;                  /* per counter: value when the run started */
+	size_t count;
+	size_t wanted;                    /* CPUs or packages in scope */
+	double *samples;                  /* per run: joules or events */
+	size_t sample_count;
+};
+
+struct stat_scope {
+	bool all_cpus;
+	int host_cpu;                     /* pinned mode: where the command runs */
+	uint32_t model_cpu;               /* ... and the model CPU counted there */
+	uint32_t cpu_count;               /* model CPUs in scope */
+	uint32_t package_first, package_count; /* packages in scope */
+	char machine[128];                /* "simulated sandybridge (4 CPUs)" */
+};
+
+struct stat_session {
+	struct haecer_context *ctx;
+	struct stat_scope scope;
+	struct stat_metric *metrics;
+	size_t metric_count;
+	struct haecer_counter **all;      /* every counter of every metric, for set reads */
+	uint64_t *values;
+	size_t all_count;
+	double *elapsed;                  /* per run, seconds */
+	size_t runs_done;
+	int exit_status;                  /* of the last run */
+	char read_error[STAT_REASON_MAX]; /* a failed read, for the report */
+};
+
+/* Connect, choose the scope and open every energy domain and event. Fails only when msrd is
+ * unreachable or the CPU does not exist (message printed, *status = exit status); events the
+ * policy refuses become metrics in STAT_NOT_COUNTED. */
+int stat_session_open(const struct stat_options *options, struct stat_session *session,
+		      int *status);
+void stat_session_close(struct stat_session *session);
+
+/* Read every counter: start of a run / end of a run (adds one sample per metric). */
+int stat_metrics_start(struct stat_session *session);
+int stat_metrics_stop(struct stat_session *session);
+
+/* ---- running the command (run.c) ---- */
+
+/* Fork and exec the command (pinned to host_cpu when >= 0), wait for it; *seconds is the
+ * elapsed time from just before fork to just after its end, *status its exit status (128 +
+ * signal when killed). -errno (message printed) when it could not be started: then *status is
+ * STAT_EXIT_NOT_FOUND or STAT_EXIT_CANNOT_RUN. */
+int stat_run_command(char *const *command, int host_cpu, double *seconds, int *status);
+
+/* ---- the report (report.c) ---- */
+
+void stat_report_text(FILE *out, const struct stat_options *options,
+		      const struct stat_session *session);
+void stat_report_json(FILE *out, const struct stat_options *options,
+		      const struct stat_session *session);
+
+#endif

@@ -1,0 +1,126 @@
+/*
+ * tests/stat/stat_test.h — what haecer-stat's tests share: msrd on the simulated Sandy Bridge
+ * with a policy that grants root everything and uid 4301 energy and time but not the PMU, and
+ * running the real haecer-stat (under memcheck too in the valgrind pass) with its output
+ * captured.
+ */
+#ifndef HAECER_TESTS_STAT_TEST_H
+#define HAECER_TESTS_STAT_TEST_H
+
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "tests/lib/msrd_harness.h"
+#include "tests/lib/policy_text.h"
+
+#define STAT_TEST_ENERGY_ONLY_UID 4301
+#define STAT_TEST_MAX_ARGS 48u
+
+static const char stat_policy[] =
+	POLICY_HEADER
+	"  - {name: TSC, address: 0x10, read: true, set: time}\n"
+	POLICY_PMU_MSRS
+	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"
+	"  - {name: PKG_ENERGY, address: 0x611, read: true, set: rapl}\n"
+	"  - {name: PP0_ENERGY, address: 0x639, read: true, set: rapl}\n"
+	"  - {name: PP1_ENERGY, address: 0x641, read: true, set: rapl}\n"
+	"rules:\n"
+	"  - {match: {uid: 0}, allow: [all]}\n"
+	"  - {match: {uid: 4301}, allow: [time, rapl]}\n";
+
+static struct msrd_server server;
+
+static inline int stat_run_group(const char *group_name, const struct CMUnitTest *tests,
+				 size_t count)
+{
+	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge", NULL };
+	int failures;
+
+	if (msrd_start(&server, stat_policy, arguments) < 0)
+		return 1;
+	failures = _cmocka_run_group_tests(group_name, tests, count, NULL, NULL);
+	if (msrd_stop(&server) < 0)
+		failures++;
+	return failures == 0 ? 0 : 1;
+}
+
+#define STAT_RUN_GROUP(tests) \
+	stat_run_group(#tests, (tests), sizeof(tests) / sizeof((tests)[0]))
+
+/* haecer-stat --socket (msrd's) arguments...: exit status, stdout and stderr (malloc'ed, either
+ * may be NULL). In the valgrind pass under memcheck, whose findings make it exit 99. */
+static inline int stat_run_on(const char *socket_path, const char *const *arguments, char **out,
+			      char **err)
+{
+	static char tool[PATH_MAX], suppressions[PATH_MAX + 32];
+	const char *argv[STAT_TEST_MAX_ARGS];
+	size_t count = 0;
+	int status;
+
+	snprintf(tool, sizeof(tool), "%s/haecer-stat", harness_build_dir());
+	if (harness_valgrind()) {
+		snprintf(suppressions, sizeof(suppressions), "--suppressions=%s/tests/valgrind.supp",
+			 harness_source_dir());
+		argv[count++] = "/usr/bin/valgrind";
+		argv[count++] = "--quiet";
+		argv[count++] = "--error-exitcode=99";
+		argv[count++] = "--leak-check=full";
+		argv[count++] = "--errors-for-leak-kinds=definite";
+		argv[count++] = "--show-leak-kinds=definite";
+		argv[count++] = suppressions;
+	}
+	argv[count++] = tool;
+	argv[count++] = "--socket";
+	argv[count++] = socket_path;
+	for (size_t i = 0; arguments[i] != NULL && count + 1 < STAT_TEST_MAX_ARGS; i++)
+		argv[count++] = arguments[i];
+	argv[count] = NULL;
+	status = harness_run(argv, out, err);
+	if (err != NULL && *err != NULL)
+		fprintf(stderr, "haecer-stat exit %d, stderr:\n%s", status, *err);
+	return status;
+}
+
+static inline int stat_run(const char *const *arguments, char **out, char **err)
+{
+	return stat_run_on(server.socket_path, arguments, out, err);
+}
+
+/* The number in front of `name` on its line of the text report (perf layout: value first). */
+static inline double stat_value_of(const char *report, const char *name)
+{
+	const char *line = report;
+
+	while (line != NULL && *line != '\0') {
+		const char *end = strchr(line, '\n');
+		size_t length = end != NULL ? (size_t)(end - line) : strlen(line);
+		char copy[512], *found;
+		snprintf(copy, sizeof(copy), "%.*s", (int)length, line);
+		found = strstr(copy, name);
+		if (found != NULL && found[strlen(name)] == ' ' && found > copy &&
+		    found[-1] == ' ') {
+			char digits[64];
+			size_t used = 0;
+			for (const char *c = copy; c < found && used + 1 < sizeof(digits); c++)
+				if ((*c >= '0' && *c <= '9') || *c == '.')
+					digits[used++] = *c;
+				else if (*c == '+')
+					break;
+			digits[used] = '\0';
+			return used > 0 ? strtod(digits, NULL) : -1.0;
+		}
+		line = end != NULL ? end + 1 : NULL;
+	}
+	return -1.0;
+}
+
+#endif

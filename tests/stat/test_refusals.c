@@ -1,0 +1,88 @@
+/*
+ * What haecer-stat cannot count is shown, not fatal: for a user msrd's policy grants energy but
+ * not the PMU, instructions and cycles are "<not counted>" with the policy's reason while energy
+ * is measured and the command's status passes through; an event the CPU does not have is
+ * "<not supported>" with the reason, in the table and in JSON.
+ */
+#include "tests/lib/test_check.h"
+#include "tests/stat/stat_test.h"
+
+struct refused_run {
+	int status;
+};
+
+static int run_without_pmu(void *argument)
+{
+	const char *arguments[] = { "--", "/bin/sh", "-c", "exit 5", NULL };
+	const char *json[] = { "--json", "--", "/bin/true", NULL };
+	char *err = NULL;
+
+	(void)argument;
+	CHECK_EQ(stat_run(arguments, NULL, &err), 5);
+	CHECK(strstr(err, "<not counted>") != NULL);
+	CHECK(strstr(err, "instructions") != NULL);
+	CHECK(strstr(err, "cycles") != NULL);
+	CHECK(strstr(err, "denied by policy") != NULL);
+	CHECK(stat_value_of(err, "energy-pkg") > 0.0);
+	free(err);
+	CHECK_EQ(stat_run(json, NULL, &err), 0);
+	CHECK(strstr(err, "\"name\": \"instructions\", \"kind\": \"event\", \"unit\": \"events\", "
+		      "\"state\": \"not counted\", \"counted\": false") != NULL);
+	CHECK(strstr(err, "\"reason\": \"") != NULL);
+	CHECK(strstr(err, "\"name\": \"energy-pkg\", \"kind\": \"energy\", \"unit\": \"J\", "
+		      "\"state\": \"counted\"") != NULL);
+	free(err);
+	return 0;
+}
+
+static void test_policy_refuses_the_pmu(void **state)
+{
+	(void)state;
+	assert_int_equal(run_as(STAT_TEST_ENERGY_ONLY_UID, STAT_TEST_ENERGY_ONLY_UID, NULL, 0,
+				run_without_pmu, NULL), 0);
+}
+
+static void test_unknown_event(void **state)
+{
+	const char *arguments[] = { "-e", "instructions,no_such_event_here", "--", "/bin/true",
+				    NULL };
+	char *err = NULL;
+
+	(void)state;
+	assert_int_equal(stat_run(arguments, NULL, &err), 0);
+	assert_non_null(strstr(err, "<not supported>"));
+	assert_non_null(strstr(err, "no_such_event_here"));
+	assert_null(strstr(err, "<not counted>"));
+	free(err);
+}
+
+static void test_event_kinds(void **state)
+{
+	/* perf names, an architectural name, a fixed counter, a raw encoding (instructions, C0/00)
+	 * and a libpfm4 name of the model: all counted for root. */
+	const char *arguments[] = { "-e", "branch-misses,LL_CACHE_MISSES,fixed1,r00c0",
+				    "-e", "L1D.REPLACEMENT", "--", "/bin/true", NULL };
+	char *err = NULL;
+
+	(void)state;
+	assert_int_equal(stat_run(arguments, NULL, &err), 0);
+	assert_null(strstr(err, "<not"));
+	assert_non_null(strstr(err, " branch-misses"));
+	assert_non_null(strstr(err, " LL_CACHE_MISSES"));
+	assert_non_null(strstr(err, " fixed1"));
+	assert_non_null(strstr(err, " r00c0"));
+	assert_non_null(strstr(err, " L1D.REPLACEMENT"));
+	assert_null(strstr(err, " instructions "));
+	free(err);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_policy_refuses_the_pmu),
+		cmocka_unit_test(test_unknown_event),
+		cmocka_unit_test(test_event_kinds),
+	};
+
+	return STAT_RUN_GROUP(tests);
+}

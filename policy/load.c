@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,26 +127,193 @@ static int check_mode(const struct stat *status, const char *what, const char *p
 	return -EACCES;
 }
 
-static int check_directories(const char *path, struct policy_error *error)
+/* ---- opening a policy file strictly: the path walked by descriptor ---- */
+
+#define MAX_SYMLINKS 40 /* the kernel's limit on links followed in one lookup */
+
+/* Where the walk stands: a descriptor of the directory reached, and its path as walked (for
+ * messages; symbolic links replaced by what they point to). */
+struct walk {
+	int directory;
+	char where[PATH_MAX];
+	unsigned links;
+	struct policy_error *error;
+};
+
+static int walk_fail(struct walk *walk, int negative_errno, const char *what, const char *name)
 {
-	char *resolved = realpath(path, NULL);
+	policy_fail(walk->error, 0, 0, "%s %s: %s", what, name, strerror(-negative_errno));
+	return negative_errno;
+}
+
+/* Continue the walk's displayed path with one component ("." is nothing, ".." one up). */
+static void walk_note(struct walk *walk, const char *name)
+{
+	size_t length = strlen(walk->where);
+
+	if (strcmp(name, ".") == 0)
+		return;
+	if (strcmp(name, "..") == 0) {
+		char *slash = strrchr(walk->where, '/');
+		if (slash != NULL)
+			slash[slash == walk->where ? 1 : 0] = '\0';
+		return;
+	}
+	snprintf(walk->where + length, sizeof(walk->where) - length, "%s%s",
+		 length > 0 && walk->where[length - 1] == '/' ? "" : "/", name);
+}
+
+/* Step into directory `fd` (already opened from walk->directory, or "/" when name is NULL),
+ * checking who may change it. */
+static int walk_enter(struct walk *walk, int fd, const char *name)
+{
+	struct stat status;
+	int result;
+
+	if (fstat(fd, &status) < 0) {
+		result = -errno;
+		close(fd);
+		return walk_fail(walk, result, "cannot inspect the directory", name ? name : "/");
+	}
+	if (name != NULL)
+		walk_note(walk, name);
+	else
+		snprintf(walk->where, sizeof(walk->where), "/");
+	result = check_mode(&status, "directory", walk->where, walk->error);
+	if (result < 0) {
+		close(fd);
+		return result;
+	}
+	close(walk->directory);
+	walk->directory = fd;
+	return 0;
+}
+
+/* Restart at "/" for an absolute path. */
+static int walk_root(struct walk *walk)
+{
+	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return walk_fail(walk, -errno, "cannot open", "/");
+	return walk_enter(walk, fd, NULL);
+}
+
+static int walk_path(struct walk *walk, const char *path, int *file);
+
+/* Follow the symbolic link `name` in the walk's directory, as the kernel would: its target is
+ * walked from the directory that holds the link (or from "/"). */
+static int walk_link(struct walk *walk, const char *name, int *file)
+{
+	char target[PATH_MAX];
+	ssize_t length;
+
+	if (++walk->links > MAX_SYMLINKS)
+		return walk_fail(walk, -ELOOP, "cannot resolve", name);
+	length = readlinkat(walk->directory, name, target, sizeof(target) - 1);
+	if (length < 0)
+		return walk_fail(walk, -errno, "cannot read the link", name);
+	target[length] = '\0';
+	return walk_path(walk, target, file);
+}
+
+/* One directory component: a directory to enter, or a link to follow to one. */
+static int walk_directory(struct walk *walk, const char *name)
+{
+	struct stat status;
+	int fd;
+
+	if (strcmp(name, ".") == 0)
+		return 0;
+	fd = openat(walk->directory, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return walk_fail(walk, -errno, "cannot open", name);
+	if (fstat(fd, &status) < 0) {
+		int result = -errno;
+		close(fd);
+		return walk_fail(walk, result, "cannot inspect", name);
+	}
+	if (S_ISLNK(status.st_mode)) {
+		close(fd);
+		return walk_link(walk, name, NULL);
+	}
+	if (!S_ISDIR(status.st_mode)) {
+		close(fd);
+		return walk_fail(walk, -ENOTDIR, "cannot open", name);
+	}
+	return walk_enter(walk, fd, name);
+}
+
+/* The last component: the file itself, opened without following a link (a link is followed
+ * by walking its target). */
+static int walk_file(struct walk *walk, const char *name, int *file)
+{
+	int fd;
+
+	if (name[0] == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		policy_fail(walk->error, 0, 0, "not a regular file");
+		return -EINVAL;
+	}
+	/* O_NONBLOCK: a FIFO planted as the policy must not block msrd. */
+	fd = openat(walk->directory, name,
+		    O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno == ELOOP)
+		return walk_link(walk, name, file);
+	if (fd < 0)
+		return fail_errno(walk->error, -errno, "cannot open");
+	*file = fd;
+	return 0;
+}
+
+/* Walk `path` from the walk's directory. file == NULL: every component is a directory (a
+ * link's target); otherwise the last one is the file, opened into *file. */
+static int walk_path(struct walk *walk, const char *path, int *file)
+{
+	char copy[PATH_MAX];
+	char *component, *rest;
 	int result = 0;
 
-	if (resolved == NULL)
-		return fail_errno(error, -errno, "cannot resolve the path");
-	for (char *slash = strrchr(resolved, '/'); slash != NULL && result == 0;
-	     slash = strrchr(resolved, '/')) {
-		struct stat status;
-
-		slash[slash == resolved ? 1 : 0] = '\0';
-		if (stat(resolved, &status) < 0)
-			result = fail_errno(error, -errno, "cannot inspect a directory");
-		else
-			result = check_mode(&status, "directory", resolved, error);
-		if (slash == resolved)
+	if ((size_t)snprintf(copy, sizeof(copy), "%s", path) >= sizeof(copy))
+		return walk_fail(walk, -ENAMETOOLONG, "cannot open", path);
+	if (copy[0] == '/')
+		result = walk_root(walk);
+	rest = copy;
+	while (result == 0 && (component = strsep(&rest, "/")) != NULL) {
+		bool last = rest == NULL || rest[strspn(rest, "/")] == '\0';
+		if (component[0] == '\0' && !last)
+			continue;
+		if (last && file != NULL)
+			return walk_file(walk, component, file);
+		if (component[0] != '\0')
+			result = walk_directory(walk, component);
+		if (last)
 			break;
 	}
-	free(resolved);
+	return result;
+}
+
+/* Open the policy at `path` the way the kernel would resolve it, one component at a time by
+ * descriptor: every directory passed through, including the directories of symbolic links
+ * followed, is checked as it is entered (check_mode), and the file read is the one the walk
+ * opened, so nothing can be swapped between the check and the read. A relative path starts
+ * from the working directory, whose own path is walked too. */
+static int open_strictly(const char *path, struct policy_error *error, int *file)
+{
+	struct walk walk = { .directory = -1, .error = error };
+	char start[PATH_MAX];
+	int result;
+
+	if (path[0] != '/') {
+		if (getcwd(start, sizeof(start)) == NULL)
+			return fail_errno(error, -errno, "cannot resolve the working directory");
+		result = walk_path(&walk, start, NULL);
+	} else {
+		result = walk_root(&walk);
+	}
+	if (result == 0)
+		result = walk_path(&walk, path[0] == '/' ? path + 1 : path, file);
+	if (walk.directory >= 0)
+		close(walk.directory);
 	return result;
 }
 
@@ -189,6 +357,7 @@ int policy_load(const char *path, const struct policy_load_options *options, str
 	size_t length = 0;
 	struct stat status;
 	int result = 0;
+	int fd = -1;
 
 	if (error == NULL)
 		error = &ignored;
@@ -196,9 +365,15 @@ int policy_load(const char *path, const struct policy_load_options *options, str
 	if (out == NULL || path == NULL)
 		return -EINVAL;
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return fail_errno(error, -errno, "cannot open");
+	if (strict) {
+		result = open_strictly(path, error, &fd);
+		if (result < 0)
+			return result;
+	} else {
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (fd < 0)
+			return fail_errno(error, -errno, "cannot open");
+	}
 	if (fstat(fd, &status) < 0) {
 		result = fail_errno(error, -errno, "cannot inspect");
 		goto out;
@@ -209,8 +384,6 @@ int policy_load(const char *path, const struct policy_load_options *options, str
 	}
 	if (strict) {
 		result = check_mode(&status, "file", path, error);
-		if (result == 0)
-			result = check_directories(path, error);
 		if (result < 0)
 			goto out;
 	}

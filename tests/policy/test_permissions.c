@@ -2,7 +2,10 @@
  * policy_load refuses a policy anyone but root (or msrd's own user) could change, as sshd's
  * StrictModes does: a group- or world-writable file, a file owned by another user, or a
  * writable directory on its path; sticky directories such as /tmp are fine. The explicit
- * option accepts them all. Real files and directories in a temporary directory.
+ * option accepts them all. The path is walked one directory at a time by descriptor, as the
+ * kernel resolves it: the directory holding a symbolic link is checked too (whoever can write
+ * it can point the link elsewhere), as are the directories a link leads through, and the file
+ * read is the one the walk opened. Real files, directories and links in a temporary directory.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -206,6 +210,92 @@ static void test_file_of_another_user_is_refused(void **state)
 	free(path);
 }
 
+static char *make_link(const struct scratch *scratch, const char *relative, const char *target)
+{
+	char *path = path_in(scratch, relative);
+	assert_int_equal(symlink(target, path), 0);
+	return path;
+}
+
+/* The link's own directory is world-writable: anyone could replace the link. realpath() saw
+ * only the target's directories and accepted it. */
+static void test_link_in_writable_directory_is_refused(void **state)
+{
+	char message[600];
+	char *safe = make_dir(*state, "safe", 0755);
+	char *policy = make_policy(*state, "safe/policy.yaml", 0644);
+	char *open_dir = make_dir(*state, "open", 0777);
+	char *link = make_link(*state, "open/policy.yaml", policy);
+
+	assert_int_equal(load_strict(link, message, sizeof(message)), -EACCES);
+	assert_contains(message, open_dir);
+	assert_contains(message, "writable by others (mode 0777)");
+	assert_loads_with_override(link);
+	free(safe);
+	free(policy);
+	free(open_dir);
+	free(link);
+}
+
+/* Links between safe directories are fine, relative targets resolve from the link's
+ * directory, and a relative policy path from the working directory. */
+static void test_links_between_safe_directories_load(void **state)
+{
+	const struct scratch *scratch = *state;
+	char message[600];
+	char *etc = make_dir(*state, "etc", 0755);
+	char *real = make_dir(*state, "real", 0755);
+	char *policy = make_policy(*state, "real/policy.yaml", 0644);
+	char *to_file = make_link(*state, "etc/policy.yaml", "../real/policy.yaml");
+	char *to_dir = make_link(*state, "conf", "real");
+	char *through = path_in(*state, "conf/../etc/./policy.yaml");
+	char cwd[PATH_MAX];
+
+	assert_int_equal(load_strict(to_file, message, sizeof(message)), 0);
+	assert_int_equal(load_strict(through, message, sizeof(message)), 0);
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(scratch->root), 0);
+	assert_int_equal(load_strict("conf/policy.yaml", message, sizeof(message)), 0);
+	assert_int_equal(chdir(cwd), 0);
+	free(etc);
+	free(real);
+	free(policy);
+	free(to_file);
+	free(to_dir);
+	free(through);
+}
+
+/* A link that leads through a group-writable directory is as bad as a path through it. */
+static void test_link_through_writable_directory_is_refused(void **state)
+{
+	char message[600];
+	char *shared = make_dir(*state, "shared", 0775);
+	char *policy = make_policy(*state, "shared/policy.yaml", 0644);
+	char *link = make_link(*state, "policy.yaml", "shared/policy.yaml");
+
+	assert_int_equal(load_strict(link, message, sizeof(message)), -EACCES);
+	assert_contains(message, shared);
+	assert_contains(message, "writable by its group (mode 0775)");
+	free(shared);
+	free(policy);
+	free(link);
+}
+
+static void test_link_loop_and_fifo(void **state)
+{
+	char message[600];
+	char *loop = make_link(*state, "loop.yaml", "loop.yaml");
+	char *fifo = path_in(*state, "fifo.yaml");
+
+	assert_int_equal(load_strict(loop, message, sizeof(message)), -ELOOP);
+	/* A FIFO in place of the policy: refused at once, not waited on. */
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	assert_int_equal(load_strict(fifo, message, sizeof(message)), -EINVAL);
+	assert_contains(message, "not a regular file");
+	free(loop);
+	free(fifo);
+}
+
 static void test_unusable_paths(void **state)
 {
 	char message[600];
@@ -239,6 +329,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sticky_directory_is_accepted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file_of_another_user_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unusable_paths, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_link_in_writable_directory_is_refused, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_links_between_safe_directories_load, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_link_through_writable_directory_is_refused,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_link_loop_and_fifo, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -362,22 +362,26 @@ int haecer_region_end(const char *name)
 	return end(NULL, true, name);
 }
 
-int haecer_region_begin_ctx(struct haecer_context *ctx, const char *name)
+static int check_context(const struct haecer_context *ctx, const char *name)
 {
-	haecer__clear_detail();
 	if (ctx == NULL)
 		return haecer__fail(-EINVAL, "no context for region \"%s\"",
 				    name != NULL ? name : "");
-	return begin(ctx, false, name);
+	return 0;
+}
+
+int haecer_region_begin_ctx(struct haecer_context *ctx, const char *name)
+{
+	haecer__clear_detail();
+	int error = check_context(ctx, name);
+	return error < 0 ? error : begin(ctx, false, name);
 }
 
 int haecer_region_end_ctx(struct haecer_context *ctx, const char *name)
 {
 	haecer__clear_detail();
-	if (ctx == NULL)
-		return haecer__fail(-EINVAL, "no context for region \"%s\"",
-				    name != NULL ? name : "");
-	return end(ctx, false, name);
+	int error = check_context(ctx, name);
+	return error < 0 ? error : end(ctx, false, name);
 }
 
 int haecer_region_reset(void)

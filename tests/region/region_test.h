@@ -112,6 +112,25 @@ static inline void region_expect(int error, const char *what)
 	assert_int_equal(error, 0);
 }
 
+/* A text file's content (malloc'ed, at most 64 KiB), NULL when it cannot be read. Usable in a
+ * child process (no cmocka asserts). */
+static inline char *region_read_text(const char *path)
+{
+	FILE *in = fopen(path, "r");
+	char *text;
+	size_t size = 0;
+
+	if (in == NULL)
+		return NULL;
+	text = calloc(1, 65536);
+	if (text != NULL)
+		size = fread(text, 1, 65535, in);
+	fclose(in);
+	if (text != NULL)
+		text[size] = '\0';
+	return text;
+}
+
 /* ---- Callgrind files ---- */
 
 #define CG_EVENTS 8u

@@ -152,14 +152,9 @@ static void check_exact_relations(const struct cg_file *file)
 
 static void check_text(const char *path)
 {
-	FILE *in = fopen(path, "r");
-	char text[8192];
-	size_t got;
+	char *text = region_read_text(path);
 
-	assert_non_null(in);
-	got = fread(text, 1, sizeof(text) - 1, in);
-	fclose(in);
-	text[got] = '\0';
+	assert_non_null(text);
 	fprintf(stderr, "%s", text);
 	assert_non_null(strstr(text, "simulated TSC"));
 	assert_non_null(strstr(text, "package-wide"));
@@ -167,6 +162,7 @@ static void check_text(const char *path)
 	assert_non_null(strstr(text, "\n  setup "));
 	assert_non_null(strstr(text, "\n  iterate "));
 	assert_non_null(strstr(text, "\n    kernel "));
+	free(text);
 }
 
 static void test_report_matches_known_work(void **state)

@@ -13,23 +13,6 @@
 
 static char helper[PATH_MAX];
 
-static char *read_text(const char *path)
-{
-	char *text = NULL;
-	size_t size = 0;
-	FILE *in = fopen(path, "r");
-
-	if (in == NULL)
-		return NULL;
-	text = calloc(1, 65536);
-	if (text != NULL)
-		size = fread(text, 1, 65535, in);
-	fclose(in);
-	if (text != NULL)
-		text[size] = '\0';
-	return text;
-}
-
 /* Run the helper with HAECER_REGION_REPORT (NULL: unset) and HAECER_SOCKET; its stderr. */
 static int run_helper(const char *report, const char *socket_path, char **err)
 {
@@ -57,7 +40,7 @@ static void test_report_into_files(void **state)
 	(void)state;
 	assert_int_equal(run_helper(text_path, server.socket_path, &err), 0);
 	assert_string_equal(err, "");
-	text = read_text(text_path);
+	text = region_read_text(text_path);
 	assert_non_null(text);
 	fprintf(stderr, "%s", text);
 	assert_non_null(strstr(text, "\nouter "));
@@ -101,7 +84,7 @@ static void test_without_msrd(void **state)
 
 	(void)state;
 	assert_int_equal(run_helper(text_path, "/nonexistent/msrd.sock", &err), 0);
-	text = read_text(text_path);
+	text = region_read_text(text_path);
 	assert_non_null(text);
 	fprintf(stderr, "%s", text);
 	assert_non_null(strstr(text, "msrd unreachable"));
@@ -127,7 +110,7 @@ static int run_without_pmu(void *argument)
 	char *err = NULL, *text;
 
 	CHECK(run_helper(run->report, server.socket_path, &err) == 0);
-	text = read_text(run->report);
+	text = region_read_text(run->report);
 	CHECK(text != NULL);
 	fprintf(stderr, "%s", text);
 	CHECK(strstr(text, "not counted") != NULL);

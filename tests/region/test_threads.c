@@ -95,9 +95,7 @@ static void test_thread_exit_with_open_region(void **state)
 {
 	const char *text = region_report_path("orphan.txt", "");
 	pthread_t thread;
-	char content[8192];
-	FILE *in;
-	size_t got;
+	char *content;
 
 	(void)state;
 	region_expect(haecer_region_reset(), "reset");
@@ -106,14 +104,12 @@ static void test_thread_exit_with_open_region(void **state)
 	region_expect(haecer_region_begin("after"), "begin");
 	region_expect(haecer_region_end("after"), "end");
 	region_expect(haecer_region_report(text), "report");
-	in = fopen(text, "r");
-	assert_non_null(in);
-	got = fread(content, 1, sizeof(content) - 1, in);
-	fclose(in);
-	content[got] = '\0';
+	content = region_read_text(text);
+	assert_non_null(content);
 	fprintf(stderr, "%s", content);
 	assert_non_null(strstr(content, "(1 not ended: thread exited)"));
 	assert_non_null(strstr(content, "\nafter "));
+	free(content);
 	/* Nothing is open any more. */
 	region_expect(haecer_region_reset(), "reset after the thread exited");
 }

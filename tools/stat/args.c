@@ -13,14 +13,19 @@
 
 #define STAT_VERSION "0.1"
 
+static void vmessage(const char *format, va_list arguments)
+{
+	fputs("haecer-stat: ", stderr);
+	vfprintf(stderr, format, arguments);
+	fputc('\n', stderr);
+}
+
 void stat_error(const char *format, ...)
 {
 	va_list arguments;
 
 	va_start(arguments, format);
-	fputs("haecer-stat: ", stderr);
-	vfprintf(stderr, format, arguments);
-	fputc('\n', stderr);
+	vmessage(format, arguments);
 	va_end(arguments);
 }
 
@@ -31,9 +36,7 @@ static int usage_error(const char *format, ...)
 	va_list arguments;
 
 	va_start(arguments, format);
-	fputs("haecer-stat: ", stderr);
-	vfprintf(stderr, format, arguments);
-	fputc('\n', stderr);
+	vmessage(format, arguments);
 	va_end(arguments);
 	fputs("Try 'haecer-stat --help' for more information.\n", stderr);
 	return STAT_EXIT_USAGE;

@@ -243,19 +243,21 @@ static void json_summary(FILE *out, const double *samples, size_t count)
 	struct stat_summary summary;
 
 	stat_summarize(samples, count, &summary);
-	fprintf(out, "\"mean\": ");
-	json_number(out, summary.mean);
-	fprintf(out, ", \"stddev\": ");
-	json_number(out, summary.stddev);
-	fprintf(out, ", \"stderr\": ");
-	json_number(out, summary.stderr_mean);
-	fprintf(out, ", \"relative_stddev_percent\": ");
-	json_number(out, summary.relative_percent);
-	fprintf(out, ", \"min\": ");
-	json_number(out, summary.min);
-	fprintf(out, ", \"max\": ");
-	json_number(out, summary.max);
-	fprintf(out, ", \"samples\": [");
+	const struct {
+		const char *name;
+		double value;
+	} fields[] = {
+		{ "mean", summary.mean },     { "stddev", summary.stddev },
+		{ "stderr", summary.stderr_mean },
+		{ "relative_stddev_percent", summary.relative_percent },
+		{ "min", summary.min },       { "max", summary.max },
+	};
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		fprintf(out, "\"%s\": ", fields[i].name);
+		json_number(out, fields[i].value);
+		fprintf(out, ", ");
+	}
+	fprintf(out, "\"samples\": [");
 	for (size_t i = 0; i < count; i++) {
 		fprintf(out, "%s", i > 0 ? ", " : "");
 		json_number(out, samples[i]);

@@ -85,6 +85,8 @@ struct sim_pmu {
 	uint32_t gp_count, fixed_count;
 	uint64_t gp_mask, fixed_mask;
 	bool full_width_writes;
+	bool tsx;               /* IN_TX / IN_TXCP writable (SDM 18.3.6.5) */
+	uint32_t arch_events_length; /* CPUID.0AH:EAX[31:24]: EBX bits beyond it enumerate nothing */
 	uint64_t perf_capabilities;
 	uint64_t evtsel_valid, fixed_ctrl_valid, global_ctrl_valid, ovf_ctrl_valid;
 	uint64_t cycles_rate, ref_cycles_rate, instructions_rate;

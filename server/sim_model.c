@@ -125,6 +125,7 @@ static const cyaml_schema_field_t model_fields[] = {
 	CYAML_FIELD_BOOL("smi_count", CYAML_FLAG_OPTIONAL, struct sim_model, smi_count),
 	CYAML_FIELD_UINT("smi_period_ms", CYAML_FLAG_OPTIONAL, struct sim_model, smi_period_ms),
 	CYAML_FIELD_BOOL("aperf_mperf", CYAML_FLAG_OPTIONAL, struct sim_model, aperf_mperf),
+	CYAML_FIELD_BOOL_PTR("tsx", CYAML_FLAG_OPTIONAL, struct sim_model, tsx),
 	CYAML_FIELD_MAPPING_PTR("pmu", CYAML_FLAG_OPTIONAL, struct sim_model, pmu, pmu_fields),
 	CYAML_FIELD_MAPPING_PTR("rapl", CYAML_FLAG_OPTIONAL, struct sim_model, rapl, rapl_fields),
 	CYAML_FIELD_SEQUENCE("registers", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
@@ -225,6 +226,25 @@ int sim_model_find_dir(const char *models_dir, char *dir, size_t dir_size)
 bool sim_model_is_amd(const struct sim_model *model)
 {
 	return strcmp(model->vendor, "AuthenticAMD") == 0;
+}
+
+bool sim_model_has_tsx(const struct sim_model *model)
+{
+	/* Family 6 models whose CPUID reported HLE/RTM when they shipped: Haswell (3C 3F 45 46),
+	 * Broadwell (3D 47 4F 56), Skylake (4E 5E 55: SKX/CLX/CPX), Kaby/Coffee Lake (8E 9E),
+	 * Ice Lake server (6A 6C), Sapphire/Emerald Rapids (8F CF). Sandy/Ivy Bridge have none. */
+	static const unsigned models[] = { 0x3C, 0x3F, 0x45, 0x46, 0x3D, 0x47, 0x4F, 0x56, 0x4E,
+					   0x5E, 0x55, 0x8E, 0x9E, 0x6A, 0x6C, 0x8F, 0xCF };
+
+	if (model->tsx != NULL)
+		return *model->tsx;
+	if (strcmp(model->vendor, "GenuineIntel") != 0 || model->family != 6)
+		return false;
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
+		if (models[i] == model->model)
+			return true;
+	}
+	return false;
 }
 
 static bool name_is_valid(const char *name)

@@ -67,6 +67,8 @@ struct sim_model {
 	uint64_t tsc_hz;
 	uint32_t *cpuid_0a;         /* 4 values, NULL on parts without Intel arch perfmon */
 	uint64_t perf_capabilities; /* IA32_PERF_CAPABILITIES; 0 = the MSR does not exist */
+	bool *tsx;                  /* CPUID.07H:EBX reports HLE or RTM; NULL = as the part shipped
+				     * (sim_model_has_tsx) */
 	unsigned core_counters;     /* AMD PERF_CTL/PERF_CTR pairs (6 on Zen); 0 = none */
 	unsigned core_counter_width;
 	bool smi_count;             /* MSR_SMI_COUNT exists */
@@ -89,5 +91,10 @@ void sim_model_free(struct sim_model *model);
 int sim_model_find_dir(const char *models_dir, char *dir, size_t dir_size);
 
 bool sim_model_is_amd(const struct sim_model *model);
+
+/* Whether the part has Intel TSX (HLE or RTM in CPUID.07H:EBX), which makes IN_TX and IN_TXCP
+ * (IA32_PERFEVTSELx bits 32 and 33) writable: the model's `tsx`, or else whether this family 6
+ * model shipped with it (Haswell through Sapphire Rapids server and client parts). */
+bool sim_model_has_tsx(const struct sim_model *model);
 
 #endif

@@ -11,7 +11,16 @@
  * in halt), 0xC0 (retired instructions), 0xC2 / 0xC3 (retired / mispredicted branches). A counter whose control selects only
  * USR (or only OS) counts the model's user_share (or 1 - user_share) of that. CMASK, INV, EDGE
  * and the PMI bits are accepted and stored but do not change what is counted. Unknown events,
- * and architectural events CPUID 0xA.EBX marks unavailable, count nothing.
+ * architectural events CPUID 0xA.EBX marks unavailable, and those past the EBX vector length of
+ * CPUID 0xA.EAX[31:24] (which enumerate nothing), count nothing.
+ *
+ * Intel TSX (SDM vol. 3B 18.3.6.5): on a part with HLE or RTM, IN_TX (bit 32) may be set in any
+ * IA32_PERFEVTSELx and IN_TXCP (bit 33) in IA32_PERFEVTSEL2 only; elsewhere they are reserved
+ * (#GP). The simulated load runs no transactions, so a counter with IN_TX counts nothing.
+ *
+ * Overflow: a counter that wrapped sets its bit in IA32_PERF_GLOBAL_STATUS. Wraps are noticed
+ * when the counters are brought up to date: before any control write, a status read, and a write
+ * of the counter itself (which would otherwise replace the wrapped count unseen).
  */
 #include <errno.h>
 #include <math.h>
@@ -22,6 +31,9 @@
 
 #define PERF_CAPABILITIES_FULL_WIDTH_WRITE (1ull << 13)
 #define OVF_CTRL_EXTRA_BITS (3ull << 62) /* OvfBuf, CondChgd: accepted, nothing to clear */
+#define PERFEVTSEL_IN_TX (1ull << 32)
+#define PERFEVTSEL_IN_TXCP (1ull << 33)
+#define IN_TXCP_COUNTER 2u               /* the one event select that has IN_TXCP */
 
 static uint64_t width_mask(uint32_t width)
 {
@@ -73,7 +85,8 @@ static int add_event(struct sim_pmu *pmu, uint32_t ebx, int arch_index, unsigned
 {
 	struct sim_event_rate *events;
 
-	if (arch_index >= 0 && (ebx & (1u << arch_index)))
+	if (arch_index >= 0 &&
+	    ((uint32_t)arch_index >= pmu->arch_events_length || (ebx & (1u << arch_index))))
 		return 0;
 	events = realloc(pmu->events, (pmu->event_count + 1) * sizeof(*events));
 	if (!events)
@@ -160,6 +173,7 @@ int sim_pmu_configure(struct sim *sim)
 	memset(pmu, 0, sizeof(*pmu));
 	pmu->perf_capabilities = model->perf_capabilities;
 	pmu->full_width_writes = (model->perf_capabilities & PERF_CAPABILITIES_FULL_WIDTH_WRITE) != 0;
+	pmu->tsx = sim_model_has_tsx(model);
 	if (model->pmu) {
 		pmu->cycles_rate = model->core_hz;
 		pmu->ref_cycles_rate = model->tsc_hz;
@@ -178,6 +192,7 @@ int sim_pmu_configure(struct sim *sim)
 	eax = model->cpuid_0a[0];
 	edx = model->cpuid_0a[3];
 	pmu->version = CPUID_0A_EAX_VERSION(eax);
+	pmu->arch_events_length = eax >> 24;
 	pmu->gp_count = CPUID_0A_EAX_GP_COUNTERS(eax);
 	pmu->gp_mask = width_mask(CPUID_0A_EAX_GP_WIDTH(eax));
 	if (pmu->version >= 2) {
@@ -240,7 +255,7 @@ static uint64_t gp_rate(const struct sim_pmu *pmu, const struct sim_cpu *cpu, ui
 {
 	uint64_t evtsel = cpu->evtsel[index];
 
-	if (!(evtsel & PERFEVTSEL_EN))
+	if (!(evtsel & PERFEVTSEL_EN) || (evtsel & PERFEVTSEL_IN_TX))
 		return 0;
 	if (pmu->version >= 2 && !(cpu->global_ctrl & (1ull << index)))
 		return 0;
@@ -401,10 +416,17 @@ static int write_control(struct sim *sim, struct sim_cpu *cpu, uint64_t *control
 	return 0;
 }
 
+/* Set a counter. A wrap since it was last brought up to date is noted first (in
+ * GLOBAL_STATUS at `status_bit`, 0 for counters without one), as the hardware noted it when it
+ * happened. */
 static int write_counter(struct sim *sim, struct sim_cpu *cpu, struct sim_counter *counter,
-			 uint64_t value)
+			 uint64_t status_bit, uint64_t value)
 {
-	sim_counter_set(counter, sim_cpu_busy_at(cpu, sim->now), value);
+	sim_u128 busy = sim_cpu_busy_at(cpu, sim->now);
+
+	if (counter_rebase(counter, busy) && sim->pmu.version >= 2)
+		cpu->global_status |= status_bit;
+	sim_counter_set(counter, busy, value);
 	return 0;
 }
 
@@ -432,26 +454,38 @@ static int write_global(struct sim *sim, struct sim_cpu *cpu, uint32_t address, 
 	}
 }
 
+/* The writable bits of IA32_PERFEVTSEL`index`. */
+static uint64_t evtsel_valid(const struct sim_pmu *pmu, uint32_t index)
+{
+	uint64_t valid = pmu->evtsel_valid;
+
+	if (pmu->tsx)
+		valid |= PERFEVTSEL_IN_TX | (index == IN_TXCP_COUNTER ? PERFEVTSEL_IN_TXCP : 0);
+	return valid;
+}
+
 static int intel_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t value)
 {
 	const struct sim_pmu *pmu = &sim->pmu;
 	uint32_t index;
 
 	if (in_range(address, MSR_IA32_PERFEVTSEL0, pmu->gp_count, &index))
-		return write_control(sim, cpu, &cpu->evtsel[index], pmu->evtsel_valid, value);
+		return write_control(sim, cpu, &cpu->evtsel[index], evtsel_valid(pmu, index), value);
 	if (in_range(address, MSR_IA32_PMC0, pmu->gp_count, &index)) {
 		/* Legacy alias: bits 31:0 written, sign-extended to the counter width. */
-		return write_counter(sim, cpu, &cpu->gp[index], (uint64_t)(int64_t)(int32_t)value);
+		return write_counter(sim, cpu, &cpu->gp[index], 1ull << index,
+				     (uint64_t)(int64_t)(int32_t)value);
 	}
 	if (pmu->full_width_writes && in_range(address, MSR_IA32_A_PMC0, pmu->gp_count, &index)) {
 		if (value & ~pmu->gp_mask)
 			return -EIO;
-		return write_counter(sim, cpu, &cpu->gp[index], value);
+		return write_counter(sim, cpu, &cpu->gp[index], 1ull << index, value);
 	}
 	if (in_range(address, MSR_IA32_FIXED_CTR0, pmu->fixed_count, &index)) {
 		if (value & ~pmu->fixed_mask)
 			return -EIO;
-		return write_counter(sim, cpu, &cpu->fixed[index], value);
+		return write_counter(sim, cpu, &cpu->fixed[index],
+				     1ull << (GLOBAL_CTRL_FIXED_SHIFT + index), value);
 	}
 	if (address == MSR_IA32_PERF_CAPABILITIES && pmu->perf_capabilities)
 		return -EIO; /* read-only */
@@ -469,7 +503,7 @@ static int amd_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uin
 		return write_control(sim, cpu, &cpu->evtsel[index], sim->pmu.evtsel_valid, value);
 	if (value & ~sim->pmu.gp_mask)
 		return -EIO; /* bits 63:48 are reserved */
-	return write_counter(sim, cpu, &cpu->gp[index], value);
+	return write_counter(sim, cpu, &cpu->gp[index], 0, value);
 }
 
 int sim_pmu_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t value)
@@ -477,7 +511,7 @@ int sim_pmu_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64
 	struct sim_counter *free_running = aperf_mperf(sim, cpu, address);
 
 	if (free_running)
-		return write_counter(sim, cpu, free_running, value);
+		return write_counter(sim, cpu, free_running, 0, value);
 	return sim->pmu.amd ? amd_write(sim, cpu, address, value) :
 			      intel_write(sim, cpu, address, value);
 }

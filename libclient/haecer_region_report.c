@@ -322,10 +322,14 @@ static void write_callgrind_header(FILE *out, const struct flat *flat)
 		fprintf(out, " %s", name);
 	}
 	fprintf(out, "\n");
-	for (const struct region_node *node = haecer__region_root()->children; node != NULL;
-	     node = node->next)
+	/* The sum of every exclusive cost, which is the outermost regions' inclusive cost, and
+	 * stays consistent with the file when a counter went away under an open region. */
+	for (size_t i = 0; i < flat->count; i++) {
+		uint64_t exclusive[REGION_COLUMNS];
+		exclusive_of(flat->nodes[i], flat->columns, exclusive);
 		for (unsigned c = 0; c < flat->columns; c++)
-			totals[c] += node->inclusive[c];
+			totals[c] += exclusive[c];
+	}
 	fprintf(out, "summary:");
 	for (unsigned c = 0; c < flat->columns; c++)
 		fprintf(out, " %llu", (unsigned long long)totals[c]);

@@ -81,22 +81,42 @@ start_msrd() {
 }
 
 # haecer-mon follow's CSV (type,seconds,timestamp,counter_id,counter,value,joules,watts,lost)
-# as one bar per half second: mean watts of its records, one '#' per watt.
+# as one bar per half second: the energy of the window over its time (records close together
+# see RAPL's 1 ms steps, so their own watts are noisy), one '#' per watt. mawk (Debian's awk)
+# reads its input in blocks unless told it is interactive: the bars would come all at the end.
 draw_power() {
-	awk -F, -v width=60 '
+	live=""
+	if awk -W version 2>/dev/null | grep -q mawk; then
+		live="-W interactive"
+	fi
+	# shellcheck disable=SC2086
+	awk $live -F, -v width=60 '
+		function bar(at, seconds, joules) {
+			w = (joules - window_joules) / (seconds - window_start)
+			length_ = int(w + 0.5); if (length_ > width) length_ = width
+			line = ""; for (i = 0; i < length_; i++) line = line "#"
+			printf "  %5.1f s %7.2f W  %s\n", at, w, line
+			fflush(); window_start = seconds; window_joules = joules
+		}
 		$1 == "lost" { printf "    lost %s records\n", $9; next }
-		$1 != "record" || $8 == "" { next }
+		$1 != "record" || $7 == "" { next }
 		{
-			if (start == "") start = $2
-			sum += $8; n++
+			if (start == "") { start = window_start = $2; window_joules = $7 }
+			last_seconds = $2; last_joules = $7
 			if ($2 - start >= next_mark + 0.5) {
 				next_mark += 0.5
-				w = sum / n; bar = int(w + 0.5); if (bar > width) bar = width
-				line = ""; for (i = 0; i < bar; i++) line = line "#"
-				printf "  %5.1f s %7.2f W  %s\n", next_mark, w, line
-				fflush(); sum = 0; n = 0
+				bar(next_mark, $2, $7)
 			}
+		}
+		END {
+			if (last_seconds - window_start > 0.05)
+				bar(last_seconds - start, last_seconds, last_joules)
 		}'
+}
+
+ring_listed() {
+	"$build/haecer-mon" list 2>/dev/null |
+		awk -v major="$major" '$1 == major && $2 == 0 { found = 1 } END { exit !found }'
 }
 
 run_phases() {
@@ -105,9 +125,9 @@ run_phases() {
 	    "every domain sampled each 100 ms into ring ($major, domain))"
 	"$build/examples/energy_phases" "$cycles" "$major" >"$tmp/phases.log" 2>&1 &
 	phases_pid=$!
-	wait_for 'grep -q "ring ($major, 0)" "$tmp/phases.log" || ! kill -0 "$phases_pid" 2>/dev/null' ||
-		true
-	if ! grep -q "ring ($major, 0)" "$tmp/phases.log"; then
+	# msrd lists the ring as soon as energy_phases created it (its own output is buffered).
+	wait_for 'ring_listed || ! kill -0 "$phases_pid" 2>/dev/null' || true
+	if ! ring_listed; then
 		cat "$tmp/phases.log" >&2
 		fail "energy_phases did not publish its package-energy ring"
 	fi

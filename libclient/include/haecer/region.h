@@ -35,7 +35,7 @@
  *
  * The report is written at exit (atexit) unless nothing changed since the program wrote it with
  * haecer_region_report(), and goes where $HAECER_REGION_REPORT says:
- *   unset       the text table on stderr
+ *   unset, ""   the text table on stderr
  *   PATH        the text table into PATH, the Callgrind file into PATH.callgrind
  *   "none"      nothing
  * A forked child starts with no regions and writes no report at exit unless it calls

@@ -35,7 +35,7 @@ static const struct status_entry status_table[WIRE_STATUS_COUNT] = {
 	[WIRE_STATUS_NO_MEMORY] = { "server out of memory", -ENOMEM },
 	[WIRE_STATUS_TIMEOUT] = { "frame not completed in time", -ETIMEDOUT },
 	[WIRE_STATUS_SHUTDOWN] = { "server shutting down", -ESHUTDOWN },
-	[WIRE_STATUS_STALE] = { "handle invalidated by a policy reload", -ESTALE },
+	[WIRE_STATUS_STALE] = { "handle or slot invalidated by a policy reload", -ESTALE },
 	[WIRE_STATUS_INTERNAL] = { "internal server error", -EREMOTEIO },
 };
 

@@ -105,7 +105,7 @@ enum wire_status {
 	WIRE_STATUS_NO_MEMORY = 15,  /* -ENOMEM */
 	WIRE_STATUS_TIMEOUT = 16,    /* -ETIMEDOUT: a frame was not completed in time */
 	WIRE_STATUS_SHUTDOWN = 17,   /* -ESHUTDOWN: the server is stopping */
-	WIRE_STATUS_STALE = 18,      /* -ESTALE: handle invalidated by a policy reload */
+	WIRE_STATUS_STALE = 18,      /* -ESTALE: handle or slot invalidated by a policy reload */
 	WIRE_STATUS_INTERNAL = 19,   /* -EREMOTEIO: the server failed for a reason of its own */
 	WIRE_STATUS_COUNT = 20,
 };

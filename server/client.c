@@ -12,14 +12,24 @@
  * when it completes the two swap. A reply that carries a descriptor is sent by its own sendmsg
  * with SCM_RIGHTS, so the descriptor arrives with the reply's first bytes.
  *
- * Limits: a client with CLIENT_MAX_IN_FLIGHT replies or CLIENT_PAUSE_BYTES queued is not read
- * further until they drain; its input buffer is capped (the multishot recv is cancelled when it
- * fills); a reply queue over CLIENT_MAX_QUEUED, a send that makes no progress for
- * --client-timeout, or a frame not completed within --frame-timeout drops the client.
+ * Limits: a client with CLIENT_MAX_IN_FLIGHT replies or CLIENT_PAUSE_BYTES queued is not
+ * served further until they drain; once CLIENT_MAX_INPUT bytes wait in its input buffer its
+ * multishot recv is cancelled, so msrd stops reading from it (throttled, not dropped: what the
+ * kernel had already received by then is kept, at most what the shared receive buffers hold).
+ * A reply queue over CLIENT_MAX_QUEUED, a send that makes no progress for --client-timeout, or a
+ * frame not completed within --frame-timeout drops the client.
+ *
+ * End of input: a client that shut down only its sending side (shutdown(SHUT_WR)) still gets the
+ * replies to everything it sent, then msrd closes the connection; one that closed its socket
+ * whole (POLLHUP: nobody is left to read) is closed at once.
+ *
+ * Lifetime: a closed client is retired when its last SQE completes, and freed only at the end
+ * of that loop turn (client_free_retired), since the turn's lists may still name it.
  */
 #include "server/server.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +58,7 @@ static uint64_t queued_bytes(const struct client *client)
 /* Whether the client must wait before its next request is handled. */
 static bool client_blocked(const struct client *client)
 {
-	return client->job != NULL || client->draining || client->closing ||
+	return client->job != NULL || client->draining || client->closing || client->lock_waiting ||
 	       (uint32_t)client->replies_sending + client->replies_pending >= CLIENT_MAX_IN_FLIGHT ||
 	       queued_bytes(client) >= CLIENT_PAUSE_BYTES || client->fd_mark_count >= CLIENT_FD_MARKS;
 }
@@ -74,6 +84,21 @@ int client_accept(struct msrd *server, int fd)
 				   &client->group_count);
 	if (status < 0)
 		goto fail;
+	client->account = accounts_get(&server->accounts, client->uid);
+	if (client->account == NULL) {
+		status = -ENOMEM;
+		goto fail;
+	}
+	if (accounts_take(&server->accounts, client->account, ACCOUNT_CONNECTIONS, 1) < 0) {
+		char reason[160];
+		accounts_describe_limit(&server->accounts, client->account, ACCOUNT_CONNECTIONS,
+					reason, sizeof(reason));
+		log_notice("refused a connection (pid %d): %s", (int)client->pid, reason);
+		accounts_drop_unused(&server->accounts, client->account);
+		client->account = NULL;
+		status = -EUSERS;
+		goto fail;
+	}
 	status = msrd_resolve_grant(server, client, &client->grant);
 	if (status < 0)
 		goto fail;
@@ -94,12 +119,16 @@ int client_accept(struct msrd *server, int fd)
 	client_rearm_recv(client);
 	return 0;
 fail:
+	if (client->account != NULL)
+		accounts_give_back(&server->accounts, client->account, ACCOUNT_CONNECTIONS, 1);
 	free(client->groups);
 	free(client);
 	return status;
 }
 
-static void client_free(struct client *client)
+/* Out of the client list, onto the dead list: completions of this turn may still name it (on
+ * server->dirty or server->rearm), so its memory stays until the turn is over. */
+static void client_retire(struct client *client)
 {
 	struct msrd *server = client->server;
 
@@ -110,6 +139,15 @@ static void client_free(struct client *client)
 	if (client->next != NULL)
 		client->next->prev = client->prev;
 	server->client_count--;
+	accounts_give_back(&server->accounts, client->account, ACCOUNT_CONNECTIONS, 1);
+	client->account = NULL;
+	client->prev = NULL;
+	client->next = server->dead;
+	server->dead = client;
+}
+
+static void client_free(struct client *client)
+{
 	for (uint8_t i = 0; i < client->fd_mark_count; i++)
 		close(client->fd_marks[i].fd);
 	close(client->fd);
@@ -120,16 +158,25 @@ static void client_free(struct client *client)
 	free(client->pending.data);
 	free(client->groups);
 	free(client->rings);
-	free(client->energy_coarse);
+	free(client->stale_slots);
 	handles_release_client(client);
 	free(client);
+}
+
+void client_free_retired(struct msrd *server)
+{
+	while (server->dead != NULL) {
+		struct client *client = server->dead;
+		server->dead = client->next;
+		client_free(client);
+	}
 }
 
 void client_sqe_done(struct client *client)
 {
 	client->sqes_in_flight--;
 	if (client->closing && client->sqes_in_flight == 0)
-		client_free(client);
+		client_retire(client);
 }
 
 void client_close(struct client *client, const char *reason)
@@ -147,6 +194,8 @@ void client_close(struct client *client, const char *reason)
 	for (uint16_t i = 0; i < client->ring_count; i++)
 		ringdir_release(&client->server->rings, client->rings[i].entry,
 				client->rings[i].producer, now);
+	accounts_give_back(&client->server->accounts, client->account, ACCOUNT_RINGS,
+			   client->ring_count);
 	client->ring_count = 0;
 	/* Whatever it held goes back now, not when its last SQE completes: the counters to the
 	 * state msrd found them in, its schedules stopped (unless persistent). */
@@ -159,7 +208,7 @@ void client_close(struct client *client, const char *reason)
 	 * when the last of its SQEs has completed. */
 	shutdown(client->fd, SHUT_RDWR);
 	if (client->sqes_in_flight == 0)
-		client_free(client);
+		client_retire(client);
 }
 
 /* ---- input ---- */
@@ -180,7 +229,7 @@ void client_rearm_recv(struct client *client)
 {
 	struct io_uring_sqe *sqe;
 
-	if (client->recv_armed || client->closing || client->draining ||
+	if (client->recv_armed || client->closing || client->draining || client->peer_closed ||
 	    client->input_used >= CLIENT_MAX_INPUT)
 		return;
 	sqe = loop_sqe(&client->server->loop);
@@ -197,8 +246,6 @@ static int append_input(struct client *client, const uint8_t *data, size_t lengt
 {
 	size_t needed = (size_t)client->input_used + length;
 
-	if (needed > 2u * CLIENT_MAX_INPUT)
-		return -ENOBUFS;
 	if (needed > client->input_capacity) {
 		size_t capacity = client->input_capacity > 0 ? client->input_capacity : 512u;
 		uint8_t *bigger;
@@ -248,6 +295,11 @@ static size_t handle_frames(struct client *client, const uint8_t *data, size_t l
 		if (header.length > length - offset)
 			break;
 		client->frame_started_ns = 0;
+		if (msr_exec_must_wait(client, &header, data + offset + WIRE_HEADER_SIZE,
+				       header.length - WIRE_HEADER_SIZE)) {
+			msr_exec_wait_for_lock(client);
+			break;
+		}
 		dispatch_frame(client, &header, data + offset + WIRE_HEADER_SIZE,
 			       header.length - WIRE_HEADER_SIZE);
 		offset += header.length;
@@ -258,7 +310,7 @@ static size_t handle_frames(struct client *client, const uint8_t *data, size_t l
 /* A partial frame is on the clock; frames waiting behind the client's own queue are not. */
 static void note_partial_frame(struct client *client)
 {
-	if (client->input_used == 0 || client_blocked(client)) {
+	if (client->input_used == 0 || client->peer_closed || client_blocked(client)) {
 		client->frame_started_ns = 0;
 		return;
 	}
@@ -278,7 +330,7 @@ static void take_bytes(struct client *client, const uint8_t *data, size_t length
 			return;
 	}
 	if (used < length && append_input(client, data + used, length - used) < 0) {
-		client_close(client, "input over its limit while requests were queued");
+		client_close(client, "out of memory for its input");
 		return;
 	}
 	if (used == 0 && client->input_used > length)
@@ -310,11 +362,42 @@ static void process_input(struct client *client)
 		client_rearm_recv(client);
 }
 
+/* A half-closed client is closed once everything it sent is answered and sent: no request
+ * running or waiting, no reply queued or in flight. What is left of its input then is a frame
+ * that can never be completed. */
+static void close_if_answered(struct client *client)
+{
+	if (!client->peer_closed || client->closing || client->job != NULL ||
+	    client->lock_waiting || client->send_armed || client->pending.used > 0 ||
+	    client->sending_offset < client->sending.used)
+		return;
+	client_close(client, "closed by the client");
+}
+
+/* The peer ended its input. Closed whole (POLLHUP: nobody is left to read a reply): close now.
+ * Only its sending side shut: answer what it sent, then close. */
+static void on_end_of_input(struct client *client)
+{
+	struct pollfd hangup = { .fd = client->fd, .events = POLLOUT };
+
+	if (client->closing)
+		return;
+	if (poll(&hangup, 1, 0) > 0 && (hangup.revents & (POLLHUP | POLLERR)) != 0) {
+		client_close(client, "closed by the client");
+		return;
+	}
+	log_debug("client %u: end of input; answering what it sent", client->number);
+	client->peer_closed = true;
+	client->frame_started_ns = 0;
+	close_if_answered(client);
+}
+
 void client_resume(struct client *client)
 {
 	if (client->closing || client->draining || client_blocked(client))
 		return;
 	process_input(client);
+	close_if_answered(client);
 }
 
 void client_on_recv(struct client *client, const struct io_uring_cqe *cqe)
@@ -334,7 +417,7 @@ void client_on_recv(struct client *client, const struct io_uring_cqe *cqe)
 		}
 		loop_recycle_buffer(&client->server->loop, id);
 	} else if (result == 0) {
-		client_close(client, "closed by the client");
+		on_end_of_input(client);
 	} else if (result == -ENOBUFS) {
 		/* Every shared buffer was in use: try again once this turn gave them back. */
 		log_debug("client %u: receive buffers exhausted, re-arming its receive",
@@ -592,6 +675,7 @@ void client_on_send(struct client *client, const struct io_uring_cqe *cqe)
 		start_send(client);
 		if (was_blocked && !client_blocked(client))
 			process_input(client);
+		close_if_answered(client);
 	}
 	client_sqe_done(client);
 }
@@ -622,6 +706,8 @@ bool client_check_timeouts(struct client *client, uint64_t now_ns)
 
 int client_add_ring(struct client *client, struct ring_entry *entry, bool producer)
 {
+	struct accounts *accounts = &client->server->accounts;
+
 	if (client->ring_count >= client->server->config->max_rings_per_client)
 		return -ENOSPC;
 	if (client->ring_count == client->ring_capacity) {
@@ -633,6 +719,8 @@ int client_add_ring(struct client *client, struct ring_entry *entry, bool produc
 		client->rings = bigger;
 		client->ring_capacity = capacity;
 	}
+	if (accounts_take(accounts, client->account, ACCOUNT_RINGS, 1) < 0)
+		return -ENOSPC;
 	client->rings[client->ring_count++] = (struct ring_ref){ .entry = entry,
 								  .producer = producer };
 	return 0;

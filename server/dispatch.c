@@ -264,16 +264,45 @@ static void reply_ring(struct client *client, const struct wire_header *header,
 	dispatch_reply_end(client, space, header, &writer, fd);
 }
 
+/* Room for one more ring reference on this connection and for its uid; false after refusing. */
 static bool ring_room(struct client *client, const struct wire_header *header)
 {
-	if (client->ring_count < client->server->config->max_rings_per_client)
+	struct msrd *server = client->server;
+	char reason[160];
+
+	if (client->ring_count >= server->config->max_rings_per_client)
+		snprintf(reason, sizeof(reason),
+			 "this connection holds %u rings already (--max-rings-per-client)",
+			 client->ring_count);
+	else if (client->account->used[ACCOUNT_RINGS] >= server->accounts.limits[ACCOUNT_RINGS])
+		accounts_describe_limit(&server->accounts, client->account, ACCOUNT_RINGS, reason,
+					sizeof(reason));
+	else
 		return true;
-	log_notice("refused: uid %u pid %d op %s: per-client ring limit (%u) reached",
-		   (unsigned)client->uid, (int)client->pid, wire_op_name(header->op),
-		   client->server->config->max_rings_per_client);
-	client_reply_error(client, header->op, header->request_id, WIRE_STATUS_LIMIT,
-			   "this connection holds %u rings already", client->ring_count);
+	log_notice("refused: uid %u pid %d op %s: %s", (unsigned)client->uid, (int)client->pid,
+		   wire_op_name(header->op), reason);
+	client_reply_error(client, header->op, header->request_id, WIRE_STATUS_LIMIT, "%s", reason);
 	return false;
+}
+
+/* A refused RING_CREATE: which limit, or what went wrong. */
+static void refuse_ring_create(struct client *client, const struct wire_header *header,
+			       const struct wire_ring_create *request, int status)
+{
+	char reason[160];
+
+	if (status == -EDQUOT)
+		accounts_describe_limit(&client->server->accounts, client->account,
+					ACCOUNT_RING_BYTES, reason, sizeof(reason));
+	else if (status == -ENOSPC)
+		snprintf(reason, sizeof(reason), "ring memory limit reached (--ring-memory-mib)");
+	else
+		snprintf(reason, sizeof(reason), "%s", strerror(-status));
+	if (status == -EDQUOT || status == -ENOSPC)
+		log_ring_refusal(client, header->op, request->major, request->minor, reason);
+	client_reply_error(client, header->op, header->request_id,
+			   status == -EDQUOT ? WIRE_STATUS_LIMIT : wire_status_from_errno(status),
+			   "cannot create the ring: %s", reason);
 }
 
 static void handle_ring_create(struct client *client, const struct wire_header *header,
@@ -303,16 +332,10 @@ static void handle_ring_create(struct client *client, const struct wire_header *
 	}
 	if (!ring_room(client, header))
 		return;
-	status = ringdir_create(&client->server->rings, client, (int32_t)client->pid, &request,
-				&entry, &fd);
+	status = ringdir_create(&client->server->rings, client, client->account,
+				(int32_t)client->pid, &request, &entry, &fd);
 	if (status < 0) {
-		if (status == -ENOSPC)
-			log_ring_refusal(client, header->op, request.major, request.minor,
-					 "ring memory limit reached");
-		client_reply_error(client, header->op, header->request_id,
-				   wire_status_from_errno(status), "cannot create the ring: %s",
-				   status == -ENOSPC ? "ring memory limit reached"
-						     : strerror(-status));
+		refuse_ring_create(client, header, &request, status);
 		return;
 	}
 	status = client_add_ring(client, entry, true);
@@ -329,11 +352,35 @@ static void handle_ring_create(struct client *client, const struct wire_header *
 	reply_ring(client, header, entry, fd);
 }
 
+/* A ring msrd produces carries registers read under its starter's grant: the opener must be
+ * allowed to read each of them, and at least as coarsely. 0, or -EPERM with the reason. */
+static int check_ring_readings(const struct client *client, const struct ring_entry *entry,
+			       char *reason, size_t size)
+{
+	for (uint32_t i = 0; i < entry->reading_count; i++) {
+		const struct ring_reading *reading = &entry->readings[i];
+		struct policy_energy_limit mine;
+		if (!policy_allows_read(client->grant, reading->address))
+			return snprintf(reason, size, "its counter %u reads MSR 0x%x, which uid %u "
+					"may not read", i, reading->address,
+					(unsigned)client->uid), -EPERM;
+		if (policy_energy_limit(client->grant, reading->address, &mine) != 1)
+			continue;
+		if (!reading->coarse || reading->limit.resolution_uj < mine.resolution_uj ||
+		    reading->limit.min_interval_ms < mine.min_interval_ms)
+			return snprintf(reason, size, "its counter %u reads MSR 0x%x more finely "
+					"than uid %u's coarse grant allows", i, reading->address,
+					(unsigned)client->uid), -EPERM;
+	}
+	return 0;
+}
+
 static void handle_ring_open(struct client *client, const struct wire_header *header,
 			     const uint8_t *payload, size_t length)
 {
 	struct wire_ring_key key;
 	struct ring_entry *entry;
+	char reason[160];
 	int status;
 	int fd;
 
@@ -351,20 +398,32 @@ static void handle_ring_open(struct client *client, const struct wire_header *he
 	}
 	if (!ring_room(client, header))
 		return;
-	status = ringdir_open(&client->server->rings, key.major, key.minor, key.instance, &entry,
-			      &fd);
+	status = ringdir_find(&client->server->rings, key.major, key.minor, key.instance, &entry);
 	if (status < 0) {
 		client_reply_error(client, header->op, header->request_id,
 				   wire_status_from_errno(status), "no ring %u.%u.%u", key.major,
 				   key.minor, key.instance);
 		return;
 	}
-	status = client_add_ring(client, entry, false);
+	if (check_ring_readings(client, entry, reason, sizeof(reason)) < 0) {
+		log_ring_refusal(client, header->op, key.major, key.minor, reason);
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_DENIED,
+				   "ring %u.%u.%u: %s", entry->major, entry->minor, entry->instance,
+				   reason);
+		return;
+	}
+	status = ringdir_open(&client->server->rings, entry, &fd);
+	if (status == 0) {
+		status = client_add_ring(client, entry, false);
+		if (status < 0) {
+			ringdir_release(&client->server->rings, entry, false, msrd_now_ns());
+			close(fd);
+		}
+	}
 	if (status < 0) {
-		ringdir_release(&client->server->rings, entry, false, msrd_now_ns());
-		close(fd);
 		client_reply_error(client, header->op, header->request_id,
-				   wire_status_from_errno(status), "cannot track the ring");
+				   wire_status_from_errno(status), "cannot open ring %u.%u.%u: %s",
+				   entry->major, entry->minor, entry->instance, strerror(-status));
 		return;
 	}
 	reply_ring(client, header, entry, fd);

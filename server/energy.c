@@ -13,7 +13,11 @@
  *
  * Coarse grants (policy `energy: {min_interval_ms, resolution_uj}`, the PLATYPUS mitigation)
  * change what a reader sees: the total rounded down to the resolution (in register units; raw =
- * that total mod 2^32), and within the minimum interval the reader's previous reading again.
+ * that total mod 2^32), and within the minimum interval the uid's previous reading again. Every
+ * way a client can have an energy register read goes through here: READ, BATCH and BATCH_RUN
+ * (any op kind that reads one), ENERGY_READ, and its schedules; a write's check reads the
+ * register too but never shows the value (msr_exec.c), and slot reads resolve to counter
+ * registers only.
  */
 #include "server/server.h"
 
@@ -272,17 +276,15 @@ void energy_coarsen(struct msrd *server, const struct energy_counter *counter,
 					    .valid = true };
 }
 
-/* The client's previous coarse reading of a counter; NULL when there is no memory for it. */
-static struct energy_coarse *coarse_state(struct client *client,
+/* The uid's previous coarse reading of a counter (per uid: a new connection per read must not
+ * reset the interval); NULL when there is no memory for it. */
+struct energy_coarse *energy_coarse_state(struct msrd *server, struct uid_account *account,
 					  const struct energy_counter *counter)
 {
-	struct energy_state *energy = &client->server->energy;
+	struct energy_state *energy = &server->energy;
 
-	if (client->energy_coarse == NULL)
-		client->energy_coarse = calloc(energy->count, sizeof(*client->energy_coarse));
-	if (client->energy_coarse == NULL)
-		return NULL;
-	return &client->energy_coarse[counter - energy->counters];
+	return accounts_coarse_state(&server->accounts, account,
+				     (uint32_t)(counter - energy->counters), energy->count);
 }
 
 void energy_finish_reads(struct client *client, struct msr_op *ops, const uint8_t *kinds,
@@ -303,7 +305,7 @@ void energy_finish_reads(struct client *client, struct msr_op *ops, const uint8_
 		raw = ops[i].value;
 		total = energy_observe(counter, raw);
 		if (policy_energy_limit(client->grant, ops[i].address, &limit) == 1) {
-			previous = coarse_state(client, counter);
+			previous = energy_coarse_state(client->server, client->account, counter);
 			if (previous == NULL) {
 				/* A fine reading must not leak for want of memory. */
 				ops[i].status = -ENOMEM;

@@ -71,8 +71,37 @@ static int store(struct client *client, struct registered_batch *batch)
 	}
 	client->handles[index] = batch;
 	client->handle_count++;
+	accounts_take(&client->server->accounts, client->account, ACCOUNT_HANDLES, 1);
 	batch->handle = index + 1;
 	return 0;
+}
+
+/* Forget handle `handle` of the client. */
+static void forget(struct client *client, uint32_t handle)
+{
+	batch_free(client->handles[handle - 1]);
+	client->handles[handle - 1] = NULL;
+	client->handle_count--;
+	accounts_give_back(&client->server->accounts, client->account, ACCOUNT_HANDLES, 1);
+}
+
+/* Room for one more handle on this connection and for its uid; false after refusing. */
+static bool room_for_a_handle(struct client *client, const struct wire_header *header)
+{
+	const struct accounts *accounts = &client->server->accounts;
+	char reason[160];
+
+	if (client->handle_count >= CLIENT_MAX_HANDLES)
+		snprintf(reason, sizeof(reason), "this connection holds %u handles already",
+			 client->handle_count);
+	else if (client->account->used[ACCOUNT_HANDLES] >= accounts->limits[ACCOUNT_HANDLES])
+		accounts_describe_limit(accounts, client->account, ACCOUNT_HANDLES, reason,
+					sizeof(reason));
+	else
+		return true;
+	dispatch_log_refusal(client, header->op, 0, 0, reason);
+	client_reply_error(client, header->op, header->request_id, WIRE_STATUS_LIMIT, "%s", reason);
+	return false;
 }
 
 /* The client's batch `handle`, or NULL after answering NOT_FOUND. */
@@ -109,12 +138,8 @@ void handles_handle_register(struct client *client, const struct wire_header *he
 
 	if (dispatch_decode_batch(client, header, payload, length, &count) < 0)
 		return;
-	if (client->handle_count >= CLIENT_MAX_HANDLES) {
-		dispatch_log_refusal(client, header->op, 0, 0, "per-client handle limit reached");
-		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_LIMIT,
-				   "this connection holds %u handles already", client->handle_count);
+	if (!room_for_a_handle(client, header))
 		return;
-	}
 	/* Kept before the check, which resolves slot ids into counter registers in place. */
 	batch = batch_new(server->scratch, server->scratch_kinds, count, server->policy_generation);
 	if (batch == NULL || store(client, batch) < 0) {
@@ -126,9 +151,7 @@ void handles_handle_register(struct client *client, const struct wire_header *he
 	refused = msr_exec_check(client, server->scratch, server->scratch_kinds, count, false,
 				 &refusal);
 	if (refused > 0) {
-		client->handles[batch->handle - 1] = NULL;
-		client->handle_count--;
-		batch_free(batch);
+		forget(client, batch->handle);
 		msr_exec_reply_refused(client, header->op, header->request_id, server->scratch, count,
 				       refused, &refusal);
 		return;
@@ -189,14 +212,14 @@ void handles_handle_release(struct client *client, const struct wire_header *hea
 	batch = find_or_refuse(client, header, handle);
 	if (batch == NULL)
 		return;
-	client->handles[handle - 1] = NULL;
-	client->handle_count--;
-	batch_free(batch);
+	forget(client, handle);
 	dispatch_reply_empty(client, header);
 }
 
 void handles_release_client(struct client *client)
 {
+	accounts_give_back(&client->server->accounts, client->account, ACCOUNT_HANDLES,
+			   client->handle_count);
 	for (uint32_t i = 0; i < client->handle_capacity; i++)
 		batch_free(client->handles[i]);
 	free(client->handles);

@@ -184,6 +184,10 @@ void listener_on_accept(struct msrd *server, const struct io_uring_cqe *cqe)
 		return;
 	}
 	status = client_accept(server, fd);
+	if (status == -EUSERS) {
+		refuse_connection(fd, WIRE_STATUS_LIMIT, "too many connections of this uid");
+		return;
+	}
 	if (status < 0) {
 		log_warn_errno(status, "setting up a new client");
 		refuse_connection(fd, wire_status_from_errno(status), "cannot set up the connection");

@@ -286,7 +286,9 @@ static void dispatch_completion(struct msrd *server, const struct io_uring_cqe *
 }
 
 /* Work queued during a turn that must wait for the whole turn: replies are coalesced into one
- * send per client, and receives that ran out of buffers are re-armed once buffers are back. */
+ * send per client, and receives that ran out of buffers are re-armed once buffers are back.
+ * Both lists may name clients closed during the turn (client_rearm_recv and client_flush skip
+ * those), so clients are freed only after them. */
 static void finish_turn(struct msrd *server)
 {
 	while (server->rearm != NULL) {
@@ -303,6 +305,7 @@ static void finish_turn(struct msrd *server)
 		client->dirty = false;
 		client_flush(client);
 	}
+	client_free_retired(server);
 }
 
 int loop_run(struct msrd *server)

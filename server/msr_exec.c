@@ -92,11 +92,22 @@ static int check_op(const struct client *client, struct msr_op *op, uint8_t kind
 		return op->status;
 	}
 	if (kind == WIRE_BATCH_SLOT_READ && resolve_slot_read(client, op) < 0) {
+		if (slots_is_stale(client, slot_id)) {
+			snprintf(reason, size, "counter slot %u was released by a policy reload",
+				 slot_id);
+			return op->status = -ESTALE;
+		}
 		snprintf(reason, size, "no counter slot %u on this connection", slot_id);
 		return op->status = -ENOENT;
 	}
 	if (op->cpu >= cpus) {
 		snprintf(reason, size, "no CPU %u (the machine has %u)", op->cpu, cpus);
+		return op->status = -ENXIO;
+	}
+	/* An offline CPU keeps its directory but has no device: refused here, so a batch that
+	 * names it is not run op by op on the loop's thread past the write lock. */
+	if (backend_device_fd(client->server->backend, op->cpu) == -ENXIO) {
+		snprintf(reason, size, "CPU %u has no MSR device (offline?)", op->cpu);
 		return op->status = -ENXIO;
 	}
 	if (kind == WIRE_BATCH_ENERGY_READ &&
@@ -133,33 +144,92 @@ uint32_t msr_exec_check(const struct client *client, struct msr_op *ops, const u
 	return refused;
 }
 
-/* The last write before ops[index] in this batch to the same register, or -1. */
-static int64_t prior_write(const struct msr_op *ops, uint32_t index)
+/* prior[i] = the last write before op i in this batch to the same register, or -1: one pass
+ * with a small open-addressing table keyed by (cpu, address), so a batch of 1024 writes costs
+ * about 1024 probes, not half a million comparisons. The table is reused across batches by
+ * stamping its slots with a generation instead of clearing it. */
+#define PRIOR_TABLE_SIZE (2u * WIRE_MAX_BATCH_OPS) /* a power of two, at most half full */
+
+static struct {
+	uint32_t stamp[PRIOR_TABLE_SIZE];
+	uint16_t last[PRIOR_TABLE_SIZE];
+	uint32_t generation;
+} seen_writes;
+
+static int32_t prior_scratch[WIRE_MAX_BATCH_OPS];
+
+static uint32_t register_hash(uint32_t cpu, uint32_t address)
 {
-	for (uint32_t j = index; j-- > 0;) {
-		if (ops[j].write && ops[j].cpu == ops[index].cpu &&
-		    ops[j].address == ops[index].address)
-			return j;
+	return (cpu * 0x9E3779B1u ^ address * 0x85EBCA77u) & (PRIOR_TABLE_SIZE - 1);
+}
+
+static void link_prior_writes(const struct msr_op *ops, uint32_t count, int32_t *prior)
+{
+	if (++seen_writes.generation == 0) {
+		memset(seen_writes.stamp, 0, sizeof(seen_writes.stamp));
+		seen_writes.generation = 1;
 	}
-	return -1;
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t slot = register_hash(ops[i].cpu, ops[i].address);
+		prior[i] = -1;
+		if (!ops[i].write)
+			continue;
+		while (seen_writes.stamp[slot] == seen_writes.generation) {
+			const struct msr_op *last = &ops[seen_writes.last[slot]];
+			if (last->cpu == ops[i].cpu && last->address == ops[i].address)
+				break;
+			slot = (slot + 1) & (PRIOR_TABLE_SIZE - 1);
+		}
+		if (seen_writes.stamp[slot] == seen_writes.generation)
+			prior[i] = seen_writes.last[slot];
+		seen_writes.stamp[slot] = seen_writes.generation;
+		seen_writes.last[slot] = (uint16_t)i;
+	}
+}
+
+/* Whether a refusal text may show the register's current value (or which of its bits differ):
+ * only to a client that may read that register in full. */
+static bool may_see_current(const struct client *client, uint32_t address)
+{
+	struct policy_energy_limit limit;
+
+	return policy_allows_read(client->grant, address) &&
+	       policy_energy_limit(client->grant, address, &limit) != 1;
+}
+
+static void note_mask_refusal(const struct client *client, struct refusal *refusal,
+			      uint32_t refused, uint32_t index, const struct msr_op *op,
+			      uint64_t before)
+{
+	uint64_t mask = policy_write_mask(client->grant, op->address);
+
+	if (!may_see_current(client, op->address)) {
+		refusal_note(refusal, refused, index,
+			     "write 0x%llx changes bits outside the mask 0x%llx",
+			     (unsigned long long)op->value, (unsigned long long)mask);
+		return;
+	}
+	refusal_note(refusal, refused, index,
+		     "write 0x%llx over 0x%llx changes bits 0x%llx outside the mask 0x%llx",
+		     (unsigned long long)op->value, (unsigned long long)before,
+		     (unsigned long long)((before ^ op->value) & ~mask), (unsigned long long)mask);
 }
 
 /* Step 2: every write against the register's value at the time it would run. */
 static uint32_t check_writes(const struct client *client, struct msr_op *ops, uint32_t count,
 			     const uint64_t *current, const int32_t *current_status,
-			     struct refusal *refusal)
+			     const int32_t *prior_writes, struct refusal *refusal)
 {
 	uint32_t refused = 0;
 
 	for (uint32_t i = 0; i < count; i++) {
 		struct msr_op *op = &ops[i];
-		int64_t prior;
+		int32_t prior = prior_writes[i];
 		uint64_t before;
 		int status;
 
 		if (!op->write)
 			continue;
-		prior = prior_write(ops, i);
 		if (prior < 0 && current_status[i] < 0) {
 			op->status = current_status[i];
 			refusal_note(refusal, refused, i, "its current value cannot be read");
@@ -178,15 +248,7 @@ static uint32_t check_writes(const struct client *client, struct msr_op *ops, ui
 			refusal_note(refusal, refused, i,
 				     "a counter slot another client holds uses this register");
 		else if (status == -EACCES)
-			refusal_note(refusal, refused, i,
-				     "write 0x%llx over 0x%llx changes bits 0x%llx outside the mask "
-				     "0x%llx",
-				     (unsigned long long)op->value, (unsigned long long)before,
-				     (unsigned long long)((before ^ op->value) &
-							  ~policy_write_mask(client->grant,
-									     op->address)),
-				     (unsigned long long)policy_write_mask(client->grant,
-									   op->address));
+			note_mask_refusal(client, refusal, refused, i, op, before);
 		else
 			refusal_note(refusal, refused, i, "write not granted");
 		refused++;
@@ -196,11 +258,11 @@ static uint32_t check_writes(const struct client *client, struct msr_op *ops, ui
 
 /* Step 3. -ENOMEM when a value cannot be remembered: then nothing may be written. */
 static int remember_originals(struct msrd *server, const struct msr_op *ops, uint32_t count,
-			      const uint64_t *current)
+			      const uint64_t *current, const int32_t *prior_writes)
 {
 	for (uint32_t i = 0; i < count; i++) {
 		int status;
-		if (!ops[i].write || prior_write(ops, i) >= 0)
+		if (!ops[i].write || prior_writes[i] >= 0)
 			continue;
 		status = msrstate_remember(&server->saved, ops[i].cpu, ops[i].address, current[i]);
 		if (status < 0)
@@ -342,14 +404,16 @@ static void run_sync(struct client *client, const struct msr_request *request, b
 					server->backend, ops[i].cpu, ops[i].address,
 					&server->scratch_current[i]);
 		}
+		link_prior_writes(ops, count, prior_scratch);
 		refused = check_writes(client, ops, count, server->scratch_current,
-				       server->scratch_current_status, &refusal);
+				       server->scratch_current_status, prior_scratch, &refusal);
 		if (refused > 0) {
 			msr_exec_reply_refused(client, op, request_id, ops, count, refused,
 					       &refusal);
 			return;
 		}
-		status = remember_originals(server, ops, count, server->scratch_current);
+		status = remember_originals(server, ops, count, server->scratch_current,
+					    prior_scratch);
 		if (status < 0) {
 			client_reply_error(client, op, request_id, WIRE_STATUS_NO_MEMORY,
 					   "cannot record original values");
@@ -427,9 +491,32 @@ static void job_end(struct msr_job *job)
 
 static void start_check(struct msr_job *job);
 
+/* Clients whose next frame waited for the lock go on, in arrival order; the ones closed
+ * meanwhile just let go of the client. A frame that finds the lock taken again waits again. */
+static void wake_lock_waiters(struct msrd *server)
+{
+	struct client *waiter = server->lock_waiters;
+
+	server->lock_waiters = NULL;
+	server->lock_waiters_tail = NULL;
+	while (waiter != NULL) {
+		struct client *client = waiter;
+		waiter = client->next_lock_waiter;
+		client->next_lock_waiter = NULL;
+		client->lock_waiting = false;
+		client_resume(client);
+		client_sqe_done(client);
+	}
+}
+
 static void release_write_lock(struct msrd *server)
 {
 	server->write_owner = NULL;
+	/* Register work that waited for the lock runs first: it is synchronous and short. */
+	slots_run_deferred(server);
+	wake_lock_waiters(server);
+	if (server->write_owner != NULL)
+		return;
 	while (server->write_waiting != NULL) {
 		struct msr_job *next = server->write_waiting;
 		server->write_waiting = next->next_waiting;
@@ -444,6 +531,74 @@ static void release_write_lock(struct msrd *server)
 		start_check(next);
 		return;
 	}
+}
+
+bool msr_exec_write_locked(const struct msrd *server)
+{
+	return server->write_owner != NULL;
+}
+
+/* Whether a BATCH-shaped frame writes: its op kinds, or its registered batch's. Malformed
+ * frames count as not writing: dispatch answers them. */
+static bool batch_writes(const struct client *client, const struct wire_header *header,
+			 const uint8_t *payload, size_t length)
+{
+	uint32_t count, handle;
+
+	if (header->op == WIRE_OP_BATCH_RUN) {
+		const struct registered_batch *batch;
+		if (wire_get_batch_run(payload, length, &handle, &count) < 0)
+			return false;
+		batch = handles_find(client, handle);
+		for (uint32_t i = 0; batch != NULL && i < batch->count; i++) {
+			if (batch->ops[i].write)
+				return true;
+		}
+		return false;
+	}
+	if (wire_get_batch_count(payload, length, WIRE_BATCH_OP_SIZE, WIRE_MAX_BATCH_OPS,
+				 &count) < 0)
+		return false;
+	for (uint32_t i = 0; i < count; i++) {
+		struct wire_batch_op op;
+		if (wire_get_batch_op(payload, i, &op) == 0 && op.kind == WIRE_BATCH_WRITE)
+			return true;
+	}
+	return false;
+}
+
+bool msr_exec_must_wait(struct client *client, const struct wire_header *header,
+			const uint8_t *payload, size_t length)
+{
+	if (client->server->write_owner == NULL)
+		return false;
+	switch (header->op) {
+	case WIRE_OP_WRITE:
+	case WIRE_OP_SLOT_ALLOC:
+	case WIRE_OP_SLOT_PROGRAM:
+	case WIRE_OP_SLOT_CONTROL:
+	case WIRE_OP_SLOT_READ:
+	case WIRE_OP_SLOT_FREE:
+		return true;
+	case WIRE_OP_BATCH:
+	case WIRE_OP_BATCH_RUN:
+		return batch_writes(client, header, payload, length);
+	default:
+		return false;
+	}
+}
+
+void msr_exec_wait_for_lock(struct client *client)
+{
+	struct msrd *server = client->server;
+
+	client->lock_waiting = true;
+	client->sqes_in_flight++; /* the wait holds the client until it is woken */
+	if (server->lock_waiters_tail != NULL)
+		server->lock_waiters_tail->next_lock_waiter = client;
+	else
+		server->lock_waiters = client;
+	server->lock_waiters_tail = client;
 }
 
 static void submit_op(struct msr_job *job, uint32_t index, enum loop_tag tag, bool link)
@@ -483,9 +638,12 @@ static void start_run(struct msr_job *job)
 static void finish_check(struct msr_job *job)
 {
 	struct refusal refusal = { 0 };
-	uint32_t refused = check_writes(job->client, job->ops, job->count, job->current,
-					job->current_status, &refusal);
+	uint32_t refused;
 	int status;
+
+	link_prior_writes(job->ops, job->count, prior_scratch);
+	refused = check_writes(job->client, job->ops, job->count, job->current,
+			       job->current_status, prior_scratch, &refusal);
 
 	if (refused > 0) {
 		release_write_lock(job->server);
@@ -494,7 +652,8 @@ static void finish_check(struct msr_job *job)
 		job_end(job);
 		return;
 	}
-	status = remember_originals(job->server, job->ops, job->count, job->current);
+	status = remember_originals(job->server, job->ops, job->count, job->current,
+				    prior_scratch);
 	if (status < 0) {
 		release_write_lock(job->server);
 		client_reply_error(job->client, job->op, job->request_id, WIRE_STATUS_NO_MEMORY,
@@ -555,7 +714,7 @@ static void run_async(struct client *client, const struct msr_request *request, 
 		start_run(job);
 		return;
 	}
-	if (server->write_owner != NULL) {
+	if (server->write_owner != NULL || server->write_waiting != NULL) {
 		if (server->write_waiting_tail != NULL)
 			server->write_waiting_tail->next_waiting = job;
 		else

@@ -149,6 +149,7 @@ void msrd_reload_policy(struct msrd *server)
 	server->policy_generation++;
 	log_notice("SIGHUP: policy reloaded from %s (%zu clients re-resolved)",
 		   server->config->policy_path, count);
+	slots_policy_reloaded(server);
 	schedule_policy_reloaded(server);
 	return;
 fail:
@@ -243,6 +244,7 @@ static int open_backend(struct msrd *server)
 		log_warn_errno(status, "reading the machine description");
 		return status;
 	}
+	msrstate_init(&server->saved, &server->machine);
 	status = slots_init(&server->slots, &server->machine);
 	if (status == 0)
 		status = energy_init(server);
@@ -281,8 +283,11 @@ static void server_cleanup(struct msrd *server)
 	if (server->signal_fd >= 0)
 		close(server->signal_fd);
 	loop_exit(&server->loop);
+	client_free_retired(server);
 	schedule_free_all(server);
 	ringdir_free(&server->rings);
+	accounts_free(&server->accounts);
+	slots_free_deferred(server);
 	slots_free(&server->slots);
 	energy_free(&server->energy);
 	msrstate_free(&server->saved);
@@ -302,8 +307,9 @@ static int start_server(struct msrd *server, sigset_t *mask)
 	status = open_backend(server);
 	if (status < 0)
 		return status;
+	accounts_init(&server->accounts, config);
 	ringdir_init(&server->rings, config->ring_memory_max,
-		     (uint64_t)config->ring_grace_ms * 1000000ull);
+		     (uint64_t)config->ring_grace_ms * 1000000ull, &server->accounts);
 	server->listen_fd = listener_open(config);
 	if (server->listen_fd < 0)
 		return server->listen_fd;

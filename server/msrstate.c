@@ -3,13 +3,56 @@
  * machine back the way msrd found it.
  *
  * Recorded before a validated write is submitted (the value comes from the write-mask check's
- * read), once per (cpu, address): later writes do not change what is restored.
+ * read), once per (cpu, register): later writes do not change what is restored. Registers with
+ * two addresses are one register here, so the first write through either alias is the one
+ * whose original counts: Intel's IA32_PMCx and IA32_A_PMCx, AMD's legacy PERF_CTL0..3 /
+ * PERF_CTR0..3 and PERF_CTLx / PERF_CTRx.
+ *
+ * A PMC is written back through IA32_A_PMCx where the CPU has full-width writes
+ * (PERF_CAPABILITIES bit 13): through IA32_PMCx a write keeps only bits 31:0, sign-extended to
+ * the counter's width. Without them that is all that can be done, and the log says which bits
+ * were lost.
  */
 #include "server/server.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define INTEL_PMCS 8u         /* IA32_PMC0..7 and their full-width aliases */
+#define AMD_LEGACY_COUNTERS 4u
+
+void msrstate_init(struct msrstate *state, const struct machine_info *machine)
+{
+	bool amd = strcmp(machine->vendor, "AuthenticAMD") == 0 ||
+		   strcmp(machine->vendor, "HygonGenuine") == 0;
+
+	*state = (struct msrstate){
+		.intel_pmcs = !amd && CPUID_0A_EAX_VERSION(machine->cpuid_0a[0]) >= 1,
+		.amd_legacy = amd && machine->family >= 0x17,
+		.full_width_writes = machine->pmc_full_width_writes,
+		.pmc_width = (uint8_t)CPUID_0A_EAX_GP_WIDTH(machine->cpuid_0a[0]),
+	};
+}
+
+/* The one address a register with aliases is recorded under. */
+static uint32_t canonical(const struct msrstate *state, uint32_t address)
+{
+	if (state->intel_pmcs && address >= MSR_IA32_A_PMC0 && address < MSR_IA32_A_PMC0 + INTEL_PMCS)
+		return MSR_IA32_PMC0 + (address - MSR_IA32_A_PMC0);
+	if (state->amd_legacy && address >= MSR_AMD_PERF_LEGACY_CTL0 &&
+	    address < MSR_AMD_PERF_LEGACY_CTL0 + AMD_LEGACY_COUNTERS)
+		return MSR_AMD_PERF_CTL0 + 2 * (address - MSR_AMD_PERF_LEGACY_CTL0);
+	if (state->amd_legacy && address >= MSR_AMD_PERF_LEGACY_CTR0 &&
+	    address < MSR_AMD_PERF_LEGACY_CTR0 + AMD_LEGACY_COUNTERS)
+		return MSR_AMD_PERF_CTR0 + 2 * (address - MSR_AMD_PERF_LEGACY_CTR0);
+	return address;
+}
+
+static bool is_intel_pmc(const struct msrstate *state, uint32_t address)
+{
+	return state->intel_pmcs && address >= MSR_IA32_PMC0 && address < MSR_IA32_PMC0 + INTEL_PMCS;
+}
 
 static int compare_saved(const struct msr_saved *saved, uint32_t cpu, uint32_t address)
 {
@@ -37,7 +80,10 @@ static size_t lower_bound(const struct msrstate *state, uint32_t cpu, uint32_t a
 
 int msrstate_remember(struct msrstate *state, uint32_t cpu, uint32_t address, uint64_t original)
 {
-	size_t index = lower_bound(state, cpu, address);
+	size_t index;
+
+	address = canonical(state, address);
+	index = lower_bound(state, cpu, address);
 
 	if (index < state->count && compare_saved(&state->entries[index], cpu, address) == 0)
 		return 0;
@@ -57,21 +103,46 @@ int msrstate_remember(struct msrstate *state, uint32_t cpu, uint32_t address, ui
 	return 0;
 }
 
+/* Write one remembered value back: 0 or -errno. A PMC goes through its full-width alias where
+ * there is one; without, what the legacy write cannot hold is logged. */
+static int restore_one(const struct msrstate *state, struct msr_backend *backend,
+		       const struct msr_saved *saved)
+{
+	uint32_t address = saved->address;
+	uint64_t mask = state->pmc_width > 0 && state->pmc_width < 64 ? (1ull << state->pmc_width) - 1
+								      : UINT64_MAX;
+	uint64_t legacy = (uint64_t)(int64_t)(int32_t)(uint32_t)saved->original & mask;
+	int status;
+
+	if (is_intel_pmc(state, address) && state->full_width_writes)
+		address = MSR_IA32_A_PMC0 + (saved->address - MSR_IA32_PMC0);
+	status = backend_write(backend, saved->cpu, address, saved->original);
+	if (status < 0) {
+		log_warn_errno(status, "restoring cpu %u MSR 0x%x to 0x%llx", saved->cpu, address,
+			       (unsigned long long)saved->original);
+		return status;
+	}
+	if (address != saved->address)
+		log_info("restored cpu %u MSR 0x%x to 0x%llx through its full-width alias 0x%x",
+			 saved->cpu, saved->address, (unsigned long long)saved->original, address);
+	else if (is_intel_pmc(state, address) && legacy != saved->original)
+		log_warnx("restored cpu %u MSR 0x%x to 0x%llx, not 0x%llx: this CPU has no "
+			  "full-width counter writes, so bits 63:32 come from bit 31",
+			  saved->cpu, address, (unsigned long long)legacy,
+			  (unsigned long long)saved->original);
+	else
+		log_info("restored cpu %u MSR 0x%x to 0x%llx", saved->cpu, address,
+			 (unsigned long long)saved->original);
+	return 0;
+}
+
 size_t msrstate_restore(struct msrstate *state, struct msr_backend *backend)
 {
 	size_t failed = 0;
 
 	for (size_t i = 0; i < state->count; i++) {
-		const struct msr_saved *saved = &state->entries[i];
-		int status = backend_write(backend, saved->cpu, saved->address, saved->original);
-		if (status < 0) {
-			log_warn_errno(status, "restoring cpu %u MSR 0x%x to 0x%llx", saved->cpu,
-				       saved->address, (unsigned long long)saved->original);
+		if (restore_one(state, backend, &state->entries[i]) < 0)
 			failed++;
-			continue;
-		}
-		log_info("restored cpu %u MSR 0x%x to 0x%llx", saved->cpu, saved->address,
-			 (unsigned long long)saved->original);
 	}
 	return failed;
 }
@@ -79,5 +150,7 @@ size_t msrstate_restore(struct msrstate *state, struct msr_backend *backend)
 void msrstate_free(struct msrstate *state)
 {
 	free(state->entries);
-	*state = (struct msrstate){ 0 };
+	state->entries = NULL;
+	state->count = 0;
+	state->capacity = 0;
 }

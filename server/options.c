@@ -32,6 +32,11 @@ enum option_id {
 	OPT_MAX_RINGS,
 	OPT_RING_MEMORY_MIB,
 	OPT_RECV_BUFFERS,
+	OPT_MAX_CLIENTS_PER_UID,
+	OPT_MAX_RINGS_PER_UID,
+	OPT_RING_MEMORY_PER_UID_MIB,
+	OPT_MAX_HANDLES_PER_UID,
+	OPT_MAX_SCHEDULES_PER_UID,
 	OPT_CHECK_POLICY,
 	OPT_IMPORT_ALLOWLIST,
 	OPT_FOR_GROUP,
@@ -61,6 +66,11 @@ static const struct option long_options[] = {
 	{ "max-rings-per-client", required_argument, NULL, OPT_MAX_RINGS },
 	{ "ring-memory-mib", required_argument, NULL, OPT_RING_MEMORY_MIB },
 	{ "recv-buffers", required_argument, NULL, OPT_RECV_BUFFERS },
+	{ "max-clients-per-uid", required_argument, NULL, OPT_MAX_CLIENTS_PER_UID },
+	{ "max-rings-per-uid", required_argument, NULL, OPT_MAX_RINGS_PER_UID },
+	{ "ring-memory-per-uid-mib", required_argument, NULL, OPT_RING_MEMORY_PER_UID_MIB },
+	{ "max-handles-per-uid", required_argument, NULL, OPT_MAX_HANDLES_PER_UID },
+	{ "max-schedules-per-uid", required_argument, NULL, OPT_MAX_SCHEDULES_PER_UID },
 	{ "check-policy", required_argument, NULL, OPT_CHECK_POLICY },
 	{ "import-allowlist", required_argument, NULL, OPT_IMPORT_ALLOWLIST },
 	{ "for-group", required_argument, NULL, OPT_FOR_GROUP },
@@ -100,6 +110,13 @@ void options_usage(FILE *out)
 		"  --ring-memory-mib N        shared memory of all rings (default 256)\n"
 		"  --recv-buffers N           receive buffers of 2 KiB shared by all clients, a power\n"
 		"                             of two (default 512)\n"
+		"Limits per uid (over all its connections):\n"
+		"  --max-clients-per-uid N    connections (default: half of --max-clients)\n"
+		"  --max-rings-per-uid N      rings created or opened (default 1024)\n"
+		"  --ring-memory-per-uid-mib N  memory of the rings it created (default: half of\n"
+		"                             --ring-memory-mib)\n"
+		"  --max-handles-per-uid N    registered batches (default 1024)\n"
+		"  --max-schedules-per-uid N  running schedules (default 64)\n"
 		"  --ring-grace-ms N          how long a ring without producer or consumer stays\n"
 		"                             listed (default 60000)\n"
 		"  --frame-timeout-ms N       a started frame must complete within N ms (default 5000)\n"
@@ -159,6 +176,9 @@ static void set_defaults(struct msrd_config *config)
 		.max_rings_per_client = 64,
 		.ring_memory_max = 256ull << 20,
 		.recv_buffers = LOOP_BUFFER_COUNT,
+		.max_rings_per_uid = 1024,
+		.max_handles_per_uid = 1024,
+		.max_schedules_per_uid = 64,
 	};
 }
 
@@ -180,6 +200,11 @@ static const struct number_option number_options[] = {
 	{ OPT_MAX_RINGS, "--max-rings-per-client", 10, 1, 4096 },
 	{ OPT_RING_MEMORY_MIB, "--ring-memory-mib", 10, 1, 1ull << 20 },
 	{ OPT_RECV_BUFFERS, "--recv-buffers", 10, 1, 32768 },
+	{ OPT_MAX_CLIENTS_PER_UID, "--max-clients-per-uid", 10, 1, 1000000 },
+	{ OPT_MAX_RINGS_PER_UID, "--max-rings-per-uid", 10, 1, 1000000 },
+	{ OPT_RING_MEMORY_PER_UID_MIB, "--ring-memory-per-uid-mib", 10, 1, 1ull << 20 },
+	{ OPT_MAX_HANDLES_PER_UID, "--max-handles-per-uid", 10, 1, 1000000 },
+	{ OPT_MAX_SCHEDULES_PER_UID, "--max-schedules-per-uid", 10, 1, 100000 },
 	{ OPT_SIM_ACCESS_STEP, "--sim-access-step-ns", 10, 0, 1000000000ull },
 };
 
@@ -195,6 +220,11 @@ static void store_number(struct msrd_config *config, int id, unsigned long long 
 	case OPT_MAX_RINGS: config->max_rings_per_client = (unsigned)value; break;
 	case OPT_RING_MEMORY_MIB: config->ring_memory_max = value << 20; break;
 	case OPT_RECV_BUFFERS: config->recv_buffers = (unsigned)value; break;
+	case OPT_MAX_CLIENTS_PER_UID: config->max_clients_per_uid = (unsigned)value; break;
+	case OPT_MAX_RINGS_PER_UID: config->max_rings_per_uid = (unsigned)value; break;
+	case OPT_RING_MEMORY_PER_UID_MIB: config->ring_memory_per_uid = value << 20; break;
+	case OPT_MAX_HANDLES_PER_UID: config->max_handles_per_uid = (unsigned)value; break;
+	case OPT_MAX_SCHEDULES_PER_UID: config->max_schedules_per_uid = (unsigned)value; break;
 	case OPT_SIM_ACCESS_STEP: config->backend.sim_access_step_ns = value; break;
 	default: break;
 	}
@@ -286,6 +316,11 @@ int options_parse(int argc, char **argv, struct msrd_config *config)
 	}
 	if (optind < argc)
 		return bad_option("unexpected argument '%s'", argv[optind]);
+	/* Shares that follow the server-wide limits unless given. */
+	if (config->max_clients_per_uid == 0)
+		config->max_clients_per_uid = (config->max_clients + 1) / 2;
+	if (config->ring_memory_per_uid == 0)
+		config->ring_memory_per_uid = config->ring_memory_max / 2;
 	if (config->for_group != NULL && config->action != MSRD_IMPORT_ALLOWLIST)
 		return bad_option("%s", "--for-group goes with --import-allowlist");
 	if ((config->recv_buffers & (config->recv_buffers - 1)) != 0)

@@ -22,15 +22,19 @@
 
 #include "shm/ring.h"
 
-void ringdir_init(struct ringdir *dir, uint64_t max_bytes, uint64_t grace_ns)
+void ringdir_init(struct ringdir *dir, uint64_t max_bytes, uint64_t grace_ns,
+		  struct accounts *accounts)
 {
-	*dir = (struct ringdir){ .max_bytes = max_bytes, .grace_ns = grace_ns, .next_instance = 1 };
+	*dir = (struct ringdir){ .max_bytes = max_bytes, .grace_ns = grace_ns, .next_instance = 1,
+				 .accounts = accounts };
 }
 
 static void entry_free(struct ringdir *dir, struct ring_entry *entry)
 {
 	dir->total_bytes -= entry->bytes;
+	accounts_give_back(dir->accounts, entry->account, ACCOUNT_RING_BYTES, entry->bytes);
 	close(entry->fd);
+	free(entry->readings);
 	free(entry);
 }
 
@@ -117,8 +121,9 @@ static void params_from_request(const struct wire_ring_create *request, uint32_t
 	}
 }
 
-int ringdir_create(struct ringdir *dir, struct client *producer, int32_t producer_pid,
-		   const struct wire_ring_create *request, struct ring_entry **out, int *fd_out)
+int ringdir_create(struct ringdir *dir, struct client *producer, struct uid_account *account,
+		   int32_t producer_pid, const struct wire_ring_create *request,
+		   struct ring_entry **out, int *fd_out)
 {
 	struct ring_params params;
 	struct ring_entry *entry = NULL;
@@ -136,9 +141,13 @@ int ringdir_create(struct ringdir *dir, struct client *producer, int32_t produce
 		return status;
 	if (dir->total_bytes + bytes > dir->max_bytes)
 		return -ENOSPC;
+	if (accounts_take(dir->accounts, account, ACCOUNT_RING_BYTES, bytes) < 0)
+		return -EDQUOT;
 	entry = calloc(1, sizeof(*entry));
-	if (entry == NULL)
+	if (entry == NULL) {
+		accounts_give_back(dir->accounts, account, ACCOUNT_RING_BYTES, bytes);
 		return -ENOMEM;
+	}
 	status = ring_memfd_create(&params, &fd);
 	if (status < 0)
 		goto fail;
@@ -155,6 +164,7 @@ int ringdir_create(struct ringdir *dir, struct client *producer, int32_t produce
 		.capacity = params.capacity,
 		.producer_pid = params.producer_pid,
 		.bytes = bytes,
+		.account = account,
 		.producer = producer,
 		.scheduled = producer == NULL,
 	};
@@ -172,15 +182,15 @@ fail:
 	if (fd >= 0)
 		close(fd);
 	free(entry);
+	accounts_give_back(dir->accounts, account, ACCOUNT_RING_BYTES, bytes);
 	return status;
 }
 
-int ringdir_open(struct ringdir *dir, uint16_t major, uint16_t minor, uint32_t instance,
-		 struct ring_entry **out, int *fd_out)
+int ringdir_find(struct ringdir *dir, uint16_t major, uint16_t minor, uint32_t instance,
+		 struct ring_entry **out)
 {
 	struct ring_entry *entry = NULL;
 	size_t index;
-	int fd;
 
 	if (instance == 0) {
 		/* The newest of (major, minor) sorts just before the first key of minor + 1. */
@@ -197,14 +207,19 @@ int ringdir_open(struct ringdir *dir, uint16_t major, uint16_t minor, uint32_t i
 		    compare_key(dir->entries[index], major, minor, instance) == 0)
 			entry = dir->entries[index];
 	}
-	if (entry == NULL)
-		return -ENOENT;
-	fd = ring_reopen_readonly(entry->fd);
+	*out = entry;
+	return entry != NULL ? 0 : -ENOENT;
+}
+
+int ringdir_open(struct ringdir *dir, struct ring_entry *entry, int *fd_out)
+{
+	int fd = ring_reopen_readonly(entry->fd);
+
+	(void)dir;
 	if (fd < 0)
 		return fd;
 	entry->consumers++;
 	entry->orphaned_ns = 0;
-	*out = entry;
 	*fd_out = fd;
 	return 0;
 }

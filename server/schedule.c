@@ -33,12 +33,9 @@
 
 #include "shm/ring.h"
 
-#define SCHEDULES_PER_UID 64u
-
 struct schedule_op {
 	bool coarse;                   /* the starter's grant is coarse for this energy register */
 	struct policy_energy_limit limit;
-	struct energy_coarse previous;
 };
 
 struct schedule {
@@ -46,6 +43,8 @@ struct schedule {
 	struct msrd *server;
 	uint32_t id;
 	struct client *owner;          /* NULL once a persistent schedule's owner left */
+	struct uid_account *account;   /* its starter's uid: counts it while it runs, and holds
+					* the uid's previous coarse readings it shares */
 	uid_t uid;
 	gid_t gid;
 	gid_t *groups;                 /* the starter's, to check it again after a reload */
@@ -112,9 +111,15 @@ static void run_period(struct schedule *schedule, uint64_t timestamp)
 			continue;
 		}
 		total = energy_observe(counter, raw);
-		if (schedule->extra[i].coarse)
-			energy_coarsen(server, counter, &schedule->extra[i].limit,
-				       &schedule->extra[i].previous, &raw, &total);
+		if (schedule->extra[i].coarse) {
+			struct energy_coarse *previous = energy_coarse_state(server,
+									     schedule->account,
+									     counter);
+			if (previous == NULL)
+				continue; /* a fine reading must not leak for want of memory */
+			energy_coarsen(server, counter, &schedule->extra[i].limit, previous, &raw,
+				       &total);
+		}
 		if (schedule->kinds[i] == WIRE_BATCH_ENERGY_READ)
 			push(schedule, i, total, (int16_t)counter->exponent, timestamp);
 		else
@@ -172,6 +177,8 @@ static void stop(struct schedule *schedule, const char *why)
 		 (unsigned long long)(schedule->period_number + 1 - schedule->missed),
 		 (unsigned long long)schedule->missed, why);
 	ringdir_release_scheduled(&server->rings, schedule->ring, msrd_now_ns());
+	accounts_give_back(&server->accounts, schedule->account, ACCOUNT_SCHEDULES, 1);
+	schedule->account = NULL;
 	loop_want_tick(server);
 	if (!schedule->armed) {
 		schedule_free(schedule);
@@ -259,7 +266,7 @@ static void refuse(struct client *client, const struct wire_header *header, int 
 static int check_start(const struct client *client, const struct wire_schedule_start *request,
 		       const struct registered_batch *batch, char *reason, size_t size)
 {
-	uint32_t same_uid = 0;
+	const struct accounts *accounts = &client->server->accounts;
 
 	if (batch == NULL)
 		return snprintf(reason, size, "no batch handle %u on this connection",
@@ -287,11 +294,9 @@ static int check_start(const struct client *client, const struct wire_schedule_s
 	    !policy_allows_persistent_schedule(client->grant))
 		return snprintf(reason, size, "uid %u may not start persistent schedules",
 				(unsigned)client->uid), -EPERM;
-	for (const struct schedule *s = client->server->schedules; s != NULL; s = s->next)
-		same_uid += !s->stopping && s->uid == client->uid;
-	if (same_uid >= SCHEDULES_PER_UID)
-		return snprintf(reason, size, "uid %u runs %u schedules already",
-				(unsigned)client->uid, same_uid), -ENOSPC;
+	if (client->account->used[ACCOUNT_SCHEDULES] >= accounts->limits[ACCOUNT_SCHEDULES])
+		return accounts_describe_limit(accounts, client->account, ACCOUNT_SCHEDULES, reason,
+					       size), -ENOSPC;
 	return 0;
 }
 
@@ -313,7 +318,9 @@ static void describe_counter(const struct msrd *server, const struct msr_op *op,
 	counter->cpu = (int32_t)op->cpu;
 }
 
-/* The ring the results go to, produced by msrd itself. */
+static void keep_limits(struct schedule *schedule, const struct policy_grant *grant);
+
+/* The ring the results go to, produced by msrd itself and charged to the starter's uid. */
 static int create_ring(struct schedule *schedule, const struct wire_schedule_start *request)
 {
 	static struct wire_ring_create ring; /* 800 bytes: not on the stack, one thread */
@@ -330,23 +337,40 @@ static int create_ring(struct schedule *schedule, const struct wire_schedule_sta
 	ring.counter_count = schedule->count;
 	for (uint32_t i = 0; i < schedule->count; i++)
 		describe_counter(server, &schedule->ops[i], schedule->kinds[i], i, &ring.counters[i]);
-	status = ringdir_create(&server->rings, NULL, (int32_t)getpid(), &ring, &schedule->ring,
-				&fd);
+	status = ringdir_create(&server->rings, NULL, schedule->account, (int32_t)getpid(), &ring,
+				&schedule->ring, &fd);
 	if (status < 0)
 		return status;
-	status = ring_producer_attach(&schedule->producer, fd);
+	schedule->ring->readings = calloc(schedule->count, sizeof(*schedule->ring->readings));
+	status = schedule->ring->readings != NULL ? 0 : -ENOMEM;
+	if (status == 0) {
+		schedule->ring->reading_count = schedule->count;
+		keep_limits(schedule, NULL);
+		status = ring_producer_attach(&schedule->producer, fd);
+	}
 	close(fd);
 	if (status < 0)
 		ringdir_release_scheduled(&server->rings, schedule->ring, msrd_now_ns());
 	return status;
 }
 
-/* The grant's coarse limits are kept: a persistent schedule outlives the grant. */
+/* The grant's coarse limits are kept (a persistent schedule outlives the grant), in the
+ * schedule and in its ring's description, against which monitors opening it are checked.
+ * A NULL grant copies the schedule's into the ring. */
 static void keep_limits(struct schedule *schedule, const struct policy_grant *grant)
 {
-	for (uint32_t i = 0; i < schedule->count; i++)
-		schedule->extra[i].coarse = policy_energy_limit(grant, schedule->ops[i].address,
-								&schedule->extra[i].limit) == 1;
+	struct ring_entry *ring = schedule->ring;
+
+	for (uint32_t i = 0; i < schedule->count; i++) {
+		struct schedule_op *extra = &schedule->extra[i];
+		if (grant != NULL)
+			extra->coarse = policy_energy_limit(grant, schedule->ops[i].address,
+							    &extra->limit) == 1;
+		if (ring != NULL && ring->readings != NULL)
+			ring->readings[i] = (struct ring_reading){ .address = schedule->ops[i].address,
+								   .coarse = extra->coarse,
+								   .limit = extra->limit };
+	}
 }
 
 /* Whether `grant` allows the schedule as it runs: its reads, its ring, its persistence. */
@@ -392,6 +416,7 @@ static struct schedule *schedule_new(struct client *client, const struct registe
 	*schedule = (struct schedule){
 		.server = client->server,
 		.owner = client,
+		.account = client->account,
 		.uid = client->uid,
 		.gid = client->gid,
 		.group_count = client->group_count,
@@ -459,11 +484,17 @@ void schedule_handle_start(struct client *client, const struct wire_header *head
 	if (status < 0) {
 		if (schedule != NULL)
 			schedule_free(schedule);
-		snprintf(reason, sizeof(reason), "cannot create the ring: %s",
-			 status == -ENOSPC ? "ring memory limit reached" : strerror(-status));
-		refuse(client, header, status, reason);
+		if (status == -EDQUOT)
+			accounts_describe_limit(&server->accounts, client->account,
+						ACCOUNT_RING_BYTES, reason, sizeof(reason));
+		else
+			snprintf(reason, sizeof(reason), "cannot create the ring: %s",
+				 status == -ENOSPC ? "ring memory limit reached" : strerror(-status));
+		refuse(client, header, status == -EDQUOT ? -ENOSPC : status, reason);
 		return;
 	}
+	/* check_start saw room; the take cannot fail in between (one thread). */
+	accounts_take(&server->accounts, schedule->account, ACCOUNT_SCHEDULES, 1);
 	schedule->id = ++server->next_schedule_id;
 	schedule->next = server->schedules;
 	server->schedules = schedule;

@@ -17,6 +17,7 @@
  *   handles.c   registered (validated once) batches
  *   schedule.c  registered batches run every period into a ring
  *   devlimits.c what limits the real MSR device, logged at start
+ *   accounts.c  what each uid holds, against the per-uid limits
  */
 #ifndef HAECER_SERVER_SERVER_H
 #define HAECER_SERVER_SERVER_H
@@ -68,6 +69,11 @@ struct msrd_config {
 	unsigned max_clients;
 	unsigned max_rings_per_client;
 	uint64_t ring_memory_max;      /* bytes of ring memory over all rings */
+	unsigned max_clients_per_uid;  /* the per-uid limits (accounts.c) */
+	unsigned max_rings_per_uid;
+	uint64_t ring_memory_per_uid;  /* bytes */
+	unsigned max_handles_per_uid;
+	unsigned max_schedules_per_uid;
 	unsigned recv_buffers;         /* shared receive buffers of LOOP_BUFFER_SIZE bytes */
 };
 
@@ -132,6 +138,7 @@ struct ring_entry;
 struct slot;
 struct registered_batch;
 struct energy_coarse;
+struct uid_account;
 
 struct output_buffer {
 	uint8_t *data;
@@ -162,7 +169,9 @@ struct client {
 	struct client *next;
 	struct client *next_dirty;     /* on server->dirty: has replies to start sending */
 	struct client *next_rearm;     /* on server->rearm: recv waits for buffers */
+	struct client *next_lock_waiter; /* on server->lock_waiters */
 	struct msrd *server;
+	struct uid_account *account;   /* its uid's; NULL once it is retired */
 	int fd;
 	uint32_t number;               /* connection number, for logs */
 	pid_t pid;
@@ -202,7 +211,8 @@ struct client {
 	struct registered_batch **handles;  /* indexed by handle - 1; NULL entries are free */
 	uint32_t handle_capacity;
 	uint32_t handle_count;
-	struct energy_coarse *energy_coarse; /* per energy counter, for coarse grants; lazily */
+	uint32_t *stale_slots;         /* ids of slots a policy reload released (ESTALE) */
+	uint32_t stale_slot_count;
 
 	uint64_t frame_started_ns;     /* a partial frame is pending since; 0 none */
 	uint64_t send_started_ns;      /* the send in flight started; 0 none */
@@ -213,7 +223,10 @@ struct client {
 	bool send_armed;
 	bool dirty;
 	bool draining;                 /* an ERROR frame is queued: close once it is sent */
-	bool closing;                  /* disconnected; freed when the last SQE completes */
+	bool peer_closed;              /* it shut its sending side: answer, then close */
+	bool lock_waiting;             /* its next frame waits for the write lock (msr_exec.c) */
+	bool closing;                  /* disconnected; retired when the last SQE completes, freed
+					* at the end of that loop turn */
 } __attribute__((aligned(16)));
 
 int client_accept(struct msrd *server, int fd);
@@ -238,6 +251,9 @@ void client_fail(struct client *client, uint32_t request_id, uint16_t status, co
 /* Disconnect now; the reason goes to the log. */
 void client_close(struct client *client, const char *reason);
 void client_sqe_done(struct client *client);
+/* Free the clients retired during this loop turn (called once the turn's completions, and the
+ * dirty and rearm lists that may name them, are done). */
+void client_free_retired(struct msrd *server);
 /* Periodic checks: partial-frame and stalled-send timeouts. True when this client still needs
  * the tick. */
 bool client_check_timeouts(struct client *client, uint64_t now_ns);
@@ -295,6 +311,15 @@ void msr_exec_on_completion(struct msrd *server, const struct io_uring_cqe *cqe)
  * energy registers known. Returns how many ops were refused; each refused op has its status. */
 uint32_t msr_exec_check(const struct client *client, struct msr_op *ops, const uint8_t *kinds,
 			uint32_t count, bool validated, struct refusal *refusal);
+/* The write lock: while an asynchronous write batch (msr backend) is between reading the
+ * values its writes are checked against and running them, nothing else may write registers.
+ * Frames that may write synchronously (WRITE, SLOT_*, BATCH or BATCH_RUN with writes) wait:
+ * msr_exec_must_wait says whether this frame must, msr_exec_wait_for_lock queues its client
+ * (which handles no frame until woken, in order, when the lock is free). */
+bool msr_exec_write_locked(const struct msrd *server);
+bool msr_exec_must_wait(struct client *client, const struct wire_header *header,
+			const uint8_t *payload, size_t length);
+void msr_exec_wait_for_lock(struct client *client);
 /* Refuse a request whose ops carry their statuses: log line, and the reply (BATCH-shaped for
  * BATCH and BATCH_RUN, a text naming the first refused op otherwise). */
 void msr_exec_reply_refused(struct client *client, uint16_t op, uint32_t request_id,
@@ -302,6 +327,15 @@ void msr_exec_reply_refused(struct client *client, uint16_t op, uint32_t request
 			    const struct refusal *refusal);
 
 /* ---- ring directory (ringdir.c) ---- */
+
+/* What a counter of a ring msrd produces (a schedule's) reads, so that opening the ring can be
+ * held to the opener's own grant: a monitor must be allowed to read the register, at least as
+ * coarsely as the schedule read it. */
+struct ring_reading {
+	uint32_t address;
+	bool coarse;
+	struct policy_energy_limit limit;
+};
 
 struct ring_entry {
 	uint16_t major;
@@ -311,8 +345,11 @@ struct ring_entry {
 	uint32_t capacity;
 	int32_t producer_pid;
 	uint64_t bytes;
+	struct uid_account *account;   /* charged for `bytes` until the entry is dropped */
 	struct client *producer;       /* NULL once the producer disconnected (or msrd produces) */
 	bool scheduled;                /* msrd produces it for a running schedule */
+	struct ring_reading *readings; /* msrd-produced rings: per counter; NULL otherwise */
+	uint32_t reading_count;
 	uint32_t consumers;            /* references held by connected clients that opened it */
 	uint64_t orphaned_ns;          /* producer gone and no consumer since; 0 otherwise */
 };
@@ -325,17 +362,23 @@ struct ringdir {
 	uint64_t total_bytes;
 	uint64_t max_bytes;
 	uint64_t grace_ns;
+	struct accounts *accounts;
 };
 
-void ringdir_init(struct ringdir *dir, uint64_t max_bytes, uint64_t grace_ns);
+void ringdir_init(struct ringdir *dir, uint64_t max_bytes, uint64_t grace_ns,
+		  struct accounts *accounts);
 void ringdir_free(struct ringdir *dir);
-/* Create and register a ring; *fd_out is a new read-write descriptor for the producer. A NULL
- * producer means msrd produces it for a schedule (until ringdir_release_scheduled). */
-int ringdir_create(struct ringdir *dir, struct client *producer, int32_t producer_pid,
-		   const struct wire_ring_create *request, struct ring_entry **out, int *fd_out);
+/* Create and register a ring, its memory charged to `account`; *fd_out is a new read-write
+ * descriptor for the producer. A NULL producer means msrd produces it for a schedule (until
+ * ringdir_release_scheduled). -ENOSPC when all ring memory is taken, -EDQUOT when the
+ * account's share is. */
+int ringdir_create(struct ringdir *dir, struct client *producer, struct uid_account *account,
+		   int32_t producer_pid, const struct wire_ring_create *request,
+		   struct ring_entry **out, int *fd_out);
 /* Find (major, minor, instance), instance 0 = newest; a new read-only fd for a consumer. */
-int ringdir_open(struct ringdir *dir, uint16_t major, uint16_t minor, uint32_t instance,
-		 struct ring_entry **out, int *fd_out);
+int ringdir_find(struct ringdir *dir, uint16_t major, uint16_t minor, uint32_t instance,
+		 struct ring_entry **out);
+int ringdir_open(struct ringdir *dir, struct ring_entry *entry, int *fd_out);
 /* Index of the first entry whose key is >= (major, minor, instance). */
 size_t ringdir_lower_bound(const struct ringdir *dir, uint16_t major, uint16_t minor,
 			   uint32_t instance);
@@ -350,8 +393,12 @@ void ringdir_entry_to_wire(const struct ring_entry *entry, struct wire_ring_entr
 /* ---- counter slots (slots.c) ---- */
 
 struct slot {
-	struct slot *next;             /* the owner's list */
-	struct client *owner;
+	struct slot *next;             /* the owner's list, or server->slot_releases */
+	struct client *owner;          /* NULL once released (a deferred release waits) */
+	uint32_t owner_number;         /* the owner's connection number, uid and pid, for logs */
+	uid_t owner_uid;
+	pid_t owner_pid;
+	const char *release_why;       /* a deferred release's reason (a string constant) */
 	uint32_t id;                   /* per connection, from 1 */
 	uint32_t cpu;
 	uint16_t kind;                 /* WIRE_SLOT_* */
@@ -388,8 +435,18 @@ void slots_handle_read(struct client *client, const struct wire_header *header,
 		       const uint8_t *payload, size_t length);
 void slots_handle_free(struct client *client, const struct wire_header *header,
 		       const uint8_t *payload, size_t length);
-/* Free every slot of a client that is going away, restoring the registers. */
+/* Free every slot of a client that is going away, restoring the registers (at once, or once
+ * the write lock is free: slots_run_deferred). */
 void slots_release_client(struct client *client);
+/* The releases that waited for the write lock (msr_exec.c calls it when the lock is free). */
+void slots_run_deferred(struct msrd *server);
+/* Free the memory of releases that never ran (exit). */
+void slots_free_deferred(struct msrd *server);
+/* After a reload: release (and restore) every slot whose registers its client's new grant does
+ * not cover; their ids answer STALE from then on (until SLOT_FREE says so once). */
+void slots_policy_reloaded(struct msrd *server);
+/* Whether `id` is a slot of this client that a policy reload released. */
+bool slots_is_stale(const struct client *client, uint32_t id);
 /* The slot `id` of this client, or NULL. */
 struct slot *slots_find(const struct client *client, uint32_t id);
 uint32_t slots_counter_address(const struct msrd *server, const struct slot *slot);
@@ -449,8 +506,13 @@ int energy_sim_advance(struct msrd *server, uint64_t ns);
 void energy_coarsen(struct msrd *server, const struct energy_counter *counter,
 		    const struct policy_energy_limit *limit, struct energy_coarse *previous,
 		    uint64_t *raw, uint64_t *total);
+/* The uid's previous coarse reading of `counter`, shared by its connections and schedules;
+ * NULL when there is no memory for it. */
+struct energy_coarse *energy_coarse_state(struct msrd *server, struct uid_account *account,
+					  const struct energy_counter *counter);
 /* The readings of the ops that read energy registers: totals updated, coarse grants applied
- * (the client's, with its previous readings). totals[i] gets the total of op i (0 for others). */
+ * (the client's, with its uid's previous readings). totals[i] gets the total of op i (0 for
+ * others). */
 void energy_finish_reads(struct client *client, struct msr_op *ops, const uint8_t *kinds,
 			 uint64_t *totals, uint32_t count);
 /* Now, in the time base coarse intervals use: the simulated CPU's in virtual time. */
@@ -512,13 +574,66 @@ struct msrstate {
 	struct msr_saved *entries;     /* sorted by (cpu, address) */
 	size_t count;
 	size_t capacity;
+	bool intel_pmcs;               /* IA32_PMCx / IA32_A_PMCx aliases exist */
+	bool amd_legacy;               /* AMD's legacy counter addresses alias PERF_CTL/CTRx */
+	bool full_width_writes;        /* PERF_CAPABILITIES bit 13 */
+	uint8_t pmc_width;
 };
 
-/* Remember `original` for (cpu, address) unless a value is already remembered. */
+/* Empty, for this machine's register aliases. */
+void msrstate_init(struct msrstate *state, const struct machine_info *machine);
+/* Remember `original` for (cpu, address) unless a value is already remembered for that register
+ * (under either of its addresses). */
 int msrstate_remember(struct msrstate *state, uint32_t cpu, uint32_t address, uint64_t original);
 /* Write every remembered value back; returns how many restores failed. */
 size_t msrstate_restore(struct msrstate *state, struct msr_backend *backend);
 void msrstate_free(struct msrstate *state);
+
+/* ---- per-uid accounts (accounts.c) ---- */
+
+enum account_resource {
+	ACCOUNT_CONNECTIONS = 0,
+	ACCOUNT_RINGS,                 /* ring references (created or opened) of its connections */
+	ACCOUNT_RING_BYTES,            /* memory of the rings it created, until they are dropped */
+	ACCOUNT_HANDLES,
+	ACCOUNT_SCHEDULES,             /* running */
+	ACCOUNT_RESOURCES,
+};
+
+#define ACCOUNT_BUCKETS 64u
+
+struct uid_account {
+	struct uid_account *next;      /* hash chain */
+	uid_t uid;
+	uint64_t used[ACCOUNT_RESOURCES];
+	struct energy_coarse *energy_coarse; /* previous coarse reading per energy counter */
+};
+
+struct accounts {
+	struct uid_account *buckets[ACCOUNT_BUCKETS];
+	uint64_t limits[ACCOUNT_RESOURCES];
+};
+
+void accounts_init(struct accounts *accounts, const struct msrd_config *config);
+void accounts_free(struct accounts *accounts);
+/* The account of `uid`, created empty when it has none; NULL without memory. */
+struct uid_account *accounts_get(struct accounts *accounts, uid_t uid);
+/* Count `amount` more of a resource against the uid's limit: 0, or -ENOSPC (nothing counted). */
+int accounts_take(struct accounts *accounts, struct uid_account *account,
+		  enum account_resource what, uint64_t amount);
+/* Count it back; an account left holding nothing is freed (NULL is fine). */
+void accounts_give_back(struct accounts *accounts, struct uid_account *account,
+			enum account_resource what, uint64_t amount);
+/* Free an account that holds nothing, e.g. after a refused first take (NULL is fine). */
+void accounts_drop_unused(struct accounts *accounts, struct uid_account *account);
+/* "uid 1000 holds 64 registered batches, its limit (--max-handles-per-uid)" for refusals. */
+int accounts_describe_limit(const struct accounts *accounts, const struct uid_account *account,
+			    enum account_resource what, char *text, size_t size);
+/* The uid's previous coarse reading of energy counter `counter` (of counter_count); NULL
+ * without memory. Having one keeps the account for msrd's lifetime. */
+struct energy_coarse *accounts_coarse_state(struct accounts *accounts,
+					    struct uid_account *account, uint32_t counter,
+					    uint32_t counter_count);
 
 /* ---- privilege (privilege.c) ---- */
 
@@ -551,9 +666,13 @@ struct msrd {
 	struct client *clients;        /* doubly linked */
 	struct client *dirty;          /* clients with replies to start sending */
 	struct client *rearm;          /* clients whose recv waits for buffers (ENOBUFS) */
+	struct client *dead;           /* retired this turn, freed at its end (via ->next) */
+	struct client *lock_waiters;   /* FIFO of clients whose next frame waits for the write */
+	struct client *lock_waiters_tail; /* lock (msr_exec.c) */
 	uint32_t client_count;
 	uint32_t next_client_number;
 
+	struct accounts accounts;
 	struct ringdir rings;
 	struct msrstate saved;
 	struct slot_table slots;
@@ -561,6 +680,7 @@ struct msrd {
 	struct schedule *schedules;    /* running and stopping schedules */
 	uint32_t next_schedule_id;
 
+	struct slot *slot_releases;    /* slot releases waiting for the write lock */
 	struct msr_job *write_owner;   /* asynchronous write batch between check and run */
 	struct msr_job *write_waiting; /* FIFO of write batches waiting for it */
 	struct msr_job *write_waiting_tail;

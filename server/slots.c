@@ -74,6 +74,16 @@ void slots_free(struct slot_table *table)
 	memset(table, 0, sizeof(*table));
 }
 
+/* Slots whose deferred release never ran (msrd is exiting): just their memory. */
+void slots_free_deferred(struct msrd *server)
+{
+	while (server->slot_releases != NULL) {
+		struct slot *slot = server->slot_releases;
+		server->slot_releases = slot->next;
+		free(slot);
+	}
+}
+
 static struct slot **holder_cell(const struct slot_table *table, uint32_t cpu, uint16_t kind,
 				 uint32_t index)
 {
@@ -247,10 +257,28 @@ static int write_control(struct msrd *server, const struct slot *slot, uint64_t 
 	return write_register(server, slot->cpu, address, config | (enabled ? PERFEVTSEL_EN : 0));
 }
 
+/* A programmable Intel counter written through IA32_PMCx keeps only bits 31:0, sign-extended:
+ * where the CPU has the full-width aliases (PERF_CAPABILITIES bit 13) msrd writes through
+ * IA32_A_PMCx, so a restored count keeps its upper bits. */
+static uint32_t counter_write_address(const struct msrd *server, const struct slot *slot)
+{
+	const struct slot_table *table = &server->slots;
+
+	if (!table->amd && slot->kind == WIRE_SLOT_PROGRAMMABLE &&
+	    server->machine.pmc_full_width_writes)
+		return MSR_IA32_A_PMC0 + slot->index;
+	return counter_address(table, slot->kind, slot->index);
+}
+
 static int write_counter(struct msrd *server, const struct slot *slot, uint64_t value)
 {
-	return write_register(server, slot->cpu,
-			      counter_address(&server->slots, slot->kind, slot->index), value);
+	return write_register(server, slot->cpu, counter_write_address(server, slot), value);
+}
+
+/* What a counter holds after `value` is written through its legacy address. */
+static uint64_t legacy_write_result(uint64_t value, uint8_t width)
+{
+	return (uint64_t)(int64_t)(int32_t)(uint32_t)value & width_mask(width);
 }
 
 static int remember(struct msrd *server, struct slot *slot)
@@ -302,7 +330,16 @@ static int restore(struct msrd *server, const struct slot *slot)
 	uint64_t selection = fixed ? slot->saved_control : slot->saved_control & ~PERFEVTSEL_EN;
 	bool was_enabled = !fixed && (slot->saved_control & PERFEVTSEL_EN) != 0;
 	int status = clear(server, slot);
+	uint32_t written_at = counter_write_address(server, slot);
 
+	if (written_at == counter_address(&server->slots, slot->kind, slot->index) &&
+	    !server->slots.amd && slot->kind == WIRE_SLOT_PROGRAMMABLE &&
+	    legacy_write_result(slot->saved_counter, server->slots.gp_width) != slot->saved_counter)
+		log_warnx("cpu %u counter %u: 0x%llx cannot be written back whole through MSR 0x%x "
+			  "(no full-width writes on this CPU): restored 0x%llx", slot->cpu,
+			  slot->index, (unsigned long long)slot->saved_counter, written_at,
+			  (unsigned long long)legacy_write_result(slot->saved_counter,
+								  server->slots.gp_width));
 	keep_first(&status, write_counter(server, slot, slot->saved_counter));
 	keep_first(&status, write_control(server, slot, selection, was_enabled));
 	if (server->slots.has_global)
@@ -326,18 +363,30 @@ static const char *kind_name(uint16_t kind)
 	return kind == WIRE_SLOT_FIXED ? "fixed counter" : "counter";
 }
 
-static void release(struct client *client, struct slot *slot, const char *why)
+/* Restore a slot's registers, log it, and free it. Its holder is the client (still linked) or,
+ * for a deferred release, the identity kept in the slot. */
+static void release_now(struct msrd *server, struct slot *slot, const char *why)
 {
-	struct msrd *server = client->server;
 	int status = restore(server, slot);
 
 	if (status < 0)
-		log_warn_errno(status, "client %u: restoring cpu %u %s %u", client->number,
+		log_warn_errno(status, "client %u: restoring cpu %u %s %u", slot->owner_number,
 			       slot->cpu, kind_name(slot->kind), slot->index);
-	log_info("client %u (uid %u pid %d) released cpu %u %s %u (slot %u, %s)", client->number,
-		 (unsigned)client->uid, (int)client->pid, slot->cpu, kind_name(slot->kind),
-		 slot->index, slot->id, why);
+	log_info("client %u (uid %u pid %d) released cpu %u %s %u (slot %u, %s)",
+		 slot->owner_number, (unsigned)slot->owner_uid, (int)slot->owner_pid, slot->cpu,
+		 kind_name(slot->kind), slot->index, slot->id, why);
 	*holder_cell(&server->slots, slot->cpu, slot->kind, slot->index) = NULL;
+	free(slot);
+}
+
+/* Take a slot from its client. Its registers are written back at once, unless an asynchronous
+ * write batch is between its check and its run (msr backend): then the release waits for it
+ * (slots_run_deferred), the counter meanwhile held by nobody's connection, so no one else can
+ * take it or write its registers before they are restored. */
+static void release(struct client *client, struct slot *slot, const char *why)
+{
+	struct msrd *server = client->server;
+
 	for (struct slot **link = &client->slots; *link != NULL; link = &(*link)->next) {
 		if (*link == slot) {
 			*link = slot->next;
@@ -345,13 +394,83 @@ static void release(struct client *client, struct slot *slot, const char *why)
 		}
 	}
 	client->slot_count--;
-	free(slot);
+	slot->owner = NULL;
+	if (!msr_exec_write_locked(server)) {
+		release_now(server, slot, why);
+		return;
+	}
+	slot->release_why = why;
+	slot->next = server->slot_releases;
+	server->slot_releases = slot;
+}
+
+void slots_run_deferred(struct msrd *server)
+{
+	while (server->slot_releases != NULL) {
+		struct slot *slot = server->slot_releases;
+		server->slot_releases = slot->next;
+		release_now(server, slot, slot->release_why);
+	}
 }
 
 void slots_release_client(struct client *client)
 {
 	while (client->slots != NULL)
 		release(client, client->slots, "disconnected");
+}
+
+/* ---- slots a policy reload took away ---- */
+
+bool slots_is_stale(const struct client *client, uint32_t id)
+{
+	for (uint32_t i = 0; i < client->stale_slot_count; i++) {
+		if (client->stale_slots[i] == id)
+			return true;
+	}
+	return false;
+}
+
+static void forget_stale(struct client *client, uint32_t id)
+{
+	for (uint32_t i = 0; i < client->stale_slot_count; i++) {
+		if (client->stale_slots[i] == id) {
+			client->stale_slots[i] = client->stale_slots[--client->stale_slot_count];
+			return;
+		}
+	}
+}
+
+/* Ids are never reused on a connection, so a stale one cannot be confused with a live one.
+ * Without memory the id just becomes unknown (NOT_FOUND). */
+static void remember_stale(struct client *client, uint32_t id)
+{
+	uint32_t *bigger = realloc(client->stale_slots,
+				   (client->stale_slot_count + 1) * sizeof(*bigger));
+
+	if (bigger == NULL)
+		return;
+	client->stale_slots = bigger;
+	client->stale_slots[client->stale_slot_count++] = id;
+}
+
+static bool grants_slot(const struct client *client, uint16_t kind, uint32_t index);
+
+void slots_policy_reloaded(struct msrd *server)
+{
+	for (struct client *client = server->clients; client != NULL; client = client->next) {
+		struct slot *next;
+		for (struct slot *slot = client->slots; slot != NULL; slot = next) {
+			next = slot->next;
+			if (grants_slot(client, slot->kind, slot->index))
+				continue;
+			log_notice("client %u (uid %u pid %d): slot %u (cpu %u %s %u) released: the "
+				   "reloaded policy does not grant its registers",
+				   client->number, (unsigned)client->uid, (int)client->pid, slot->id,
+				   slot->cpu, kind_name(slot->kind), slot->index);
+			remember_stale(client, slot->id);
+			release(client, slot, "policy reloaded");
+		}
+	}
 }
 
 /* ---- SLOT_ALLOC ---- */
@@ -410,13 +529,24 @@ static int choose(struct client *client, const struct wire_header *header,
 		       request->cpu, kind_name(request->kind), *index);
 		return -EBUSY;
 	}
+	uint32_t granted = 0;
 	for (*index = 0; *index < count; (*index)++) {
-		if (*holder_cell(table, request->cpu, request->kind, *index) == NULL &&
-		    grants_slot(client, request->kind, *index))
+		if (!grants_slot(client, request->kind, *index))
+			continue;
+		granted++;
+		if (*holder_cell(table, request->cpu, request->kind, *index) == NULL)
 			return 0;
 	}
-	refuse(client, header, request->cpu, -ENOSPC, "no free programmable counter on cpu %u",
-	       request->cpu);
+	/* None granted at all is a policy refusal, not a full CPU: the client must not probe. */
+	if (granted == 0) {
+		refuse(client, header, request->cpu, -EPERM,
+		       "the policy grants the registers of none of the %u programmable counters",
+		       count);
+		return -EPERM;
+	}
+	refuse(client, header, request->cpu, -ENOSPC,
+	       "no free programmable counter on cpu %u (%u of %u granted, all held)", request->cpu,
+	       granted, count);
 	return -ENOSPC;
 }
 
@@ -527,7 +657,9 @@ void slots_handle_alloc(struct client *client, const struct wire_header *header,
 		return;
 	}
 	*slot = (struct slot){ .owner = client, .id = ++client->next_slot_id, .cpu = request.cpu,
-			       .kind = request.kind, .index = (uint16_t)index };
+			       .kind = request.kind, .index = (uint16_t)index,
+			       .owner_number = client->number, .owner_uid = client->uid,
+			       .owner_pid = client->pid };
 	status = take(client, slot);
 	if (status < 0) {
 		free(slot);
@@ -589,6 +721,14 @@ static int program(struct client *client, struct slot *slot, uint64_t config, ch
 static void reply_unknown_slot(struct client *client, const struct wire_header *header,
 			       uint32_t id)
 {
+	if (slots_is_stale(client, id)) {
+		dispatch_log_refusal(client, header->op, 0, 0,
+				     "slot released by a policy reload");
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_STALE,
+				   "slot %u was released when the policy was reloaded: the new "
+				   "policy does not grant its registers", id);
+		return;
+	}
 	dispatch_log_refusal(client, header->op, 0, 0, "no such slot on this connection");
 	client_reply_error(client, header->op, header->request_id, WIRE_STATUS_NOT_FOUND,
 			   "no slot %u on this connection", id);
@@ -838,6 +978,7 @@ void slots_handle_free(struct client *client, const struct wire_header *header,
 	slot = slots_find(client, id);
 	if (slot == NULL) {
 		reply_unknown_slot(client, header, id);
+		forget_stale(client, id); /* told once on free; the id is then simply unknown */
 		return;
 	}
 	release(client, slot, "freed");

@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "server/backend.h"
+#include "tests/lib/msrd_harness.h"
 
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
@@ -81,39 +82,13 @@ static inline struct msr_backend *open_virtual_sim_in(const char *models_dir, co
 	return backend;
 }
 
-/* dir/NAME.yaml: the shipped model `from` with every replace[2i] (which must occur) replaced by
- * replace[2i + 1], and `extra` lines appended: a variant of a real part for one test. */
+/* dir/NAME.yaml: a variant of the shipped model `from` (tests/lib harness_model_variant). */
 static inline void write_variant_model(const char *dir, const char *name, const char *from,
 				       const char *const *replace, size_t pairs,
 				       const char *extra)
 {
-	char path[PATH_MAX + 64];
-	char text[16384];
-	size_t length;
-	FILE *file;
-
-	snprintf(path, sizeof(path), "%s/%s.yaml", test_models_dir(), from);
-	file = fopen(path, "r");
-	if (!file)
+	if (harness_model_variant(dir, name, from, replace, pairs, extra) < 0)
 		abort();
-	length = fread(text, 1, sizeof(text) - 1, file);
-	fclose(file);
-	text[length] = '\0';
-	for (size_t i = 0; i < pairs; i++) {
-		char *at = strstr(text, replace[2 * i]);
-		size_t old_length = strlen(replace[2 * i]), new_length = strlen(replace[2 * i + 1]);
-		if (!at || strlen(text) - old_length + new_length >= sizeof(text)) {
-			fprintf(stderr, "model %s has no '%s'\n", from, replace[2 * i]);
-			abort();
-		}
-		memmove(at + new_length, at + old_length, strlen(at + old_length) + 1);
-		memcpy(at, replace[2 * i + 1], new_length);
-	}
-	snprintf(path, sizeof(path), "%s/%s.yaml", dir, name);
-	file = fopen(path, "w");
-	if (!file || fputs(text, file) < 0 || fputs(extra ? extra : "", file) < 0)
-		abort();
-	fclose(file);
 }
 
 /* ---- stand-in trees ---- */

@@ -535,3 +535,43 @@ unsigned long harness_raise_fd_limit(unsigned long wanted)
 	}
 	return (unsigned long)limit.rlim_cur;
 }
+
+/* ---- simulated models ---- */
+
+int harness_model_variant(const char *dir, const char *name, const char *from,
+			  const char *const *replace, size_t pairs, const char *extra)
+{
+	char path[PATH_MAX + 64];
+	char text[16384];
+	size_t length;
+	FILE *file;
+
+	snprintf(path, sizeof(path), "%s/configs/models/%s.yaml", harness_source_dir(), from);
+	file = fopen(path, "r");
+	if (file == NULL) {
+		fprintf(stderr, "harness: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	length = fread(text, 1, sizeof(text) - 1, file);
+	fclose(file);
+	text[length] = '\0';
+	for (size_t i = 0; i < pairs; i++) {
+		char *at = strstr(text, replace[2 * i]);
+		size_t old_length = strlen(replace[2 * i]);
+		size_t new_length = strlen(replace[2 * i + 1]);
+		if (at == NULL || strlen(text) - old_length + new_length >= sizeof(text)) {
+			fprintf(stderr, "harness: model %s has no '%s'\n", from, replace[2 * i]);
+			return -1;
+		}
+		memmove(at + new_length, at + old_length, strlen(at + old_length) + 1);
+		memcpy(at, replace[2 * i + 1], new_length);
+	}
+	snprintf(path, sizeof(path), "%s/%s.yaml", dir, name);
+	if (strlen(text) + (extra != NULL ? strlen(extra) : 0) + 1 > sizeof(text)) {
+		fprintf(stderr, "harness: model %s too long\n", name);
+		return -1;
+	}
+	if (extra != NULL)
+		strcat(text, extra);
+	return harness_write_file(path, text, 0644) == 0 ? 0 : -1;
+}

@@ -84,6 +84,12 @@ int harness_standin_msr_tree(const char *dir, unsigned cpus, uint64_t size);
 int harness_standin_read(const char *dir, unsigned cpu, uint32_t address, uint64_t *value);
 int harness_standin_write(const char *dir, unsigned cpu, uint32_t address, uint64_t value);
 
+/* dir/NAME.yaml: the shipped simulated model `from` (configs/models) with every replace[2i]
+ * (which must occur) replaced by replace[2i + 1] and `extra` (may be NULL) appended: a variant
+ * of a real part for one test, for --models-dir. 0 or -1 (with a message). */
+int harness_model_variant(const char *dir, const char *name, const char *from,
+			  const char *const *replace, size_t pairs, const char *extra);
+
 /* Raise RLIMIT_NOFILE to at least `wanted` (up to the hard limit); returns the new soft limit. */
 unsigned long harness_raise_fd_limit(unsigned long wanted);
 

@@ -154,7 +154,9 @@ static void test_limit(void **state)
 
 int main(void)
 {
-	const char *arguments[] = { "--backend", "sim", "--max-clients", max_clients, NULL };
+	/* All of them are one uid's: its share is the whole server here. */
+	const char *arguments[] = { "--backend", "sim", "--max-clients", max_clients,
+				    "--max-clients-per-uid", max_clients, NULL };
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_waves),
 		cmocka_unit_test(test_limit),

@@ -13,8 +13,10 @@
  *   -ENXIO      no such CPU
  *   -ECANCELED  (batch op) not run because another op of the batch was refused
  *   -EINVAL     a field has a value the server does not accept
- *   -ENOSPC     a per-client or server-wide limit is reached (rings, memory)
+ *   -ENOSPC     a per-connection, per-uid or server-wide limit is reached (connections, rings,
+ *               ring memory, handles, schedules); haecer_conn_error names the server option
  *   -ENOENT     no such ring
+ *   -ESTALE     a handle or counter slot a policy reload invalidated
  *   -ENODEV     simulator control on a server that runs real hardware
  *   -EOPNOTSUPP the server does not implement the operation
  *   -EPROTO, -EBADMSG   the server's reply was not what the protocol says (connection unusable)
@@ -164,12 +166,13 @@ struct haecer_slot {
 /* Take a counter on `cpu`: FIXED with index = the fixed counter wanted; PROGRAMMABLE with index -1
  * (any free one) or a specific index. The counter is cleared to 0 and stopped. Errors:
  *   -EBUSY      that counter is held by another client (or by this one)
- *   -ENOSPC     index -1 and no programmable counter free whose registers the policy grants,
- *               or this connection holds 256 slots already
+ *   -ENOSPC     index -1 and every programmable counter whose registers the policy grants is
+ *               held, or this connection holds 256 slots already
  *   -EOPNOTSUPP the CPU has no such counter (or none at all: no HAECER_FEATURE_SLOTS)
  *   -EPERM      the policy does not grant read+write of its registers (counter, event select
  *               with EN or the fixed counter's field of IA32_FIXED_CTR_CTRL, and its bit of
- *               IA32_PERF_GLOBAL_CTRL where the CPU has one)
+ *               IA32_PERF_GLOBAL_CTRL where the CPU has one); with index -1: it grants those of
+ *               none of the programmable counters (no need to probe a counter by number)
  *   -ENXIO      no such CPU;  -EINVAL  unknown kind, index below -1, or -1 for a fixed counter
  *   -EIO        its registers could not be read or written (then it is not taken) */
 int haecer_slot_alloc(struct haecer_conn *conn, uint32_t cpu, uint16_t kind, int index,
@@ -180,7 +183,11 @@ int haecer_slot_alloc(struct haecer_conn *conn, uint32_t cpu, uint16_t kind, int
  * write mask of the event-select register like a WRITE would be (-EACCES), -EINVAL for a fixed
  * field over 4 bits, -EIO when the CPU refuses the value (reserved bits). Does not start
  * counting; a running slot keeps running with the new selection.
- * A slot id this connection does not hold (freed, or another connection's): -ENOENT. */
+ * A slot id this connection does not hold (freed, or another connection's): -ENOENT.
+ * Slots and policy reloads: a reload (SIGHUP) releases every slot whose registers the new
+ * policy does not grant this connection, restoring them; the next haecer_slot_program,
+ * haecer_slot_control, haecer_slot_read, batch slot read or haecer_slot_free of that id is
+ * -ESTALE (haecer_slot_free says so once; the id is unknown after that). */
 int haecer_slot_program(struct haecer_conn *conn, uint32_t slot_id, uint64_t config);
 
 #define HAECER_SLOT_ENABLE 1
@@ -214,7 +221,8 @@ int haecer_slot_free(struct haecer_conn *conn, uint32_t slot_id);
 /* raw = the 32-bit energy-status register; total = its 64-bit extension (total & 0xffffffff ==
  * raw, the upper bits count the wraps since msrd began sampling the register), exact however far
  * apart reads are. With a coarse grant: rounded down to the grant's resolution and, within the
- * grant's minimum interval, the previous reading again. Either pointer may be NULL.
+ * grant's minimum interval, the previous reading again (the interval is per uid, over all its
+ * connections and schedules). Either pointer may be NULL.
  * -EPERM not granted for reading; -EINVAL `address` is not an energy-status register msrd keeps
  * a total for on this CPU (RAPL PKG/PP0/PP1/DRAM/PSYS, AMD package and core energy); -ENXIO no
  * such CPU; -EIO the register does not exist on this CPU. */
@@ -267,8 +275,9 @@ struct haecer_schedule_spec {
  * record per op that succeeded, counter_id = op index, energy reads as energy counters carrying
  * the 64-bit total with their unit exponent, other reads the raw register, one timestamp for
  * the set), into a ring it produces itself, which monitors open by (major, minor, instance).
- * The ring's counters are named after the policy's MSR names ("MSR_PKG_ENERGY_STATUS@0"), its
- * clock is RING_CLOCK_MONOTONIC_RAW. Periods lie on a grid from the first run (at once): each
+ * The ring's counters are named NAME@N: the policy's name of the MSR (at most 24 characters), '@'
+ * and the CPU number, e.g. "PKG_ENERGY_STATUS@0" ("MSR_0x611@0" when the policy has no name for
+ * it); the ring's clock is RING_CLOCK_MONOTONIC_RAW. Periods lie on a grid from the first run (at once): each
  * record's flags hold its period number mod 2^16, which is floor((timestamp - the first set's
  * timestamp) / period_ns); a period msrd could not serve in time is skipped, not run late in a
  * burst, and shows as a gap in those numbers. The batch is copied: releasing its handle later
@@ -277,7 +286,9 @@ struct haecer_schedule_spec {
  * HAECER_SCHEDULE_MAX_OPS ops, a capacity that is not a power of two or holds fewer records
  * than one set, unknown flags; -ENOENT unknown handle; -ESTALE stale handle; -EPERM the major is
  * not granted for creating rings, or PERSISTENT without the policy's persistent_schedules;
- * -ENOSPC ring memory, or 64 schedules of this uid running already. */
+ * -ENOSPC ring memory (all, or this uid's share), or this uid's schedules (64 by default) are
+ * running already. A ring msrd fills can be opened only by clients allowed to read each of its
+ * registers at least as coarsely as the schedule reads them. */
 int haecer_schedule_start(struct haecer_conn *conn, const struct haecer_schedule_spec *spec,
 			  uint32_t *schedule_id, uint32_t *ring_instance);
 
@@ -327,7 +338,9 @@ int haecer_ring_create(struct haecer_conn *conn, const struct haecer_ring_spec *
 		       struct haecer_ring_entry *entry, int *fd);
 
 /* Open a ring by (major, minor, instance); instance 0 means the newest one. *fd is read-only
- * (attach with ring_consumer_attach), the caller closes it. entry may be NULL. */
+ * (attach with ring_consumer_attach), the caller closes it. entry may be NULL. -EPERM also for
+ * a ring msrd fills for a schedule that reads a register this client may not read, or reads
+ * an energy register more finely than this client's coarse grant. */
 int haecer_ring_open(struct haecer_conn *conn, uint16_t major, uint16_t minor, uint32_t instance,
 		     struct haecer_ring_entry *entry, int *fd);
 

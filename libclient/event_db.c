@@ -439,11 +439,49 @@ int event_db_encode_evtsel(const struct event_db *db, uint16_t event, uint8_t um
 	return 0;
 }
 
+/* AMD family 17h+ core-counter events that count what an architectural event counts (PPR for
+ * family 19h, "Core Performance Monitor Counters"); event 0 = none. */
+static const struct event_arch_event amd_arch_events[ARCH_EVENT_COUNT] = {
+	[ARCH_EVENT_CORE_CYCLES] = { "UNHALTED_CORE_CYCLES", 0x76, 0x00 }, /* Cycles not in Halt */
+	[ARCH_EVENT_INSTRUCTIONS] = { "INSTRUCTIONS_RETIRED", 0xC0, 0x00 }, /* Retired Instr. */
+	[ARCH_EVENT_BRANCHES] = { "BRANCH_INS_RETIRED", 0xC2, 0x00 },  /* Retired Branch Instr. */
+	[ARCH_EVENT_BRANCH_MISSES] = { "BRANCH_MIS_RETIRED", 0xC3, 0x00 }, /* ... Mispredicted */
+};
+
+const struct event_arch_event *event_db_amd_arch_equivalent(unsigned index)
+{
+	if (index >= ARCH_EVENT_COUNT || amd_arch_events[index].event == 0)
+		return NULL;
+	return &amd_arch_events[index];
+}
+
+static int encode_amd_arch(const struct event_db *db, unsigned index, uint32_t flags,
+			   uint8_t cmask, uint64_t *out, char *why, size_t why_size)
+{
+	const struct event_arch_event *equivalent = event_db_amd_arch_equivalent(index);
+
+	if (index >= ARCH_EVENT_COUNT) {
+		event_db_why(why, why_size, "architectural event %u does not exist (0-%u)", index,
+			     ARCH_EVENT_COUNT - 1);
+		return -EINVAL;
+	}
+	if (equivalent == NULL) {
+		event_db_why(why, why_size, "%s is not available on this CPU (AMD core counters "
+			     "have no equivalent event)", arch_events[index].name);
+		return -EOPNOTSUPP;
+	}
+	return event_db_encode_evtsel(db, equivalent->event, equivalent->umask, flags, cmask, out,
+				      why, why_size);
+}
+
 int event_db_encode_arch(const struct event_db *db, unsigned index, uint32_t flags,
 			 uint8_t cmask, uint64_t *out, char *why, size_t why_size)
 {
-	int error = event_db_arch_available(db, index, why, why_size);
+	int error;
 
+	if (db->caps.vendor == EVENT_VENDOR_AMD)
+		return encode_amd_arch(db, index, flags, cmask, out, why, why_size);
+	error = event_db_arch_available(db, index, why, why_size);
 	if (error < 0)
 		return error;
 	return event_db_encode_evtsel(db, arch_events[index].event, arch_events[index].umask,

@@ -232,10 +232,19 @@ EVENT_DB_INTERNAL int event_db_encode_evtsel(const struct event_db *db, uint16_t
 					     uint8_t umask, uint32_t flags, uint8_t cmask,
 					     uint64_t *out, char *why, size_t why_size);
 
-/* event_db_encode_evtsel() of an architectural event after event_db_arch_available(). */
+/* event_db_encode_evtsel() of architectural event `index` on this machine: on Intel after
+ * event_db_arch_available(); on AMD (no CPUID leaf 0xA) of the core-counter event that counts
+ * the same thing (event_db_amd_arch_equivalent), -EOPNOTSUPP with the reason when there is
+ * none. */
 EVENT_DB_INTERNAL int event_db_encode_arch(const struct event_db *db, unsigned index,
 					   uint32_t flags, uint8_t cmask, uint64_t *out,
 					   char *why, size_t why_size);
+
+/* AMD family 17h+ core-counter event (PPR, "Core Performance Monitor Counters") that counts
+ * what architectural event `index` counts: cycles not in halt (0x76), retired instructions
+ * (0xC0), retired branches (0xC2), retired mispredicted branches (0xC3); NULL for the others
+ * (reference cycles, LLC references and misses have no such core event) and out of range. */
+EVENT_DB_INTERNAL const struct event_arch_event *event_db_amd_arch_equivalent(unsigned index);
 
 /* IA32_FIXED_CTR_CTRL bits of fixed counter `fixed` (OS bit 0, USR bit 1, AnyThread bit 2 of
  * its nibble, PMI never), already shifted to the counter's nibble, and the mask of that nibble

@@ -46,18 +46,6 @@ struct event_request {
 	uint64_t evtsel;            /* with this PERFEVTSEL / PERF_CTL value */
 };
 
-/* AMD family 17h+ core-counter events that count what an architectural event counts (PPR for
- * family 19h, "Core Performance Monitor Counters"); event 0 = none. */
-static const struct {
-	uint16_t event;
-	uint8_t umask;
-} amd_arch_events[ARCH_EVENT_COUNT] = {
-	[ARCH_EVENT_CORE_CYCLES] = {0x76, 0x00},     /* Cycles not in Halt */
-	[ARCH_EVENT_INSTRUCTIONS] = {0xC0, 0x00},    /* Retired Instructions */
-	[ARCH_EVENT_BRANCHES] = {0xC2, 0x00},        /* Retired Branch Instructions */
-	[ARCH_EVENT_BRANCH_MISSES] = {0xC3, 0x00},   /* Retired Branch Instructions Mispredicted */
-};
-
 /* Without a privilege level a counter would count nothing: then it counts both. */
 static uint32_t event_flags(uint32_t flags)
 {
@@ -115,27 +103,17 @@ static bool worth_falling_back(int error)
 	return error == -EBUSY || error == -EPERM || error == -EOPNOTSUPP || error == -EACCES;
 }
 
-/* Any free programmable counter. msrd answers -ENOSPC ("none free") also to a client the policy
- * grants none of them; asking for counter 0 by number then tells -EPERM from a full CPU (and
- * takes counter 0 if it just became free). */
+/* Any free programmable counter: msrd answers -EPERM (with the reason) when the policy grants
+ * none of them, -ENOSPC when those it grants are all held. */
 static int take_programmable(struct haecer_context *ctx, uint32_t cpu, const char *name,
 			     struct haecer_slot *slot)
 {
 	char what[HAECER_COUNTER_NAME_MAX + 64];
-	char full[HAECER_DETAIL_SIZE];
-	int error, probe;
+	int error;
 
 	snprintf(what, sizeof(what), "a programmable counter for %s on CPU %u", name, cpu);
 	error = haecer_slot_alloc(ctx->conn, cpu, HAECER_SLOT_PROGRAMMABLE, -1, slot);
-	if (error != -ENOSPC)
-		return error < 0 ? haecer__fail_msrd(ctx, error, what) : 0;
-	snprintf(full, sizeof(full), "%s", haecer_conn_error(ctx->conn));
-	probe = haecer_slot_alloc(ctx->conn, cpu, HAECER_SLOT_PROGRAMMABLE, 0, slot);
-	if (probe == 0)
-		return 0;
-	if (probe == -EPERM)
-		return haecer__fail_msrd(ctx, probe, what);
-	return haecer__fail(error, "%s: %s", what, full);
+	return error < 0 ? haecer__fail_msrd(ctx, error, what) : 0;
 }
 
 static int take_slot(struct haecer_context *ctx, uint32_t cpu, const struct event_request *request,
@@ -315,18 +293,9 @@ static int request_arch(struct haecer_context *ctx, unsigned index, uint32_t fla
 	char why[EVENT_DB_WHY_SIZE] = "";
 	int error;
 
-	if (is_amd(ctx)) {
-		if (amd_arch_events[index].event == 0)
-			return haecer__fail(-EOPNOTSUPP, "%s is not available on this CPU (AMD "
-					    "core counters have no equivalent event)",
-					    request->name);
-		error = event_db_encode_evtsel(ctx->db, amd_arch_events[index].event,
-					       amd_arch_events[index].umask, flags, cmask,
-					       &request->evtsel, why, sizeof(why));
-	} else {
-		error = event_db_encode_arch(ctx->db, index, flags, cmask, &request->evtsel, why,
-					     sizeof(why));
-	}
+	/* On AMD the database encodes the core-counter event that counts the same thing. */
+	error = event_db_encode_arch(ctx->db, index, flags, cmask, &request->evtsel, why,
+				     sizeof(why));
 	request->programmable = error == 0;
 	/* Unavailable as a programmable event (CPUID.0AH:EBX) may still mean available as a
 	 * fixed counter. */

@@ -40,35 +40,17 @@ static inline void test_quiet_logs(void)
 	log_init("test", getenv("HAECER_TEST_VERBOSE") ? LOG_LEVEL_DEBUG : LOG_LEVEL_ERROR, false);
 }
 
-/* The simulated CPU in virtual time, every CPU idle. Aborts the test when it does not open. */
-static inline struct msr_backend *open_virtual_sim(const char *model, uint64_t access_step_ns)
-{
-	struct backend_options options = {
-		.kind = BACKEND_SIM,
-		.sim_model = model,
-		.models_dir = test_models_dir(),
-		.sim_virtual_time = true,
-		.sim_access_step_ns = access_step_ns,
-	};
-	struct msr_backend *backend = NULL;
-	char why[512] = "";
-	int ret = backend_open(&options, &backend, why, sizeof(why));
-
-	if (ret < 0) {
-		fprintf(stderr, "cannot open sim model %s: %d %s\n", model, ret, why);
-		abort();
-	}
-	return backend;
-}
-
-/* The simulated CPU in virtual time from the model files of `models_dir`. */
-static inline struct msr_backend *open_virtual_sim_in(const char *models_dir, const char *model)
+/* The simulated CPU in virtual time from the model files of `models_dir`, every CPU idle.
+ * Aborts the test when it does not open. */
+static inline struct msr_backend *open_virtual_sim_from(const char *models_dir, const char *model,
+							 uint64_t access_step_ns)
 {
 	struct backend_options options = {
 		.kind = BACKEND_SIM,
 		.sim_model = model,
 		.models_dir = models_dir,
 		.sim_virtual_time = true,
+		.sim_access_step_ns = access_step_ns,
 	};
 	struct msr_backend *backend = NULL;
 	char why[512] = "";
@@ -80,6 +62,18 @@ static inline struct msr_backend *open_virtual_sim_in(const char *models_dir, co
 		abort();
 	}
 	return backend;
+}
+
+/* The same with the shipped models. */
+static inline struct msr_backend *open_virtual_sim(const char *model, uint64_t access_step_ns)
+{
+	return open_virtual_sim_from(test_models_dir(), model, access_step_ns);
+}
+
+/* The same from a directory of variants (write_variant_model). */
+static inline struct msr_backend *open_virtual_sim_in(const char *models_dir, const char *model)
+{
+	return open_virtual_sim_from(models_dir, model, 0);
 }
 
 /* dir/NAME.yaml: a variant of the shipped model `from` (tests/lib harness_model_variant). */

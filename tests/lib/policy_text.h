@@ -11,6 +11,13 @@
 
 #define POLICY_HEADER "version: 1\ndefault: deny\nmsrs:\n"
 
+/* The TSC, readable by anyone: for tests about connections, not policy. */
+#define POLICY_TSC_FOR_ANYONE                                                                       \
+	POLICY_HEADER                                                                               \
+	"  - {name: TSC, address: 0x10, read: true, set: time}\n"                                 \
+	"rules:\n"                                                                                 \
+	"  - {match: {any: true}, allow: [time]}\n"
+
 #define POLICY_PMU_MSRS                                                                             \
 	"  - {name: IA32_PMC, range: [0xC1, 0xC8], read: true, write_mask: 0xffffffffffff, "      \
 	"set: pmu}\n"                                                                               \

@@ -18,17 +18,12 @@
 #include "haecer/msrd.h"
 #include "proto/wire.h"
 #include "tests/lib/msrd_group.h"
+#include "tests/lib/policy_text.h"
 #include "tests/lib/raw_client.h"
 
 #define TIMEOUT_MS 120000u
 
-static const char policy[] =
-	"version: 1\n"
-	"default: deny\n"
-	"msrs:\n"
-	"  - {name: TSC, address: 0x10, read: true, set: time}\n"
-	"rules:\n"
-	"  - {match: {any: true}, allow: [time]}\n";
+static const char policy[] = POLICY_TSC_FOR_ANYONE;
 
 static struct msrd_server server;
 static unsigned clients;

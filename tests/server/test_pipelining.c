@@ -23,18 +23,13 @@
 #include "haecer/msrd.h"
 #include "proto/wire.h"
 #include "tests/lib/msrd_group.h"
+#include "tests/lib/policy_text.h"
 #include "tests/lib/raw_client.h"
 
 #define REQUESTS 128u
 #define STALL_MS 1000 /* no progress for this long: msrd stopped reading */
 
-static const char policy[] =
-	"version: 1\n"
-	"default: deny\n"
-	"msrs:\n"
-	"  - {name: TSC, address: 0x10, read: true, set: time}\n"
-	"rules:\n"
-	"  - {match: {any: true}, allow: [time]}\n";
+static const char policy[] = POLICY_TSC_FOR_ANYONE;
 
 static struct msrd_server server;
 

@@ -42,7 +42,7 @@ mapfile -t programs < <(find "$build/tests" -type f -name 'test_*' -perm -u+x | 
 for program in "${programs[@]}"; do
 	name=${program#"$build/tests/"}
 	[ -n "$pattern" ] && [[ "$name" != *"$pattern"* ]] && continue
-	if [ "$valgrind" = 1 ] && [ -f "$program.novalgrind" ]; then
+	if [ "$valgrind" = 1 ] && [ -f "$HAECER_SOURCE/tests/$name.novalgrind" ]; then
 		continue
 	fi
 	log="$logdir/${name//\//_}.log"

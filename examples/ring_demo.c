@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fdpass.h"
 #include "shm/ring.h"
 
 #define CAPACITY 4096u
@@ -41,40 +42,23 @@ static uint64_t now_ns(void)
 	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
+/* The parent's hand-over: one marker byte carrying the ring descriptor. */
 static int send_fd(int socket, int fd)
 {
-	char control[CMSG_SPACE(sizeof(int))] = {0};
-	char byte = 'R';
-	struct iovec data = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr message = {.msg_iov = &data, .msg_iovlen = 1, .msg_control = control,
-				 .msg_controllen = sizeof(control)};
-	struct cmsghdr *header = CMSG_FIRSTHDR(&message);
-
-	header->cmsg_level = SOL_SOCKET;
-	header->cmsg_type = SCM_RIGHTS;
-	header->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(header), &fd, sizeof(int));
-	return sendmsg(socket, &message, MSG_NOSIGNAL) == 1 ? 0 : -EPIPE;
+	return fdpass_send(socket, "R", 1, fd) == 1 ? 0 : -EPIPE;
 }
 
 static int receive_fd(int socket)
 {
-	char control[CMSG_SPACE(sizeof(int))] = {0};
 	char byte;
-	struct iovec data = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr message = {.msg_iov = &data, .msg_iovlen = 1, .msg_control = control,
-				 .msg_controllen = sizeof(control)};
-	struct cmsghdr *header;
-	int fd;
+	int fd = -1;
 
-	if (recvmsg(socket, &message, MSG_CMSG_CLOEXEC) != 1)
+	if (fdpass_receive(socket, &byte, 1, 0, &fd) != 1) {
+		if (fd >= 0)
+			close(fd);
 		return -EPIPE;
-	header = CMSG_FIRSTHDR(&message);
-	if (!header || header->cmsg_type != SCM_RIGHTS ||
-	    header->cmsg_len != CMSG_LEN(sizeof(int)))
-		return -EBADMSG;
-	memcpy(&fd, CMSG_DATA(header), sizeof(int));
-	return fd;
+	}
+	return fd >= 0 ? fd : -EBADMSG;
 }
 
 /* ---- producer ---- */

@@ -15,6 +15,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/fdpass.h"
+
 #define HAECER_CLIENT_VERSION "haecer-msrd-client 1"
 
 struct haecer_conn {
@@ -79,50 +81,18 @@ static int send_all(int fd, const uint8_t *data, size_t length)
 	return 0;
 }
 
-/* Keep at most one descriptor per reply; any other is closed so a misbehaving peer cannot make
- * us leak. */
-static void collect_fds(struct msghdr *message, int *fd)
-{
-	for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(message); cmsg != NULL;
-	     cmsg = CMSG_NXTHDR(message, cmsg)) {
-		if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t count = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < count; i++) {
-			int received;
-			memcpy(&received, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
-			if (*fd < 0)
-				*fd = received;
-			else
-				close(received);
-		}
-	}
-}
-
+/* fdpass keeps at most one descriptor per reply and closes any other, so a misbehaving peer
+ * cannot make us leak. */
 static int receive_more(struct haecer_conn *conn, int *fd)
 {
-	union {
-		char buffer[CMSG_SPACE(sizeof(int) * 4)];
-		struct cmsghdr align;
-	} control;
-	struct iovec vector = {
-		.iov_base = conn->in + conn->received,
-		.iov_len = sizeof(conn->in) - conn->received,
-	};
-	struct msghdr message = {
-		.msg_iov = &vector,
-		.msg_iovlen = 1,
-		.msg_control = control.buffer,
-		.msg_controllen = sizeof(control.buffer),
-	};
 	ssize_t got;
 
 	do {
-		got = recvmsg(conn->fd, &message, MSG_CMSG_CLOEXEC);
-	} while (got < 0 && errno == EINTR);
+		got = fdpass_receive(conn->fd, conn->in + conn->received,
+				     sizeof(conn->in) - conn->received, 0, fd);
+	} while (got == -EINTR);
 	if (got < 0)
-		return errno_or(-ECONNRESET);
-	collect_fds(&message, fd);
+		return (int)got;
 	if (got == 0)
 		return -ECONNRESET;
 	conn->received += (size_t)got;

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fdpass.h"
+
 int raw_connect(const char *path)
 {
 	struct sockaddr_un address = { .sun_family = AF_UNIX };
@@ -80,47 +82,23 @@ static int wait_readable(int fd, long long deadline)
 	return ready == 0 ? -ETIMEDOUT : 0;
 }
 
-/* recvmsg of exactly `length` bytes in pieces, collecting one descriptor. */
+/* recvmsg of exactly `length` bytes in pieces, collecting one descriptor (fdpass closes any
+ * other). */
 static int receive_exactly(int fd, uint8_t *buffer, size_t length, long long deadline,
 			   int *fd_received)
 {
 	size_t got = 0;
 
 	while (got < length) {
-		union {
-			char data[CMSG_SPACE(sizeof(int) * 4)];
-			struct cmsghdr align;
-		} control;
-		struct iovec vector = { .iov_base = buffer + got, .iov_len = length - got };
-		struct msghdr message = {
-			.msg_iov = &vector,
-			.msg_iovlen = 1,
-			.msg_control = control.data,
-			.msg_controllen = sizeof(control.data),
-		};
 		ssize_t now;
 		int status = wait_readable(fd, deadline);
 		if (status < 0)
 			return status;
-		now = recvmsg(fd, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-		if (now < 0 && (errno == EAGAIN || errno == EINTR))
+		now = fdpass_receive(fd, buffer + got, length - got, MSG_DONTWAIT, fd_received);
+		if (now == -EAGAIN || now == -EINTR)
 			continue;
 		if (now < 0)
-			return errno == ECONNRESET ? -ECONNRESET : -errno;
-		for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(&message); cmsg != NULL;
-		     cmsg = CMSG_NXTHDR(&message, cmsg)) {
-			if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS)
-				continue;
-			size_t count = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (size_t i = 0; i < count; i++) {
-				int received;
-				memcpy(&received, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
-				if (fd_received != NULL && *fd_received < 0)
-					*fd_received = received;
-				else
-					close(received);
-			}
-		}
+			return (int)now;
 		if (now == 0)
 			return -ECONNRESET;
 		got += (size_t)now;

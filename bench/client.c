@@ -23,6 +23,7 @@
 
 #include "haecer/msrd.h"
 #include "haecer/perfmon.h"
+#include "tests/lib/bench_stats.h"
 #include "tests/lib/msrd_harness.h"
 
 #define SAMPLES 20000
@@ -47,26 +48,6 @@ struct bench {
 	PerfCounter set[SETS];
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
-static int compare_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static uint64_t median(uint64_t *values, size_t count)
-{
-	qsort(values, count, sizeof(*values), compare_u64);
-	return values[count / 2];
-}
-
 static void die(const char *what, int error)
 {
 	fprintf(stderr, "bench/client: %s: %s (%s)\n", what, haecer_strerror(error),
@@ -74,15 +55,6 @@ static void die(const char *what, int error)
 	haecer_shutdown();
 	msrd_kill(&server);
 	exit(1);
-}
-
-static void pin(pid_t pid, int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(pid, sizeof(set), &set);
 }
 
 static char *read_policy(void)
@@ -128,16 +100,16 @@ static void set_up(struct bench *bench, int cpus)
 	bench->set[4] = must(setupArchCounter(BRANCH_MIS_RETIRED, 0, 0), "BRANCH_MIS_RETIRED");
 	bench->set[5] = must(setupArchCounter(LL_CACHE_REFERENCES, 0, 0), "LL_CACHE_REFERENCES");
 	bench->set[6] = must(setupArchCounter(LL_CACHE_MISSES, 0, 0), "LL_CACHE_MISSES");
-	pin(0, cpus > 1 ? 1 : 0);
+	bench_pin(0, cpus > 1 ? 1 : 0);
 	bench->set[7] = must(setupFFCounter(INST_RETIRED_ANY, 0), "fixed counter on CPU 1");
-	pin(0, 0);
+	bench_pin(0, 0);
 }
 
 /* One timed call of a series. */
 static uint64_t timed(struct bench *bench, enum series series)
 {
 	unsigned long long values[SETS];
-	uint64_t value, start = now_ns();
+	uint64_t value, start = bench_now_ns();
 
 	switch (series) {
 	case FLOOR:
@@ -159,7 +131,7 @@ static uint64_t timed(struct bench *bench, enum series series)
 		simultaneousReadCounter(bench->set, values, 8);
 		break;
 	}
-	return now_ns() - start;
+	return bench_now_ns() - start;
 }
 
 static void measure(struct bench *bench)
@@ -190,8 +162,8 @@ int main(void)
 		return 1;
 	}
 	setenv(HAECER_SOCKET_ENV, server.socket_path, 1);
-	pin(server.pid, cpus > 1 ? 1 : 0);
-	pin(0, 0);
+	bench_pin(server.pid, cpus > 1 ? 1 : 0);
+	bench_pin(0, 0);
 	set_up(&bench, (int)cpus);
 	measure(&bench);
 	for (int i = 0; i < SETS; i++)
@@ -201,7 +173,7 @@ int main(void)
 	if (msrd_stop(&server) < 0)
 		return 1;
 	for (int series = 0; series < SERIES; series++) {
-		medians[series] = median(samples[series], SAMPLES);
+		medians[series] = bench_median_u64(samples[series], SAMPLES);
 		printf("%-30s median %7llu ns\n", series_names[series],
 		       (unsigned long long)medians[series]);
 	}

@@ -33,6 +33,7 @@
 #include "haecer/msrd.h"
 #include "proto/wire.h"
 #include "shm/ring.h"
+#include "tests/lib/bench_stats.h"
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/raw_client.h"
 
@@ -52,27 +53,7 @@ static const char policy[] =
 
 static struct msrd_server server;
 
-static uint64_t now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
-static int compare_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static uint64_t median(uint64_t *samples, size_t count)
-{
-	qsort(samples, count, sizeof(*samples), compare_u64);
-	return samples[count / 2];
-}
-
-static void die(const char *what)
+static __attribute__((noreturn)) void die(const char *what)
 {
 	fprintf(stderr, "bench/msrd: %s\n", what);
 	msrd_kill(&server);
@@ -88,20 +69,6 @@ static void die(const char *what)
 
 #define BLOCKS 20
 #define BLOCK (SAMPLES / BLOCKS)
-
-static void pin(pid_t pid, int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	if (cpu < 0) {
-		for (int i = 0; i < CPU_SETSIZE; i++)
-			CPU_SET(i, &set);
-	} else {
-		CPU_SET(cpu, &set);
-	}
-	sched_setaffinity(pid, sizeof(set), &set);
-}
 
 /* The floors: another process answering a 24-byte request with a 24-byte reply (READ's sizes)
  * on a UNIX stream socket, with blocking recv/send, or with one io_uring doing the same recv and
@@ -168,7 +135,7 @@ static int start_floor(void (*serve)(int fd), int cpu, pid_t *child)
 	*child = fork();
 	if (*child == 0) {
 		close(pair[0]);
-		pin(0, cpu);
+		bench_pin(0, cpu);
 		serve(pair[1]);
 		_exit(0);
 	}
@@ -179,12 +146,12 @@ static int start_floor(void (*serve)(int fd), int cpu, pid_t *child)
 static uint64_t floor_round_trip(int fd)
 {
 	uint8_t frame[WIRE_HEADER_SIZE + 8] = { 0 };
-	uint64_t start = now_ns();
+	uint64_t start = bench_now_ns();
 
 	if (send(fd, frame, sizeof(frame), MSG_NOSIGNAL) != (ssize_t)sizeof(frame))
 		die("ping");
 	receive_all(fd, frame, sizeof(frame));
-	return now_ns() - start;
+	return bench_now_ns() - start;
 }
 
 struct latencies {
@@ -206,8 +173,8 @@ static void measure_latencies(struct haecer_conn *conn, int client_cpu, int serv
 	uint32_t handle;
 	uint64_t value;
 
-	pin(0, client_cpu);
-	pin(server.pid, server_cpu);
+	bench_pin(0, client_cpu);
+	bench_pin(server.pid, server_cpu);
 	pong_fd = start_floor(pong, server_cpu, &pong_pid);
 	uring_fd = start_floor(uring_pong, server_cpu, &uring_pid);
 	for (int i = 0; i < 8; i++)
@@ -224,19 +191,19 @@ static void measure_latencies(struct haecer_conn *conn, int client_cpu, int serv
 	}
 	for (int block = 0; block < BLOCKS; block++) {
 		for (int i = block * BLOCK; i < (block + 1) * BLOCK; i++) {
-			uint64_t start = now_ns();
+			uint64_t start = bench_now_ns();
 			haecer_msr_read(conn, 0, ADDRESS, &value);
-			reads[i] = now_ns() - start;
+			reads[i] = bench_now_ns() - start;
 		}
 		for (int i = block * BLOCK; i < (block + 1) * BLOCK; i++) {
-			uint64_t start = now_ns();
+			uint64_t start = bench_now_ns();
 			haecer_msr_batch(conn, ops, 8);
-			batches[i] = now_ns() - start;
+			batches[i] = bench_now_ns() - start;
 		}
 		for (int i = block * BLOCK; i < (block + 1) * BLOCK; i++) {
-			uint64_t start = now_ns();
+			uint64_t start = bench_now_ns();
 			haecer_batch_run(conn, handle, ops, 8);
-			handles[i] = now_ns() - start;
+			handles[i] = bench_now_ns() - start;
 		}
 		for (int i = block * BLOCK; i < (block + 1) * BLOCK; i++)
 			pongs[i] = floor_round_trip(pong_fd);
@@ -248,13 +215,13 @@ static void measure_latencies(struct haecer_conn *conn, int client_cpu, int serv
 	close(uring_fd);
 	waitpid(pong_pid, NULL, 0);
 	waitpid(uring_pid, NULL, 0);
-	pin(0, -1);
-	pin(server.pid, -1);
-	out->read = median(reads, SAMPLES);
-	out->batch8 = median(batches, SAMPLES);
-	out->handle8 = median(handles, SAMPLES);
-	out->pingpong = median(pongs, SAMPLES);
-	out->uring_pingpong = median(uring_pongs, SAMPLES);
+	bench_pin(0, -1);
+	bench_pin(server.pid, -1);
+	out->read = bench_median_u64(reads, SAMPLES);
+	out->batch8 = bench_median_u64(batches, SAMPLES);
+	out->handle8 = bench_median_u64(handles, SAMPLES);
+	out->pingpong = bench_median_u64(pongs, SAMPLES);
+	out->uring_pingpong = bench_median_u64(uring_pongs, SAMPLES);
 }
 
 static void print_latencies(const char *placement, const struct latencies *figures)
@@ -324,10 +291,10 @@ static double throughput(unsigned clients, double seconds)
 			die("pthread_create");
 	}
 	pthread_barrier_wait(&start);
-	began = now_ns();
+	began = bench_now_ns();
 	usleep((useconds_t)(seconds * 1e6));
 	atomic_store(&stop, true);
-	ended = now_ns();
+	ended = bench_now_ns();
 	for (unsigned i = 0; i < clients; i++) {
 		pthread_join(threads[i], NULL);
 		if (loads[i].failed)
@@ -446,11 +413,11 @@ struct cpu_use {
 static struct cpu_use cpu_percent(double seconds)
 {
 	unsigned long long before = cpu_ticks(server.pid), ran = run_ns(server.pid);
-	uint64_t began = now_ns();
+	uint64_t began = bench_now_ns();
 	double wall;
 
 	usleep((useconds_t)(seconds * 1e6));
-	wall = (double)(now_ns() - began) / 1e9;
+	wall = (double)(bench_now_ns() - began) / 1e9;
 	return (struct cpu_use){
 		.stat_pct = (double)(cpu_ticks(server.pid) - before) /
 			    (double)sysconf(_SC_CLK_TCK) / wall * 100.0,
@@ -465,6 +432,14 @@ struct schedule_figures {
 	uint64_t sets;
 	uint64_t missed;
 };
+
+/* The p99 and median of lateness samples in nanoseconds (sorted in place), in microseconds. */
+static void take_lateness(uint64_t *late, size_t count, struct schedule_figures *out)
+{
+	bench_sort_u64(late, count);
+	out->jitter_p99_us = (double)bench_percentile_u64(late, count, 99) / 1000.0;
+	out->jitter_median_us = (double)bench_percentile_u64(late, count, 50) / 1000.0;
+}
 
 /* Each set's lateness against the ideal grid origin + number * period; a skipped period counts
  * as one period late (at least). */
@@ -490,9 +465,7 @@ static void measure_jitter(const struct ring_record *records, size_t count,
 		late[used++] = first->timestamp - (origin + number * SCHEDULE_PERIOD_NS);
 	}
 	out->sets = sets;
-	qsort(late, used, sizeof(*late), compare_u64);
-	out->jitter_p99_us = (double)late[used * 99 / 100] / 1000.0;
-	out->jitter_median_us = (double)late[used / 2] / 1000.0;
+	take_lateness(late, used, out);
 	free(late);
 }
 
@@ -504,7 +477,7 @@ static void measure_timer_floor(double seconds, struct schedule_figures *out)
 	uint64_t *late = calloc(count, sizeof(*late));
 	struct io_uring ring;
 	unsigned long long ran = run_ns(getpid());
-	uint64_t origin = now_ns();
+	uint64_t origin = bench_now_ns();
 
 	if (late == NULL || io_uring_queue_init(8, &ring, 0) < 0)
 		die("timer floor set-up");
@@ -514,14 +487,12 @@ static void measure_timer_floor(double seconds, struct schedule_figures *out)
 						.tv_nsec = (long long)(deadline % 1000000000ull) };
 		io_uring_prep_timeout(io_uring_get_sqe(&ring), &at, 0, IORING_TIMEOUT_ABS);
 		uring_step(&ring);
-		late[i] = now_ns() - deadline;
+		late[i] = bench_now_ns() - deadline;
 	}
-	out->cpu.schedstat_pct = (double)(run_ns(getpid()) - ran) / (double)(now_ns() - origin) *
+	out->cpu.schedstat_pct = (double)(run_ns(getpid()) - ran) / (double)(bench_now_ns() - origin) *
 				 100.0;
 	io_uring_queue_exit(&ring);
-	qsort(late, count, sizeof(*late), compare_u64);
-	out->jitter_p99_us = (double)late[count * 99 / 100] / 1000.0;
-	out->jitter_median_us = (double)late[count / 2] / 1000.0;
+	take_lateness(late, count, out);
 	free(late);
 }
 

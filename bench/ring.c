@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "shm/ring.h"
+#include "tests/lib/bench_stats.h"
 
 #define CAPACITY 4096u
 #define BATCH 1024u
@@ -57,14 +58,6 @@ struct ck_reference {
 };
 
 static unsigned repetitions = 4001; /* batches per candidate */
-
-static uint64_t now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
 
 static void pin_to_cpu(int cpu)
 {
@@ -123,13 +116,13 @@ static void batch_records_fill(uint64_t seed)
 /* ns per push over one batch; push_call sees `record`, a different one every push. */
 #define TIMED_BATCH(push_call)                                                                 \
 	({                                                                                     \
-		uint64_t start = now_ns();                                                     \
+		uint64_t start = bench_now_ns();                                               \
 		for (uint32_t i = 0; i < BATCH; i++) {                                         \
 			const struct ring_record *record = &batch_records[i];                  \
 			if (push_call)                                                         \
 				die("push", EIO);                                              \
 		}                                                                              \
-		(double)(now_ns() - start) / BATCH;                                            \
+		(double)(bench_now_ns() - start) / BATCH;                                      \
 	})
 
 static int create_producer(uint32_t flags, uint32_t capacity, struct ring_producer *producer)
@@ -295,10 +288,10 @@ static int drain_child(int fd, int commands, int results)
 		ssize_t count;
 
 		ring_consumer_seek_oldest(&consumer);
-		start = now_ns();
+		start = bench_now_ns();
 		while ((count = ring_consume(&consumer, records, DRAIN_BATCH, &lost)) > 0)
 			received += (uint64_t)count;
-		rate = (double)received / ((double)(now_ns() - start) / 1e9);
+		rate = (double)received / ((double)(bench_now_ns() - start) / 1e9);
 		if (received != DRAIN_CAPACITY || lost)
 			rate = 0;
 		if (write(results, &rate, sizeof(rate)) != sizeof(rate))

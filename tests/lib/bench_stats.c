@@ -1,0 +1,50 @@
+#include "tests/lib/bench_stats.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+
+uint64_t bench_now_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+void bench_pin(pid_t pid, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	if (cpu < 0) {
+		for (int i = 0; i < CPU_SETSIZE; i++)
+			CPU_SET(i, &set);
+	} else {
+		CPU_SET(cpu, &set);
+	}
+	sched_setaffinity(pid, sizeof(set), &set);
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void bench_sort_u64(uint64_t *values, size_t count)
+{
+	qsort(values, count, sizeof(*values), compare_u64);
+}
+
+uint64_t bench_median_u64(uint64_t *values, size_t count)
+{
+	bench_sort_u64(values, count);
+	return values[count / 2];
+}
+
+uint64_t bench_percentile_u64(const uint64_t *sorted, size_t count, unsigned percent)
+{
+	return sorted[count * percent / 100];
+}

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "tests/lib/msrd_harness.h"
+#include "tests/lib/tool_argv.h"
 
 #define MON_TEST_TIMEOUT_MS 60000u
 #define MON_TEST_MAX_ARGS 48u
@@ -89,28 +90,10 @@ static inline void proc_start(struct proc *proc, const char *const *argv)
 static inline void mon_start(struct proc *proc, const char *socket_path,
 			     const char *const *arguments)
 {
-	static char suppressions[PATH_MAX + 32];
 	const char *argv[MON_TEST_MAX_ARGS];
-	size_t count = 0;
 
-	if (harness_valgrind()) {
-		snprintf(suppressions, sizeof(suppressions), "--suppressions=%s/tests/valgrind.supp",
-			 harness_source_dir());
-		argv[count++] = "/usr/bin/valgrind";
-		argv[count++] = "--quiet";
-		argv[count++] = "--error-exitcode=99";
-		argv[count++] = "--leak-check=full";
-		argv[count++] = "--errors-for-leak-kinds=definite";
-		argv[count++] = "--show-leak-kinds=definite";
-		argv[count++] = suppressions;
-	}
-	argv[count++] = mon_test_path("haecer-mon");
-	argv[count++] = "--socket";
-	argv[count++] = socket_path;
-
-	for (size_t i = 0; arguments[i] != NULL && count + 1 < MON_TEST_MAX_ARGS; i++)
-		argv[count++] = arguments[i];
-	argv[count] = NULL;
+	harness_tool_argv(argv, MON_TEST_MAX_ARGS, mon_test_path("haecer-mon"), socket_path,
+			  arguments);
 	proc_start(proc, argv);
 }
 

@@ -21,6 +21,7 @@
 
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/policy_text.h"
+#include "tests/lib/tool_argv.h"
 
 #define STAT_TEST_ENERGY_ONLY_UID 4301
 #define STAT_TEST_MAX_ARGS 48u
@@ -61,29 +62,12 @@ static inline int stat_run_group(const char *group_name, const struct CMUnitTest
 static inline int stat_run_on(const char *socket_path, const char *const *arguments, char **out,
 			      char **err)
 {
-	static char tool[PATH_MAX], suppressions[PATH_MAX + 32];
+	static char tool[PATH_MAX];
 	const char *argv[STAT_TEST_MAX_ARGS];
-	size_t count = 0;
 	int status;
 
 	snprintf(tool, sizeof(tool), "%s/haecer-stat", harness_build_dir());
-	if (harness_valgrind()) {
-		snprintf(suppressions, sizeof(suppressions), "--suppressions=%s/tests/valgrind.supp",
-			 harness_source_dir());
-		argv[count++] = "/usr/bin/valgrind";
-		argv[count++] = "--quiet";
-		argv[count++] = "--error-exitcode=99";
-		argv[count++] = "--leak-check=full";
-		argv[count++] = "--errors-for-leak-kinds=definite";
-		argv[count++] = "--show-leak-kinds=definite";
-		argv[count++] = suppressions;
-	}
-	argv[count++] = tool;
-	argv[count++] = "--socket";
-	argv[count++] = socket_path;
-	for (size_t i = 0; arguments[i] != NULL && count + 1 < STAT_TEST_MAX_ARGS; i++)
-		argv[count++] = arguments[i];
-	argv[count] = NULL;
+	harness_tool_argv(argv, STAT_TEST_MAX_ARGS, tool, socket_path, arguments);
 	status = harness_run(argv, out, err);
 	if (err != NULL && *err != NULL)
 		fprintf(stderr, "haecer-stat exit %d, stderr:\n%s", status, *err);

@@ -1,0 +1,39 @@
+#include "tests/lib/tool_argv.h"
+
+#include <limits.h>
+#include <stdio.h>
+
+#include "tests/lib/msrd_harness.h"
+
+size_t harness_valgrind_prefix(const char **argv)
+{
+	static char suppressions[PATH_MAX + 32];
+	size_t count = 0;
+
+	if (!harness_valgrind())
+		return 0;
+	snprintf(suppressions, sizeof(suppressions), "--suppressions=%s/tests/valgrind.supp",
+		 harness_source_dir());
+	argv[count++] = "/usr/bin/valgrind";
+	argv[count++] = "--quiet";
+	argv[count++] = "--error-exitcode=99";
+	argv[count++] = "--leak-check=full";
+	argv[count++] = "--errors-for-leak-kinds=definite";
+	argv[count++] = "--show-leak-kinds=definite";
+	argv[count++] = suppressions;
+	return count;
+}
+
+size_t harness_tool_argv(const char **argv, size_t max, const char *program,
+			 const char *socket_path, const char *const *arguments)
+{
+	size_t count = harness_valgrind_prefix(argv);
+
+	argv[count++] = program;
+	argv[count++] = "--socket";
+	argv[count++] = socket_path;
+	for (size_t i = 0; arguments[i] != NULL && count + 1 < max; i++)
+		argv[count++] = arguments[i];
+	argv[count] = NULL;
+	return count;
+}

@@ -4,19 +4,30 @@
  * POLICY_HEADER starts a policy; POLICY_PMU_MSRS lists the Intel architectural PMU registers in
  * the set `pmu` with the masks configs/policies/default.yaml uses (counters fully writable, event
  * selects without PC, INT and AnyThread, fixed control OS and USR, global control PMC0-7 and
- * fixed 0-2). A test adds its own entries and rules after it.
+ * fixed 0-2); POLICY_TSC_MSR and POLICY_RAPL_MSRS add the TSC (set `time`) and the Intel RAPL
+ * registers (set `rapl`). A test adds its own entries and rules after them.
  */
 #ifndef HAECER_TESTS_LIB_POLICY_TEXT_H
 #define HAECER_TESTS_LIB_POLICY_TEXT_H
 
 #define POLICY_HEADER "version: 1\ndefault: deny\nmsrs:\n"
 
+/* The TSC in the set `time`. */
+#define POLICY_TSC_MSR "  - {name: TSC, address: 0x10, read: true, set: time}\n"
+
 /* The TSC, readable by anyone: for tests about connections, not policy. */
 #define POLICY_TSC_FOR_ANYONE                                                                       \
 	POLICY_HEADER                                                                               \
-	"  - {name: TSC, address: 0x10, read: true, set: time}\n"                                 \
+	POLICY_TSC_MSR                                                                              \
 	"rules:\n"                                                                                 \
 	"  - {match: {any: true}, allow: [time]}\n"
+
+/* The TSC, readable by root only: for tests about msrd's start and its devices. */
+#define POLICY_TSC_FOR_ROOT                                                                         \
+	POLICY_HEADER                                                                               \
+	POLICY_TSC_MSR                                                                              \
+	"rules:\n"                                                                                 \
+	"  - {match: {uid: 0}, allow: [time]}\n"
 
 #define POLICY_PMU_MSRS                                                                             \
 	"  - {name: IA32_PMC, range: [0xC1, 0xC8], read: true, write_mask: 0xffffffffffff, "      \
@@ -30,5 +41,12 @@
 	"  - {name: IA32_FIXED_CTR_CTRL, address: 0x38D, read: true, write_mask: 0x333, set: pmu}\n" \
 	"  - {name: IA32_PERF_GLOBAL_CTRL, address: 0x38F, read: true, write_mask: 0x7000000ff, "  \
 	"set: pmu}\n"
+
+/* Intel RAPL: the power unit and the package, PP0 and PP1 energy counters in the set `rapl`. */
+#define POLICY_RAPL_MSRS                                                                            \
+	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"                    \
+	"  - {name: PKG_ENERGY, address: 0x611, read: true, set: rapl}\n"                         \
+	"  - {name: PP0_ENERGY, address: 0x639, read: true, set: rapl}\n"                         \
+	"  - {name: PP1_ENERGY, address: 0x641, read: true, set: rapl}\n"
 
 #endif

@@ -31,12 +31,9 @@
 
 static const char region_policy[] =
 	POLICY_HEADER
-	"  - {name: TSC, address: 0x10, read: true, set: time}\n"
+	POLICY_TSC_MSR
 	POLICY_PMU_MSRS
-	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"
-	"  - {name: PKG_ENERGY, address: 0x611, read: true, set: rapl}\n"
-	"  - {name: PP0_ENERGY, address: 0x639, read: true, set: rapl}\n"
-	"  - {name: PP1_ENERGY, address: 0x641, read: true, set: rapl}\n"
+	POLICY_RAPL_MSRS
 	"rules:\n"
 	"  - match: {uid: 0}\n"
 	"    allow: [all]\n"

@@ -19,14 +19,9 @@
 
 #include "haecer/msrd.h"
 #include "tests/lib/msrd_harness.h"
+#include "tests/lib/policy_text.h"
 
-static const char policy[] =
-	"version: 1\n"
-	"default: deny\n"
-	"msrs:\n"
-	"  - {name: TSC, address: 0x10, read: true, set: time}\n"
-	"rules:\n"
-	"  - {match: {uid: 0}, allow: [time]}\n";
+static const char policy[] = POLICY_TSC_FOR_ROOT;
 
 #define NO_CAP_SYS_RAWIO "Name:\tmsrd\nCapEff:\t0000000000000000\n"
 #define CAP_SYS_RAWIO "Name:\tmsrd\nCapEff:\t0000000000020000\n"

@@ -20,18 +20,13 @@
 #include "haecer/msrd.h"
 #include "proto/wire.h"
 #include "tests/lib/msrd_group.h"
+#include "tests/lib/policy_text.h"
 #include "tests/lib/raw_client.h"
 
 #define TIMEOUT_MS 60000u
 #define FRAME_TIMEOUT "1500" /* long enough for a frame sent byte by byte on a busy machine */
 
-static const char policy[] =
-	"version: 1\n"
-	"default: deny\n"
-	"msrs:\n"
-	"  - {name: TSC, address: 0x10, read: true, set: time}\n"
-	"rules:\n"
-	"  - {match: {uid: 0}, allow: [time]}\n";
+static const char policy[] = POLICY_TSC_FOR_ROOT;
 
 static struct msrd_server server;
 static uint8_t buffer[WIRE_MAX_FRAME];

@@ -18,16 +18,11 @@
 
 #include "haecer/msrd.h"
 #include "tests/lib/msrd_harness.h"
+#include "tests/lib/policy_text.h"
 
 #define CAP_SYS_RAWIO_MASK (1ull << 17)
 
-static const char policy[] =
-	"version: 1\n"
-	"default: deny\n"
-	"msrs:\n"
-	"  - {name: TSC, address: 0x10, read: true, set: time}\n"
-	"rules:\n"
-	"  - {match: {uid: 0}, allow: [time]}\n";
+static const char policy[] = POLICY_TSC_FOR_ROOT;
 
 static struct msrd_server server;
 static char empty_root[PATH_MAX + 16];

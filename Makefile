@@ -5,6 +5,7 @@
 #   make check         install missing packages, build both, run every test (and valgrind set)
 #   make demo          install missing packages, build, run the demo
 #   make bench         build and run the benchmarks under bench/
+#   make fuzz          build the libFuzzer targets into build-fuzz/, run each FUZZ_SECONDS (fuzz/)
 #   make install PREFIX=/usr/local
 
 SANITIZE ?= 0
@@ -95,6 +96,6 @@ install: all
 	scripts/install.sh "$(BUILD)" "$(DESTDIR)$(PREFIX)"
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -257,16 +257,29 @@ static void set_name_of(const char *input_name, char *set, size_t size)
 		snprintf(set, size, "allowlist");
 }
 
+/* The file name as the output's comment shows it: a name is any bytes but '/' and NUL, and a
+ * newline in it would end the comment (and start YAML of the name's choosing), other control
+ * characters or invalid UTF-8 would make the output no YAML at all; those bytes become '?'. */
+static void printable_name(const char *name, char *text, size_t size)
+{
+	size_t used = 0;
+
+	for (; name != NULL && *name != '\0' && used + 1 < size; name++)
+		text[used++] = (*name >= 0x20 && *name < 0x7f) ? *name : '?';
+	text[used] = '\0';
+}
+
 static int write_policy(const struct import *import, const char *input_name, const char *group,
 			FILE *out)
 {
 	char set[POLICY_MAX_NAME + 1];
+	char shown[256];
 
 	set_name_of(input_name, set, sizeof(set));
+	printable_name(input_name ? input_name : "(stdin)", shown, sizeof(shown));
 	fprintf(out, "# Imported from the msr-safe allowlist %s: every listed register may be\n"
 		     "# read, and the bits of its write_mask written, by %s%s.\n",
-		input_name ? input_name : "(stdin)", group ? "members of group " : "every user",
-		group ? group : "");
+		shown, group ? "members of group " : "every user", group ? group : "");
 	fputs("version: 1\ndefault: deny\nmsrs:\n", out);
 	for (size_t i = 0; i < import->count; i++) {
 		const struct import_entry *entry = &import->entries[i];

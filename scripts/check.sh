@@ -1,5 +1,6 @@
 #!/bin/bash
-# Every test, from a fresh clone: the gcc build, the clang ASan+UBSan build, then the valgrind set.
+# Every test, from a fresh clone: the gcc build, the clang ASan+UBSan build, then the valgrind set,
+# then a short run of each fuzz target (make fuzz).
 # Called by `make check` after the packages are installed; .ci/run calls `make check`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,4 +19,6 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 	scripts/run-tests.sh build-asan || status=1
 echo "== tests: valgrind memcheck (gcc build, small scale)"
 scripts/run-tests.sh build --valgrind || status=1
+echo "== libFuzzer smoke run (clang, build-fuzz/, 15 s per target)"
+make -j"$jobs" fuzz FUZZ_SECONDS=15 || status=1
 exit $status

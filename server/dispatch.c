@@ -198,37 +198,15 @@ static void handle_write(struct client *client, const struct wire_header *header
 int dispatch_decode_batch(struct client *client, const struct wire_header *header,
 			  const uint8_t *payload, size_t length, uint32_t *count)
 {
-	struct msr_op *ops = client->server->scratch;
-	uint8_t *kinds = client->server->scratch_kinds;
-	int status = wire_get_batch_count(payload, length, WIRE_BATCH_OP_SIZE, WIRE_MAX_BATCH_OPS,
-					  count);
+	int status = msr_exec_decode_batch(payload, length, client->server->scratch,
+					   client->server->scratch_kinds, count);
 
-	if (status == -EBADMSG) {
+	if (status == -EBADMSG)
 		dispatch_malformed(client, header, length);
-		return status;
-	}
-	if (status < 0) {
+	else if (status < 0)
 		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
 				   "a batch has 1..%u ops and flags 0", WIRE_MAX_BATCH_OPS);
-		return status;
-	}
-	for (uint32_t i = 0; i < *count; i++) {
-		struct wire_batch_op op;
-		int valid = wire_get_batch_op(payload, i, &op);
-		ops[i] = (struct msr_op){
-			.cpu = op.cpu,
-			.address = op.address,
-			.value = op.kind == WIRE_BATCH_WRITE ? op.value : 0,
-			.write = op.kind == WIRE_BATCH_WRITE,
-		};
-		kinds[i] = (uint8_t)op.kind;
-		/* An op this server cannot run refuses the whole batch, like a policy refusal. */
-		if (valid < 0)
-			ops[i].status = -EINVAL;
-		else if (op.kind < WIRE_BATCH_READ || op.kind > WIRE_BATCH_SLOT_READ)
-			ops[i].status = -EOPNOTSUPP;
-	}
-	return 0;
+	return status;
 }
 
 static void handle_batch(struct client *client, const struct wire_header *header,

@@ -219,7 +219,8 @@ static void note_mask_refusal(const struct client *client, struct refusal *refus
 		     (unsigned long long)((before ^ op->value) & ~mask), (unsigned long long)mask);
 }
 
-/* Step 2: every write against the register's value at the time it would run. */
+/* Step 2 for every write against the register's value at the time it would run (or the value
+ * an earlier write of the batch leaves); prior_writes from link_prior_writes. */
 static uint32_t check_writes(const struct client *client, struct msr_op *ops, uint32_t count,
 			     const uint64_t *current, const int32_t *current_status,
 			     const int32_t *prior_writes, struct refusal *refusal)
@@ -258,6 +259,41 @@ static uint32_t check_writes(const struct client *client, struct msr_op *ops, ui
 		refused++;
 	}
 	return refused;
+}
+
+uint32_t msr_exec_check_writes(const struct client *client, struct msr_op *ops, uint32_t count,
+			       const uint64_t *current, const int32_t *current_status,
+			       struct refusal *refusal)
+{
+	link_prior_writes(ops, count, prior_scratch);
+	return check_writes(client, ops, count, current, current_status, prior_scratch, refusal);
+}
+
+int msr_exec_decode_batch(const uint8_t *payload, size_t length, struct msr_op *ops,
+			  uint8_t *kinds, uint32_t *count)
+{
+	int status = wire_get_batch_count(payload, length, WIRE_BATCH_OP_SIZE, WIRE_MAX_BATCH_OPS,
+					  count);
+
+	if (status < 0)
+		return status;
+	for (uint32_t i = 0; i < *count; i++) {
+		struct wire_batch_op op;
+		int valid = wire_get_batch_op(payload, i, &op);
+		ops[i] = (struct msr_op){
+			.cpu = op.cpu,
+			.address = op.address,
+			.value = op.kind == WIRE_BATCH_WRITE ? op.value : 0,
+			.write = op.kind == WIRE_BATCH_WRITE,
+		};
+		kinds[i] = (uint8_t)op.kind;
+		/* An op this server cannot run refuses the whole batch, like a policy refusal. */
+		if (valid < 0)
+			ops[i].status = -EINVAL;
+		else if (op.kind < WIRE_BATCH_READ || op.kind > WIRE_BATCH_SLOT_READ)
+			ops[i].status = -EOPNOTSUPP;
+	}
+	return 0;
 }
 
 /* Step 3. -ENOMEM when a value cannot be remembered: then nothing may be written. */
@@ -408,9 +444,8 @@ static void run_sync(struct client *client, const struct msr_request *request, b
 					server->backend, ops[i].cpu, ops[i].address,
 					&server->scratch_current[i]);
 		}
-		link_prior_writes(ops, count, prior_scratch);
-		refused = check_writes(client, ops, count, server->scratch_current,
-				       server->scratch_current_status, prior_scratch, &refusal);
+		refused = msr_exec_check_writes(client, ops, count, server->scratch_current,
+						server->scratch_current_status, &refusal);
 		if (refused > 0) {
 			msr_exec_reply_refused(client, op, request_id, ops, count, refused,
 					       &refusal);
@@ -645,9 +680,8 @@ static void finish_check(struct msr_job *job)
 	uint32_t refused;
 	int status;
 
-	link_prior_writes(job->ops, job->count, prior_scratch);
-	refused = check_writes(job->client, job->ops, job->count, job->current,
-			       job->current_status, prior_scratch, &refusal);
+	refused = msr_exec_check_writes(job->client, job->ops, job->count, job->current,
+					job->current_status, &refusal);
 
 	if (refused > 0) {
 		release_write_lock(job->server);

@@ -3,6 +3,7 @@
  *
  * One thread, one io_uring. Files, one concern each (the OpenBSD daemon habit):
  *   msrd.c      main(): options, start-up order, privilege drop, shutdown
+ *   lifecycle.c loading and reloading the policy, the start of a shutdown
  *   options.c   command line
  *   loop.c      the io_uring: SQE helpers, provided buffers, CQE dispatch, signals, tick timer
  *   listener.c  the listening socket; accepting clients and learning who they are
@@ -311,6 +312,18 @@ void msr_exec_on_completion(struct msrd *server, const struct io_uring_cqe *cqe)
  * energy registers known. Returns how many ops were refused; each refused op has its status. */
 uint32_t msr_exec_check(const struct client *client, struct msr_op *ops, const uint8_t *kinds,
 			uint32_t count, bool validated, struct refusal *refusal);
+/* Step 2 alone: each write against `current` (the register's value, or current_status < 0 when
+ * it could not be read) or the value an earlier write of the same batch leaves; the write mask
+ * and counter slots other connections hold. Returns how many writes were refused. Like
+ * msr_exec_check it touches no register and needs no loop (fuzz/fuzz_batch.c calls both). */
+uint32_t msr_exec_check_writes(const struct client *client, struct msr_op *ops, uint32_t count,
+			       const uint64_t *current, const int32_t *current_status,
+			       struct refusal *refusal);
+/* Decode a BATCH-shaped payload into ops and kinds: -EBADMSG for the wrong shape, -EINVAL for a
+ * count out of 1..WIRE_MAX_BATCH_OPS or header flags; an op of unknown kind carries
+ * -EOPNOTSUPP and one with non-zero flags -EINVAL as its status (they refuse the request). */
+int msr_exec_decode_batch(const uint8_t *payload, size_t length, struct msr_op *ops,
+			  uint8_t *kinds, uint32_t *count);
 /* The write lock: while an asynchronous write batch (msr backend) is between reading the
  * values its writes are checked against and running them, nothing else may write registers.
  * Frames that may write synchronously (WRITE, SLOT_*, BATCH or BATCH_RUN with writes) wait:
@@ -707,6 +720,9 @@ void listener_on_accept(struct msrd *server, const struct io_uring_cqe *cqe);
 int listener_identify(int fd, pid_t *pid, uid_t *uid, gid_t *gid, gid_t **groups,
 		      uint32_t *group_count);
 
+/* Load config->policy_path (refusing it when invalid or writable by others), warnings logged.
+ * 0, or -errno with the reason logged. */
+int msrd_load_policy(const struct msrd_config *config, struct policy **out);
 /* Stop accepting, close every client; the loop ends when the last one is gone. */
 void msrd_begin_shutdown(struct msrd *server, const char *why);
 /* SIGHUP: load the policy again; keep the old one when the new one is invalid. */

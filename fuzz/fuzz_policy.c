@@ -1,0 +1,147 @@
+/*
+ * fuzz/fuzz_policy.c — the policy loader (policy_load_buffer) on arbitrary text.
+ *
+ * The policy is written by the operator, so it is trusted for what it grants but not for being
+ * well formed: a typo must be an error with a place, never a crash, a leak or a grant nobody
+ * wrote. Properties checked for every input the loader accepts:
+ *   - its canonical form (policy_print) loads again and prints the same text (documented in
+ *     policy.h: parsing the output gives the same canonical form again);
+ *   - grants resolved for a few identities answer consistently: a write is allowed exactly when
+ *     every changed bit is inside policy_write_mask, -EPERM without a mask, -EACCES outside it;
+ *     and the reloaded canonical policy grants exactly what the original does;
+ * and for every input it refuses: the error is a terminated text that formats.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/policy.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char *print_policy(const struct policy *policy, size_t *length)
+{
+	char *text = NULL;
+	FILE *out = open_memstream(&text, length);
+
+	assert(out != NULL);
+	assert(policy_print(policy, out) == 0);
+	fclose(out);
+	return text;
+}
+
+static const gid_t groups[] = { 27, 100, 1000, 1001 };
+static const struct policy_subject subjects[] = {
+	{ .uid = 0, .gid = 0 },
+	{ .uid = 1000, .gid = 1000, .groups = groups, .group_count = 4 },
+	{ .uid = 1001, .gid = 100, .groups = groups + 1, .group_count = 1 },
+	{ .uid = 65534, .gid = 65534 },
+};
+
+/* Registers worth asking about: the shipped policies' and their neighbours, and a few the
+ * input itself names (any 4 bytes of it read as an address). */
+static const uint32_t fixed_addresses[] = {
+	0x0,	0x10,	0x34,  0xC1,  0xC8,  0xC9,	 0x186,	     0x18D,	 0x309,
+	0x38D,	0x38F,	0x606, 0x611, 0x619, 0x639,	 0x641,	     0x64D,	 0x4C1,
+	0xFFFF, 0x1000, 0x1FFF, 0x2000, 0xC0010299, 0xC001029B, 0xC0000080, 0xFFFFFFFF,
+};
+
+static void check_write_rule(const struct policy_grant *grant, uint32_t address, uint64_t current,
+			     uint64_t proposed)
+{
+	uint64_t mask = policy_write_mask(grant, address);
+	int status = policy_allows_write(grant, address, current, proposed);
+
+	if (mask == 0)
+		assert(status == -EPERM);
+	else if (((current ^ proposed) & ~mask) != 0)
+		assert(status == -EACCES);
+	else
+		assert(status == 0);
+}
+
+static void compare_grants(const struct policy_grant *a, const struct policy_grant *b,
+			   uint32_t address)
+{
+	struct policy_energy_limit la, lb;
+	int ea = policy_energy_limit(a, address, &la);
+	int eb = policy_energy_limit(b, address, &lb);
+
+	assert(policy_allows_read(a, address) == policy_allows_read(b, address));
+	assert(policy_write_mask(a, address) == policy_write_mask(b, address));
+	assert(ea == eb);
+	if (ea == 1)
+		assert(la.min_interval_ms == lb.min_interval_ms &&
+		       la.resolution_uj == lb.resolution_uj);
+}
+
+static void check_subject(const struct policy *policy, const struct policy *canonical,
+			  const struct policy_subject *subject, const uint8_t *data, size_t size)
+{
+	struct policy_grant *grant = NULL;
+	struct policy_grant *again = NULL;
+
+	assert(policy_resolve(policy, subject, &grant) == 0);
+	assert(policy_resolve(canonical, subject, &again) == 0);
+	assert(policy_grant_matched(grant) == policy_grant_matched(again));
+	assert(policy_allows_persistent_schedule(grant) ==
+	       policy_allows_persistent_schedule(again));
+	assert(policy_allows_sim_control(grant) == policy_allows_sim_control(again));
+	for (size_t i = 0; i < sizeof(fixed_addresses) / sizeof(fixed_addresses[0]); i++) {
+		uint32_t address = fixed_addresses[i];
+		compare_grants(grant, again, address);
+		check_write_rule(grant, address, 0, UINT64_MAX);
+		check_write_rule(grant, address, 0x5555555555555555ull, 0x5555555555555554ull);
+	}
+	for (size_t at = 0; at + 4 <= size && at < 64; at += 4) {
+		uint32_t address;
+		memcpy(&address, data + at, sizeof(address));
+		compare_grants(grant, again, address);
+		check_write_rule(grant, address, address, ~(uint64_t)address);
+	}
+	for (uint32_t major = 0; major < 70000; major += 997) {
+		assert(policy_allows_monitor(grant, (uint16_t)major) ==
+		       policy_allows_monitor(again, (uint16_t)major));
+		assert(policy_allows_create_ring(grant, (uint16_t)major) ==
+		       policy_allows_create_ring(again, (uint16_t)major));
+	}
+	policy_grant_free(grant);
+	policy_grant_free(again);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct policy *policy = NULL, *canonical = NULL;
+	struct policy_error error;
+	char formatted[600];
+	char *first, *second;
+	size_t first_length, second_length;
+
+	if (policy_load_buffer((const char *)data, size, "fuzz.yaml", &policy, &error) < 0) {
+		assert(policy == NULL);
+		assert(memchr(error.message, '\0', sizeof(error.message)) != NULL);
+		assert(policy_error_format(&error, formatted, sizeof(formatted)) != 0);
+		return 0;
+	}
+	for (size_t i = 0; i < policy_warning_count(policy); i++)
+		assert(policy_warning(policy, i) != NULL);
+	first = print_policy(policy, &first_length);
+	if (policy_load_buffer(first, first_length, "canonical.yaml", &canonical, &error) < 0) {
+		policy_error_format(&error, formatted, sizeof(formatted));
+		fprintf(stderr, "canonical form does not load: %s\n---\n%s---\n", formatted, first);
+		abort();
+	}
+	second = print_policy(canonical, &second_length);
+	assert(first_length == second_length && memcmp(first, second, first_length) == 0);
+	for (size_t i = 0; i < sizeof(subjects) / sizeof(subjects[0]); i++)
+		check_subject(policy, canonical, &subjects[i], data, size);
+	(void)policy_msr_name(policy, 0x611);
+	free(first);
+	free(second);
+	policy_free(canonical);
+	policy_free(policy);
+	return 0;
+}

@@ -5,14 +5,13 @@
 
 #include <stdio.h>
 
-int msrd_run_group(struct msrd_server *server, const char *policy, const char *const *arguments,
-		   struct haecer_conn **conn, const char *group_name,
-		   const struct CMUnitTest *tests, size_t count)
+/* Connect when asked, run the group, close, stop msrd: main()'s exit status. */
+static int run_against_started(struct msrd_server *server, struct haecer_conn **conn,
+			       const char *group_name, const struct CMUnitTest *tests,
+			       size_t count)
 {
 	int failures;
 
-	if (msrd_start(server, policy, arguments) < 0)
-		return 1;
 	if (conn != NULL && haecer_connect(server->socket_path, conn) < 0) {
 		fprintf(stderr, "cannot connect to msrd at %s\n", server->socket_path);
 		msrd_kill(server);
@@ -24,4 +23,35 @@ int msrd_run_group(struct msrd_server *server, const char *policy, const char *c
 	if (msrd_stop(server) < 0)
 		failures++;
 	return failures == 0 ? 0 : 1;
+}
+
+int msrd_run_group(struct msrd_server *server, const char *policy, const char *const *arguments,
+		   struct haecer_conn **conn, const char *group_name,
+		   const struct CMUnitTest *tests, size_t count)
+{
+	if (msrd_start(server, policy, arguments) < 0)
+		return 1;
+	return run_against_started(server, conn, group_name, tests, count);
+}
+
+int msrd_run_group_prepared(struct msrd_server *server, const char *policy,
+			    int (*prepare)(const struct msrd_server *server),
+			    const char *const *arguments, struct haecer_conn **conn,
+			    const char *group_name, const struct CMUnitTest *tests, size_t count)
+{
+	if (msrd_prepare(server, policy) < 0) {
+		fprintf(stderr, "harness: cannot prepare a directory for msrd\n");
+		harness_remove_tree(server->dir);
+		return 1;
+	}
+	if (prepare(server) < 0) {
+		fprintf(stderr, "cannot prepare msrd's files in %s\n", server->dir);
+		msrd_kill(server);
+		return 1;
+	}
+	if (msrd_launch(server, arguments) < 0) {
+		msrd_kill(server);
+		return 1;
+	}
+	return run_against_started(server, conn, group_name, tests, count);
 }

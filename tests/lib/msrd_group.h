@@ -23,4 +23,16 @@ int msrd_run_group(struct msrd_server *server, const char *policy, const char *c
 	msrd_run_group((server), (policy), (arguments), (conn), #tests, (tests),             \
 		       sizeof(tests) / sizeof((tests)[0]))
 
+/* msrd_run_group with a step between writing the policy and starting msrd: prepare(server)
+ * makes what the arguments name inside server->dir (a stand-in device tree, a load script); a
+ * negative return fails the test before msrd starts. */
+int msrd_run_group_prepared(struct msrd_server *server, const char *policy,
+			    int (*prepare)(const struct msrd_server *server),
+			    const char *const *arguments, struct haecer_conn **conn,
+			    const char *group_name, const struct CMUnitTest *tests, size_t count);
+
+#define MSRD_RUN_GROUP_PREPARED(server, policy, prepare, arguments, conn, tests)             \
+	msrd_run_group_prepared((server), (policy), (prepare), (arguments), (conn), #tests,  \
+				(tests), sizeof(tests) / sizeof((tests)[0]))
+
 #endif

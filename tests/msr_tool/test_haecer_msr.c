@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "tests/lib/msrd_harness.h"
+#include "tests/lib/msrd_group.h"
 
 static const char policy[] =
 	"version: 1\n"
@@ -193,6 +193,18 @@ static void test_no_server(void **state)
 	unsetenv("HAECER_SOCKET");
 }
 
+/* The stand-in device tree msrd reads, with the values the tests expect. */
+static int make_tree(const struct msrd_server *msrd)
+{
+	snprintf(tree, sizeof(tree), "%s/root", msrd->dir);
+	if (harness_standin_msr_tree(tree, 2, 0x1000) < 0 ||
+	    harness_standin_write(tree, 0, 0x10, 0x1122334455667788ull) < 0 ||
+	    harness_standin_write(tree, 1, 0x10, 0x99) < 0 ||
+	    harness_standin_write(tree, 0, 0x100, 0xFFFFFFFFFFFFFFFEull) < 0)
+		return -1;
+	return 0;
+}
+
 int main(void)
 {
 	const char *arguments[] = { "--backend", "msr", "--dev-root", tree, NULL };
@@ -204,22 +216,7 @@ int main(void)
 		cmocka_unit_test(test_batch),
 		cmocka_unit_test(test_no_server),
 	};
-	int failures;
 
 	snprintf(tool, sizeof(tool), "%s/haecer-msr", harness_build_dir());
-	if (msrd_prepare(&server, policy) < 0)
-		return 1;
-	snprintf(tree, sizeof(tree), "%s/root", server.dir);
-	if (harness_standin_msr_tree(tree, 2, 0x1000) < 0 ||
-	    harness_standin_write(tree, 0, 0x10, 0x1122334455667788ull) < 0 ||
-	    harness_standin_write(tree, 1, 0x10, 0x99) < 0 ||
-	    harness_standin_write(tree, 0, 0x100, 0xFFFFFFFFFFFFFFFEull) < 0 ||
-	    msrd_launch(&server, arguments) < 0) {
-		msrd_kill(&server);
-		return 1;
-	}
-	failures = cmocka_run_group_tests(tests, NULL, NULL);
-	if (msrd_stop(&server) < 0)
-		failures++;
-	return failures == 0 ? 0 : 1;
+	return MSRD_RUN_GROUP_PREPARED(&server, policy, make_tree, arguments, NULL, tests);
 }

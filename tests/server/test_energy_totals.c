@@ -38,6 +38,7 @@ static const char load_script[] = "# full load\n3600000 1.0\n";
 
 static struct msrd_server server;
 static struct haecer_conn *conn;
+static char script_path[PATH_MAX + 16];
 
 static void check_against_truth(uint32_t cpu, uint32_t address, uint32_t domain, uint64_t *total)
 {
@@ -107,9 +108,14 @@ static void test_refusals(void **state)
 	assert_int_equal(haecer_energy_read(conn, 0, MSR_PKG_ENERGY_STATUS, NULL, &total), 0);
 }
 
+static int write_load_script(const struct msrd_server *msrd)
+{
+	snprintf(script_path, sizeof(script_path), "%s/load.txt", msrd->dir);
+	return harness_write_file(script_path, load_script, 0644);
+}
+
 int main(void)
 {
-	char script_path[PATH_MAX + 16];
 	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge",
 				    "--sim-virtual-time", "--sim-load-script", script_path, NULL };
 	const struct CMUnitTest tests[] = {
@@ -117,19 +123,6 @@ int main(void)
 		cmocka_unit_test(test_batch_energy_reads),
 		cmocka_unit_test(test_refusals),
 	};
-	int failures;
 
-	if (msrd_prepare(&server, policy) < 0)
-		return 1;
-	snprintf(script_path, sizeof(script_path), "%s/load.txt", server.dir);
-	if (harness_write_file(script_path, load_script, 0644) < 0 ||
-	    msrd_launch(&server, arguments) < 0 || haecer_connect(server.socket_path, &conn) < 0) {
-		msrd_kill(&server);
-		return 1;
-	}
-	failures = cmocka_run_group_tests(tests, NULL, NULL);
-	haecer_close(conn);
-	if (msrd_stop(&server) < 0)
-		failures++;
-	return failures == 0 ? 0 : 1;
+	return MSRD_RUN_GROUP_PREPARED(&server, policy, write_load_script, arguments, &conn, tests);
 }

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "haecer/msrd.h"
-#include "tests/lib/msrd_harness.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/policy_text.h"
 
 #define CAP_SYS_RAWIO_MASK (1ull << 17)
@@ -102,6 +102,13 @@ static void test_second_server_refused(void **state)
 	haecer_close(conn);
 }
 
+/* A device root with no devices at all: the auto backend must say why it falls back. */
+static int make_empty_root(const struct msrd_server *msrd)
+{
+	snprintf(empty_root, sizeof(empty_root), "%s/empty", msrd->dir);
+	return mkdir(empty_root, 0755);
+}
+
 int main(void)
 {
 	const char *arguments[] = { "--backend", "auto", "--dev-root", empty_root,
@@ -112,17 +119,6 @@ int main(void)
 		cmocka_unit_test(test_socket_mode),
 		cmocka_unit_test(test_second_server_refused),
 	};
-	int failures;
 
-	if (msrd_prepare(&server, policy) < 0)
-		return 1;
-	snprintf(empty_root, sizeof(empty_root), "%s/empty", server.dir);
-	if (mkdir(empty_root, 0755) < 0 || msrd_launch(&server, arguments) < 0) {
-		msrd_kill(&server);
-		return 1;
-	}
-	failures = cmocka_run_group_tests(tests, NULL, NULL);
-	if (msrd_stop(&server) < 0)
-		failures++;
-	return failures == 0 ? 0 : 1;
+	return MSRD_RUN_GROUP_PREPARED(&server, policy, make_empty_root, arguments, NULL, tests);
 }

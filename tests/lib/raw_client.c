@@ -60,6 +60,18 @@ size_t raw_frame(uint8_t *buffer, size_t size, uint16_t op, uint32_t request_id,
 	return length > 0 ? (size_t)length : 0;
 }
 
+size_t raw_read_request(uint8_t *buffer, size_t size, uint32_t request_id, uint32_t cpu,
+			uint32_t address)
+{
+	uint8_t payload[WIRE_READ_REQUEST_SIZE];
+	struct wire_read_request request = { .cpu = cpu, .address = address };
+	struct wire_writer writer;
+
+	wire_writer_init(&writer, payload, sizeof(payload));
+	wire_put_read_request(&writer, &request);
+	return raw_frame(buffer, size, WIRE_OP_READ, request_id, payload, writer.used);
+}
+
 static long long now_ms(void)
 {
 	struct timespec now;

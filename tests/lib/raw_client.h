@@ -17,6 +17,10 @@ int raw_send(int fd, const void *data, size_t length);
 /* A request frame with the given payload into buffer; returns its length. */
 size_t raw_frame(uint8_t *buffer, size_t size, uint16_t op, uint32_t request_id,
 		 const void *payload, size_t payload_length);
+/* A READ request frame (header + payload) for `address` on `cpu`; returns its length, 0 when
+ * it does not fit in size bytes. */
+size_t raw_read_request(uint8_t *buffer, size_t size, uint32_t request_id, uint32_t cpu,
+			uint32_t address);
 /* Read one whole frame (header + payload) within timeout_ms. 0, -ECONNRESET when the server
  * closed the connection first, -ETIMEDOUT, -EBADMSG for an undecodable header. *fd_received (may
  * be NULL) gets a descriptor that came with it, or -1. */

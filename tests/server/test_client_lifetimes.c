@@ -45,17 +45,6 @@ static unsigned clients;
 static struct msrd_server server;
 static pid_t children[HAMMERS];
 
-static size_t read_frame(uint8_t *frame, size_t size, uint32_t id)
-{
-	uint8_t payload[WIRE_READ_REQUEST_SIZE];
-	struct wire_read_request read = { .cpu = 0, .address = 0x10 };
-	struct wire_writer writer;
-
-	wire_writer_init(&writer, payload, sizeof(payload));
-	wire_put_read_request(&writer, &read);
-	return raw_frame(frame, size, WIRE_OP_READ, id, payload, writer.used);
-}
-
 /* Connect them all first, then send and end each in one tight loop. */
 static int *connect_and_send(const struct msrd_server *msrd, bool close_whole)
 {
@@ -68,7 +57,7 @@ static int *connect_and_send(const struct msrd_server *msrd, bool close_whole)
 		assert_true(fds[i] >= 0);
 	}
 	for (unsigned i = 0; i < clients; i++) {
-		size_t length = read_frame(frame, sizeof(frame), i + 1);
+		size_t length = raw_read_request(frame, sizeof(frame), i + 1, 0, 0x10);
 		assert_int_equal(raw_send(fds[i], frame, length), 0);
 		if (close_whole) {
 			close(fds[i]);

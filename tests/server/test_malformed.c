@@ -57,15 +57,11 @@ static void expect_error_then_close(const void *bytes, size_t length, uint16_t s
 	close(fd);
 }
 
+/* A READ of the TSC on CPU 0 at frame (room for exactly one). */
 static size_t read_request(uint8_t *frame, uint32_t request_id)
 {
-	uint8_t payload[WIRE_READ_REQUEST_SIZE];
-	struct wire_writer writer;
-	struct wire_read_request request = { .cpu = 0, .address = 0x10 };
-
-	wire_writer_init(&writer, payload, sizeof(payload));
-	wire_put_read_request(&writer, &request);
-	return raw_frame(frame, WIRE_MAX_FRAME, WIRE_OP_READ, request_id, payload, sizeof(payload));
+	return raw_read_request(frame, WIRE_HEADER_SIZE + WIRE_READ_REQUEST_SIZE, request_id, 0,
+				0x10);
 }
 
 static void test_garbage(void **state)

@@ -33,7 +33,6 @@ static size_t hello_and_read(uint8_t *frames, uint32_t id)
 {
 	uint8_t payload[WIRE_HELLO_REQUEST_SIZE];
 	struct wire_hello_request hello = { .min_version = 1, .max_version = 1 };
-	struct wire_read_request read = { .cpu = 0, .address = 0x10 };
 	struct wire_writer writer;
 	size_t length;
 
@@ -41,9 +40,7 @@ static size_t hello_and_read(uint8_t *frames, uint32_t id)
 	wire_writer_init(&writer, payload, sizeof(payload));
 	wire_put_hello_request(&writer, &hello);
 	length = raw_frame(frames, 128, WIRE_OP_HELLO, id, payload, writer.used);
-	wire_writer_init(&writer, payload, sizeof(payload));
-	wire_put_read_request(&writer, &read);
-	length += raw_frame(frames + length, 128, WIRE_OP_READ, id + 1, payload, writer.used);
+	length += raw_read_request(frames + length, 128, id + 1, 0, 0x10);
 	return length;
 }
 

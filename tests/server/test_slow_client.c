@@ -41,9 +41,6 @@ static struct msrd_server server;
 
 static void test_client_that_never_reads(void **state)
 {
-	uint8_t payload[WIRE_READ_REQUEST_SIZE];
-	struct wire_read_request request = { .cpu = 0, .address = 0x10 };
-	struct wire_writer writer;
 	struct haecer_conn *good;
 	uint8_t frame[64];
 	size_t length;
@@ -53,9 +50,7 @@ static void test_client_that_never_reads(void **state)
 
 	(void)state;
 	assert_true(greedy >= 0);
-	wire_writer_init(&writer, payload, sizeof(payload));
-	wire_put_read_request(&writer, &request);
-	length = raw_frame(frame, sizeof(frame), WIRE_OP_READ, 1, payload, sizeof(payload));
+	length = raw_read_request(frame, sizeof(frame), 1, 0, 0x10);
 	/* Pipeline requests until msrd takes no more for two seconds: it stopped reading. */
 	assert_int_equal(fcntl(greedy, F_SETFL, O_NONBLOCK), 0);
 	while (sent < 10000000) {

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "server/backend.h"
 #include "tests/lib/msrd_harness.h"
+#include "tests/lib/standin_tree.h"
 
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
@@ -98,11 +99,7 @@ static inline char *make_temp_dir(void)
 
 static inline void remove_tree(const char *dir)
 {
-	char command[PATH_MAX + 16];
-
-	snprintf(command, sizeof(command), "rm -rf '%s'", dir);
-	if (system(command) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
+	harness_remove_tree(dir);
 }
 
 /* One temporary tree per test program, for cmocka group setup/teardown. */
@@ -122,83 +119,6 @@ static inline int test_root_teardown(void **state)
 	free(test_root);
 	test_root = NULL;
 	return 0;
-}
-
-/* mkdir -p of the directory part of root/relative. */
-static inline void make_parents(const char *root, const char *relative)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", root, relative);
-	for (char *slash = strchr(path + strlen(root) + 1, '/'); slash;
-	     slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		mkdir(path, 0755);
-		*slash = '/';
-	}
-}
-
-static inline void tree_mkdir(const char *root, const char *relative)
-{
-	char path[PATH_MAX];
-
-	make_parents(root, relative);
-	snprintf(path, sizeof(path), "%s/%s", root, relative);
-	mkdir(path, 0755);
-}
-
-static inline void __attribute__((format(printf, 3, 4)))
-tree_write_text(const char *root, const char *relative, const char *format, ...)
-{
-	char path[PATH_MAX];
-	va_list arguments;
-	FILE *file;
-
-	make_parents(root, relative);
-	snprintf(path, sizeof(path), "%s/%s", root, relative);
-	file = fopen(path, "w");
-	if (!file)
-		abort();
-	va_start(arguments, format);
-	vfprintf(file, format, arguments);
-	va_end(arguments);
-	fclose(file);
-}
-
-/* Write `size` bytes at `offset` of root/relative, creating it (sparse) when needed. */
-static inline void tree_write_at(const char *root, const char *relative, const void *data,
-				 size_t size, off_t offset)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	make_parents(root, relative);
-	snprintf(path, sizeof(path), "%s/%s", root, relative);
-	fd = open(path, O_WRONLY | O_CREAT, 0600);
-	if (fd < 0 || pwrite(fd, data, size, offset) != (ssize_t)size)
-		abort();
-	close(fd);
-}
-
-/* A stand-in dev/cpu/N/<device> with one MSR value at offset = address. */
-static inline void tree_put_msr(const char *root, unsigned cpu, const char *device,
-				uint32_t address, uint64_t value)
-{
-	char relative[64];
-
-	snprintf(relative, sizeof(relative), "dev/cpu/%u/%s", cpu, device);
-	tree_write_at(root, relative, &value, sizeof(value), address);
-}
-
-/* A stand-in dev/cpu/N/cpuid record (16 bytes at 16 * leaf, see server/backend.c). */
-static inline void tree_put_cpuid(const char *root, unsigned cpu, uint32_t leaf, uint32_t eax,
-				  uint32_t ebx, uint32_t ecx, uint32_t edx)
-{
-	uint32_t regs[4] = { eax, ebx, ecx, edx };
-	char relative[64];
-
-	snprintf(relative, sizeof(relative), "dev/cpu/%u/cpuid", cpu);
-	tree_write_at(root, relative, regs, sizeof(regs), (off_t)leaf * 16);
 }
 
 static inline uint64_t read_or_die(struct msr_backend *backend, uint32_t cpu, uint32_t address)

@@ -20,28 +20,20 @@
 #include "haecer/msrd.h"
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/policy_text.h"
+#include "tests/lib/standin_tree.h"
 
 static const char policy[] = POLICY_TSC_FOR_ROOT;
 
 #define NO_CAP_SYS_RAWIO "Name:\tmsrd\nCapEff:\t0000000000000000\n"
 #define CAP_SYS_RAWIO "Name:\tmsrd\nCapEff:\t0000000000020000\n"
 
-/* A file in the tree, with its directories. */
+/* A file in the tree with its directories, or a directory when text is NULL. */
 static void tree_file(const char *root, const char *relative, const char *text)
 {
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", root, relative);
-	for (char *slash = strchr(path + strlen(root) + 1, '/'); slash != NULL;
-	     slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		mkdir(path, 0755);
-		*slash = '/';
-	}
 	if (text != NULL)
-		assert_int_equal(harness_write_file(path, text, 0644), 0);
+		tree_write_text(root, relative, "%s", text);
 	else
-		mkdir(path, 0755);
+		tree_mkdir(root, relative);
 }
 
 /* A tree with a working device unless `device` is false, plus what `files` adds. */

@@ -1,0 +1,83 @@
+#include "tests/lib/standin_tree.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* mkdir -p of the directory part of root/relative (root itself exists). */
+static void make_parents(const char *root, const char *relative)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", root, relative);
+	for (char *slash = strchr(path + strlen(root) + 1, '/'); slash;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(path, 0755);
+		*slash = '/';
+	}
+}
+
+void tree_mkdir(const char *root, const char *relative)
+{
+	char path[PATH_MAX];
+
+	make_parents(root, relative);
+	snprintf(path, sizeof(path), "%s/%s", root, relative);
+	mkdir(path, 0755);
+}
+
+void tree_write_text(const char *root, const char *relative, const char *format, ...)
+{
+	char path[PATH_MAX];
+	va_list arguments;
+	FILE *file;
+
+	make_parents(root, relative);
+	snprintf(path, sizeof(path), "%s/%s", root, relative);
+	file = fopen(path, "w");
+	if (!file)
+		abort();
+	va_start(arguments, format);
+	vfprintf(file, format, arguments);
+	va_end(arguments);
+	fclose(file);
+}
+
+void tree_write_at(const char *root, const char *relative, const void *data, size_t size,
+		   off_t offset)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	make_parents(root, relative);
+	snprintf(path, sizeof(path), "%s/%s", root, relative);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	if (fd < 0 || pwrite(fd, data, size, offset) != (ssize_t)size)
+		abort();
+	close(fd);
+}
+
+void tree_put_msr(const char *root, unsigned cpu, const char *device, uint32_t address,
+		  uint64_t value)
+{
+	char relative[64];
+
+	snprintf(relative, sizeof(relative), "dev/cpu/%u/%s", cpu, device);
+	tree_write_at(root, relative, &value, sizeof(value), address);
+}
+
+void tree_put_cpuid(const char *root, unsigned cpu, uint32_t leaf, uint32_t eax, uint32_t ebx,
+		    uint32_t ecx, uint32_t edx)
+{
+	uint32_t regs[4] = { eax, ebx, ecx, edx };
+	char relative[64];
+
+	snprintf(relative, sizeof(relative), "dev/cpu/%u/cpuid", cpu);
+	tree_write_at(root, relative, regs, sizeof(regs), (off_t)leaf * 16);
+}

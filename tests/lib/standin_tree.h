@@ -1,0 +1,34 @@
+/*
+ * tests/lib/standin_tree.h — stand-in device and sysfs trees under a temporary root, for
+ * backends and msrd started with --dev-root: files at any depth (parents made as needed),
+ * registers at offset = address as the msr driver reads them, CPUID records.
+ *
+ * Failures abort: a tree that cannot be built means the test cannot mean anything.
+ */
+#ifndef HAECER_TESTS_LIB_STANDIN_TREE_H
+#define HAECER_TESTS_LIB_STANDIN_TREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* mkdir -p of root/relative. */
+void tree_mkdir(const char *root, const char *relative);
+
+/* root/relative with formatted text, its directories made first. */
+void tree_write_text(const char *root, const char *relative, const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Write `size` bytes at `offset` of root/relative, creating it (sparse, mode 0600) when needed. */
+void tree_write_at(const char *root, const char *relative, const void *data, size_t size,
+		   off_t offset);
+
+/* A stand-in dev/cpu/N/<device> with one MSR value at offset = address. */
+void tree_put_msr(const char *root, unsigned cpu, const char *device, uint32_t address,
+		  uint64_t value);
+
+/* A stand-in dev/cpu/N/cpuid record (16 bytes at 16 * leaf, see server/backend.c). */
+void tree_put_cpuid(const char *root, unsigned cpu, uint32_t leaf, uint32_t eax, uint32_t ebx,
+		    uint32_t ecx, uint32_t edx);
+
+#endif

@@ -98,12 +98,21 @@ static void plot_free(struct plot *plot)
 		free(plot->series[i].points);
 }
 
+/* Close a file written with stdio: -EIO when a write failed, -errno when the close did. */
+static int close_written(FILE *file)
+{
+	int status = ferror(file) ? -EIO : 0;
+
+	if (fclose(file) != 0 && status == 0)
+		status = -errno;
+	return status;
+}
+
 /* One block per counter with points, separated by two blank lines (gnuplot's `index`). */
 static int write_data(const struct plot *plot, const char *path)
 {
 	FILE *file = fopen(path, "w");
 	size_t block = 0;
-	int status = 0;
 
 	if (file == NULL)
 		return -errno;
@@ -118,11 +127,7 @@ static int write_data(const struct plot *plot, const char *path)
 				series->points[p].watts);
 		block++;
 	}
-	if (ferror(file))
-		status = -EIO;
-	if (fclose(file) != 0 && status == 0)
-		status = -errno;
-	return status;
+	return close_written(file);
 }
 
 /* A gnuplot single-quoted string: no escapes inside, a quote is doubled. */
@@ -143,7 +148,6 @@ static int write_script(const struct plot *plot, const struct ring_info *info,
 	FILE *file = fopen(script, "w");
 	size_t block = 0;
 	char title[96];
-	int status = 0;
 
 	if (file == NULL)
 		return -errno;
@@ -164,11 +168,7 @@ static int write_script(const struct plot *plot, const struct ring_info *info,
 		print_gnuplot_string(file, plot->series[i].name);
 	}
 	fputc('\n', file);
-	if (ferror(file))
-		status = -EIO;
-	if (fclose(file) != 0 && status == 0)
-		status = -errno;
-	return status;
+	return close_written(file);
 }
 
 /* Run gnuplot on the script; 0, or MON_EXIT_FAILED after saying why. */

@@ -25,6 +25,7 @@
 #include "haecer/perfmon.h"
 #include "tests/lib/bench_stats.h"
 #include "tests/lib/msrd_harness.h"
+#include "tests/lib/text_file.h"
 
 #define SAMPLES 20000
 #define BLOCKS 20
@@ -57,21 +58,13 @@ static void die(const char *what, int error)
 	exit(1);
 }
 
+/* The shipped policy's text (malloc'ed), NULL when it cannot be read. */
 static char *read_policy(void)
 {
 	char path[PATH_MAX];
-	static char text[65536];
-	FILE *file;
-	size_t length;
 
 	snprintf(path, sizeof(path), "%s/configs/policies/default.yaml", harness_source_dir());
-	file = fopen(path, "r");
-	if (file == NULL)
-		return NULL;
-	length = fread(text, 1, sizeof(text) - 1, file);
-	fclose(file);
-	text[length] = '\0';
-	return text;
+	return harness_read_text(path, 65536);
 }
 
 static PerfCounter must(PerfCounter counter, const char *what)
@@ -150,7 +143,7 @@ int main(void)
 {
 	const char *arguments[] = {"--backend", "sim", "--sim-model", "sandybridge",
 				   "--log-level", "notice", NULL};
-	const char *policy = read_policy();
+	char *policy = read_policy();
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct bench bench;
 	uint64_t medians[SERIES];
@@ -159,8 +152,10 @@ int main(void)
 	unsetenv("HAECER_VALGRIND");
 	if (policy == NULL || msrd_start(&server, policy, arguments) < 0) {
 		fprintf(stderr, "bench/client: cannot start msrd with the default policy\n");
+		free(policy);
 		return 1;
 	}
+	free(policy);
 	setenv(HAECER_SOCKET_ENV, server.socket_path, 1);
 	bench_pin(server.pid, cpus > 1 ? 1 : 0);
 	bench_pin(0, 0);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "tests/lib/msrd_group.h"
+#include "tests/lib/text_file.h"
 
 #define PREFIX "/usr/local"
 
@@ -85,17 +86,15 @@ static void expect_file(const char *path, mode_t mode)
 static bool file_contains(const char *path, const char *needle)
 {
 	char full[PATH_MAX + 64];
-	FILE *file;
-	char text[8192];
-	size_t length;
+	char *text;
+	bool found;
 
 	snprintf(full, sizeof(full), "%s" PREFIX "/%s", stage, path);
-	file = fopen(full, "r");
-	assert_non_null(file);
-	length = fread(text, 1, sizeof(text) - 1, file);
-	fclose(file);
-	text[length] = '\0';
-	return strstr(text, needle) != NULL;
+	text = harness_read_text(full, 8192);
+	assert_non_null(text);
+	found = strstr(text, needle) != NULL;
+	free(text);
+	return found;
 }
 
 static void test_layout(void **state)

@@ -26,6 +26,7 @@
 #include "haecer/perfmon.h"
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/policy_text.h"
+#include "tests/lib/text_file.h"
 
 #define REGION_TEST_ENERGY_ONLY_UID 4401
 
@@ -113,19 +114,7 @@ static inline void region_expect(int error, const char *what)
  * child process (no cmocka asserts). */
 static inline char *region_read_text(const char *path)
 {
-	FILE *in = fopen(path, "r");
-	char *text;
-	size_t size = 0;
-
-	if (in == NULL)
-		return NULL;
-	text = calloc(1, 65536);
-	if (text != NULL)
-		size = fread(text, 1, 65535, in);
-	fclose(in);
-	if (text != NULL)
-		text[size] = '\0';
-	return text;
+	return harness_read_text(path, 65536);
 }
 
 /* ---- Callgrind files ---- */

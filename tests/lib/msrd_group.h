@@ -35,4 +35,18 @@ int msrd_run_group_prepared(struct msrd_server *server, const char *policy,
 	msrd_run_group_prepared((server), (policy), (prepare), (arguments), (conn), #tests,  \
 				(tests), sizeof(tests) / sizeof((tests)[0]))
 
+/* msrd on the simulated `model` with the policy, a load script (server/sim_load.h format,
+ * written next to the policy and passed as --sim-load-script; NULL for none) and extra arguments
+ * (NULL-terminated, may be NULL, at most 10 taken), with $HAECER_SOCKET pointing at it so the
+ * HAECER default context finds it. 0 or -1. */
+int msrd_start_sim(struct msrd_server *server, const char *policy, const char *model,
+		   const char *script, const char *const *extra);
+
+/* One msrd_start_sim around one cmocka group with *sim connected to it (simulator control);
+ * after the group *sim and the HAECER default context are closed and msrd must stop cleanly.
+ * main()'s exit status. */
+int msrd_run_sim_group(struct msrd_server *server, const char *policy, const char *model,
+		       const char *script, const char *const *extra, struct haecer_conn **sim,
+		       const char *group_name, const struct CMUnitTest *tests, size_t count);
+
 #endif

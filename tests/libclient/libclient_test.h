@@ -25,6 +25,7 @@
 #include "haecer/msrd.h"
 #include "haecer/perfmon.h"
 #include "hw/msr.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/msrd_harness.h"
 
 /* The msrd of the test program, and a connection to it for simulator control. */
@@ -77,33 +78,12 @@ static const char libclient_policy[] =
 	"  - {match: {uid: 4102}, allow: [time, pmu]}\n"
 	"  - {match: {uid: 4104}, allow: [rapl]}\n";
 
-/* Start msrd on a simulated model with a load script (server/sim_load.h format, written next
- * to msrd's policy and passed as --sim-load-script; NULL for none) and extra arguments
- * (NULL-terminated, may be NULL), and point $HAECER_SOCKET at it, so the HAECER default context
- * finds it. 0 or -1. */
+/* Start msrd on a simulated model with a load script (NULL for none) and extra arguments (may
+ * be NULL), $HAECER_SOCKET pointing at it (msrd_start_sim). 0 or -1. */
 static inline int libclient_start(const char *model, const char *script,
 				  const char *const *extra)
 {
-	char path[PATH_MAX + 16];
-	const char *arguments[16] = {"--backend", "sim", "--sim-model", model};
-	size_t count = 4;
-
-	if (msrd_prepare(&server, libclient_policy) < 0)
-		return -1;
-	if (script != NULL) {
-		snprintf(path, sizeof(path), "%s/load.script", server.dir);
-		if (harness_write_file(path, script, 0644) < 0)
-			return -1;
-		arguments[count++] = "--sim-load-script";
-		arguments[count++] = path;
-	}
-	for (size_t i = 0; extra != NULL && extra[i] != NULL && count < 15; i++)
-		arguments[count++] = extra[i];
-	arguments[count] = NULL;
-	if (msrd_launch(&server, arguments) < 0)
-		return -1;
-	setenv(HAECER_SOCKET_ENV, server.socket_path, 1);
-	return 0;
+	return msrd_start_sim(&server, libclient_policy, model, script, extra);
 }
 
 /* Close the default context (its slots go back), then stop msrd cleanly. 0 or -1. */
@@ -115,30 +95,9 @@ static inline int libclient_stop(void)
 
 /* One msrd (libclient_start) around one cmocka group, with `sim` connected to it; after the
  * group the default context is closed and msrd must stop cleanly. main()'s exit status. */
-static inline int libclient_run_group(const char *model, const char *script,
-				      const char *const *extra, const char *group_name,
-				      const struct CMUnitTest *tests, size_t count)
-{
-	int failures;
-
-	if (libclient_start(model, script, extra) < 0)
-		return 1;
-	if (haecer_connect(server.socket_path, &sim) < 0) {
-		fprintf(stderr, "cannot connect to msrd at %s\n", server.socket_path);
-		msrd_kill(&server);
-		return 1;
-	}
-	failures = _cmocka_run_group_tests(group_name, tests, count, NULL, NULL);
-	haecer_close(sim);
-	sim = NULL;
-	if (libclient_stop() < 0)
-		failures++;
-	return failures == 0 ? 0 : 1;
-}
-
 #define LIBCLIENT_RUN_GROUP(model, script, extra, tests)                                    \
-	libclient_run_group((model), (script), (extra), #tests, (tests),                     \
-			    sizeof(tests) / sizeof((tests)[0]))
+	msrd_run_sim_group(&server, libclient_policy, (model), (script), (extra), &sim, #tests, \
+			   (tests), sizeof(tests) / sizeof((tests)[0]))
 
 /* cmocka setup: every simulated CPU fully busy. */
 static inline int libclient_full_load(void **state)

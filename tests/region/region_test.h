@@ -24,6 +24,7 @@
 
 #include "haecer/msrd.h"
 #include "haecer/perfmon.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/policy_text.h"
 #include "tests/lib/text_file.h"
@@ -44,51 +45,12 @@ static const char region_policy[] =
 static struct msrd_server server;
 static __attribute__((unused)) struct haecer_conn *sim;
 
-/* msrd on the simulated sandybridge with extra arguments (NULL-terminated, may be NULL), $HAECER_SOCKET
- * pointing at it and `sim` connected. 0 or -1. */
-static inline int region_start(const char *const *extra)
-{
-	const char *arguments[16] = { "--backend", "sim", "--sim-model", "sandybridge" };
-	size_t count = 4;
-
-	for (size_t i = 0; extra != NULL && extra[i] != NULL && count < 15; i++)
-		arguments[count++] = extra[i];
-	arguments[count] = NULL;
-	if (msrd_start(&server, region_policy, arguments) < 0)
-		return -1;
-	setenv(HAECER_SOCKET_ENV, server.socket_path, 1);
-	if (haecer_connect(server.socket_path, &sim) < 0) {
-		fprintf(stderr, "cannot connect to msrd at %s\n", server.socket_path);
-		msrd_kill(&server);
-		return -1;
-	}
-	return 0;
-}
-
-/* Close the default context and the sim connection, stop msrd cleanly. 0 or -1. */
-static inline int region_stop(void)
-{
-	haecer_close(sim);
-	sim = NULL;
-	haecer_shutdown();
-	return msrd_stop(&server);
-}
-
-static inline int region_run_group(const char *const *extra, const char *group_name,
-				   const struct CMUnitTest *tests, size_t count)
-{
-	int failures;
-
-	if (region_start(extra) < 0)
-		return 1;
-	failures = _cmocka_run_group_tests(group_name, tests, count, NULL, NULL);
-	if (region_stop() < 0)
-		failures++;
-	return failures == 0 ? 0 : 1;
-}
-
+/* msrd on the simulated sandybridge with extra arguments (NULL-terminated, may be NULL) and
+ * $HAECER_SOCKET pointing at it; one cmocka group against it with `sim` connected; afterwards
+ * the default context is closed and msrd must stop cleanly. main()'s exit status. */
 #define REGION_RUN_GROUP(extra, tests)                                                    \
-	region_run_group((extra), #tests, (tests), sizeof(tests) / sizeof((tests)[0]))
+	msrd_run_sim_group(&server, region_policy, "sandybridge", NULL, (extra), &sim, #tests, \
+			   (tests), sizeof(tests) / sizeof((tests)[0]))
 
 /* A report path in msrd's test directory (removed with it), with a suffix (".callgrind" or
  * ""). Four paths may be in use at once. */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/policy_text.h"
 #include "tests/lib/tool_argv.h"
@@ -37,22 +38,13 @@ static const char stat_policy[] =
 
 static struct msrd_server server;
 
-static inline int stat_run_group(const char *group_name, const struct CMUnitTest *tests,
-				 size_t count)
-{
-	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge", NULL };
-	int failures;
+static const char *const stat_msrd_arguments[] = { "--backend", "sim", "--sim-model",
+						    "sandybridge", NULL };
 
-	if (msrd_start(&server, stat_policy, arguments) < 0)
-		return 1;
-	failures = _cmocka_run_group_tests(group_name, tests, count, NULL, NULL);
-	if (msrd_stop(&server) < 0)
-		failures++;
-	return failures == 0 ? 0 : 1;
-}
-
-#define STAT_RUN_GROUP(tests) \
-	stat_run_group(#tests, (tests), sizeof(tests) / sizeof((tests)[0]))
+/* One msrd on the simulated Sandy Bridge around one cmocka group: main()'s exit status. */
+#define STAT_RUN_GROUP(tests)                                                               \
+	msrd_run_group(&server, stat_policy, stat_msrd_arguments, NULL, #tests, (tests),     \
+		       sizeof(tests) / sizeof((tests)[0]))
 
 /* haecer-stat --socket (msrd's) arguments...: exit status, stdout and stderr (malloc'ed, either
  * may be NULL). In the valgrind pass under memcheck, whose findings make it exit 99. */

@@ -95,71 +95,58 @@ static void test_send_and_receive_one(void **state)
 	close(sockets[1]);
 }
 
-static void test_extra_fds_closed(void **state)
+/* Send "hello" with `count` descriptors and receive it into *fd (fd may be NULL): how many
+ * descriptors the receive left open in this process. */
+static int opened_by_receive(int count, int *fd)
 {
-	int sockets[2], fd = -1, before;
+	int sockets[2], before, after;
 	char buffer[8];
 
-	(void)state;
 	socket_pair(sockets);
 	before = open_count();
-	send_with_fds(sockets[0], 3);
-	assert_int_equal(fdpass_receive(sockets[1], buffer, sizeof(buffer), 0, &fd), 5);
+	send_with_fds(sockets[0], count);
+	assert_int_equal(fdpass_receive(sockets[1], buffer, sizeof(buffer), 0, fd), 5);
 	assert_memory_equal(buffer, "hello", 5);
-	assert_dev_null(fd);
-	assert_int_equal(open_count(), before + 1);
-	close(fd);
+	after = open_count();
 	close(sockets[0]);
 	close(sockets[1]);
+	return after - before;
+}
+
+static void test_extra_fds_closed(void **state)
+{
+	int fd = -1;
+
+	(void)state;
+	assert_int_equal(opened_by_receive(3, &fd), 1);
+	assert_dev_null(fd);
+	close(fd);
 }
 
 static void test_fd_already_held(void **state)
 {
-	int sockets[2], held = open("/dev/null", O_RDONLY | O_CLOEXEC), fd = held, before;
-	char buffer[8];
+	int held = open("/dev/null", O_RDONLY | O_CLOEXEC), fd = held;
 
 	(void)state;
-	socket_pair(sockets);
-	before = open_count();
-	send_with_fds(sockets[0], 2);
-	assert_int_equal(fdpass_receive(sockets[1], buffer, sizeof(buffer), 0, &fd), 5);
+	assert_int_equal(opened_by_receive(2, &fd), 0);
 	assert_int_equal(fd, held);
-	assert_int_equal(open_count(), before);
 	close(held);
-	close(sockets[0]);
-	close(sockets[1]);
 }
 
 static void test_no_place_closes_all(void **state)
 {
-	int sockets[2], before;
-	char buffer[8];
-
 	(void)state;
-	socket_pair(sockets);
-	before = open_count();
-	send_with_fds(sockets[0], 2);
-	assert_int_equal(fdpass_receive(sockets[1], buffer, sizeof(buffer), 0, NULL), 5);
-	assert_int_equal(open_count(), before);
-	close(sockets[0]);
-	close(sockets[1]);
+	assert_int_equal(opened_by_receive(2, NULL), 0);
 }
 
 static void test_truncated_control(void **state)
 {
-	int sockets[2], fd = -1, before;
-	char buffer[8];
+	int fd = -1;
 
 	(void)state;
-	socket_pair(sockets);
-	before = open_count();
-	send_with_fds(sockets[0], MANY_FDS);
-	assert_int_equal(fdpass_receive(sockets[1], buffer, sizeof(buffer), 0, &fd), 5);
+	assert_int_equal(opened_by_receive(MANY_FDS, &fd), 1);
 	assert_dev_null(fd);
-	assert_int_equal(open_count(), before + 1);
 	close(fd);
-	close(sockets[0]);
-	close(sockets[1]);
 }
 
 static void test_errors(void **state)

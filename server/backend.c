@@ -715,6 +715,11 @@ static int run_msr_safe_batch(struct msr_backend *backend, struct msr_op *ops, s
 	return 0;
 }
 
+unsigned long backend_ioctl_request(void)
+{
+	return MSR_SAFE_IOC_BATCH;
+}
+
 int backend_run_batch(struct msr_backend *backend, struct msr_op *ops, size_t count)
 {
 	bool usable = backend->batch_fd >= 0 && !backend->batch_unsupported && count > 0 &&

@@ -121,6 +121,9 @@ int backend_device_fd(const struct msr_backend *backend, uint32_t cpu);
  * (a write submitted on the read-only fd would fail with EBADF; backend_write says EPERM). */
 int backend_device_write_fd(const struct msr_backend *backend, uint32_t cpu);
 
+/* The one ioctl request a backend makes (msr-safe's batch), for msrd's system call filter. */
+unsigned long backend_ioctl_request(void);
+
 /* ---- simulated CPU only (-EOPNOTSUPP on other backends) ---- */
 
 /* Names of the shipped models, for `msrd --list-sim-models`; returns the count. */

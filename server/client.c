@@ -512,6 +512,11 @@ void client_reply_error(struct client *client, uint16_t op, uint32_t request_id,
 	va_start(arguments, format);
 	vsnprintf(detail, sizeof(detail), format, arguments);
 	va_end(arguments);
+	if (!client->refusal_logged) {
+		log_notice("refused: uid %u pid %d op %s: %s (%s)", (unsigned)client->uid,
+			   (int)client->pid, wire_op_name(op), detail, wire_status_text(status));
+		client->refusal_logged = true;
+	}
 	length = wire_encode_error(space, WIRE_HEADER_SIZE + WIRE_MAX_DETAIL, op, status,
 				   request_id, detail);
 	if (length > 0)

@@ -14,16 +14,18 @@
 
 #define REPLY_ROOM(payload) (WIRE_HEADER_SIZE + (payload))
 
-void dispatch_log_refusal(const struct client *client, uint16_t op, uint32_t cpu,
-			  uint32_t address, const char *reason)
+void dispatch_log_refusal(struct client *client, uint16_t op, uint32_t cpu, uint32_t address,
+			  const char *reason)
 {
+	client->refusal_logged = true;
 	log_notice("refused: uid %u pid %d op %s cpu %u address 0x%x: %s", (unsigned)client->uid,
 		   (int)client->pid, wire_op_name(op), cpu, address, reason);
 }
 
-static void log_ring_refusal(const struct client *client, uint16_t op, uint16_t major,
+static void log_ring_refusal(struct client *client, uint16_t op, uint16_t major,
 			     uint16_t minor, const char *reason)
 {
+	client->refusal_logged = true;
 	log_notice("refused: uid %u pid %d op %s ring %u.%u: %s", (unsigned)client->uid,
 		   (int)client->pid, wire_op_name(op), major, minor, reason);
 }
@@ -257,8 +259,6 @@ static bool ring_room(struct client *client, const struct wire_header *header)
 					sizeof(reason));
 	else
 		return true;
-	log_notice("refused: uid %u pid %d op %s: %s", (unsigned)client->uid, (int)client->pid,
-		   wire_op_name(header->op), reason);
 	client_reply_error(client, header->op, header->request_id, WIRE_STATUS_LIMIT, "%s", reason);
 	return false;
 }
@@ -579,6 +579,7 @@ static void handle_sim_truth(struct client *client, const struct wire_header *he
 void dispatch_frame(struct client *client, const struct wire_header *header,
 		    const uint8_t *payload, size_t length)
 {
+	client->refusal_logged = false;
 	if ((header->flags & WIRE_FLAG_REPLY) != 0 || header->status != 0) {
 		client_fail(client, header->request_id, WIRE_STATUS_MALFORMED,
 			    "a request has no reply flag and status 0");

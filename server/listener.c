@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <libgen.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -20,6 +21,31 @@ static int errno_or(int fallback)
 	return errno != 0 ? -errno : fallback;
 }
 
+/* Whoever may write the socket's directory may replace the socket with their own, and every
+ * client would then talk to them: the directory must belong to root or msrd's user and be
+ * writable by nobody else (a sticky bit does not help: a name nobody holds yet can be taken). */
+static int check_socket_directory(const char *directory)
+{
+	struct stat status;
+	uid_t self = geteuid();
+
+	if (stat(directory, &status) < 0)
+		return errno_or(-ENOENT);
+	if (status.st_uid != 0 && status.st_uid != self) {
+		log_error("refusing the socket directory %s: it belongs to uid %u, not to root or "
+			  "uid %u", directory, (unsigned)status.st_uid, (unsigned)self);
+		return -EACCES;
+	}
+	if ((status.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+		log_error("refusing the socket directory %s: it is writable by %s (mode %04o); run "
+			  "chmod go-w on it", directory,
+			  (status.st_mode & S_IWOTH) ? "others" : "its group",
+			  (unsigned)(status.st_mode & 07777));
+		return -EACCES;
+	}
+	return 0;
+}
+
 /* Create the socket's directory when it is missing (e.g. /run/haecer after boot); only the last
  * component, as a daemon's runtime directory. */
 static int make_socket_directory(const char *path)
@@ -31,7 +57,7 @@ static int make_socket_directory(const char *path)
 	directory = dirname(copy);
 	if (mkdir(directory, 0755) < 0 && errno != EEXIST)
 		return errno_or(-EACCES);
-	return 0;
+	return check_socket_directory(directory);
 }
 
 /* A socket file left by a server that died is removed; one a live server answers on is not. */
@@ -58,6 +84,17 @@ static int clear_stale_socket(const struct sockaddr_un *address)
 
 static int apply_socket_permissions(const struct msrd_config *config)
 {
+	if (config->socket_owner != NULL) {
+		struct passwd *user = getpwnam(config->socket_owner);
+		char *end;
+		unsigned long uid = strtoul(config->socket_owner, &end, 10);
+		if (user != NULL)
+			uid = user->pw_uid;
+		else if (*end != '\0' || end == config->socket_owner)
+			return -ENOENT;
+		if (chown(config->socket_path, (uid_t)uid, (gid_t)-1) < 0)
+			return errno_or(-EPERM);
+	}
 	if (config->socket_group != NULL) {
 		struct group *group = getgrnam(config->socket_group);
 		char *end;
@@ -87,7 +124,7 @@ int listener_open(const struct msrd_config *config)
 	memcpy(address.sun_path, config->socket_path, strlen(config->socket_path) + 1);
 	status = make_socket_directory(config->socket_path);
 	if (status < 0) {
-		log_warn_errno(status, "creating the directory of %s", config->socket_path);
+		log_warn_errno(status, "the directory of %s", config->socket_path);
 		return status;
 	}
 	status = clear_stale_socket(&address);
@@ -107,7 +144,7 @@ int listener_open(const struct msrd_config *config)
 	}
 	status = apply_socket_permissions(config);
 	if (status < 0) {
-		log_warn_errno(status, "setting owner group and mode of %s", config->socket_path);
+		log_warn_errno(status, "setting owner, group and mode of %s", config->socket_path);
 		unlink(config->socket_path);
 		goto out;
 	}

@@ -336,6 +336,7 @@ int loop_run(struct msrd *server)
 			seen++;
 		}
 		io_uring_cq_advance(&loop->ring, seen);
+		privilege_log_refused();
 	}
 	return status;
 }

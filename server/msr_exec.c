@@ -296,7 +296,8 @@ int msr_exec_decode_batch(const uint8_t *payload, size_t length, struct msr_op *
 	return 0;
 }
 
-/* Step 3. -ENOMEM when a value cannot be remembered: then nothing may be written. */
+/* Step 3, in memory and in the journal. -ENOMEM or -EIO when a value cannot be remembered:
+ * then nothing may be written. */
 static int remember_originals(struct msrd *server, const struct msr_op *ops, uint32_t count,
 			      const uint64_t *current, const int32_t *prior_writes)
 {
@@ -305,6 +306,8 @@ static int remember_originals(struct msrd *server, const struct msr_op *ops, uin
 		if (!ops[i].write || prior_writes[i] >= 0)
 			continue;
 		status = msrstate_remember(&server->saved, ops[i].cpu, ops[i].address, current[i]);
+		if (status == 0)
+			status = journal_note(server, ops[i].cpu, ops[i].address, current[i]);
 		if (status < 0)
 			return status;
 	}
@@ -454,8 +457,8 @@ static void run_sync(struct client *client, const struct msr_request *request, b
 		status = remember_originals(server, ops, count, server->scratch_current,
 					    prior_scratch);
 		if (status < 0) {
-			client_reply_error(client, op, request_id, WIRE_STATUS_NO_MEMORY,
-					   "cannot record original values");
+			client_reply_error(client, op, request_id, wire_status_from_errno(status),
+					   "cannot record the registers' original values");
 			return;
 		}
 	}
@@ -694,8 +697,9 @@ static void finish_check(struct msr_job *job)
 				    prior_scratch);
 	if (status < 0) {
 		release_write_lock(job->server);
-		client_reply_error(job->client, job->op, job->request_id, WIRE_STATUS_NO_MEMORY,
-				   "cannot record original values");
+		client_reply_error(job->client, job->op, job->request_id,
+				   wire_status_from_errno(status),
+				   "cannot record the registers' original values");
 		job_end(job);
 		return;
 	}

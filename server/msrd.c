@@ -2,9 +2,10 @@
  * server/msrd.c — msrd's main(): the one-shot actions, start-up in a safe order, shutdown.
  *
  * Start-up order matters: signals are blocked before anything can deliver them; the policy is
- * loaded (and refused when invalid or writable by others) before any device is touched; devices
- * and the socket are opened while msrd still holds its privileges, then every capability but
- * CAP_SYS_RAWIO is dropped before the first client can connect.
+ * loaded (and refused when invalid or writable by others) before any device is touched; devices,
+ * the journal (which may restore what a killed msrd left) and the socket are opened while msrd
+ * still holds its privileges; then it becomes --user, every capability but CAP_SYS_RAWIO is
+ * dropped, and the system call filter goes on, all before the first client can connect.
  */
 #include "server/server.h"
 
@@ -194,6 +195,7 @@ static void server_cleanup(struct msrd *server)
 	slots_free(&server->slots);
 	energy_free(&server->energy);
 	msrstate_free(&server->saved);
+	journal_close(server, true); /* still open only when start-up failed: nothing written */
 	if (server->backend != NULL)
 		backend_close(server->backend);
 	policy_free(server->policy);
@@ -203,11 +205,19 @@ static void server_cleanup(struct msrd *server)
 static int start_server(struct msrd *server, sigset_t *mask)
 {
 	const struct msrd_config *config = server->config;
+	static struct privilege_user user;
 	int status;
 
+	/* Names are looked up while every file can still be read. */
+	if (config->user != NULL && privilege_resolve_user(config->user, &user) < 0) {
+		log_error("--user %s: no such user", config->user);
+		return -ENOENT;
+	}
 	if (msrd_load_policy(config, &server->policy) < 0)
 		return -EINVAL;
 	status = open_backend(server);
+	if (status == 0)
+		status = journal_open(server);
 	if (status < 0)
 		return status;
 	accounts_init(&server->accounts, config);
@@ -218,7 +228,7 @@ static int start_server(struct msrd *server, sigset_t *mask)
 		return server->listen_fd;
 	if (!config->foreground && daemon(0, 0) < 0)
 		return -errno;
-	status = privilege_drop();
+	status = privilege_drop(config->user != NULL ? &user : NULL);
 	if (status < 0)
 		return status;
 	server->signal_fd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -230,7 +240,7 @@ static int start_server(struct msrd *server, sigset_t *mask)
 		return status;
 	}
 	energy_arm(server);
-	return 0;
+	return privilege_seccomp(config->seccomp);
 }
 
 static int run_server(const struct msrd_config *config)
@@ -241,7 +251,8 @@ static int run_server(const struct msrd_config *config)
 	int status;
 
 	log_init("msrd", config->log_level, !config->foreground);
-	*server = (struct msrd){ .config = config, .listen_fd = -1, .signal_fd = -1 };
+	*server = (struct msrd){ .config = config, .listen_fd = -1, .signal_fd = -1,
+				 .journal = { .fd = -1 } };
 	status = setup_signals(&mask);
 	if (status == 0) {
 		privilege_raise_fd_limit();
@@ -258,7 +269,9 @@ static int run_server(const struct msrd_config *config)
 	failed = msrstate_restore(&server->saved, server->backend);
 	log_notice("stopped: %zu MSRs restored%s", server->saved.count - failed,
 		   failed > 0 ? ", some restores failed" : "");
+	journal_close(server, failed == 0 && !server->restore_incomplete);
 	server_cleanup(server);
+	privilege_log_refused();
 	return status == 0 && failed == 0 ? 0 : 1;
 }
 
@@ -282,12 +295,14 @@ int main(int argc, char **argv)
 {
 	static char policy_path[PATH_MAX + 256];
 	static char socket_path[PATH_MAX + 256];
+	static char state_dir[PATH_MAX + 256];
 	struct msrd_config config;
 
 	if (options_parse(argc, argv, &config) < 0)
 		return 2;
 	if (make_absolute(&config.policy_path, policy_path, sizeof(policy_path)) < 0 ||
-	    make_absolute(&config.socket_path, socket_path, sizeof(socket_path)) < 0) {
+	    make_absolute(&config.socket_path, socket_path, sizeof(socket_path)) < 0 ||
+	    make_absolute(&config.state_dir, state_dir, sizeof(state_dir)) < 0) {
 		fprintf(stderr, "msrd: path too long\n");
 		return 2;
 	}

@@ -78,6 +78,15 @@ static size_t lower_bound(const struct msrstate *state, uint32_t cpu, uint32_t a
 	return low;
 }
 
+bool msrstate_has(const struct msrstate *state, uint32_t cpu, uint32_t address)
+{
+	size_t index;
+
+	address = canonical(state, address);
+	index = lower_bound(state, cpu, address);
+	return index < state->count && compare_saved(&state->entries[index], cpu, address) == 0;
+}
+
 int msrstate_remember(struct msrstate *state, uint32_t cpu, uint32_t address, uint64_t original)
 {
 	size_t index;

@@ -41,6 +41,10 @@ enum option_id {
 	OPT_IMPORT_ALLOWLIST,
 	OPT_FOR_GROUP,
 	OPT_LIST_SIM_MODELS,
+	OPT_STATE_DIR,
+	OPT_USER,
+	OPT_SOCKET_OWNER,
+	OPT_SECCOMP,
 };
 
 static const struct option long_options[] = {
@@ -75,6 +79,10 @@ static const struct option long_options[] = {
 	{ "import-allowlist", required_argument, NULL, OPT_IMPORT_ALLOWLIST },
 	{ "for-group", required_argument, NULL, OPT_FOR_GROUP },
 	{ "list-sim-models", no_argument, NULL, OPT_LIST_SIM_MODELS },
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "user", required_argument, NULL, OPT_USER },
+	{ "socket-owner", required_argument, NULL, OPT_SOCKET_OWNER },
+	{ "seccomp", required_argument, NULL, OPT_SECCOMP },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -92,7 +100,14 @@ void options_usage(FILE *out)
 		"  --policy FILE              policy file (default %s)\n"
 		"  --insecure-policy-permissions  accept a policy file others can write\n"
 		"  --socket-mode MODE         octal mode of the socket (default 0666)\n"
+		"  --socket-owner USER        user owning the socket\n"
 		"  --socket-group GROUP       group owning the socket\n"
+		"  --state-dir DIR            where the journal of changed registers lives, so a\n"
+		"                             restart after a crash restores them (default %s)\n"
+		"  --user USER                run as USER once the devices and the socket are open,\n"
+		"                             keeping only CAP_SYS_RAWIO\n"
+		"  --seccomp MODE             system call filter: enforce (default; others fail with\n"
+		"                             EPERM and are logged), log (the kernel logs them), off\n"
 		"  -f, --foreground           stay in the foreground, log to stderr\n"
 		"  --log-level LEVEL          error, warn, notice (default), info, debug\n"
 		"  --ready-fd N               write one byte to descriptor N once listening\n"
@@ -132,7 +147,7 @@ void options_usage(FILE *out)
 		"\n"
 		"Signals: SIGHUP reloads the policy (an invalid one is refused, the old one kept);\n"
 		"SIGTERM restores every MSR msrd wrote and exits.\n",
-		MSRD_DEFAULT_SOCKET, MSRD_DEFAULT_POLICY);
+		MSRD_DEFAULT_SOCKET, MSRD_DEFAULT_POLICY, MSRD_DEFAULT_STATE_DIR);
 }
 
 static int bad_option(const char *format, const char *argument)
@@ -165,6 +180,7 @@ static void set_defaults(struct msrd_config *config)
 		.action = MSRD_RUN,
 		.socket_path = MSRD_DEFAULT_SOCKET,
 		.policy_path = MSRD_DEFAULT_POLICY,
+		.state_dir = MSRD_DEFAULT_STATE_DIR,
 		.backend = { .kind = BACKEND_AUTO },
 		.log_level = LOG_LEVEL_NOTICE,
 		.socket_mode = 0666,
@@ -278,6 +294,20 @@ static int parse_one(struct msrd_config *config, int id, const char *argument)
 	case 'f': config->foreground = true; return 0;
 	case OPT_INSECURE_POLICY: config->insecure_policy_permissions = true; return 0;
 	case OPT_SOCKET_GROUP: config->socket_group = argument; return 0;
+	case OPT_SOCKET_OWNER: config->socket_owner = argument; return 0;
+	case OPT_STATE_DIR: config->state_dir = argument; return 0;
+	case OPT_USER: config->user = argument; return 0;
+	case OPT_SECCOMP:
+		if (strcmp(argument, "enforce") == 0)
+			config->seccomp = MSRD_SECCOMP_ENFORCE;
+		else if (strcmp(argument, "log") == 0)
+			config->seccomp = MSRD_SECCOMP_LOG;
+		else if (strcmp(argument, "off") == 0)
+			config->seccomp = MSRD_SECCOMP_OFF;
+		else
+			return bad_option("--seccomp: unknown mode '%s' (enforce, log, off)",
+					  argument);
+		return 0;
 	case OPT_FOR_GROUP: config->for_group = argument; return 0;
 	case OPT_BACKEND:
 		if (backend_kind_parse(argument, &config->backend.kind) < 0)

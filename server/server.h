@@ -12,6 +12,7 @@
  *   msr_exec.c  MSR requests: policy check, write-mask check, sync or io_uring execution
  *   ringdir.c   the ring directory
  *   msrstate.c  original values of every MSR msrd wrote, restored at exit
+ *   journal.c   the same on disk before each first write, written back after a crash
  *   privilege.c capabilities and resource limits
  *   slots.c     counter slots: who holds which PMC / fixed counter, programming, restore
  *   energy.c    64-bit energy totals: wrap-safe sampling, coarse (rate/resolution) grants
@@ -23,6 +24,7 @@
 #ifndef HAECER_SERVER_SERVER_H
 #define HAECER_SERVER_SERVER_H
 
+#include <limits.h>
 #include <liburing.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -39,6 +41,7 @@
 #define MSRD_VERSION "msrd 1.0 (protocol 1)"
 #define MSRD_DEFAULT_SOCKET "/run/haecer/msrd.sock"
 #define MSRD_DEFAULT_POLICY "/etc/haecer/policy.yaml"
+#define MSRD_DEFAULT_STATE_DIR "/run/haecer"
 
 /* ---- configuration (options.c) ---- */
 
@@ -49,6 +52,12 @@ enum msrd_action {
 	MSRD_CHECK_POLICY,
 	MSRD_IMPORT_ALLOWLIST,
 	MSRD_LIST_SIM_MODELS,
+};
+
+enum msrd_seccomp {
+	MSRD_SECCOMP_ENFORCE = 0,      /* unexpected system calls fail with EPERM and are logged */
+	MSRD_SECCOMP_LOG,              /* allowed, but the kernel logs them (audit) */
+	MSRD_SECCOMP_OFF,
 };
 
 struct msrd_config {
@@ -63,6 +72,10 @@ struct msrd_config {
 	bool insecure_policy_permissions;
 	unsigned socket_mode;
 	const char *socket_group;
+	const char *socket_owner;
+	const char *state_dir;         /* the journal's directory */
+	const char *user;              /* --user: run as this user after start-up; NULL stays */
+	enum msrd_seccomp seccomp;
 	int ready_fd;                  /* -1 none */
 	unsigned ring_grace_ms;        /* an orphaned ring without consumers lives this long */
 	unsigned frame_timeout_ms;     /* a started frame must complete within this */
@@ -226,6 +239,7 @@ struct client {
 	bool draining;                 /* an ERROR frame is queued: close once it is sent */
 	bool peer_closed;              /* it shut its sending side: answer, then close */
 	bool lock_waiting;             /* its next frame waits for the write lock (msr_exec.c) */
+	bool refusal_logged;           /* the current request's refusal has its log line */
 	bool closing;                  /* disconnected; retired when the last SQE completes, freed
 					* at the end of that loop turn */
 } __attribute__((aligned(16)));
@@ -244,7 +258,8 @@ void client_rearm_recv(struct client *client);
 uint8_t *client_reply_space(struct client *client, size_t max_length);
 /* Commit the frame written into that space; `fd` (or -1) is sent with it and closed after. */
 void client_reply_commit(struct client *client, size_t frame_length, int fd);
-/* Convenience: an error reply with a detail text. */
+/* Convenience: an error reply with a detail text; logged as a refusal ("refused: uid ... op
+ * ...: detail") unless the handler logged one for this request already. */
 void client_reply_error(struct client *client, uint16_t op, uint32_t request_id, uint16_t status,
 			const char *format, ...) __attribute__((format(printf, 5, 6)));
 /* Queue an ERROR frame and close the connection once it is sent. */
@@ -265,9 +280,10 @@ int client_add_ring(struct client *client, struct ring_entry *entry, bool produc
 /* Handle one complete, header-validated frame. */
 void dispatch_frame(struct client *client, const struct wire_header *header,
 		    const uint8_t *payload, size_t length);
-/* Log one refusal line: uid, pid, op, cpu, address, reason. */
-void dispatch_log_refusal(const struct client *client, uint16_t op, uint32_t cpu,
-			  uint32_t address, const char *reason);
+/* Log one refusal line: uid, pid, op, cpu, address, reason. (An error reply whose refusal was
+ * not logged this way is logged by client_reply_error, so every refusal is one line.) */
+void dispatch_log_refusal(struct client *client, uint16_t op, uint32_t cpu, uint32_t address,
+			  const char *reason);
 /* A payload of the wrong shape: ERROR frame, then the connection closes. */
 void dispatch_malformed(struct client *client, const struct wire_header *header, size_t length);
 /* Reserve a reply with room for `payload_room` bytes of payload and a writer over it; NULL when
@@ -598,9 +614,37 @@ void msrstate_init(struct msrstate *state, const struct machine_info *machine);
 /* Remember `original` for (cpu, address) unless a value is already remembered for that register
  * (under either of its addresses). */
 int msrstate_remember(struct msrstate *state, uint32_t cpu, uint32_t address, uint64_t original);
+/* Whether a value is remembered for (cpu, address) or its alias. */
+bool msrstate_has(const struct msrstate *state, uint32_t cpu, uint32_t address);
 /* Write every remembered value back; returns how many restores failed. */
 size_t msrstate_restore(struct msrstate *state, struct msr_backend *backend);
 void msrstate_free(struct msrstate *state);
+
+/* ---- the journal of original values on disk (journal.c) ---- */
+
+struct journal {
+	int fd;                        /* -1: no journal (simulated CPU) */
+	enum backend_kind backend;
+	struct msrstate written;       /* registers whose original value is on disk */
+	char root[PATH_MAX];           /* the device root it belongs to */
+	char name[64];
+	char path[PATH_MAX + 64];
+};
+
+/* Open (or create) the journal of this backend and device root under --state-dir, locked;
+ * write back what a previous msrd left in it, and start it empty. Does nothing for the
+ * simulated CPU. -EACCES for a directory or file others could write, -EBUSY when another msrd
+ * holds it, -EINVAL when it belongs to another device; the reason is logged. */
+int journal_open(struct msrd *server);
+/* Before the first write of (cpu, address) since start: its original value `before` is on
+ * disk when this returns 0. -EIO (logged) when it could not be recorded: the write must not
+ * happen. */
+int journal_note(struct msrd *server, uint32_t cpu, uint32_t address, uint64_t before);
+/* The same, reading the register's current value first (slot writes). */
+int journal_note_current(struct msrd *server, uint32_t cpu, uint32_t address);
+/* At exit: `restored` (every register msrd changed was written back) removes the journal; else
+ * it is kept for the next start. */
+void journal_close(struct msrd *server, bool restored);
 
 /* ---- per-uid accounts (accounts.c) ---- */
 
@@ -650,11 +694,29 @@ struct energy_coarse *accounts_coarse_state(struct accounts *accounts,
 
 /* ---- privilege (privilege.c) ---- */
 
+#define PRIVILEGE_MAX_GROUPS 256
+
+/* Who --user names: looked up before anything is dropped. */
+struct privilege_user {
+	char name[64];
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[PRIVILEGE_MAX_GROUPS];
+	size_t group_count;
+};
+
 /* Raise the soft RLIMIT_NOFILE to the hard limit (1000s of clients need descriptors). */
 void privilege_raise_fd_limit(void);
-/* When running with capabilities: keep only CAP_SYS_RAWIO (permitted and effective), and drop
- * every other one from the bounding set. No-op without privileges. */
-int privilege_drop(void);
+/* A user name (or a bare uid) with its groups; -ENOENT when unknown. */
+int privilege_resolve_user(const char *name, struct privilege_user *out);
+/* When running with capabilities: become `user` (may be NULL: stay), then keep only
+ * CAP_SYS_RAWIO (permitted and effective) and drop every other capability from the bounding
+ * set. Without privileges: nothing to do, but -EPERM when `user` is another user. */
+int privilege_drop(const struct privilege_user *user);
+/* Install the system call filter (mode off: nothing). 0 or -errno (logged). */
+int privilege_seccomp(enum msrd_seccomp mode);
+/* Log the system calls the filter refused since the last call (the loop calls it each turn). */
+void privilege_log_refused(void);
 
 /* ---- the server ---- */
 
@@ -688,6 +750,8 @@ struct msrd {
 	struct accounts accounts;
 	struct ringdir rings;
 	struct msrstate saved;
+	struct journal journal;
+	bool restore_incomplete;       /* a register could not be written back (slots.c) */
 	struct slot_table slots;
 	struct energy_state energy;
 	struct schedule *schedules;    /* running and stopping schedules */

@@ -219,6 +219,10 @@ static int read_register(struct msrd *server, uint32_t cpu, uint32_t address, ui
 
 static int write_register(struct msrd *server, uint32_t cpu, uint32_t address, uint64_t value)
 {
+	int status = journal_note_current(server, cpu, address);
+
+	if (status < 0)
+		return status;
 	return backend_write(server->backend, cpu, address, value);
 }
 
@@ -369,9 +373,11 @@ static void release_now(struct msrd *server, struct slot *slot, const char *why)
 {
 	int status = restore(server, slot);
 
-	if (status < 0)
+	if (status < 0) {
+		server->restore_incomplete = true;
 		log_warn_errno(status, "client %u: restoring cpu %u %s %u", slot->owner_number,
 			       slot->cpu, kind_name(slot->kind), slot->index);
+	}
 	log_info("client %u (uid %u pid %d) released cpu %u %s %u (slot %u, %s)",
 		 slot->owner_number, (unsigned)slot->owner_uid, (int)slot->owner_pid, slot->cpu,
 		 kind_name(slot->kind), slot->index, slot->id, why);

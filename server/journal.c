@@ -1,0 +1,385 @@
+/*
+ * server/journal.c — the before-image of every register msrd changes, on disk, so that what a
+ * killed msrd programmed into the hardware is put back when the next one starts.
+ *
+ * msrstate.c restores registers at SIGTERM from memory; a SIGKILL, a crash or a power cut loses
+ * that memory while the registers keep what msrd wrote (event selects counting, counters
+ * cleared). So before the first write of each register (per CPU; aliases are one register, as
+ * in msrstate.c) its value is appended to a journal file and fdatasync'ed, and only then is the
+ * write let through: a register the journal does not name was never written. At start msrd
+ * reads a journal a previous msrd left, writes every value back, and starts an empty one; a
+ * clean stop (every restore succeeded) removes it.
+ *
+ * The file is STATE_DIR/msr.journal (msr-safe.journal for msr-safe; with --dev-root a name
+ * that carries a hash of the root, so stand-in trees never share one). It is text, one register
+ * per line after a header naming the backend and the device root it belongs to:
+ *
+ *     haecer-msrd journal 1 backend msr root /
+ *     cpu 0 msr 0x186 0x0000000000000000
+ *
+ * A torn last line (msrd died while appending it) is ignored: its register was not written yet.
+ * The file decides what msrd writes to the hardware at start, so it is trusted only when nobody
+ * but msrd could have written it: the directory and the file must belong to root or msrd's own
+ * user and be writable by nobody else, and the file is opened without following links. An
+ * exclusive lock on it keeps two msrds from using one journal (one device) at once.
+ *
+ * The simulated CPU keeps no state across msrd runs (a new simulation starts from reset), so it
+ * has no journal.
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define JOURNAL_MAGIC "haecer-msrd journal 1"
+#define JOURNAL_MAX_BYTES (16u << 20) /* 1024 CPUs x hundreds of registers fit many times */
+#define JOURNAL_LINE_MAX 128u
+
+/* FNV-1a: a short, stable name for a device root. */
+static uint64_t name_hash(const char *text)
+{
+	uint64_t hash = 0xcbf29ce484222325ull;
+
+	for (; *text != '\0'; text++)
+		hash = (hash ^ (uint8_t)*text) * 0x100000001b3ull;
+	return hash;
+}
+
+/* The device root as the header names it: "/" for the real devices. */
+static void root_of(const struct backend_options *options, char *root, size_t size)
+{
+	const char *given = options->dev_root;
+
+	if (given == NULL || given[0] == '\0' || strcmp(given, "/") == 0) {
+		snprintf(root, size, "/");
+		return;
+	}
+	if (realpath(given, root) == NULL || strlen(root) >= size)
+		snprintf(root, size, "%s", given);
+}
+
+static void journal_header(const struct journal *journal, char *line, size_t size)
+{
+	snprintf(line, size, JOURNAL_MAGIC " backend %s root %s\n",
+		 backend_kind_name(journal->backend), journal->root);
+}
+
+/* Whoever may write the directory or the file may make msrd write any value to any register. */
+static int check_owner(const struct stat *status, const char *what, const char *path)
+{
+	uid_t self = geteuid();
+
+	if (status->st_uid != 0 && status->st_uid != self) {
+		log_error("journal: %s %s belongs to uid %u, not to root or uid %u", what, path,
+			  (unsigned)status->st_uid, (unsigned)self);
+		return -EACCES;
+	}
+	if ((status->st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+		log_error("journal: %s %s is writable by %s (mode %04o); run chmod go-w on it", what,
+			  path, (status->st_mode & S_IWOTH) ? "others" : "its group",
+			  (unsigned)(status->st_mode & 07777));
+		return -EACCES;
+	}
+	return 0;
+}
+
+static int open_directory(const char *directory)
+{
+	struct stat status;
+	int fd;
+
+	if (mkdir(directory, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	fd = open(directory, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &status) < 0 || check_owner(&status, "state directory", directory) < 0) {
+		close(fd);
+		return -EACCES;
+	}
+	return fd;
+}
+
+static int open_file(struct journal *journal, int directory)
+{
+	struct stat status;
+	int fd = openat(directory, journal->name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &status) < 0 || !S_ISREG(status.st_mode) ||
+	    check_owner(&status, "file", journal->path) < 0) {
+		close(fd);
+		return -EACCES;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int status_code = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		close(fd);
+		return status_code;
+	}
+	return fd;
+}
+
+/* ---- replay ---- */
+
+static char *read_all(int fd, size_t *length)
+{
+	struct stat status;
+	char *text;
+	ssize_t got;
+
+	if (fstat(fd, &status) < 0 || status.st_size > (off_t)JOURNAL_MAX_BYTES)
+		return NULL;
+	text = malloc((size_t)status.st_size + 1);
+	if (text == NULL)
+		return NULL;
+	got = pread(fd, text, (size_t)status.st_size, 0);
+	if (got < 0) {
+		free(text);
+		return NULL;
+	}
+	text[got] = '\0';
+	*length = (size_t)got;
+	return text;
+}
+
+/* One "cpu N msr 0xA 0xV" line; false for anything else. */
+static bool parse_entry(const char *line, uint32_t *cpu, uint32_t *address, uint64_t *value)
+{
+	unsigned long long parsed_cpu, parsed_address, parsed_value;
+	char *end;
+
+	if (strncmp(line, "cpu ", 4) != 0)
+		return false;
+	errno = 0;
+	parsed_cpu = strtoull(line + 4, &end, 10);
+	if (end == line + 4 || strncmp(end, " msr 0x", 7) != 0)
+		return false;
+	line = end + 7;
+	parsed_address = strtoull(line, &end, 16);
+	if (end == line || strncmp(end, " 0x", 3) != 0)
+		return false;
+	line = end + 3;
+	parsed_value = strtoull(line, &end, 16);
+	if (end == line || *end != '\0' || errno != 0 || parsed_cpu >= MACHINE_MAX_CPUS ||
+	    parsed_address > UINT32_MAX)
+		return false;
+	*cpu = (uint32_t)parsed_cpu;
+	*address = (uint32_t)parsed_address;
+	*value = parsed_value;
+	return true;
+}
+
+/* The journal's entries into `state` (first value per register wins, as written). Returns how
+ * many lines could not be used, or -errno when the journal is not this device's. */
+static int parse_journal(struct journal *journal, char *text, size_t length,
+			 struct msrstate *state, uint32_t cpu_count)
+{
+	char expected[PATH_MAX + 64];
+	char *line = text;
+	int bad = 0;
+
+	journal_header(journal, expected, sizeof(expected));
+	if (length < strlen(expected) && strncmp(text, expected, length) == 0)
+		return 0; /* msrd died writing the header: nothing was written after it */
+	if (strncmp(text, expected, strlen(expected)) != 0) {
+		log_error("journal: %s belongs to another device (its first line is not \"%.*s\")",
+			  journal->path, (int)strlen(expected) - 1, expected);
+		return -EINVAL;
+	}
+	line += strlen(expected);
+	while (line < text + length) {
+		char *newline = memchr(line, '\n', (size_t)(text + length - line));
+		uint32_t cpu, address;
+		uint64_t value;
+		if (newline == NULL) {
+			log_warnx("journal: ignoring a torn last line (msrd died writing it, before "
+				  "the register it names was written)");
+			break;
+		}
+		*newline = '\0';
+		if (!parse_entry(line, &cpu, &address, &value) || cpu >= cpu_count ||
+		    msrstate_remember(state, cpu, address, value) < 0) {
+			log_warnx("journal: ignoring line \"%.*s\"", JOURNAL_LINE_MAX, line);
+			bad++;
+		}
+		line = newline + 1;
+	}
+	return bad;
+}
+
+/* What a previous msrd left: write it back. */
+static int replay(struct msrd *server)
+{
+	struct journal *journal = &server->journal;
+	struct msrstate previous;
+	size_t length = 0;
+	size_t failed;
+	char *text = read_all(journal->fd, &length);
+	int bad;
+
+	if (text == NULL)
+		return -EIO;
+	if (length == 0) {
+		free(text);
+		return 0;
+	}
+	msrstate_init(&previous, &server->machine);
+	bad = parse_journal(journal, text, length, &previous, server->machine.cpu_count);
+	free(text);
+	if (bad < 0) {
+		msrstate_free(&previous);
+		return bad;
+	}
+	log_notice("journal: the previous msrd did not stop cleanly; writing back the %zu "
+		   "registers it had changed (%s)", previous.count, journal->path);
+	failed = msrstate_restore(&previous, server->backend);
+	log_notice("journal: %zu registers restored%s", previous.count - failed,
+		   failed > 0 || bad > 0 ? ", some could not be (see above)" : "");
+	msrstate_free(&previous);
+	return 0;
+}
+
+/* ---- the running journal ---- */
+
+static int write_all(int fd, const char *text, size_t length)
+{
+	while (length > 0) {
+		ssize_t done = write(fd, text, length);
+		if (done < 0 && errno == EINTR)
+			continue;
+		if (done <= 0)
+			return done < 0 ? -errno : -EIO;
+		text += done;
+		length -= (size_t)done;
+	}
+	return 0;
+}
+
+/* Start the file afresh with its header, on disk before any register is written. */
+static int start_empty(struct journal *journal)
+{
+	char header[PATH_MAX + 64];
+
+	journal_header(journal, header, sizeof(header));
+	if (ftruncate(journal->fd, 0) < 0 || lseek(journal->fd, 0, SEEK_SET) < 0)
+		return -errno;
+	if (write_all(journal->fd, header, strlen(header)) < 0 || fdatasync(journal->fd) < 0)
+		return -EIO;
+	return 0;
+}
+
+static void name_journal(struct journal *journal, const struct msrd_config *config)
+{
+	const char *kind = backend_kind_name(journal->backend);
+
+	if (strcmp(journal->root, "/") == 0)
+		snprintf(journal->name, sizeof(journal->name), "%s.journal", kind);
+	else
+		snprintf(journal->name, sizeof(journal->name), "%s-%016" PRIx64 ".journal", kind,
+			 name_hash(journal->root));
+	snprintf(journal->path, sizeof(journal->path), "%s/%s", config->state_dir, journal->name);
+}
+
+int journal_open(struct msrd *server)
+{
+	const struct msrd_config *config = server->config;
+	struct journal *journal = &server->journal;
+	int directory;
+	int status;
+
+	*journal = (struct journal){ .fd = -1, .backend = backend_kind(server->backend) };
+	if (journal->backend == BACKEND_SIM) {
+		log_info("journal: none for the simulated CPU (each run starts from reset state)");
+		return 0;
+	}
+	msrstate_init(&journal->written, &server->machine);
+	root_of(&config->backend, journal->root, sizeof(journal->root));
+	name_journal(journal, config);
+	directory = open_directory(config->state_dir);
+	if (directory < 0) {
+		log_warn_errno(directory, "journal: state directory %s (--state-dir)",
+			       config->state_dir);
+		return directory;
+	}
+	status = open_file(journal, directory);
+	close(directory);
+	if (status < 0) {
+		log_warn_errno(status, "journal: %s%s", journal->path,
+			       status == -EBUSY ? ": another msrd is using this device" : "");
+		return status;
+	}
+	journal->fd = status;
+	status = replay(server);
+	if (status == 0)
+		status = start_empty(journal);
+	if (status < 0) {
+		log_warn_errno(status, "journal: %s", journal->path);
+		return status;
+	}
+	log_info("journal: %s", journal->path);
+	return 0;
+}
+
+int journal_note(struct msrd *server, uint32_t cpu, uint32_t address, uint64_t before)
+{
+	struct journal *journal = &server->journal;
+	char line[JOURNAL_LINE_MAX];
+	int length;
+	int status;
+
+	if (journal->fd < 0 || msrstate_has(&journal->written, cpu, address))
+		return 0;
+	length = snprintf(line, sizeof(line), "cpu %u msr 0x%x 0x%016" PRIx64 "\n", cpu, address,
+			  before);
+	status = write_all(journal->fd, line, (size_t)length);
+	if (status == 0 && fdatasync(journal->fd) < 0)
+		status = -errno;
+	if (status == 0)
+		status = msrstate_remember(&journal->written, cpu, address, before);
+	if (status < 0)
+		log_warn_errno(status, "journal: recording cpu %u MSR 0x%x before writing it; the "
+			       "write is refused", cpu, address);
+	return status < 0 ? -EIO : 0;
+}
+
+int journal_note_current(struct msrd *server, uint32_t cpu, uint32_t address)
+{
+	uint64_t before;
+	int status;
+
+	if (server->journal.fd < 0 || msrstate_has(&server->journal.written, cpu, address))
+		return 0;
+	status = backend_read(server->backend, cpu, address, &before);
+	if (status < 0)
+		return status;
+	return journal_note(server, cpu, address, before);
+}
+
+void journal_close(struct msrd *server, bool restored)
+{
+	struct journal *journal = &server->journal;
+
+	if (journal->fd >= 0) {
+		if (restored) {
+			/* Nothing left to put back. Removing it needs the directory: after --user
+			 * it may not be ours, and an empty journal says the same. */
+			if (unlink(journal->path) < 0 && ftruncate(journal->fd, 0) == 0)
+				fdatasync(journal->fd);
+		} else {
+			log_warnx("journal: kept %s: the next msrd writes its registers back",
+				  journal->path);
+		}
+		close(journal->fd);
+	}
+	msrstate_free(&journal->written);
+	journal->fd = -1;
+}

@@ -5,12 +5,18 @@
  * $HAECER_BUILD/msrd there on its own socket (foreground, log to DIR/msrd.log), waiting on
  * --ready-fd until it listens. With HAECER_VALGRIND=1 msrd itself runs under valgrind memcheck
  * and any error fails msrd_stop(). msrd_stop() sends SIGTERM and requires exit status 0 and a
- * log free of sanitizer and valgrind reports; on failure it prints the log.
+ * log free of sanitizer and valgrind reports and of system calls its filter refused; on failure
+ * it prints the log.
  *
  * run_as() runs a function in a child process under another uid/gid/groups (tests run as root).
  *
+ * msrd keeps its journal in that directory (--state-dir) and runs with its system call filter
+ * enforced (--seccomp enforce), except under valgrind, whose own system calls the filter would
+ * refuse (--seccomp off).
+ *
  * Environment: HAECER_TEST_KEEP=1 keeps msrd's directory (and log) after a clean stop;
- * HAECER_MSRD_LOG_LEVEL overrides msrd's log level (info by default).
+ * HAECER_MSRD_LOG_LEVEL overrides msrd's log level (info by default); HAECER_MSRD_SECCOMP the
+ * filter's mode (enforce, log, off).
  */
 #ifndef HAECER_TESTS_LIB_MSRD_HARNESS_H
 #define HAECER_TESTS_LIB_MSRD_HARNESS_H
@@ -42,7 +48,8 @@ bool harness_valgrind(void);
 /* Prepare server->dir etc. and write the policy (mode 0644) without starting anything. */
 int msrd_prepare(struct msrd_server *server, const char *policy_yaml);
 /* Start msrd in the prepared directory. `arguments` is NULL-terminated and added after the
- * harness's own (--socket, --policy, --foreground, --ready-fd, --models-dir, --log-level info).
+ * harness's own (--socket, --policy, --foreground, --ready-fd, --models-dir, --log-level info,
+ * --state-dir, --seccomp): a test's own --seccomp or --state-dir comes later and wins.
  * 0 once msrd listens; -1 when it exited or did not get ready (its log is printed). */
 int msrd_launch(struct msrd_server *server, const char *const *arguments);
 /* msrd_prepare + msrd_launch. */

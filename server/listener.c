@@ -60,26 +60,45 @@ static int make_socket_directory(const char *path)
 	return check_socket_directory(directory);
 }
 
+/*
+ * Whether something accepts connections on `address`. A server killed with SIGKILL keeps
+ * its listening socket open a little after it has been reaped: the kernel tears its
+ * io_uring (and the accept pending in it) down asynchronously. So a probe that connects is
+ * repeated for up to STALE_SOCKET_GRACE_MS before the socket counts as another server's.
+ */
+#define STALE_SOCKET_GRACE_MS 2000
+#define STALE_SOCKET_PROBE_MS 20
+
+static bool socket_answers(const struct sockaddr_un *address)
+{
+	int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool answers;
+
+	if (probe < 0)
+		return false;
+	answers = connect(probe, (const struct sockaddr *)address, sizeof(*address)) == 0;
+	close(probe);
+	return answers;
+}
+
 /* A socket file left by a server that died is removed; one a live server answers on is not. */
 static int clear_stale_socket(const struct sockaddr_un *address)
 {
 	struct stat info;
-	int probe;
-	int status = 0;
+	int waited_ms;
 
 	if (lstat(address->sun_path, &info) < 0)
 		return errno == ENOENT ? 0 : errno_or(-EACCES);
 	if (!S_ISSOCK(info.st_mode))
 		return -EEXIST;
-	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (probe < 0)
-		return errno_or(-EMFILE);
-	if (connect(probe, (const struct sockaddr *)address, sizeof(*address)) == 0)
-		status = -EADDRINUSE;
-	else if (unlink(address->sun_path) < 0 && errno != ENOENT)
-		status = errno_or(-EACCES);
-	close(probe);
-	return status;
+	for (waited_ms = 0; socket_answers(address); waited_ms += STALE_SOCKET_PROBE_MS) {
+		if (waited_ms >= STALE_SOCKET_GRACE_MS)
+			return -EADDRINUSE;
+		usleep(STALE_SOCKET_PROBE_MS * 1000);
+	}
+	if (unlink(address->sun_path) < 0 && errno != ENOENT)
+		return errno_or(-EACCES);
+	return 0;
 }
 
 static int apply_socket_permissions(const struct msrd_config *config)

@@ -4,7 +4,8 @@
 #   make SANITIZE=1    clang ASan+UBSan build into build-asan/
 #   make check         install missing packages, build both, run every test (and valgrind set)
 #   make demo          install missing packages, build, run the demo
-#   make bench         build and run the benchmarks under bench/
+#   make bench         build and run the benchmarks under bench/ (not the soak)
+#   make soak          the soak benchmark alone, SOAK_SECONDS long (600)
 #   make fuzz          build the libFuzzer targets into build-fuzz/, run each FUZZ_SECONDS (fuzz/)
 #   make install PREFIX=/usr/local
 
@@ -44,7 +45,7 @@ CK_LIBS      = $(call pkg_libs,ck)
 PFM_LIBS     = -lpfm
 
 .DEFAULT_GOAL := all
-.PHONY: all tests benches check demo bench deps clean install
+.PHONY: all tests benches check demo bench soak deps clean install
 
 # Filled in by the module fragments.
 PROGRAMS :=
@@ -91,6 +92,12 @@ demo: deps
 bench: deps
 	$(MAKE) all benches
 	scripts/run-benches.sh $(BUILD)
+
+# The soak benchmark alone (minutes; SOAK_SECONDS, default 600).
+SOAK_SECONDS ?= 600
+soak: deps
+	$(MAKE) all benches
+	HAECER_SOAK_SECONDS=$(SOAK_SECONDS) scripts/run-benches.sh $(BUILD) soak
 
 install: all
 	scripts/install.sh "$(BUILD)" "$(DESTDIR)$(PREFIX)"

@@ -45,6 +45,9 @@
 struct bystander {
 	pthread_t thread;
 	const char *socket_path;
+	/* Here rather than in the thread, so that a process forked meanwhile (run_as) can still
+	 * reach it: valgrind would call the memory of a thread that does not exist there lost. */
+	struct haecer_conn *conn;
 	atomic_bool stop;
 	atomic_uint_fast64_t reads;
 	atomic_int failures;
@@ -54,9 +57,8 @@ struct bystander {
 static inline void *bystander_run(void *argument)
 {
 	struct bystander *self = argument;
-	struct haecer_conn *conn = NULL;
 	uint64_t previous = 0;
-	int status = haecer_connect(self->socket_path, &conn);
+	int status = haecer_connect(self->socket_path, &self->conn);
 
 	if (status < 0) {
 		snprintf(self->error, sizeof(self->error), "connect: %s", strerror(-status));
@@ -65,13 +67,13 @@ static inline void *bystander_run(void *argument)
 	}
 	while (!atomic_load(&self->stop)) {
 		uint64_t value = 0;
-		status = haecer_msr_read(conn, 0, 0x10, &value);
+		status = haecer_msr_read(self->conn, 0, 0x10, &value);
 		/* The simulated TSC never goes backwards: a stale or foreign reply would show. */
 		if (status < 0 || value < previous) {
 			snprintf(self->error, sizeof(self->error), "read %llu: %s (%s)",
 				 (unsigned long long)atomic_load(&self->reads),
 				 status < 0 ? strerror(-status) : "TSC went backwards",
-				 haecer_conn_error(conn));
+				 haecer_conn_error(self->conn));
 			atomic_fetch_add(&self->failures, 1);
 			break;
 		}
@@ -79,16 +81,23 @@ static inline void *bystander_run(void *argument)
 		atomic_fetch_add(&self->reads, 1);
 		usleep(1000);
 	}
-	haecer_close(conn);
+	haecer_close(self->conn);
+	self->conn = NULL;
 	return NULL;
 }
 
-/* Connect and start reading; 0, or -1 when the thread could not start. */
+/* Connect and start reading; returns once the first read was answered (so a process forked
+ * afterwards never catches the thread half-way through connecting): 0, or -1 when the thread
+ * could not start (it may still have failed to connect: bystander_progress says so). */
 static inline int bystander_start(struct bystander *bystander, const char *socket_path)
 {
 	memset(bystander, 0, sizeof(*bystander));
 	bystander->socket_path = socket_path;
-	return pthread_create(&bystander->thread, NULL, bystander_run, bystander) == 0 ? 0 : -1;
+	if (pthread_create(&bystander->thread, NULL, bystander_run, bystander) != 0)
+		return -1;
+	while (atomic_load(&bystander->reads) == 0 && atomic_load(&bystander->failures) == 0)
+		usleep(1000);
+	return 0;
 }
 
 /* Wait until it has been answered `count` more times (so it ran during what came before);

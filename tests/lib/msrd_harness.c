@@ -2,6 +2,7 @@
  * tests/lib/msrd_harness.c — the real msrd in a temporary directory, for tests and benchmarks.
  */
 #include "tests/lib/msrd_harness.h"
+#include "tests/lib/tool_argv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -109,14 +110,8 @@ static size_t build_command(const struct msrd_server *server, int ready_fd,
 #define STORE(...) (snprintf(storage[stored], sizeof(storage[0]), __VA_ARGS__), storage[stored++])
 
 	if (server->valgrind) {
-		argv[count++] = "valgrind";
-		argv[count++] = "--quiet";
-		argv[count++] = "--error-exitcode=99";
-		argv[count++] = "--leak-check=full";
-		argv[count++] = "--errors-for-leak-kinds=definite";
-		argv[count++] = "--show-leak-kinds=definite";
+		count = harness_valgrind_prefix(argv);
 		argv[count++] = STORE("--log-file=%s", server->valgrind_log_path);
-		argv[count++] = STORE("--suppressions=%s/tests/valgrind.supp", harness_source_dir());
 	}
 	argv[count++] = STORE("%s/msrd", harness_build_dir());
 	argv[count++] = "--foreground";

@@ -20,6 +20,9 @@ size_t harness_valgrind_prefix(const char **argv)
 	argv[count++] = "--leak-check=full";
 	argv[count++] = "--errors-for-leak-kinds=definite";
 	argv[count++] = "--show-leak-kinds=definite";
+	/* A server that switches to another user (--user) could not remove valgrind's gdb pipes,
+	 * and would say so in its log. */
+	argv[count++] = "--vgdb=no";
 	argv[count++] = suppressions;
 	return count;
 }

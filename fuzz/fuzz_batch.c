@@ -145,7 +145,8 @@ static void open_machine(struct machine *machine, const char *model, const char 
 		.max_handles_per_uid = 8,
 		.max_schedules_per_uid = 8,
 	};
-	*server = (struct msrd){ .config = &machine->config, .listen_fd = -1, .signal_fd = -1 };
+	*server = (struct msrd){ .config = &machine->config, .listen_fd = -1, .signal_fd = -1,
+			    .journal = { .fd = -1 } }; /* the simulated CPU keeps none */
 	if (backend_open(&machine->config.backend, &server->backend, why, sizeof(why)) < 0 ||
 	    backend_machine_info(server->backend, &server->machine) < 0) {
 		fprintf(stderr, "fuzz_batch: cannot open the simulated %s: %s\n", model, why);

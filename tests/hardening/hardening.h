@@ -124,6 +124,22 @@ static inline bool bystander_stop(struct bystander *bystander)
 	return atomic_load(&bystander->failures) == 0 && atomic_load(&bystander->reads) > 0;
 }
 
+/* The cmocka setup and teardown of a test that runs beside a bystander of the group's msrd:
+ * HARDENING_BYSTANDER_FIXTURES(server, bystander) defines bystander_setup and
+ * bystander_teardown; the teardown fails the test if the bystander was ever let down. */
+#define HARDENING_BYSTANDER_FIXTURES(server_, bystander_)                           \
+	static int bystander_setup(void **state)                                    \
+	{                                                                           \
+		(void)state;                                                        \
+		return bystander_start(&(bystander_), (server_).socket_path);       \
+	}                                                                           \
+	static int bystander_teardown(void **state)                                 \
+	{                                                                           \
+		(void)state;                                                        \
+		return bystander_stop(&(bystander_)) ? 0 : -1;                      \
+	}
+#define BYSTANDER_TEST(test) cmocka_unit_test_setup_teardown(test, bystander_setup, bystander_teardown)
+
 /* Open descriptors of process `pid`, or -1. */
 static inline int process_fd_count(pid_t pid)
 {

@@ -183,23 +183,13 @@ static void test_descriptors_sent_to_msrd(void **state)
 	assert_true(bystander_progress(&bystander, 3));
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return bystander_start(&bystander, server.socket_path);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return bystander_stop(&bystander) ? 0 : -1;
-}
+HARDENING_BYSTANDER_FIXTURES(server, bystander)
 
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", NULL };
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_descriptors_sent_to_msrd, setup, teardown),
+		BYSTANDER_TEST(test_descriptors_sent_to_msrd),
 	};
 
 	return MSRD_RUN_GROUP(&server, HARDENING_POLICY, arguments, NULL, tests);

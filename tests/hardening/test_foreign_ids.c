@@ -116,24 +116,14 @@ static void test_same_uid_other_connection(void **state)
 	assert_true(bystander_progress(&bystander, 3));
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return bystander_start(&bystander, server.socket_path);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return bystander_stop(&bystander) ? 0 : -1;
-}
+HARDENING_BYSTANDER_FIXTURES(server, bystander)
 
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", NULL };
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_another_uid, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_same_uid_other_connection, setup, teardown),
+		BYSTANDER_TEST(test_another_uid),
+		BYSTANDER_TEST(test_same_uid_other_connection),
 	};
 
 	return MSRD_RUN_GROUP(&server, HARDENING_POLICY, arguments, &owner, tests);

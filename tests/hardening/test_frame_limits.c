@@ -353,28 +353,18 @@ static void test_counts_and_reserved_fields(void **state)
 	assert_true(bystander_progress(&bystander, 5));
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return bystander_start(&bystander, server.socket_path);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return bystander_stop(&bystander) ? 0 : -1;
-}
+HARDENING_BYSTANDER_FIXTURES(server, bystander)
 
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", "--frame-timeout-ms", "600000", NULL };
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_lengths, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_header_fields, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_implemented_ops_wrong_shape, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_counts_and_reserved_fields, setup, teardown),
+		BYSTANDER_TEST(test_lengths),
+		BYSTANDER_TEST(test_header_fields),
+		BYSTANDER_TEST(test_implemented_ops_wrong_shape),
+		BYSTANDER_TEST(test_counts_and_reserved_fields),
 		/* Last: its 65 000 log lines would make every later log search slow. */
-		cmocka_unit_test_setup_teardown(test_unimplemented_ops, setup, teardown),
+		BYSTANDER_TEST(test_unimplemented_ops),
 	};
 
 	return MSRD_RUN_GROUP(&server, HARDENING_POLICY, arguments, NULL, tests);

@@ -156,6 +156,8 @@ static void test_unprivileged_uid(void **state)
 	assert_true(bystander_progress(&bystander, 3));
 }
 
+HARDENING_BYSTANDER_FIXTURES(server, bystander)
+
 static int setup(void **state)
 {
 	struct haecer_machine_info *machine = calloc(1, sizeof(*machine));
@@ -167,23 +169,17 @@ static int setup(void **state)
 	}
 	cpu_count = machine->cpu_count;
 	free(machine);
-	return bystander_start(&bystander, server.socket_path);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return bystander_stop(&bystander) ? 0 : -1;
+	return bystander_setup(state);
 }
 
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", NULL };
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_cpus_out_of_range, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_addresses_out_of_policy, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_simulator_ranges, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unprivileged_uid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cpus_out_of_range, setup, bystander_teardown),
+		cmocka_unit_test_setup_teardown(test_addresses_out_of_policy, setup, bystander_teardown),
+		cmocka_unit_test_setup_teardown(test_simulator_ranges, setup, bystander_teardown),
+		cmocka_unit_test_setup_teardown(test_unprivileged_uid, setup, bystander_teardown),
 	};
 
 	return MSRD_RUN_GROUP(&server, HARDENING_POLICY, arguments, &conn, tests);

@@ -142,24 +142,13 @@ static void test_consumer_cannot_change_the_ring(void **state)
 	assert_true(bystander_progress(&bystander, 3));
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return bystander_start(&bystander, server.socket_path);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return bystander_stop(&bystander) ? 0 : -1;
-}
+HARDENING_BYSTANDER_FIXTURES(server, bystander)
 
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", NULL };
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_consumer_cannot_change_the_ring, setup,
-						teardown),
+		BYSTANDER_TEST(test_consumer_cannot_change_the_ring),
 	};
 
 	return MSRD_RUN_GROUP(&server, HARDENING_POLICY, arguments, &conn, tests);

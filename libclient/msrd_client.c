@@ -55,6 +55,8 @@ const char *haecer_msrd_strerror(int negative_errno)
 		return "connection to msrd closed";
 	if (negative_errno == -EPROTO)
 		return "protocol error in msrd's reply";
+	if (negative_errno == -ECONNREFUSED)
+		return "msrd is not running (nothing listens on its socket)";
 	return wire_status_text(wire_status_from_errno(negative_errno));
 }
 

@@ -14,6 +14,9 @@
 #include <limits.h>
 #include <math.h>
 #include <sched.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "tests/lib/test_check.h"
 #include "tests/libclient/libclient_test.h"
@@ -136,6 +139,28 @@ static void test_no_msrd(void **state)
 	free(socket);
 }
 
+/* A socket file nobody listens on (what a killed msrd leaves): the error names the cause. */
+static void test_msrd_gone(void **state)
+{
+	struct sockaddr_un address = { .sun_family = AF_UNIX };
+	char directory[] = "/tmp/haecer-gone-XXXXXX";
+	struct haecer_conn *conn = NULL;
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	(void)state;
+	assert_non_null(mkdtemp(directory));
+	snprintf(address.sun_path, sizeof(address.sun_path), "%s/msrd.sock", directory);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&address, sizeof(address)), 0);
+	assert_int_equal(haecer_connect(address.sun_path, &conn), -ECONNREFUSED);
+	assert_null(conn);
+	assert_string_equal(haecer_msrd_strerror(-ECONNREFUSED),
+			    "msrd is not running (nothing listens on its socket)");
+	close(fd);
+	unlink(address.sun_path);
+	rmdir(directory);
+}
+
 /* Run last: nothing the failures did is visible. */
 static void test_no_side_effects(void **state)
 {
@@ -179,6 +204,7 @@ int main(void)
 		cmocka_unit_test(test_bad_flags),
 		cmocka_unit_test(test_denied_by_policy),
 		cmocka_unit_test(test_no_msrd),
+		cmocka_unit_test(test_msrd_gone),
 		cmocka_unit_test(test_no_side_effects),
 	};
 

@@ -310,23 +310,6 @@ static double throughput(unsigned clients, double seconds)
 
 /* ---- memory ---- */
 
-static long rss_kib(pid_t pid)
-{
-	char path[64], line[256];
-	long kib = -1;
-	FILE *status;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	status = fopen(path, "r");
-	if (status == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), status) != NULL)
-		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-			break;
-	fclose(status);
-	return kib;
-}
-
 /* Connect idle clients; each HELLO is answered, so msrd has set every one of them up. */
 static double kib_per_idle_client(void)
 {
@@ -342,7 +325,7 @@ static double kib_per_idle_client(void)
 	wire_put_hello_request(&writer, &hello);
 	length = (size_t)wire_frame_finish(frame, sizeof(frame), WIRE_OP_HELLO, 0, 0, 1,
 					   writer.used);
-	before = rss_kib(server.pid);
+	before = bench_process_status_kib(server.pid, "VmRSS:");
 	for (unsigned i = 0; i < IDLE_CLIENTS; i++) {
 		fds[i] = raw_connect(server.socket_path);
 		if (fds[i] < 0 || raw_send(fds[i], frame, length) < 0 ||
@@ -350,7 +333,7 @@ static double kib_per_idle_client(void)
 			die("idle client");
 	}
 	usleep(100000);
-	after = rss_kib(server.pid);
+	after = bench_process_status_kib(server.pid, "VmRSS:");
 	for (unsigned i = 0; i < IDLE_CLIENTS; i++)
 		close(fds[i]);
 	return (double)(after - before) / IDLE_CLIENTS;

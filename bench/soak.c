@@ -699,24 +699,6 @@ static void *monitor_main(void *argument)
 /* ---- msrd's resources, from /proc ---- */
 
 /* A "Name:   N kB" field of /proc/PID/status; -1 when msrd is gone (or a zombie). */
-static long proc_status_kib(pid_t pid, const char *field)
-{
-	char path[64], line[256];
-	size_t length = strlen(field);
-	long kib = -1;
-	FILE *status;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	status = fopen(path, "r");
-	if (status == NULL)
-		return -1;
-	while (kib < 0 && fgets(line, sizeof(line), status) != NULL)
-		if (strncmp(line, field, length) == 0 && sscanf(line + length, "%ld", &kib) != 1)
-			kib = -1;
-	fclose(status);
-	return kib;
-}
-
 static long proc_fd_count(pid_t pid)
 {
 	char path[64];
@@ -743,8 +725,8 @@ struct server_figures {
 
 static struct server_figures server_figures(void)
 {
-	return (struct server_figures){ .rss_kib = proc_status_kib(server.pid, "VmRSS:"),
-					.anon_kib = proc_status_kib(server.pid, "RssAnon:"),
+	return (struct server_figures){ .rss_kib = bench_process_status_kib(server.pid, "VmRSS:"),
+					.anon_kib = bench_process_status_kib(server.pid, "RssAnon:"),
 					.fds = proc_fd_count(server.pid) };
 }
 

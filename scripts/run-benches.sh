@@ -12,7 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: scripts/run-benches.sh BUILD [NAME...]}
 shift
-export HAECER_BUILD=$build
+export HAECER_BUILD=$PWD/$build HAECER_SOURCE=$PWD
 
 if [ $# -gt 0 ]; then
 	names=("$@")

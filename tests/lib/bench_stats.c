@@ -1,7 +1,9 @@
 #include "tests/lib/bench_stats.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 uint64_t bench_now_ns(void)
@@ -47,4 +49,22 @@ uint64_t bench_median_u64(uint64_t *values, size_t count)
 uint64_t bench_percentile_u64(const uint64_t *sorted, size_t count, unsigned percent)
 {
 	return sorted[count * percent / 100];
+}
+
+long bench_process_status_kib(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	size_t length = strlen(field);
+	long kib = -1;
+	FILE *status;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	status = fopen(path, "r");
+	if (status == NULL)
+		return -1;
+	while (kib < 0 && fgets(line, sizeof(line), status) != NULL)
+		if (strncmp(line, field, length) == 0 && sscanf(line + length, "%ld", &kib) != 1)
+			kib = -1;
+	fclose(status);
+	return kib;
 }

@@ -27,4 +27,7 @@ uint64_t bench_median_u64(uint64_t *values, size_t count);
  * percent / 100] (percent < 100). */
 uint64_t bench_percentile_u64(const uint64_t *sorted, size_t count, unsigned percent);
 
+/* A "kB" field of /proc/PID/status (field with its colon, e.g. "VmRSS:"), or -1. */
+long bench_process_status_kib(pid_t pid, const char *field);
+
 #endif

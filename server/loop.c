@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <valgrind/memcheck.h>
@@ -114,11 +115,53 @@ static int setup_buffers(struct loop *loop)
 	return 0;
 }
 
+/*
+ * io_uring operations never pass through seccomp: an msrd taken over could open, create, link
+ * or unlink files or open internet sockets through its ring while the filter refuses the same
+ * system calls. So the ring is created disabled and restricted, before it is enabled, to the
+ * operations, SQE flags and registrations msrd uses; anything else completes with -EACCES.
+ */
+static const uint8_t allowed_operations[] = {
+	IORING_OP_ACCEPT,  IORING_OP_RECV,    IORING_OP_SEND,           IORING_OP_SENDMSG,
+	IORING_OP_READ,    IORING_OP_WRITE,   IORING_OP_TIMEOUT,        IORING_OP_TIMEOUT_REMOVE,
+	IORING_OP_ASYNC_CANCEL,
+};
+
+/* io_uring_register(2) itself: Debian's liburing 2.3 declares io_uring_register_restrictions
+ * and io_uring_enable_rings but does not export them. */
+static int ring_register(struct loop *loop, unsigned opcode, void *argument, unsigned count)
+{
+	long status = syscall(__NR_io_uring_register, loop->ring.ring_fd, opcode, argument, count);
+
+	return status < 0 ? -errno : 0;
+}
+
+static int restrict_ring(struct loop *loop)
+{
+	struct io_uring_restriction restrictions[sizeof(allowed_operations) + 2];
+	unsigned count = 0;
+	int status;
+
+	memset(restrictions, 0, sizeof(restrictions));
+	for (size_t i = 0; i < sizeof(allowed_operations); i++) {
+		restrictions[count].opcode = IORING_RESTRICTION_SQE_OP;
+		restrictions[count++].sqe_op = allowed_operations[i];
+	}
+	restrictions[count].opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED;
+	restrictions[count++].sqe_flags = IOSQE_IO_HARDLINK | IOSQE_BUFFER_SELECT;
+	restrictions[count].opcode = IORING_RESTRICTION_REGISTER_OP;
+	restrictions[count++].register_op = IORING_UNREGISTER_PBUF_RING; /* at loop_exit */
+	status = ring_register(loop, IORING_REGISTER_RESTRICTIONS, restrictions, count);
+	if (status < 0)
+		return status;
+	return ring_register(loop, IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+}
+
 int loop_init(struct loop *loop, unsigned buffer_count)
 {
 	struct io_uring_params params = {
 		.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER |
-			 IORING_SETUP_DEFER_TASKRUN,
+			 IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED,
 		.cq_entries = LOOP_CQ_ENTRIES,
 	};
 	int status;
@@ -129,7 +172,7 @@ int loop_init(struct loop *loop, unsigned buffer_count)
 	if (status == -EINVAL) {
 		/* Kernels before 6.1 know neither SINGLE_ISSUER nor DEFER_TASKRUN. */
 		params = (struct io_uring_params){
-			.flags = IORING_SETUP_CQSIZE,
+			.flags = IORING_SETUP_CQSIZE | IORING_SETUP_R_DISABLED,
 			.cq_entries = LOOP_CQ_ENTRIES,
 		};
 		status = io_uring_queue_init_params(LOOP_SQ_ENTRIES, &loop->ring, &params);
@@ -137,6 +180,8 @@ int loop_init(struct loop *loop, unsigned buffer_count)
 	if (status < 0)
 		return status;
 	status = setup_buffers(loop);
+	if (status == 0)
+		status = restrict_ring(loop);
 	if (status < 0)
 		loop_exit(loop);
 	return status;

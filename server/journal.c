@@ -136,8 +136,13 @@ static char *read_all(int fd, size_t *length)
 	char *text;
 	ssize_t got;
 
-	if (fstat(fd, &status) < 0 || status.st_size > (off_t)JOURNAL_MAX_BYTES)
+	if (fstat(fd, &status) < 0)
 		return NULL;
+	if (status.st_size > (off_t)JOURNAL_MAX_BYTES) {
+		log_error("journal: %lld bytes, more than the %u a journal msrd writes can have",
+			  (long long)status.st_size, JOURNAL_MAX_BYTES);
+		return NULL;
+	}
 	text = malloc((size_t)status.st_size + 1);
 	if (text == NULL)
 		return NULL;
@@ -178,8 +183,15 @@ static bool parse_entry(const char *line, uint32_t *cpu, uint32_t *address, uint
 	return true;
 }
 
-/* The journal's entries into `state` (first value per register wins, as written). Returns how
- * many lines could not be used, or -errno when the journal is not this device's. */
+/* Registers the journal names that could not be written back at start (a CPU offline, or
+ * beyond the ones present now): still owed to the hardware, so the fresh journal names them
+ * again and a clean stop keeps them for a later start. File-static because struct journal
+ * (server.h) is not this file's to extend; msrd has one journal per process. */
+static struct msrstate carried;
+
+/* The journal's entries into `state` (first value per register wins, as written), or into
+ * `carried` for CPUs beyond `cpu_count`. Returns how many lines could not be used, or -errno
+ * when the journal is not this device's. */
 static int parse_journal(struct journal *journal, char *text, size_t length,
 			 struct msrstate *state, uint32_t cpu_count)
 {
@@ -206,14 +218,40 @@ static int parse_journal(struct journal *journal, char *text, size_t length,
 			break;
 		}
 		*newline = '\0';
-		if (!parse_entry(line, &cpu, &address, &value) || cpu >= cpu_count ||
-		    msrstate_remember(state, cpu, address, value) < 0) {
+		if (!parse_entry(line, &cpu, &address, &value)) {
 			log_warnx("journal: ignoring line \"%.*s\"", JOURNAL_LINE_MAX, line);
 			bad++;
+		} else if (msrstate_remember(cpu < cpu_count ? state : &carried, cpu, address,
+					     value) < 0) {
+			return -ENOMEM;
+		} else if (cpu >= cpu_count) {
+			log_warnx("journal: cpu %u is not present now (%u CPUs); its MSR 0x%x is "
+				  "kept for a later start", cpu, cpu_count, address);
 		}
 		line = newline + 1;
 	}
 	return bad;
+}
+
+/* Write every register of `previous` back, one at a time so that each one that fails is known:
+ * those go to `carried`. Returns how many failed, or SIZE_MAX when one could not be carried. */
+static size_t restore_or_carry(struct msrstate *previous, struct msr_backend *backend)
+{
+	size_t failed = 0;
+
+	for (size_t i = 0; i < previous->count; i++) {
+		const struct msr_saved *saved = &previous->entries[i];
+		struct msrstate one = *previous;
+
+		one.entries = &previous->entries[i];
+		one.count = one.capacity = 1;
+		if (msrstate_restore(&one, backend) == 0)
+			continue;
+		if (msrstate_remember(&carried, saved->cpu, saved->address, saved->original) < 0)
+			return SIZE_MAX;
+		failed++;
+	}
+	return failed;
 }
 
 /* What a previous msrd left: write it back. */
@@ -224,6 +262,7 @@ static int replay(struct msrd *server)
 	size_t length = 0;
 	size_t failed;
 	char *text = read_all(journal->fd, &length);
+	int status;
 	int bad;
 
 	if (text == NULL)
@@ -241,11 +280,13 @@ static int replay(struct msrd *server)
 	}
 	log_notice("journal: the previous msrd did not stop cleanly; writing back the %zu "
 		   "registers it had changed (%s)", previous.count, journal->path);
-	failed = msrstate_restore(&previous, server->backend);
-	log_notice("journal: %zu registers restored%s", previous.count - failed,
-		   failed > 0 || bad > 0 ? ", some could not be (see above)" : "");
+	failed = restore_or_carry(&previous, server->backend);
+	if (failed <= previous.count)
+		log_notice("journal: %zu registers restored%s", previous.count - failed,
+			   failed > 0 || bad > 0 ? ", some could not be (see above)" : "");
+	status = failed <= previous.count ? 0 : -ENOMEM;
 	msrstate_free(&previous);
-	return 0;
+	return status;
 }
 
 /* ---- the running journal ---- */
@@ -264,16 +305,68 @@ static int write_all(int fd, const char *text, size_t length)
 	return 0;
 }
 
-/* Start the file afresh with its header, on disk before any register is written. */
+/* Set when a line that failed part-way could not be cut off again: whatever is appended after
+ * it would merge with the fragment into one unreadable line, so nothing more is. */
+static bool broken;
+
+/* Append one entry whole or not at all (a fragment would swallow the next line); refused when
+ * the file would outgrow what a starting msrd reads, or holds bytes this msrd did not write. */
+static int append_entry(struct journal *journal, uint32_t cpu, uint32_t address, uint64_t value)
+{
+	char line[JOURNAL_LINE_MAX];
+	int length = snprintf(line, sizeof(line), "cpu %u msr 0x%x 0x%016" PRIx64 "\n", cpu,
+			      address, value);
+	off_t end = lseek(journal->fd, 0, SEEK_CUR);
+	struct stat status;
+	int result;
+
+	if (broken)
+		return -EIO;
+	if (end < 0 || fstat(journal->fd, &status) < 0)
+		return -errno;
+	if ((uint64_t)status.st_size + (uint64_t)length > JOURNAL_MAX_BYTES) {
+		log_error("journal: %s would grow past %u bytes, more than a starting msrd reads",
+			  journal->path, JOURNAL_MAX_BYTES);
+		return -EFBIG;
+	}
+	if (status.st_size != end) {
+		log_error("journal: %s is %lld bytes long, but msrd wrote %lld of them",
+			  journal->path, (long long)status.st_size, (long long)end);
+		return -EIO;
+	}
+	result = write_all(journal->fd, line, (size_t)length);
+	if (result < 0) {
+		bool cut = ftruncate(journal->fd, end) == 0;
+		if (lseek(journal->fd, end, SEEK_SET) < 0 || !cut) {
+			log_error("journal: cannot cut a partly written line off %s; no further "
+				  "register can be recorded", journal->path);
+			broken = true;
+		}
+	}
+	return result;
+}
+
+/* Start the file afresh with its header and the registers still owed from before (`carried`),
+ * on disk before any register is written. */
 static int start_empty(struct journal *journal)
 {
 	char header[PATH_MAX + 64];
+	int status = 0;
 
 	journal_header(journal, header, sizeof(header));
 	if (ftruncate(journal->fd, 0) < 0 || lseek(journal->fd, 0, SEEK_SET) < 0)
 		return -errno;
-	if (write_all(journal->fd, header, strlen(header)) < 0 || fdatasync(journal->fd) < 0)
+	broken = false;
+	if (write_all(journal->fd, header, strlen(header)) < 0)
 		return -EIO;
+	for (size_t i = 0; i < carried.count && status == 0; i++)
+		status = append_entry(journal, carried.entries[i].cpu, carried.entries[i].address,
+				      carried.entries[i].original);
+	if (status < 0 || fdatasync(journal->fd) < 0)
+		return -EIO;
+	if (carried.count > 0)
+		log_warnx("journal: %zu registers could not be written back; %s keeps them for "
+			  "the next start", carried.count, journal->path);
 	return 0;
 }
 
@@ -297,11 +390,13 @@ int journal_open(struct msrd *server)
 	int status;
 
 	*journal = (struct journal){ .fd = -1, .backend = backend_kind(server->backend) };
+	msrstate_free(&carried);
 	if (journal->backend == BACKEND_SIM) {
 		log_info("journal: none for the simulated CPU (each run starts from reset state)");
 		return 0;
 	}
 	msrstate_init(&journal->written, &server->machine);
+	msrstate_init(&carried, &server->machine);
 	root_of(&config->backend, journal->root, sizeof(journal->root));
 	name_journal(journal, config);
 	directory = open_directory(config->state_dir);
@@ -322,7 +417,12 @@ int journal_open(struct msrd *server)
 	if (status == 0)
 		status = start_empty(journal);
 	if (status < 0) {
+		/* Closed here so that the clean-up's journal_close keeps the file: a journal
+		 * that was refused (another device's, too large) is evidence, and one whose
+		 * registers were not all written back is still owed. */
 		log_warn_errno(status, "journal: %s", journal->path);
+		close(journal->fd);
+		journal->fd = -1;
 		return status;
 	}
 	log_info("journal: %s", journal->path);
@@ -332,15 +432,11 @@ int journal_open(struct msrd *server)
 int journal_note(struct msrd *server, uint32_t cpu, uint32_t address, uint64_t before)
 {
 	struct journal *journal = &server->journal;
-	char line[JOURNAL_LINE_MAX];
-	int length;
 	int status;
 
 	if (journal->fd < 0 || msrstate_has(&journal->written, cpu, address))
 		return 0;
-	length = snprintf(line, sizeof(line), "cpu %u msr 0x%x 0x%016" PRIx64 "\n", cpu, address,
-			  before);
-	status = write_all(journal->fd, line, (size_t)length);
+	status = append_entry(journal, cpu, address, before);
 	if (status == 0 && fdatasync(journal->fd) < 0)
 		status = -errno;
 	if (status == 0)
@@ -369,7 +465,13 @@ void journal_close(struct msrd *server, bool restored)
 	struct journal *journal = &server->journal;
 
 	if (journal->fd >= 0) {
-		if (restored) {
+		if (restored && carried.count > 0) {
+			/* What this msrd changed is back; what it could not write back at start
+			 * is still owed. */
+			if (start_empty(journal) < 0)
+				log_warnx("journal: could not rewrite %s; it is kept as it was",
+					  journal->path);
+		} else if (restored) {
 			/* Nothing left to put back. Removing it needs the directory: after --user
 			 * it may not be ours, and an empty journal says the same. */
 			if (unlink(journal->path) < 0 && ftruncate(journal->fd, 0) == 0)
@@ -381,5 +483,6 @@ void journal_close(struct msrd *server, bool restored)
 		close(journal->fd);
 	}
 	msrstate_free(&journal->written);
+	msrstate_free(&carried);
 	journal->fd = -1;
 }

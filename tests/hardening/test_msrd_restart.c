@@ -31,6 +31,7 @@
 
 #include "haecer/msrd.h"
 #include "tests/lib/msrd_harness.h"
+#include "tests/lib/text_file.h"
 
 #define FILE_SIZE 0x2000u
 #define PERFEVTSEL0 0x186u
@@ -216,6 +217,30 @@ static void test_clean_stop_removes_the_journal(void **state)
 	assert_int_equal(msrd_stop(&device.server), 0);
 }
 
+/* SIGTERM, and msrd exits 0; unlike msrd_stop its directory (and --state-dir) stays. */
+static void stop_keeping_state(struct msrd_server *server)
+{
+	int status;
+
+	assert_int_equal(kill(server->pid, SIGTERM), 0);
+	assert_int_equal(waitpid(server->pid, &status, 0), server->pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	server->pid = -1;
+}
+
+/* The journal's text (at most `max` bytes read), which must exist. */
+static char *journal_text(const struct device *device, size_t max)
+{
+	char journal[PATH_MAX + 300];
+	char *text;
+
+	find_journal(device->state, journal, sizeof(journal));
+	assert_true(journal[0] != '\0');
+	text = harness_read_text(journal, max);
+	assert_non_null(text);
+	return text;
+}
+
 /* msrd must refuse to start; its log says why. */
 static void expect_refused(struct device *device, const char *why)
 {
@@ -251,10 +276,16 @@ static void test_forged_journals_refused(void **state)
 	snprintf(text, sizeof(text), "haecer-msrd journal 1 backend msr root %s\n", device.tree);
 	plant_journal(&device, text, 0660);
 	expect_refused(&device, "is writable by its group");
-	/* Another device's journal. */
+	/* Another device's journal; refused, it is kept as it was (it is not this msrd's). */
 	plant_journal(&device, "haecer-msrd journal 1 backend msr root /\ncpu 0 msr 0x186 0x0\n",
 		      0600);
 	expect_refused(&device, "belongs to another device");
+	{
+		char *kept = journal_text(&device, 4096);
+		assert_string_equal(kept, "haecer-msrd journal 1 backend msr root /\n"
+					  "cpu 0 msr 0x186 0x0\n");
+		free(kept);
+	}
 	/* A state directory others may write. */
 	assert_int_equal(chmod(device.state, 0777), 0);
 	expect_refused(&device, "state directory");
@@ -269,6 +300,98 @@ static void test_forged_journals_refused(void **state)
 	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
 	assert_true(msrd_log_contains(&device.server, "ignoring a torn last line"));
 	assert_int_equal(register_value(&device, 1, 0x808), original(1, 0x808));
+	assert_int_equal(msrd_stop(&device.server), 0);
+}
+
+/* The most a starting msrd reads (JOURNAL_MAX_BYTES in server/journal.c). */
+#define JOURNAL_MAX_BYTES (16u << 20)
+
+/* A journal larger than a starting msrd reads is refused and kept; the running msrd refuses a
+ * write rather than grow its journal past that size, so its successor can still start. */
+static void test_journal_size_limit(void **state)
+{
+	char journal[PATH_MAX + 300];
+	struct haecer_conn *conn;
+	struct device device;
+	struct stat status;
+	char *text;
+
+	(void)state;
+	prepare(&device);
+	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
+	assert_int_equal(haecer_connect(device.server.socket_path, &conn), 0);
+	assert_int_equal(haecer_msr_write(conn, 0, SCRATCH, 0x1234), 0);
+	/* The journal near its limit: the rest of the file is a line without its end, as if
+	 * msrd had died writing it, which the next start ignores. */
+	find_journal(device.state, journal, sizeof(journal));
+	assert_int_equal(truncate(journal, JOURNAL_MAX_BYTES - 16), 0);
+	assert_true(haecer_msr_write(conn, 0, SCRATCH + 8, 0x5678) < 0);
+	assert_true(msrd_log_contains(&device.server, "would grow past 16777216 bytes"));
+	assert_true(msrd_log_contains(&device.server, "the write is refused"));
+	assert_int_equal(register_value(&device, 0, SCRATCH + 8), original(0, SCRATCH + 8));
+	haecer_close(conn);
+	kill_msrd(&device.server);
+	assert_int_equal(stat(journal, &status), 0);
+	assert_true(status.st_size <= (off_t)JOURNAL_MAX_BYTES);
+
+	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
+	assert_true(msrd_log_contains(&device.server, "ignoring a torn last line"));
+	assert_int_equal(register_value(&device, 0, SCRATCH), original(0, SCRATCH));
+	kill_msrd(&device.server);
+
+	/* One byte past the limit: refused, and the file is left as it was. */
+	text = journal_text(&device, 4096);
+	assert_int_equal(truncate(journal, JOURNAL_MAX_BYTES + 1), 0);
+	expect_refused(&device, "more than the 16777216 a journal msrd writes can have");
+	assert_int_equal(stat(journal, &status), 0);
+	assert_int_equal(status.st_size, JOURNAL_MAX_BYTES + 1);
+	free(text);
+	harness_remove_tree(device.server.dir);
+}
+
+/* A register of an offline CPU (its device file missing) cannot be written back at start: msrd
+ * starts all the same, says so, and the fresh journal still names it with its original value,
+ * through a clean stop too, until a start with the CPU back writes it. */
+static void test_offline_cpu_kept_for_later(void **state)
+{
+	char offline[PATH_MAX + 64];
+	char aside[PATH_MAX + 64];
+	struct haecer_conn *conn;
+	struct device device;
+	char *text;
+
+	(void)state;
+	prepare(&device);
+	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
+	assert_int_equal(haecer_connect(device.server.socket_path, &conn), 0);
+	change_registers(conn);
+	haecer_close(conn);
+	kill_msrd(&device.server);
+
+	snprintf(offline, sizeof(offline), "%s/dev/cpu/1/msr", device.tree);
+	snprintf(aside, sizeof(aside), "%s/msr-of-cpu1", device.server.dir);
+	assert_int_equal(rename(offline, aside), 0);
+	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
+	assert_true(msrd_log_contains(&device.server, "journal: 33 registers restored, some could "
+						      "not be"));
+	assert_true(msrd_log_contains(&device.server, "journal: 33 registers could not be written "
+						      "back"));
+	assert_int_equal(register_value(&device, 0, PERFEVTSEL0), original(0, PERFEVTSEL0));
+	text = journal_text(&device, 1 << 16);
+	assert_non_null(strstr(text, "cpu 1 msr 0x186 0x0000000000000006\n"));
+	assert_null(strstr(text, "cpu 0 msr"));
+	free(text);
+	/* A clean stop restores what this msrd changed and keeps what is still owed. */
+	stop_keeping_state(&device.server);
+	text = journal_text(&device, 1 << 16);
+	assert_non_null(strstr(text, "cpu 1 msr 0x186 0x0000000000000006\n"));
+	free(text);
+
+	assert_int_equal(rename(aside, offline), 0);
+	assert_false(all_original(&device));
+	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
+	assert_true(msrd_log_contains(&device.server, "journal: 33 registers restored\n"));
+	assert_true(all_original(&device));
 	assert_int_equal(msrd_stop(&device.server), 0);
 }
 
@@ -321,6 +444,8 @@ int main(void)
 		cmocka_unit_test(test_restart_restores),
 		cmocka_unit_test(test_clean_stop_removes_the_journal),
 		cmocka_unit_test(test_forged_journals_refused),
+		cmocka_unit_test(test_journal_size_limit),
+		cmocka_unit_test(test_offline_cpu_kept_for_later),
 		cmocka_unit_test(test_one_msrd_per_device),
 		cmocka_unit_test(test_simulated_cpu_has_no_journal),
 	};

@@ -299,8 +299,6 @@ static const struct allowed allowed_syscalls[] = {
 	ALLOW(getrandom), ALLOW(sched_yield), ALLOW(rt_sigreturn), ALLOW(rt_sigprocmask),
 	ALLOW(rt_sigaction), ALLOW(sigaltstack), ALLOW(restart_syscall), ALLOW(uname),
 	ALLOW(prlimit64), ALLOW(exit), ALLOW(exit_group),
-	/* abort() on an impossible state, and only at itself */
-	ALLOW(tgkill),
 #if MSRD_SANITIZED
 	/* The sanitizer runtime: its leak check stops the world from a cloned task that ptraces
 	 * the others, then reads /proc/self with raw system calls (ASan+UBSan test builds only). */
@@ -333,6 +331,14 @@ int privilege_seccomp(enum msrd_seccomp mode)
 			log_warn_errno(status, "seccomp: allowing system call %d", entry->number);
 			goto out;
 		}
+	}
+	/* abort() on an impossible state signals msrd itself, and nothing else: msrd may still be
+	 * uid 0, which could signal any root process. */
+	status = seccomp_rule_add_array(filter, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
+					&(struct scmp_arg_cmp)ARG_EQ(0, (scmp_datum_t)getpid()));
+	if (status < 0) {
+		log_warn_errno(status, "seccomp: allowing tgkill");
+		goto out;
 	}
 	/* msr-safe's batch ioctl, whose number only the backend knows. */
 	status = seccomp_rule_add_array(filter, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,

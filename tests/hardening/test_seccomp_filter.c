@@ -1,7 +1,8 @@
 /*
  * msrd's system call filter refuses what msrd never does, in a real process: a child of this test
  * installs the very filter msrd installs (privilege_seccomp from libmsrd, enforce mode), then
- * tries what an attacker who took over msrd would: execve a shell, send a signal, become root
+ * tries what an attacker who took over msrd would: execve a shell, send a signal (kill, or tgkill
+ * at another process), become root
  * again, open a file for writing, create one, make memory executable (mmap and
  * mprotect), open an internet socket, change a file's mode. Each fails with EPERM instead of
  * running, each is reported on standard error ("msrd: seccomp: refused system call N") and
@@ -26,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -33,6 +35,8 @@
 #include "server/server.h"
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/test_check.h"
+
+static pid_t parent; /* the test process, which a hijacked msrd must not signal */
 
 /* What a hijacked msrd would try; each must fail with EPERM. Returns the refusals seen. */
 static int attempts(void)
@@ -50,6 +54,7 @@ static int attempts(void)
 
 	REFUSED(execve("/bin/sh", argv, NULL));
 	REFUSED(kill(getpid(), 0));
+	REFUSED(syscall(SYS_tgkill, parent, parent, 0));
 	REFUSED(setuid(0));
 	REFUSED(open("/tmp/haecer-seccomp-test", O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
 	REFUSED(open("/etc/hostname", O_RDWR | O_CLOEXEC));
@@ -77,6 +82,7 @@ static int still_allowed(void)
 	CHECK(read(fd, &byte, 1) == 1);
 	close(fd);
 	CHECK(getpid() > 0);
+	CHECK(syscall(SYS_tgkill, getpid(), gettid(), 0) == 0); /* at itself: what abort() does */
 	CHECK(write(STDOUT_FILENO, "allowed\n", 8) == 8);
 	return 0;
 }
@@ -86,9 +92,10 @@ static int filtered_child(void)
 	int refused;
 
 	log_init("msrd", LOG_LEVEL_INFO, false);
+	parent = getppid();
 	CHECK_EQ(privilege_seccomp(MSRD_SECCOMP_ENFORCE), 0);
 	refused = attempts();
-	CHECK_EQ(refused, 9);
+	CHECK_EQ(refused, 10);
 	privilege_log_refused();
 	CHECK_EQ(still_allowed(), 0);
 	return 0;
@@ -128,7 +135,8 @@ static void test_filter_refuses(void **state)
 	assert_non_null(strstr(text, "msrd: seccomp: refused system call 62\n"));  /* kill */
 	assert_non_null(strstr(text, "msrd: seccomp: refused system call 41\n"));  /* socket */
 	assert_non_null(strstr(text, "msrd: seccomp: refused system call 10\n"));  /* mprotect */
-	assert_non_null(strstr(text, "seccomp: 9 system calls refused"));
+	assert_non_null(strstr(text, "msrd: seccomp: refused system call 234\n")); /* tgkill */
+	assert_non_null(strstr(text, "seccomp: 10 system calls refused"));
 }
 
 /* One SQE on msrd's ring, waited for: the completion's result. */

@@ -145,13 +145,61 @@ static int restore_one(const struct msrstate *state, struct msr_backend *backend
 	return 0;
 }
 
+/*
+ * The order registers are written back in, so that no counter counts msrd's events after it
+ * was restored (as slots.c does for one slot): counters first while what msrd programmed is
+ * stopped, then the event selects, then the fixed counters' control, the global enable last.
+ */
+enum restore_phase {
+	PHASE_COUNTERS,
+	PHASE_OTHERS,
+	PHASE_EVENT_SELECTS,
+	PHASE_FIXED_CONTROL,
+	PHASE_GLOBAL_ENABLE,
+	PHASE_COUNT,
+};
+
+static enum restore_phase phase_of(const struct msrstate *state, uint32_t address)
+{
+	if (is_intel_pmc(state, address) ||
+	    (address >= MSR_IA32_FIXED_CTR0 && address <= MSR_IA32_FIXED_CTR2))
+		return PHASE_COUNTERS;
+	if (state->amd_legacy && address >= MSR_AMD_PERF_CTL0 && address < MSR_AMD_PERF_CTL0 + 12)
+		return (address - MSR_AMD_PERF_CTL0) % 2 == 0 ? PHASE_EVENT_SELECTS : PHASE_COUNTERS;
+	if (state->intel_pmcs && address >= MSR_IA32_PERFEVTSEL0 &&
+	    address < MSR_IA32_PERFEVTSEL0 + INTEL_PMCS)
+		return PHASE_EVENT_SELECTS;
+	if (state->intel_pmcs && address == MSR_IA32_FIXED_CTR_CTRL)
+		return PHASE_FIXED_CONTROL;
+	if (state->intel_pmcs && address == MSR_IA32_PERF_GLOBAL_CTRL)
+		return PHASE_GLOBAL_ENABLE;
+	return PHASE_OTHERS;
+}
+
+/* Stop every counter msrd enabled on this CPU before any is written back: the global enable
+ * where msrd changed it (Intel), else each event select msrd changed (AMD has no global one). */
+static void stop_counting(const struct msrstate *state, struct msr_backend *backend)
+{
+	for (size_t i = 0; i < state->count; i++) {
+		const struct msr_saved *saved = &state->entries[i];
+		enum restore_phase phase = phase_of(state, saved->address);
+		if (phase == PHASE_GLOBAL_ENABLE || (!state->intel_pmcs && phase == PHASE_EVENT_SELECTS))
+			(void)backend_write(backend, saved->cpu, saved->address, 0);
+	}
+}
+
 size_t msrstate_restore(struct msrstate *state, struct msr_backend *backend)
 {
 	size_t failed = 0;
 
-	for (size_t i = 0; i < state->count; i++) {
-		if (restore_one(state, backend, &state->entries[i]) < 0)
-			failed++;
+	stop_counting(state, backend);
+	for (enum restore_phase phase = 0; phase < PHASE_COUNT; phase++) {
+		for (size_t i = 0; i < state->count; i++) {
+			if (phase_of(state, state->entries[i].address) != phase)
+				continue;
+			if (restore_one(state, backend, &state->entries[i]) < 0)
+				failed++;
+		}
 	}
 	return failed;
 }

@@ -12,12 +12,15 @@
  *
  * The file is STATE_DIR/msr.journal (msr-safe.journal for msr-safe; with --dev-root a name
  * that carries a hash of the root, so stand-in trees never share one). It is text, one register
- * per line after a header naming the backend and the device root it belongs to:
+ * per line after a header naming the boot, the backend and the device root it belongs to:
  *
- *     haecer-msrd journal 1 backend msr root /
+ *     haecer-msrd journal 2 boot 5f0c...-... backend msr root /
  *     cpu 0 msr 0x186 0x0000000000000000
  *
  * A torn last line (msrd died while appending it) is ignored: its register was not written yet.
+ * A journal from an earlier boot (a --state-dir that outlives /run) is discarded: the reset and
+ * the firmware have set every register since, and the values it names belong to a machine state
+ * that is gone.
  * The file decides what msrd writes to the hardware at start, so it is trusted only when nobody
  * but msrd could have written it: the directory and the file must belong to root or msrd's own
  * user and be writable by nobody else, and the file is opened without following links. An
@@ -39,7 +42,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define JOURNAL_MAGIC "haecer-msrd journal 1"
+#define JOURNAL_MAGIC "haecer-msrd journal 2"
 #define JOURNAL_MAX_BYTES (16u << 20) /* 1024 CPUs x hundreds of registers fit many times */
 #define JOURNAL_LINE_MAX 128u
 
@@ -66,10 +69,45 @@ static void root_of(const struct backend_options *options, char *root, size_t si
 		snprintf(root, size, "%s", given);
 }
 
-static void journal_header(const struct journal *journal, char *line, size_t size)
+static void journal_header(const struct journal *journal, const char *boot, char *line,
+			   size_t size)
 {
-	snprintf(line, size, JOURNAL_MAGIC " backend %s root %s\n",
+	snprintf(line, size, JOURNAL_MAGIC " boot %s backend %s root %s\n", boot,
 		 backend_kind_name(journal->backend), journal->root);
+}
+
+/* The kernel's id of this boot; "unknown" where /proc does not say (no reboot can be told). */
+static void read_boot_id(char *boot, size_t size)
+{
+	FILE *file = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	if (file == NULL || fgets(boot, (int)size, file) == NULL || strlen(boot) < 2) {
+		log_warnx("journal: no boot id in /proc/sys/kernel/random; a journal from an "
+			  "earlier boot cannot be told apart");
+		snprintf(boot, size, "unknown");
+	}
+	boot[strcspn(boot, "\n ")] = '\0';
+	if (file != NULL)
+		fclose(file);
+}
+
+/* Whether `text` is this device's journal, written during another boot. */
+static bool from_earlier_boot(const struct journal *journal, const char *text)
+{
+	const char *prefix = JOURNAL_MAGIC " boot ";
+	char boot[sizeof(journal->boot)];
+	char header[PATH_MAX + 128];
+	size_t length;
+
+	if (strncmp(text, prefix, strlen(prefix)) != 0 || strcmp(journal->boot, "unknown") == 0)
+		return false;
+	length = strcspn(text + strlen(prefix), " \n");
+	if (length == 0 || length >= sizeof(boot))
+		return false;
+	memcpy(boot, text + strlen(prefix), length);
+	boot[length] = '\0';
+	journal_header(journal, boot, header, sizeof(header));
+	return strcmp(boot, journal->boot) != 0 && strncmp(text, header, strlen(header)) == 0;
 }
 
 /* Whoever may write the directory or the file may make msrd write any value to any register. */
@@ -183,23 +221,17 @@ static bool parse_entry(const char *line, uint32_t *cpu, uint32_t *address, uint
 	return true;
 }
 
-/* Registers the journal names that could not be written back at start (a CPU offline, or
- * beyond the ones present now): still owed to the hardware, so the fresh journal names them
- * again and a clean stop keeps them for a later start. File-static because struct journal
- * (server.h) is not this file's to extend; msrd has one journal per process. */
-static struct msrstate carried;
-
 /* The journal's entries into `state` (first value per register wins, as written), or into
- * `carried` for CPUs beyond `cpu_count`. Returns how many lines could not be used, or -errno
- * when the journal is not this device's. */
+ * `journal->carried` for CPUs beyond `cpu_count`. Returns how many lines could not be used, or
+ * -errno when the journal is not this device's. */
 static int parse_journal(struct journal *journal, char *text, size_t length,
 			 struct msrstate *state, uint32_t cpu_count)
 {
-	char expected[PATH_MAX + 64];
+	char expected[PATH_MAX + 128];
 	char *line = text;
 	int bad = 0;
 
-	journal_header(journal, expected, sizeof(expected));
+	journal_header(journal, journal->boot, expected, sizeof(expected));
 	if (length < strlen(expected) && strncmp(text, expected, length) == 0)
 		return 0; /* msrd died writing the header: nothing was written after it */
 	if (strncmp(text, expected, strlen(expected)) != 0) {
@@ -221,7 +253,7 @@ static int parse_journal(struct journal *journal, char *text, size_t length,
 		if (!parse_entry(line, &cpu, &address, &value)) {
 			log_warnx("journal: ignoring line \"%.*s\"", JOURNAL_LINE_MAX, line);
 			bad++;
-		} else if (msrstate_remember(cpu < cpu_count ? state : &carried, cpu, address,
+		} else if (msrstate_remember(cpu < cpu_count ? state : &journal->carried, cpu, address,
 					     value) < 0) {
 			return -ENOMEM;
 		} else if (cpu >= cpu_count) {
@@ -231,27 +263,6 @@ static int parse_journal(struct journal *journal, char *text, size_t length,
 		line = newline + 1;
 	}
 	return bad;
-}
-
-/* Write every register of `previous` back, one at a time so that each one that fails is known:
- * those go to `carried`. Returns how many failed, or SIZE_MAX when one could not be carried. */
-static size_t restore_or_carry(struct msrstate *previous, struct msr_backend *backend)
-{
-	size_t failed = 0;
-
-	for (size_t i = 0; i < previous->count; i++) {
-		const struct msr_saved *saved = &previous->entries[i];
-		struct msrstate one = *previous;
-
-		one.entries = &previous->entries[i];
-		one.count = one.capacity = 1;
-		if (msrstate_restore(&one, backend) == 0)
-			continue;
-		if (msrstate_remember(&carried, saved->cpu, saved->address, saved->original) < 0)
-			return SIZE_MAX;
-		failed++;
-	}
-	return failed;
 }
 
 /* What a previous msrd left: write it back. */
@@ -267,7 +278,11 @@ static int replay(struct msrd *server)
 
 	if (text == NULL)
 		return -EIO;
-	if (length == 0) {
+	if (length == 0 || from_earlier_boot(journal, text)) {
+		if (length > 0)
+			log_notice("journal: %s was written before the machine last booted (this is "
+				   "boot %s); its registers have been reset since, so none is "
+				   "written back", journal->path, journal->boot);
 		free(text);
 		return 0;
 	}
@@ -280,7 +295,7 @@ static int replay(struct msrd *server)
 	}
 	log_notice("journal: the previous msrd did not stop cleanly; writing back the %zu "
 		   "registers it had changed (%s)", previous.count, journal->path);
-	failed = restore_or_carry(&previous, server->backend);
+	failed = msrstate_restore(&previous, server->backend, &journal->carried);
 	if (failed <= previous.count)
 		log_notice("journal: %zu registers restored%s", previous.count - failed,
 			   failed > 0 || bad > 0 ? ", some could not be (see above)" : "");
@@ -305,10 +320,6 @@ static int write_all(int fd, const char *text, size_t length)
 	return 0;
 }
 
-/* Set when a line that failed part-way could not be cut off again: whatever is appended after
- * it would merge with the fragment into one unreadable line, so nothing more is. */
-static bool broken;
-
 /* Append one entry whole or not at all (a fragment would swallow the next line); refused when
  * the file would outgrow what a starting msrd reads, or holds bytes this msrd did not write. */
 static int append_entry(struct journal *journal, uint32_t cpu, uint32_t address, uint64_t value)
@@ -320,7 +331,7 @@ static int append_entry(struct journal *journal, uint32_t cpu, uint32_t address,
 	struct stat status;
 	int result;
 
-	if (broken)
+	if (journal->broken)
 		return -EIO;
 	if (end < 0 || fstat(journal->fd, &status) < 0)
 		return -errno;
@@ -340,7 +351,7 @@ static int append_entry(struct journal *journal, uint32_t cpu, uint32_t address,
 		if (lseek(journal->fd, end, SEEK_SET) < 0 || !cut) {
 			log_error("journal: cannot cut a partly written line off %s; no further "
 				  "register can be recorded", journal->path);
-			broken = true;
+			journal->broken = true;
 		}
 	}
 	return result;
@@ -350,23 +361,24 @@ static int append_entry(struct journal *journal, uint32_t cpu, uint32_t address,
  * on disk before any register is written. */
 static int start_empty(struct journal *journal)
 {
-	char header[PATH_MAX + 64];
+	char header[PATH_MAX + 128];
 	int status = 0;
 
-	journal_header(journal, header, sizeof(header));
+	journal_header(journal, journal->boot, header, sizeof(header));
 	if (ftruncate(journal->fd, 0) < 0 || lseek(journal->fd, 0, SEEK_SET) < 0)
 		return -errno;
-	broken = false;
+	journal->broken = false;
 	if (write_all(journal->fd, header, strlen(header)) < 0)
 		return -EIO;
-	for (size_t i = 0; i < carried.count && status == 0; i++)
-		status = append_entry(journal, carried.entries[i].cpu, carried.entries[i].address,
-				      carried.entries[i].original);
+	for (size_t i = 0; i < journal->carried.count && status == 0; i++) {
+		const struct msr_saved *owed = &journal->carried.entries[i];
+		status = append_entry(journal, owed->cpu, owed->address, owed->original);
+	}
 	if (status < 0 || fdatasync(journal->fd) < 0)
 		return -EIO;
-	if (carried.count > 0)
+	if (journal->carried.count > 0)
 		log_warnx("journal: %zu registers could not be written back; %s keeps them for "
-			  "the next start", carried.count, journal->path);
+			  "the next start", journal->carried.count, journal->path);
 	return 0;
 }
 
@@ -390,14 +402,14 @@ int journal_open(struct msrd *server)
 	int status;
 
 	*journal = (struct journal){ .fd = -1, .backend = backend_kind(server->backend) };
-	msrstate_free(&carried);
 	if (journal->backend == BACKEND_SIM) {
 		log_info("journal: none for the simulated CPU (each run starts from reset state)");
 		return 0;
 	}
 	msrstate_init(&journal->written, &server->machine);
-	msrstate_init(&carried, &server->machine);
+	msrstate_init(&journal->carried, &server->machine);
 	root_of(&config->backend, journal->root, sizeof(journal->root));
+	read_boot_id(journal->boot, sizeof(journal->boot));
 	name_journal(journal, config);
 	directory = open_directory(config->state_dir);
 	if (directory < 0) {
@@ -465,7 +477,7 @@ void journal_close(struct msrd *server, bool restored)
 	struct journal *journal = &server->journal;
 
 	if (journal->fd >= 0) {
-		if (restored && carried.count > 0) {
+		if (restored && journal->carried.count > 0) {
 			/* What this msrd changed is back; what it could not write back at start
 			 * is still owed. */
 			if (start_empty(journal) < 0)
@@ -483,6 +495,6 @@ void journal_close(struct msrd *server, bool restored)
 		close(journal->fd);
 	}
 	msrstate_free(&journal->written);
-	msrstate_free(&carried);
+	msrstate_free(&journal->carried);
 	journal->fd = -1;
 }

@@ -266,7 +266,7 @@ static int run_server(const struct msrd_config *config)
 	log_notice("listening on %s (policy %s)", config->socket_path, config->policy_path);
 	signal_ready(config);
 	status = loop_run(server);
-	failed = msrstate_restore(&server->saved, server->backend);
+	failed = msrstate_restore(&server->saved, server->backend, NULL);
 	log_notice("stopped: %zu MSRs restored%s", server->saved.count - failed,
 		   failed > 0 ? ", some restores failed" : "");
 	journal_close(server, failed == 0 && !server->restore_incomplete);

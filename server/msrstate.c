@@ -188,17 +188,23 @@ static void stop_counting(const struct msrstate *state, struct msr_backend *back
 	}
 }
 
-size_t msrstate_restore(struct msrstate *state, struct msr_backend *backend)
+size_t msrstate_restore(struct msrstate *state, struct msr_backend *backend,
+			struct msrstate *unrestored)
 {
 	size_t failed = 0;
 
 	stop_counting(state, backend);
 	for (enum restore_phase phase = 0; phase < PHASE_COUNT; phase++) {
 		for (size_t i = 0; i < state->count; i++) {
-			if (phase_of(state, state->entries[i].address) != phase)
+			const struct msr_saved *saved = &state->entries[i];
+			if (phase_of(state, saved->address) != phase ||
+			    restore_one(state, backend, saved) == 0)
 				continue;
-			if (restore_one(state, backend, &state->entries[i]) < 0)
-				failed++;
+			failed++;
+			if (unrestored != NULL && msrstate_remember(unrestored, saved->cpu,
+								    saved->address,
+								    saved->original) < 0)
+				return SIZE_MAX;
 		}
 	}
 	return failed;

@@ -616,8 +616,11 @@ void msrstate_init(struct msrstate *state, const struct machine_info *machine);
 int msrstate_remember(struct msrstate *state, uint32_t cpu, uint32_t address, uint64_t original);
 /* Whether a value is remembered for (cpu, address) or its alias. */
 bool msrstate_has(const struct msrstate *state, uint32_t cpu, uint32_t address);
-/* Write every remembered value back; returns how many restores failed. */
-size_t msrstate_restore(struct msrstate *state, struct msr_backend *backend);
+/* Write every remembered value back, in an order that leaves no counter counting msrd's events;
+ * returns how many restores failed. Those are remembered in `unrestored` when it is not NULL
+ * (SIZE_MAX: one could not be). */
+size_t msrstate_restore(struct msrstate *state, struct msr_backend *backend,
+			struct msrstate *unrestored);
 void msrstate_free(struct msrstate *state);
 
 /* ---- the journal of original values on disk (journal.c) ---- */
@@ -627,6 +630,12 @@ struct journal {
 	enum backend_kind backend;
 	struct msrstate written;       /* registers whose original value is on disk */
 	char root[PATH_MAX];           /* the device root it belongs to */
+	char boot[40];                 /* the kernel's boot id, or "unknown" */
+	/* Registers the journal named that could not be written back at start (a CPU offline or
+	 * beyond the ones present now): still owed, so the fresh journal names them again and a
+	 * clean stop keeps them for a later start. */
+	struct msrstate carried;
+	bool broken;                   /* a partial line could not be cut off: append nothing */
 	char name[64];
 	char path[PATH_MAX + 64];
 };

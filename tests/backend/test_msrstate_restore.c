@@ -6,7 +6,8 @@
  *   - the two addresses of one counter are one register: a later first write through the other
  *     alias does not replace the original;
  *   - on a part without full-width writes (a Sandy Bridge variant with bit 13 clear) what a
- *     legacy write can hold is restored, and the log says which value it could not restore.
+ *     legacy write can hold is restored, and the log says which value it could not restore;
+ *   - a register that cannot be written back is handed to the caller, the others still are.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,7 +60,7 @@ static size_t restore_capturing(struct msrstate *state, struct msr_backend *back
 	dup2(fd, STDERR_FILENO);
 	close(fd);
 	log_set_level(LOG_LEVEL_INFO);
-	failed = msrstate_restore(state, backend);
+	failed = msrstate_restore(state, backend, NULL);
 	fflush(stderr);
 	dup2(saved, STDERR_FILENO);
 	close(saved);
@@ -122,11 +123,39 @@ static void test_legacy_only_restore(void **state)
 	backend_close(backend);
 }
 
+/* A register that cannot be written back (its CPU is not there) does not stop the others, and
+ * is handed back in `unrestored` with its original value: msrd's journal keeps it for later. */
+static void test_unrestored_handed_back(void **state)
+{
+	struct msr_backend *backend = open_virtual_sim("skylake-sp", 0);
+	struct msrstate saved, unrestored;
+	struct machine_info info;
+	uint32_t absent_cpu;
+
+	(void)state;
+	assert_int_equal(backend_machine_info(backend, &info), 0);
+	absent_cpu = info.cpu_count + 3;
+	msrstate_init(&saved, &info);
+	msrstate_init(&unrestored, &info);
+	write_remembered(&saved, backend, MSR_IA32_PERFEVTSEL0, CYCLES);
+	assert_int_equal(msrstate_remember(&saved, absent_cpu, MSR_IA32_PERFEVTSEL0, 0x42), 0);
+	assert_int_equal(msrstate_restore(&saved, backend, &unrestored), 1);
+	assert_int_equal(read_or_die(backend, 0, MSR_IA32_PERFEVTSEL0), 0);
+	assert_int_equal(unrestored.count, 1);
+	assert_int_equal(unrestored.entries[0].cpu, absent_cpu);
+	assert_int_equal(unrestored.entries[0].address, MSR_IA32_PERFEVTSEL0);
+	assert_int_equal(unrestored.entries[0].original, 0x42);
+	msrstate_free(&unrestored);
+	msrstate_free(&saved);
+	backend_close(backend);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_width_restore),
 		cmocka_unit_test(test_legacy_only_restore),
+		cmocka_unit_test(test_unrestored_handed_back),
 	};
 
 	test_quiet_logs();

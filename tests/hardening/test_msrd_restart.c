@@ -10,7 +10,8 @@
  * The journal is refused when it could be forged: a state directory or journal writable by
  * others, or a journal naming another device; and two msrds cannot use one device's journal at
  * once. A torn last line (msrd killed while writing it, before the register it names was
- * written) is ignored. The simulated CPU keeps no journal: a new simulation starts from reset.
+ * written) is ignored, and so is a journal of an earlier boot. The simulated CPU keeps no
+ * journal: a new simulation starts from reset.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -265,25 +266,47 @@ static void plant_journal(struct device *device, const char *text, unsigned mode
 	assert_int_equal(harness_write_file(journal, text, mode), 0);
 }
 
+/* The kernel's id of the running boot, as msrd names it in the journal's first line. */
+static void this_boot(char *boot, size_t size)
+{
+	char *text = harness_read_text("/proc/sys/kernel/random/boot_id", 128);
+
+	assert_non_null(text);
+	text[strcspn(text, "\n")] = '\0';
+	assert_true(strlen(text) == 36 && strlen(text) < size);
+	snprintf(boot, size, "%s", text);
+	free(text);
+}
+
+/* The first line of a journal of boot `boot` for the device root `root`, then `entries`. */
+static void journal_with(char *text, size_t size, const char *boot, const char *root,
+			 const char *entries)
+{
+	snprintf(text, size, "haecer-msrd journal 2 boot %s backend msr root %s\n%s", boot, root,
+		 entries);
+}
+
 static void test_forged_journals_refused(void **state)
 {
 	char text[PATH_MAX + 256];
+	char other_device[256];
 	struct device device;
+	char boot[64];
 
 	(void)state;
 	prepare(&device);
+	this_boot(boot, sizeof(boot));
 	/* Group-writable journal. */
-	snprintf(text, sizeof(text), "haecer-msrd journal 1 backend msr root %s\n", device.tree);
+	journal_with(text, sizeof(text), boot, device.tree, "");
 	plant_journal(&device, text, 0660);
 	expect_refused(&device, "is writable by its group");
 	/* Another device's journal; refused, it is kept as it was (it is not this msrd's). */
-	plant_journal(&device, "haecer-msrd journal 1 backend msr root /\ncpu 0 msr 0x186 0x0\n",
-		      0600);
+	journal_with(other_device, sizeof(other_device), boot, "/", "cpu 0 msr 0x186 0x0\n");
+	plant_journal(&device, other_device, 0600);
 	expect_refused(&device, "belongs to another device");
 	{
 		char *kept = journal_text(&device, 4096);
-		assert_string_equal(kept, "haecer-msrd journal 1 backend msr root /\n"
-					  "cpu 0 msr 0x186 0x0\n");
+		assert_string_equal(kept, other_device);
 		free(kept);
 	}
 	/* A state directory others may write. */
@@ -292,14 +315,48 @@ static void test_forged_journals_refused(void **state)
 	assert_true(msrd_log_contains(&device.server, "is writable by others (mode 0777)"));
 	assert_int_equal(chmod(device.state, 0755), 0);
 	/* A torn last line is ignored; the whole lines before it are restored. */
-	snprintf(text, sizeof(text),
-		 "haecer-msrd journal 1 backend msr root %s\ncpu 1 msr 0x808 0x%llx\ncpu 0 msr 0x1",
-		 device.tree, (unsigned long long)original(1, 0x808));
+	{
+		char entries[128];
+		snprintf(entries, sizeof(entries), "cpu 1 msr 0x808 0x%llx\ncpu 0 msr 0x1",
+			 (unsigned long long)original(1, 0x808));
+		journal_with(text, sizeof(text), boot, device.tree, entries);
+	}
 	plant_journal(&device, text, 0600);
 	assert_int_equal(harness_standin_write(device.tree, 1, 0x808, 0x77), 0);
 	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
 	assert_true(msrd_log_contains(&device.server, "ignoring a torn last line"));
 	assert_int_equal(register_value(&device, 1, 0x808), original(1, 0x808));
+	assert_int_equal(msrd_stop(&device.server), 0);
+}
+
+/* A journal kept in a --state-dir that outlived a reboot names values from a machine state that
+ * is gone (the reset and the firmware have set the registers since): msrd writes none of them
+ * back, says why, and starts a journal of this boot. */
+static void test_journal_of_an_earlier_boot_discarded(void **state)
+{
+	const char *earlier = "00000000-0000-4000-8000-000000000000";
+	char text[PATH_MAX + 256];
+	struct device device;
+	char boot[64];
+	char *fresh;
+
+	(void)state;
+	prepare(&device);
+	this_boot(boot, sizeof(boot));
+	assert_string_not_equal(boot, earlier);
+	journal_with(text, sizeof(text), earlier, device.tree,
+		     "cpu 0 msr 0x186 0x0\ncpu 1 msr 0x808 0x1\n");
+	plant_journal(&device, text, 0600);
+	assert_int_equal(harness_standin_write(device.tree, 1, 0x808, 0x77), 0);
+	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
+	assert_true(msrd_log_contains(&device.server, "was written before the machine last booted"));
+	assert_false(msrd_log_contains(&device.server, "registers restored"));
+	assert_int_equal(register_value(&device, 0, PERFEVTSEL0), original(0, PERFEVTSEL0));
+	assert_int_equal(register_value(&device, 1, 0x808), 0x77);
+	journal_with(text, sizeof(text), boot, device.tree, "");
+	fresh = journal_text(&device, 4096);
+	assert_string_equal(fresh, text);
+	free(fresh);
 	assert_int_equal(msrd_stop(&device.server), 0);
 }
 
@@ -444,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_restart_restores),
 		cmocka_unit_test(test_clean_stop_removes_the_journal),
 		cmocka_unit_test(test_forged_journals_refused),
+		cmocka_unit_test(test_journal_of_an_earlier_boot_discarded),
 		cmocka_unit_test(test_journal_size_limit),
 		cmocka_unit_test(test_offline_cpu_kept_for_later),
 		cmocka_unit_test(test_one_msrd_per_device),

@@ -6,6 +6,7 @@
 #ifndef HAECER_HW_MSR_H
 #define HAECER_HW_MSR_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* ---- time ---- */
@@ -109,5 +110,36 @@ enum rapl_domain {
 	RAPL_DOMAIN_AMD_PKG = 6,
 	RAPL_DOMAIN_COUNT = 7,
 };
+
+/* The energy status register of a RAPL domain (Intel SDM vol. 4 ch. 2; AMD PPR 17h
+ * MSRC001_029A/B), 0 for no domain. */
+static inline uint32_t rapl_energy_status_address(enum rapl_domain domain)
+{
+	switch (domain) {
+	case RAPL_DOMAIN_PKG: return MSR_PKG_ENERGY_STATUS;
+	case RAPL_DOMAIN_PP0: return MSR_PP0_ENERGY_STATUS;
+	case RAPL_DOMAIN_PP1: return MSR_PP1_ENERGY_STATUS;
+	case RAPL_DOMAIN_DRAM: return MSR_DRAM_ENERGY_STATUS;
+	case RAPL_DOMAIN_PSYS: return MSR_PLATFORM_ENERGY_STATUS;
+	case RAPL_DOMAIN_AMD_CORE: return MSR_AMD_CORE_ENERGY_STATUS;
+	case RAPL_DOMAIN_AMD_PKG: return MSR_AMD_PKG_ENERGY_STATUS;
+	default: return 0;
+	}
+}
+
+/* The domain whose energy status register is `address`, or -1. */
+static inline int rapl_domain_of_address(uint32_t address)
+{
+	for (int domain = 0; domain < RAPL_DOMAIN_COUNT; domain++) {
+		if (rapl_energy_status_address((enum rapl_domain)domain) == address)
+			return domain;
+	}
+	return -1;
+}
+
+static inline bool rapl_domain_is_amd(enum rapl_domain domain)
+{
+	return domain == RAPL_DOMAIN_AMD_CORE || domain == RAPL_DOMAIN_AMD_PKG;
+}
 
 #endif

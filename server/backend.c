@@ -353,20 +353,6 @@ static bool has_joule_psys_unit(uint32_t model)
 	return model == 0x8F || model == 0xCF;
 }
 
-static const struct {
-	enum rapl_domain domain;
-	uint32_t address;
-	bool amd;
-} rapl_status_registers[] = {
-	{ RAPL_DOMAIN_PKG, MSR_PKG_ENERGY_STATUS, false },
-	{ RAPL_DOMAIN_PP0, MSR_PP0_ENERGY_STATUS, false },
-	{ RAPL_DOMAIN_PP1, MSR_PP1_ENERGY_STATUS, false },
-	{ RAPL_DOMAIN_DRAM, MSR_DRAM_ENERGY_STATUS, false },
-	{ RAPL_DOMAIN_PSYS, MSR_PLATFORM_ENERGY_STATUS, false },
-	{ RAPL_DOMAIN_AMD_CORE, MSR_AMD_CORE_ENERGY_STATUS, true },
-	{ RAPL_DOMAIN_AMD_PKG, MSR_AMD_PKG_ENERGY_STATUS, true },
-};
-
 /* Upper bound of a package's power for wrap deadlines: max(PKG_POWER_INFO maximum power,
  * 3 x its thermal spec power), or 1000 W when the register says nothing. Turbo limits (PL2) run
  * above TDP, up to about twice on recent desktop parts, hence the factor 3. */
@@ -399,13 +385,11 @@ static void probe_rapl(const struct msr_backend *backend, struct machine_info *i
 		return;
 	info->rapl_power_unit = unit;
 	bound_mw = amd ? DEFAULT_MAX_POWER_MW : package_power_bound_mw(backend, unit);
-	for (size_t i = 0; i < sizeof(rapl_status_registers) / sizeof(rapl_status_registers[0]);
-	     i++) {
-		enum rapl_domain domain = rapl_status_registers[i].domain;
+	for (enum rapl_domain domain = 0; domain < RAPL_DOMAIN_COUNT; domain++) {
 		uint8_t exponent = (uint8_t)RAPL_UNIT_ENERGY(unit);
 
-		if (rapl_status_registers[i].amd != amd ||
-		    device_read(backend, 0, rapl_status_registers[i].address, &value) < 0 ||
+		if (rapl_domain_is_amd(domain) != amd ||
+		    device_read(backend, 0, rapl_energy_status_address(domain), &value) < 0 ||
 		    (value & RAPL_ENERGY_COUNTER_MASK) == 0)
 			continue;
 		if (!amd && domain == RAPL_DOMAIN_DRAM && has_fixed_dram_unit(info->model))

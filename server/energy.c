@@ -30,25 +30,6 @@
 #define ENERGY_WRAP_UNITS 4294967296.0 /* 2^32 */
 #define MICROJOULES_PER_JOULE 1000000u
 
-static const uint32_t status_addresses[RAPL_DOMAIN_COUNT] = {
-	[RAPL_DOMAIN_PKG] = MSR_PKG_ENERGY_STATUS,
-	[RAPL_DOMAIN_PP0] = MSR_PP0_ENERGY_STATUS,
-	[RAPL_DOMAIN_PP1] = MSR_PP1_ENERGY_STATUS,
-	[RAPL_DOMAIN_DRAM] = MSR_DRAM_ENERGY_STATUS,
-	[RAPL_DOMAIN_PSYS] = MSR_PLATFORM_ENERGY_STATUS,
-	[RAPL_DOMAIN_AMD_CORE] = MSR_AMD_CORE_ENERGY_STATUS,
-	[RAPL_DOMAIN_AMD_PKG] = MSR_AMD_PKG_ENERGY_STATUS,
-};
-
-static int domain_of(uint32_t address)
-{
-	for (int domain = 0; domain < RAPL_DOMAIN_COUNT; domain++) {
-		if (status_addresses[domain] == address)
-			return domain;
-	}
-	return -1;
-}
-
 /* AMD's core energy is one register per core; every other domain one per package. */
 static uint32_t key_of(const struct machine_info *machine, int domain, uint32_t cpu)
 {
@@ -76,7 +57,7 @@ static int add_counter(struct energy_state *energy, int domain, uint32_t cpu, ui
 	energy->counters = bigger;
 	energy->counters[energy->count++] = (struct energy_counter){
 		.cpu = cpu,
-		.address = status_addresses[domain],
+		.address = rapl_energy_status_address((enum rapl_domain)domain),
 		.domain = (uint8_t)domain,
 		.exponent = exponent,
 	};
@@ -194,7 +175,7 @@ struct energy_counter *energy_find(struct msrd *server, uint32_t cpu, uint32_t a
 {
 	const struct machine_info *machine = &server->machine;
 	struct energy_state *energy = &server->energy;
-	int domain = domain_of(address);
+	int domain = rapl_domain_of_address(address);
 	uint32_t key;
 	int32_t index;
 

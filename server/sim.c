@@ -178,30 +178,6 @@ static uint64_t domain_units(const struct sim_domain *domain)
 	return (uint64_t)((domain->update_fj << domain->exponent) / FEMTOJOULES_PER_JOULE);
 }
 
-static uint32_t intel_status_address(enum rapl_domain kind)
-{
-	switch (kind) {
-	case RAPL_DOMAIN_PKG: return MSR_PKG_ENERGY_STATUS;
-	case RAPL_DOMAIN_PP0: return MSR_PP0_ENERGY_STATUS;
-	case RAPL_DOMAIN_PP1: return MSR_PP1_ENERGY_STATUS;
-	case RAPL_DOMAIN_DRAM: return MSR_DRAM_ENERGY_STATUS;
-	case RAPL_DOMAIN_PSYS: return MSR_PLATFORM_ENERGY_STATUS;
-	case RAPL_DOMAIN_AMD_CORE: return MSR_AMD_CORE_ENERGY_STATUS;
-	case RAPL_DOMAIN_AMD_PKG: return MSR_AMD_PKG_ENERGY_STATUS;
-	default: return 0;
-	}
-}
-
-/* The domain whose energy status register is `address`, or -1. */
-static int status_domain(uint32_t address)
-{
-	for (int kind = 0; kind < RAPL_DOMAIN_COUNT; kind++) {
-		if (intel_status_address((enum rapl_domain)kind) == address)
-			return kind;
-	}
-	return -1;
-}
-
 /* Energy status, unit and power-info registers: all read-only, writes are #GP. */
 static int rapl_access(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t *value)
 {
@@ -217,7 +193,7 @@ static int rapl_access(struct sim *sim, struct sim_cpu *cpu, uint32_t address, u
 		*value = *sim->model->rapl->power_info;
 		return 0;
 	}
-	kind = status_domain(address);
+	kind = rapl_domain_of_address(address);
 	if (kind < 0 || cpu->domain[kind] == SIM_NO_DOMAIN)
 		return -ENOENT;
 	domain_advance(&sim->domains[cpu->domain[kind]], sim->now);

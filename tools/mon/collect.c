@@ -24,17 +24,16 @@
 #define BATCH_RECORDS 256u
 
 static const struct {
-	uint32_t domain;
-	uint32_t address;
+	enum rapl_domain domain;
 	const char *name;
 	bool per_package;
 } rapl_registers[] = {
-	{ RAPL_DOMAIN_PKG, MSR_PKG_ENERGY_STATUS, "package", true },
-	{ RAPL_DOMAIN_PP0, MSR_PP0_ENERGY_STATUS, "core", true },
-	{ RAPL_DOMAIN_PP1, MSR_PP1_ENERGY_STATUS, "uncore", true },
-	{ RAPL_DOMAIN_DRAM, MSR_DRAM_ENERGY_STATUS, "dram", true },
-	{ RAPL_DOMAIN_PSYS, MSR_PLATFORM_ENERGY_STATUS, "psys", false },
-	{ RAPL_DOMAIN_AMD_PKG, MSR_AMD_PKG_ENERGY_STATUS, "package", true },
+	{ RAPL_DOMAIN_PKG, "package", true },
+	{ RAPL_DOMAIN_PP0, "core", true },
+	{ RAPL_DOMAIN_PP1, "uncore", true },
+	{ RAPL_DOMAIN_DRAM, "dram", true },
+	{ RAPL_DOMAIN_PSYS, "psys", false },
+	{ RAPL_DOMAIN_AMD_PKG, "package", true },
 };
 
 void serve_state_init(struct serve_state *state, const char *socket_path, double interval)
@@ -74,7 +73,7 @@ static void add_domain(struct serve_state *state, const struct haecer_machine_in
 		.name = rapl_registers[reg].name,
 		.package = package,
 		.cpu = cpu,
-		.address = rapl_registers[reg].address,
+		.address = rapl_energy_status_address(rapl_registers[reg].domain),
 		.exponent = machine->rapl_energy_exponent[rapl_registers[reg].domain],
 	};
 }

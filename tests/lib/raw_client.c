@@ -72,6 +72,21 @@ size_t raw_read_request(uint8_t *buffer, size_t size, uint32_t request_id, uint3
 	return raw_frame(buffer, size, WIRE_OP_READ, request_id, payload, writer.used);
 }
 
+size_t raw_hello_and_read(uint8_t *frames, const char *name, uint32_t id)
+{
+	uint8_t payload[WIRE_HELLO_REQUEST_SIZE];
+	struct wire_hello_request hello = { .min_version = 1, .max_version = 1 };
+	struct wire_writer writer;
+	size_t length;
+
+	snprintf(hello.client_name, sizeof(hello.client_name), "%s", name);
+	wire_writer_init(&writer, payload, sizeof(payload));
+	wire_put_hello_request(&writer, &hello);
+	length = raw_frame(frames, 128, WIRE_OP_HELLO, id, payload, writer.used);
+	length += raw_read_request(frames + length, 128, id + 1, 0, 0x10);
+	return length;
+}
+
 static long long now_ms(void)
 {
 	struct timespec now;

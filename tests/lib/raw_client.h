@@ -21,6 +21,9 @@ size_t raw_frame(uint8_t *buffer, size_t size, uint16_t op, uint32_t request_id,
  * it does not fit in size bytes. */
 size_t raw_read_request(uint8_t *buffer, size_t size, uint32_t request_id, uint32_t cpu,
 			uint32_t address);
+/* A HELLO frame from client `name` (request id `id`) followed by a READ of the TSC on CPU 0
+ * (request id `id` + 1): what a minimal client sends first. Returns their length (at most 256). */
+size_t raw_hello_and_read(uint8_t *frames, const char *name, uint32_t id);
 /* Read one whole frame (header + payload) within timeout_ms. 0, -ECONNRESET when the server
  * closed the connection first, -ETIMEDOUT, -EBADMSG for an undecodable header. *fd_received (may
  * be NULL) gets a descriptor that came with it, or -1. */

@@ -29,19 +29,13 @@ static struct msrd_server server;
 static unsigned clients;
 static char max_clients[16];
 
+/* A HELLO and a READ, from client "many-ID". */
 static size_t hello_and_read(uint8_t *frames, uint32_t id)
 {
-	uint8_t payload[WIRE_HELLO_REQUEST_SIZE];
-	struct wire_hello_request hello = { .min_version = 1, .max_version = 1 };
-	struct wire_writer writer;
-	size_t length;
+	char name[32];
 
-	snprintf(hello.client_name, sizeof(hello.client_name), "many-%u", id);
-	wire_writer_init(&writer, payload, sizeof(payload));
-	wire_put_hello_request(&writer, &hello);
-	length = raw_frame(frames, 128, WIRE_OP_HELLO, id, payload, writer.used);
-	length += raw_read_request(frames + length, 128, id + 1, 0, 0x10);
-	return length;
+	snprintf(name, sizeof(name), "many-%u", id);
+	return raw_hello_and_read(frames, name, id);
 }
 
 static void one_wave(unsigned wave)

@@ -54,7 +54,7 @@ for program in "${programs[@]}"; do
 	case $status in
 	0) passed=$((passed + 1))
 	   # cmocka exits 0 when some of a program's tests skipped themselves: say which.
-	   inner=$(sed -n 's/^\[  SKIPPED \] \(test_[A-Za-z0-9_]*\)$/\1/p' "$log" | sort -u | tr '\n' ' ')
+	   inner=$(sed -n 's/^\[  SKIPPED \] \([A-Za-z_][A-Za-z0-9_]*\)$/\1/p' "$log" | sort -u | tr '\n' ' ')
 	   printf 'PASS  %-50s %6ss%s\n' "$name" "$seconds" "${inner:+  (skipped inside: ${inner% })}"
 	   [ -z "$inner" ] || inner_skips=$((inner_skips + 1)) ;;
 	77) skipped=$((skipped + 1)); printf 'SKIP  %-50s %6ss  (%s)\n' "$name" "$seconds" "$(tail -n 1 "$log")" ;;

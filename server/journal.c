@@ -20,7 +20,7 @@
  * A torn last line (msrd died while appending it) is ignored: its register was not written yet.
  * A journal from an earlier boot (a --state-dir that outlives /run) is discarded: the reset and
  * the firmware have set every register since, and the values it names belong to a machine state
- * that is gone.
+ * that is gone. One that cannot tell its boot (version 1, or "unknown") is replayed.
  * The file decides what msrd writes to the hardware at start, so it is trusted only when nobody
  * but msrd could have written it: the directory and the file must belong to root or msrd's own
  * user and be writable by nobody else, and the file is opened without following links. An
@@ -91,23 +91,68 @@ static void read_boot_id(char *boot, size_t size)
 		fclose(file);
 }
 
-/* Whether `text` is this device's journal, written during another boot. */
-static bool from_earlier_boot(const struct journal *journal, const char *text)
-{
-	const char *prefix = JOURNAL_MAGIC " boot ";
-	char boot[sizeof(journal->boot)];
-	char header[PATH_MAX + 128];
-	size_t length;
+/* What a journal's first line says about it. */
+enum journal_origin {
+	JOURNAL_TORN,          /* msrd died writing the first line: nothing was written after it */
+	JOURNAL_FOREIGN,       /* another device's, or not a journal */
+	JOURNAL_THIS_BOOT,     /* this device's, of this boot (or one that cannot be told) */
+	JOURNAL_EARLIER_BOOT,  /* this device's, of an earlier boot */
+};
 
-	if (strncmp(text, prefix, strlen(prefix)) != 0 || strcmp(journal->boot, "unknown") == 0)
-		return false;
-	length = strcspn(text + strlen(prefix), " \n");
-	if (length == 0 || length >= sizeof(boot))
-		return false;
-	memcpy(boot, text + strlen(prefix), length);
-	boot[length] = '\0';
-	journal_header(journal, boot, header, sizeof(header));
-	return strcmp(boot, journal->boot) != 0 && strncmp(text, header, strlen(header)) == 0;
+static bool is_prefix(const char *text, size_t length, const char *whole)
+{
+	return length <= strlen(whole) && memcmp(text, whole, length) == 0;
+}
+
+/*
+ * The first line of `text` against this device: "haecer-msrd journal 2 boot ID backend KIND root
+ * PATH" or version 1's "haecer-msrd journal 1 backend KIND root PATH" (no boot id: replayed, as
+ * it was). A boot id counts as another boot only when both it and this boot's are known.
+ * *header_length gets the first line's length, newline included.
+ */
+static enum journal_origin journal_origin(const struct journal *journal, const char *text,
+					  size_t length, size_t *header_length)
+{
+	static const char version1[] = "haecer-msrd journal 1";
+	static const char version2[] = JOURNAL_MAGIC " boot ";
+	const char *newline = memchr(text, '\n', length);
+	const char *end = newline != NULL ? newline + 1 : text + length;
+	char device[PATH_MAX + 64];
+	char boot[sizeof(journal->boot)];
+	const char *rest;
+	size_t boot_length;
+
+	*header_length = (size_t)(end - text);
+	snprintf(device, sizeof(device), " backend %s root %s\n",
+		 backend_kind_name(journal->backend), journal->root);
+	if (newline == NULL && (is_prefix(text, length, version1) ||
+				is_prefix(text, length, version2)))
+		return JOURNAL_TORN;
+	if (*header_length > strlen(version1) && memcmp(text, version1, strlen(version1)) == 0)
+		rest = text + strlen(version1);
+	else if (*header_length > strlen(version2) &&
+		 memcmp(text, version2, strlen(version2)) == 0)
+		rest = text + strlen(version2);
+	else
+		return JOURNAL_FOREIGN;
+	boot[0] = '\0';
+	if (rest[-1] == ' ') {
+		boot_length = strcspn(rest, " \n");
+		if (boot_length == 0 || boot_length >= sizeof(boot))
+			return newline == NULL && boot_length < sizeof(boot) ? JOURNAL_TORN
+									     : JOURNAL_FOREIGN;
+		memcpy(boot, rest, boot_length);
+		boot[boot_length] = '\0';
+		rest += boot_length;
+	}
+	if (newline == NULL)
+		return is_prefix(rest, (size_t)(end - rest), device) ? JOURNAL_TORN : JOURNAL_FOREIGN;
+	if ((size_t)(end - rest) != strlen(device) || memcmp(rest, device, strlen(device)) != 0)
+		return JOURNAL_FOREIGN;
+	if (boot[0] != '\0' && strcmp(boot, "unknown") != 0 &&
+	    strcmp(journal->boot, "unknown") != 0 && strcmp(boot, journal->boot) != 0)
+		return JOURNAL_EARLIER_BOOT;
+	return JOURNAL_THIS_BOOT;
 }
 
 /* Whoever may write the directory or the file may make msrd write any value to any register. */
@@ -221,25 +266,15 @@ static bool parse_entry(const char *line, uint32_t *cpu, uint32_t *address, uint
 	return true;
 }
 
-/* The journal's entries into `state` (first value per register wins, as written), or into
- * `journal->carried` for CPUs beyond `cpu_count`. Returns how many lines could not be used, or
- * -errno when the journal is not this device's. */
-static int parse_journal(struct journal *journal, char *text, size_t length,
+/* The entries after the journal's first line (`header_length` bytes) into `state` (first value
+ * per register wins, as written), or into `journal->carried` for CPUs beyond `cpu_count`.
+ * Returns how many lines could not be used, or -ENOMEM. */
+static int parse_journal(struct journal *journal, char *text, size_t length, size_t header_length,
 			 struct msrstate *state, uint32_t cpu_count)
 {
-	char expected[PATH_MAX + 128];
-	char *line = text;
+	char *line = text + header_length;
 	int bad = 0;
 
-	journal_header(journal, journal->boot, expected, sizeof(expected));
-	if (length < strlen(expected) && strncmp(text, expected, length) == 0)
-		return 0; /* msrd died writing the header: nothing was written after it */
-	if (strncmp(text, expected, strlen(expected)) != 0) {
-		log_error("journal: %s belongs to another device (its first line is not \"%.*s\")",
-			  journal->path, (int)strlen(expected) - 1, expected);
-		return -EINVAL;
-	}
-	line += strlen(expected);
 	while (line < text + length) {
 		char *newline = memchr(line, '\n', (size_t)(text + length - line));
 		uint32_t cpu, address;
@@ -273,13 +308,24 @@ static int replay(struct msrd *server)
 	size_t length = 0;
 	size_t failed;
 	char *text = read_all(journal->fd, &length);
+	enum journal_origin origin;
+	size_t header_length = 0;
 	int status;
 	int bad;
 
 	if (text == NULL)
 		return -EIO;
-	if (length == 0 || from_earlier_boot(journal, text)) {
-		if (length > 0)
+	origin = length == 0 ? JOURNAL_TORN : journal_origin(journal, text, length, &header_length);
+	if (origin == JOURNAL_FOREIGN) {
+		log_error("journal: %s belongs to another device or is not a journal (its first "
+			  "line is not \"" JOURNAL_MAGIC " boot %s backend %s root %s\")",
+			  journal->path, journal->boot, backend_kind_name(journal->backend),
+			  journal->root);
+		free(text);
+		return -EINVAL;
+	}
+	if (origin == JOURNAL_TORN || origin == JOURNAL_EARLIER_BOOT) {
+		if (origin == JOURNAL_EARLIER_BOOT)
 			log_notice("journal: %s was written before the machine last booted (this is "
 				   "boot %s); its registers have been reset since, so none is "
 				   "written back", journal->path, journal->boot);
@@ -287,7 +333,8 @@ static int replay(struct msrd *server)
 		return 0;
 	}
 	msrstate_init(&previous, &server->machine);
-	bad = parse_journal(journal, text, length, &previous, server->machine.cpu_count);
+	bad = parse_journal(journal, text, length, header_length, &previous,
+			    server->machine.cpu_count);
 	free(text);
 	if (bad < 0) {
 		msrstate_free(&previous);

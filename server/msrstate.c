@@ -191,8 +191,11 @@ static void stop_counting(const struct msrstate *state, struct msr_backend *back
 size_t msrstate_restore(struct msrstate *state, struct msr_backend *backend,
 			struct msrstate *unrestored)
 {
+	bool lost = false;
 	size_t failed = 0;
 
+	/* Every phase runs even when a failure cannot be remembered: counting was stopped above,
+	 * and the global enable comes back only in the last phase. */
 	stop_counting(state, backend);
 	for (enum restore_phase phase = 0; phase < PHASE_COUNT; phase++) {
 		for (size_t i = 0; i < state->count; i++) {
@@ -204,10 +207,10 @@ size_t msrstate_restore(struct msrstate *state, struct msr_backend *backend,
 			if (unrestored != NULL && msrstate_remember(unrestored, saved->cpu,
 								    saved->address,
 								    saved->original) < 0)
-				return SIZE_MAX;
+				lost = true;
 		}
 	}
-	return failed;
+	return lost ? SIZE_MAX : failed;
 }
 
 void msrstate_free(struct msrstate *state)

@@ -357,6 +357,43 @@ static void test_journal_of_an_earlier_boot_discarded(void **state)
 	fresh = journal_text(&device, 4096);
 	assert_string_equal(fresh, text);
 	free(fresh);
+	kill_msrd(&device.server);
+	/* An earlier boot's msrd that died writing the first line wrote no register after it. */
+	journal_with(text, sizeof(text), earlier, device.tree, "");
+	text[strlen(text) - 8] = '\0';
+	plant_journal(&device, text, 0600);
+	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
+	assert_false(msrd_log_contains(&device.server, "belongs to another device"));
+	assert_int_equal(msrd_stop(&device.server), 0);
+}
+
+/* A journal that cannot tell its boot (version 1, before boot ids; or "unknown", written where
+ * /proc did not say) is replayed as it always was: skipping a restore that is owed is worse. */
+static void test_journal_without_a_known_boot_replayed(void **state)
+{
+	char text[PATH_MAX + 256];
+	char entries[64];
+	struct device device;
+
+	(void)state;
+	prepare(&device);
+	snprintf(entries, sizeof(entries), "cpu 1 msr 0x808 0x%llx\n",
+		 (unsigned long long)original(1, 0x808));
+	snprintf(text, sizeof(text), "haecer-msrd journal 1 backend msr root %s\n%s", device.tree,
+		 entries);
+	plant_journal(&device, text, 0600);
+	assert_int_equal(harness_standin_write(device.tree, 1, 0x808, 0x77), 0);
+	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
+	assert_true(msrd_log_contains(&device.server, "journal: 1 registers restored"));
+	assert_int_equal(register_value(&device, 1, 0x808), original(1, 0x808));
+	kill_msrd(&device.server);
+
+	journal_with(text, sizeof(text), "unknown", device.tree, entries);
+	plant_journal(&device, text, 0600);
+	assert_int_equal(harness_standin_write(device.tree, 1, 0x808, 0x77), 0);
+	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
+	assert_true(msrd_log_contains(&device.server, "journal: 1 registers restored"));
+	assert_int_equal(register_value(&device, 1, 0x808), original(1, 0x808));
 	assert_int_equal(msrd_stop(&device.server), 0);
 }
 
@@ -502,6 +539,7 @@ int main(void)
 		cmocka_unit_test(test_clean_stop_removes_the_journal),
 		cmocka_unit_test(test_forged_journals_refused),
 		cmocka_unit_test(test_journal_of_an_earlier_boot_discarded),
+		cmocka_unit_test(test_journal_without_a_known_boot_replayed),
 		cmocka_unit_test(test_journal_size_limit),
 		cmocka_unit_test(test_offline_cpu_kept_for_later),
 		cmocka_unit_test(test_one_msrd_per_device),

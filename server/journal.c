@@ -69,10 +69,18 @@ static void root_of(const struct backend_options *options, char *root, size_t si
 		snprintf(root, size, "%s", given);
 }
 
-static void journal_header(const struct journal *journal, const char *boot, char *line,
-			   size_t size)
+/* The end of the first line, after the boot id: the device the journal belongs to. */
+#define JOURNAL_DEVICE_FORMAT " backend %s root %s\n"
+
+static void journal_device(const struct journal *journal, char *text, size_t size)
 {
-	snprintf(line, size, JOURNAL_MAGIC " boot %s backend %s root %s\n", boot,
+	snprintf(text, size, JOURNAL_DEVICE_FORMAT, backend_kind_name(journal->backend),
+		 journal->root);
+}
+
+static void journal_header(const struct journal *journal, char *line, size_t size)
+{
+	snprintf(line, size, JOURNAL_MAGIC " boot %s" JOURNAL_DEVICE_FORMAT, journal->boot,
 		 backend_kind_name(journal->backend), journal->root);
 }
 
@@ -123,20 +131,16 @@ static enum journal_origin journal_origin(const struct journal *journal, const c
 	size_t boot_length;
 
 	*header_length = (size_t)(end - text);
-	snprintf(device, sizeof(device), " backend %s root %s\n",
-		 backend_kind_name(journal->backend), journal->root);
+	journal_device(journal, device, sizeof(device));
 	if (newline == NULL && (is_prefix(text, length, version1) ||
 				is_prefix(text, length, version2)))
 		return JOURNAL_TORN;
-	if (*header_length > strlen(version1) && memcmp(text, version1, strlen(version1)) == 0)
-		rest = text + strlen(version1);
-	else if (*header_length > strlen(version2) &&
-		 memcmp(text, version2, strlen(version2)) == 0)
-		rest = text + strlen(version2);
-	else
-		return JOURNAL_FOREIGN;
 	boot[0] = '\0';
-	if (rest[-1] == ' ') {
+	if (*header_length > strlen(version1) && memcmp(text, version1, strlen(version1)) == 0) {
+		rest = text + strlen(version1);
+	} else if (*header_length > strlen(version2) &&
+		   memcmp(text, version2, strlen(version2)) == 0) {
+		rest = text + strlen(version2);
 		boot_length = strcspn(rest, " \n");
 		if (boot_length == 0 || boot_length >= sizeof(boot))
 			return newline == NULL && boot_length < sizeof(boot) ? JOURNAL_TORN
@@ -144,6 +148,8 @@ static enum journal_origin journal_origin(const struct journal *journal, const c
 		memcpy(boot, rest, boot_length);
 		boot[boot_length] = '\0';
 		rest += boot_length;
+	} else {
+		return JOURNAL_FOREIGN;
 	}
 	if (newline == NULL)
 		return is_prefix(rest, (size_t)(end - rest), device) ? JOURNAL_TORN : JOURNAL_FOREIGN;
@@ -317,10 +323,11 @@ static int replay(struct msrd *server)
 		return -EIO;
 	origin = length == 0 ? JOURNAL_TORN : journal_origin(journal, text, length, &header_length);
 	if (origin == JOURNAL_FOREIGN) {
+		char expected[PATH_MAX + 128];
+		journal_header(journal, expected, sizeof(expected));
 		log_error("journal: %s belongs to another device or is not a journal (its first "
-			  "line is not \"" JOURNAL_MAGIC " boot %s backend %s root %s\")",
-			  journal->path, journal->boot, backend_kind_name(journal->backend),
-			  journal->root);
+			  "line is not \"%.*s\")", journal->path, (int)strlen(expected) - 1,
+			  expected);
 		free(text);
 		return -EINVAL;
 	}
@@ -411,7 +418,7 @@ static int start_empty(struct journal *journal)
 	char header[PATH_MAX + 128];
 	int status = 0;
 
-	journal_header(journal, journal->boot, header, sizeof(header));
+	journal_header(journal, header, sizeof(header));
 	if (ftruncate(journal->fd, 0) < 0 || lseek(journal->fd, 0, SEEK_SET) < 0)
 		return -errno;
 	journal->broken = false;

@@ -286,6 +286,17 @@ static void journal_with(char *text, size_t size, const char *boot, const char *
 		 entries);
 }
 
+/* msrd started over the journal `text` while cpu 1's MSR 0x808 holds something else: it logs
+ * `expected` and writes the journal's value back. msrd is left running. */
+static void expect_replayed(struct device *device, const char *text, const char *expected)
+{
+	plant_journal(device, text, 0600);
+	assert_int_equal(harness_standin_write(device->tree, 1, 0x808, 0x77), 0);
+	assert_int_equal(msrd_launch(&device->server, device->arguments), 0);
+	assert_true(msrd_log_contains(&device->server, expected));
+	assert_int_equal(register_value(device, 1, 0x808), original(1, 0x808));
+}
+
 static void test_forged_journals_refused(void **state)
 {
 	char text[PATH_MAX + 256];
@@ -321,11 +332,7 @@ static void test_forged_journals_refused(void **state)
 			 (unsigned long long)original(1, 0x808));
 		journal_with(text, sizeof(text), boot, device.tree, entries);
 	}
-	plant_journal(&device, text, 0600);
-	assert_int_equal(harness_standin_write(device.tree, 1, 0x808, 0x77), 0);
-	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
-	assert_true(msrd_log_contains(&device.server, "ignoring a torn last line"));
-	assert_int_equal(register_value(&device, 1, 0x808), original(1, 0x808));
+	expect_replayed(&device, text, "ignoring a torn last line");
 	assert_int_equal(msrd_stop(&device.server), 0);
 }
 
@@ -381,19 +388,11 @@ static void test_journal_without_a_known_boot_replayed(void **state)
 		 (unsigned long long)original(1, 0x808));
 	snprintf(text, sizeof(text), "haecer-msrd journal 1 backend msr root %s\n%s", device.tree,
 		 entries);
-	plant_journal(&device, text, 0600);
-	assert_int_equal(harness_standin_write(device.tree, 1, 0x808, 0x77), 0);
-	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
-	assert_true(msrd_log_contains(&device.server, "journal: 1 registers restored"));
-	assert_int_equal(register_value(&device, 1, 0x808), original(1, 0x808));
+	expect_replayed(&device, text, "journal: 1 registers restored");
 	kill_msrd(&device.server);
 
 	journal_with(text, sizeof(text), "unknown", device.tree, entries);
-	plant_journal(&device, text, 0600);
-	assert_int_equal(harness_standin_write(device.tree, 1, 0x808, 0x77), 0);
-	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
-	assert_true(msrd_log_contains(&device.server, "journal: 1 registers restored"));
-	assert_int_equal(register_value(&device, 1, 0x808), original(1, 0x808));
+	expect_replayed(&device, text, "journal: 1 registers restored");
 	assert_int_equal(msrd_stop(&device.server), 0);
 }
 

@@ -277,7 +277,7 @@ int haecer__resolve_cpu(struct haecer_context *ctx, int cpu, uint32_t *model_cpu
 	return 0;
 }
 
-int haecer__pin_to(int host_cpu)
+int haecer__pin_to(int host_cpu, cpu_set_t *saved)
 {
 	cpu_set_t set;
 
@@ -285,11 +285,19 @@ int haecer__pin_to(int host_cpu)
 		return 0;
 	if (host_cpu >= CPU_SETSIZE)
 		return haecer__fail(-EINVAL, "cannot pin to CPU %d", host_cpu);
+	if (saved != NULL && sched_getaffinity(0, sizeof(*saved), saved) < 0)
+		return haecer__fail(-errno, "cannot read the thread's CPU mask");
 	CPU_ZERO(&set);
 	CPU_SET(host_cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set) < 0)
 		return haecer__fail(-errno, "cannot pin the thread to CPU %d", host_cpu);
 	return 0;
+}
+
+void haecer__unpin(const cpu_set_t *saved)
+{
+	/* A failure leaves the thread pinned; nothing better can be done at a region's end. */
+	(void)sched_setaffinity(0, sizeof(*saved), saved);
 }
 
 /* ---- the counter pool ---- */

@@ -46,9 +46,11 @@ struct event_request {
 	uint64_t evtsel;            /* with this PERFEVTSEL / PERF_CTL value */
 };
 
-/* Without a privilege level a counter would count nothing: then it counts both. */
+/* Without a privilege level a counter would count nothing: then it counts both. HAECER_FLAG_PIN
+ * is the library's, not the encoding's: it is taken out here and read by open_event. */
 static uint32_t event_flags(uint32_t flags)
 {
+	flags &= ~(uint32_t)HAECER_FLAG_PIN;
 	if (!(flags & (EVENT_FLAG_USR | EVENT_FLAG_OS)))
 		flags |= EVENT_FLAG_USR | EVENT_FLAG_OS;
 	return flags;
@@ -210,8 +212,8 @@ static int counter_on(struct haecer_context *ctx, int cpu, struct haecer_counter
 	return haecer__counter_new(ctx, counter);
 }
 
-static int open_event(struct haecer_context *ctx, int cpu, const struct event_request *request,
-		      struct haecer_counter **out)
+static int open_event(struct haecer_context *ctx, int cpu, uint32_t flags,
+		      const struct event_request *request, struct haecer_counter **out)
 {
 	struct haecer_counter *counter = NULL;
 	bool have_slot = false;
@@ -232,8 +234,11 @@ static int open_event(struct haecer_context *ctx, int cpu, const struct event_re
 	if (error < 0)
 		goto out;
 	describe_event_counter(counter, model_cpu, request->name, config);
-	/* Pinning is the last step, so a failed setup leaves the thread where it was. */
-	error = haecer__pin_to(host_cpu);
+	/* Only on request: a pinned thread's mask is inherited by every thread it creates later
+	 * (issue 15: an OpenMP program set up in main ran on one CPU). Pinning is the last step,
+	 * so a failed setup leaves the thread where it was. */
+	if (flags & HAECER_FLAG_PIN)
+		error = haecer__pin_to(host_cpu, NULL);
 out:
 	if (error < 0 && have_slot)
 		haecer_slot_free(ctx->conn, counter->slot.id);
@@ -331,7 +336,7 @@ int haecer_counter_open_arch(struct haecer_context *ctx, int cpu, unsigned arch_
 	error = request_arch(ctx, arch_event, event_flags(flags), cmask, &request);
 	if (error < 0)
 		return error;
-	return open_event(ctx, cpu, &request, out);
+	return open_event(ctx, cpu, flags, &request, out);
 }
 
 int haecer_counter_open_fixed(struct haecer_context *ctx, int cpu, unsigned fixed,
@@ -351,7 +356,7 @@ int haecer_counter_open_fixed(struct haecer_context *ctx, int cpu, unsigned fixe
 	error = request_fixed(ctx, fixed, event_flags(flags), &request);
 	if (error < 0)
 		return error;
-	return open_event(ctx, cpu, &request, out);
+	return open_event(ctx, cpu, flags, &request, out);
 }
 
 int haecer_counter_open_raw(struct haecer_context *ctx, int cpu, uint16_t event, uint8_t umask,
@@ -360,11 +365,12 @@ int haecer_counter_open_raw(struct haecer_context *ctx, int cpu, uint16_t event,
 	char why[EVENT_DB_WHY_SIZE] = "";
 	struct event_encoding known;
 	struct event_request request;
+	uint32_t encoded;
 	int error = check_open_arguments(ctx, out);
 
 	if (error < 0)
 		return error;
-	flags = event_flags(flags);
+	encoded = event_flags(flags);
 	/* libpfm4's table of the model decides whether the pair exists; without a table for the
 	 * model (a CPU newer than libpfm4) the pair is programmed as given. */
 	error = event_db_pfm_check_raw(ctx->db, event, umask, &known, why, sizeof(why));
@@ -379,15 +385,15 @@ int haecer_counter_open_raw(struct haecer_context *ctx, int cpu, uint16_t event,
 		snprintf(name, sizeof(name), "RAW_%03X_%02X", event, umask);
 		request_init(&request, name);
 	}
-	error = event_db_encode_evtsel(ctx->db, event, umask, flags, cmask, &request.evtsel, why,
+	error = event_db_encode_evtsel(ctx->db, event, umask, encoded, cmask, &request.evtsel, why,
 				       sizeof(why));
 	if (error < 0)
 		return haecer__fail(error, "%s", why);
 	request.programmable = true;
-	error = prefer_fixed(ctx, arch_index_of(event, umask), flags, cmask, &request);
+	error = prefer_fixed(ctx, arch_index_of(event, umask), encoded, cmask, &request);
 	if (error < 0)
 		return error;
-	return open_event(ctx, cpu, &request, out);
+	return open_event(ctx, cpu, flags, &request, out);
 }
 
 int haecer_counter_open_named(struct haecer_context *ctx, int cpu, const char *name,
@@ -396,6 +402,7 @@ int haecer_counter_open_named(struct haecer_context *ctx, int cpu, const char *n
 	char why[EVENT_DB_WHY_SIZE] = "";
 	struct event_encoding encoding;
 	struct event_request request;
+	uint32_t encoded;
 	int index;
 	int error = check_open_arguments(ctx, out);
 
@@ -403,14 +410,20 @@ int haecer_counter_open_named(struct haecer_context *ctx, int cpu, const char *n
 		return error;
 	if (name == NULL)
 		return haecer__fail(-EINVAL, "no event name");
+	unsigned generic;
+	error = haecer__parse_generic_event(name, &generic, &flags);
+	if (error < 0)
+		return error;
+	if (error > 0)
+		return haecer_counter_open_arch(ctx, cpu, generic, flags, cmask, out);
 	index = event_db_arch_event_by_name(name);
 	if (index >= 0)
 		return haecer_counter_open_arch(ctx, cpu, (unsigned)index, flags, cmask, out);
 	index = event_db_fixed_by_name(name);
 	if (index >= 0 && cmask == 0)
 		return haecer_counter_open_fixed(ctx, cpu, (unsigned)index, flags, out);
-	flags = event_flags(flags);
-	error = event_db_pfm_encode(ctx->db, name, flags, cmask, &encoding, why, sizeof(why));
+	encoded = event_flags(flags);
+	error = event_db_pfm_encode(ctx->db, name, encoded, cmask, &encoding, why, sizeof(why));
 	if (error < 0)
 		return haecer__fail(error, "%s", why);
 	request_init(&request, "");
@@ -418,12 +431,12 @@ int haecer_counter_open_named(struct haecer_context *ctx, int cpu, const char *n
 	request.programmable = true;
 	request.evtsel = encoding.evtsel;
 	if (!(encoding.evtsel & EVTSEL_NOT_FIXED)) {
-		error = prefer_fixed(ctx, arch_index_of(encoding.event, encoding.umask), flags, 0,
+		error = prefer_fixed(ctx, arch_index_of(encoding.event, encoding.umask), encoded, 0,
 				     &request);
 		if (error < 0)
 			return error;
 	}
-	return open_event(ctx, cpu, &request, out);
+	return open_event(ctx, cpu, flags, &request, out);
 }
 
 /* ---- energy ---- */

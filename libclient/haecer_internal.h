@@ -11,6 +11,7 @@
 #define HAECER_LIBCLIENT_HAECER_INTERNAL_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -85,7 +86,14 @@ HAECER_INTERNAL char *haecer__detail_buffer(void);
 
 HAECER_INTERNAL int haecer__resolve_cpu(struct haecer_context *ctx, int cpu, uint32_t *model_cpu,
 					int *host_cpu);
-HAECER_INTERNAL int haecer__pin_to(int host_cpu);
+/* Pin the calling thread to host_cpu (nothing when < 0); when saved is not NULL it receives the
+ * mask the thread had, for haecer__unpin. */
+/* A perf generic event name with modifiers ("cycles:u"): 1 and *arch, *flags (USR/OS replaced
+ * by the modifiers) when it is one, 0 when not, -EINVAL for a bad modifier (detail set). */
+HAECER_INTERNAL int haecer__parse_generic_event(const char *name, unsigned *arch, uint32_t *flags);
+HAECER_INTERNAL int haecer__pin_to(int host_cpu, cpu_set_t *saved);
+/* Give the calling thread back the mask haecer__pin_to saved. */
+HAECER_INTERNAL void haecer__unpin(const cpu_set_t *saved);
 
 /* A counter from the pool, linked into ctx (lock held), with a fresh id. */
 HAECER_INTERNAL int haecer__counter_new(struct haecer_context *ctx, struct haecer_counter **out);

@@ -22,7 +22,8 @@ struct region_frame {
 
 struct region_thread {
 	struct region_thread *next, *prev; /* the registry, for fork and thread exit */
-	bool pinned;                    /* default counters: pinned at the first region */
+	bool pinned;                    /* default counters: pinned while a region is open */
+	cpu_set_t saved_mask;           /* the mask it had before, given back at depth 0 */
 	size_t depth;
 	struct region_frame frames[HAECER_REGION_MAX_DEPTH];
 };
@@ -270,7 +271,7 @@ static void choose_probe(struct region_thread *thread, struct haecer_context *ct
 		frame->probe = parent->probe;
 		return;
 	}
-	haecer__region_probe(ctx, &thread->pinned, &frame->probe);
+	haecer__region_probe(ctx, &thread->pinned, &thread->saved_mask, &frame->probe);
 }
 
 static int begin(struct haecer_context *ctx, bool via_default, const char *name)
@@ -347,6 +348,10 @@ static int end(struct haecer_context *ctx, bool via_default, const char *name)
 	ended_count++;
 	pthread_mutex_unlock(&region_lock);
 	thread->depth--;
+	if (thread->depth == 0 && thread->pinned) {
+		haecer__unpin(&thread->saved_mask);
+		thread->pinned = false;
+	}
 	return 0;
 }
 

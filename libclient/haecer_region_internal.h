@@ -83,9 +83,10 @@ HAECER_INTERNAL int haecer__region_column(const char *name);
 /* The probe for a thread's outermost region on ctx (NULL: msrd unreachable, time only): the
  * context's source (created on first use), the energy counter of the thread's package and
  * the counters. In default-counter mode the thread is pinned to its CPU first (*pinned says it
- * happened already for this thread). Never fails: what cannot be opened is left out and noted. */
+ * happened already; *saved receives the mask it had, given back when its outermost region
+ * ends). Never fails: what cannot be opened is left out and noted. */
 HAECER_INTERNAL void haecer__region_probe(struct haecer_context *ctx, bool *pinned,
-					  struct region_probe *probe);
+					  cpu_set_t *saved, struct region_probe *probe);
 /* The default context could not be opened: regions on it measure time only, for `reason`. */
 HAECER_INTERNAL void haecer__region_note_unreachable(const char *reason);
 /* Whether probe was made for ctx. */

@@ -283,7 +283,8 @@ static void choose_counters(struct region_source *source, uint32_t cpu,
 	probe->count = count;
 }
 
-static void fill_probe(struct region_source *source, bool *pinned, struct region_probe *probe)
+static void fill_probe(struct region_source *source, bool *pinned, cpu_set_t *saved,
+		       struct region_probe *probe)
 {
 	uint32_t cpu, package;
 	int host;
@@ -292,11 +293,14 @@ static void fill_probe(struct region_source *source, bool *pinned, struct region
 		note(source->energy_note, "%s", "sched_getcpu() failed: the thread's CPU is unknown");
 		return;
 	}
-	/* Default counters count on this CPU: keep the thread there (as setupArchCounter does). */
+	/* Default counters count on this CPU: keep the thread there while its outermost region
+	 * is open (haecer_region.c gives the mask back at its end, so threads created later do
+	 * not inherit a one-CPU mask). */
 	if (!source->context_counters && !*pinned) {
-		if (haecer__pin_to(host) < 0)
+		if (haecer__pin_to(host, saved) < 0)
 			note(source->counter_note, "%s", haecer_error_detail());
-		*pinned = true;
+		else
+			*pinned = true;
 	}
 	probe->cpu = cpu;
 	package = source->ctx->machine.cpu_package[cpu];
@@ -309,13 +313,14 @@ static void fill_probe(struct region_source *source, bool *pinned, struct region
 	choose_counters(source, cpu, probe);
 }
 
-void haecer__region_probe(struct haecer_context *ctx, bool *pinned, struct region_probe *probe)
+void haecer__region_probe(struct haecer_context *ctx, bool *pinned, cpu_set_t *saved,
+			  struct region_probe *probe)
 {
 	memset(probe, 0, sizeof(*probe));
 	pthread_mutex_lock(&source_lock);
 	probe->source = source_of(ctx);
 	if (probe->source != &offline)
-		fill_probe(probe->source, pinned, probe);
+		fill_probe(probe->source, pinned, saved, probe);
 	pthread_mutex_unlock(&source_lock);
 }
 

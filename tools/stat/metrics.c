@@ -149,9 +149,10 @@ static int open_energy(struct stat_session *session, unsigned domain, unsigned r
 	if (metric_alloc(metric, scope->package_count, runs) < 0)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < scope->package_count; i++) {
-		uint32_t package = scope->package_first + i, cpu = scope->model_cpu;
+		uint32_t package = scope->packages[i], cpu = 0;
 		struct haecer_counter *counter;
-		int error = scope->all_cpus ? package_cpu(machine, package, &cpu) : 0;
+		/* A counter on an explicit CPU: the library pins nothing. */
+		int error = package_cpu(machine, package, &cpu);
 		if (error == 0)
 			error = haecer_counter_open_energy(session->ctx, (int)cpu, domain, &counter);
 		snprintf(where, sizeof(where), "package %u", package);
@@ -175,11 +176,11 @@ static int open_events(struct stat_session *session, const char *name, unsigned 
 	if (metric_alloc(metric, scope->cpu_count, runs) < 0)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < scope->cpu_count; i++) {
-		uint32_t cpu = scope->all_cpus ? i : scope->model_cpu;
+		uint32_t cpu = scope->cpus[i];
 		struct haecer_counter *counter;
 		int error = open_event(session->ctx, name, cpu, &counter);
 		where[0] = '\0';
-		if (scope->all_cpus)
+		if (scope->cpu_count > 1)
 			snprintf(where, sizeof(where), "CPU %u", cpu);
 		if (error < 0)
 			note_failure(metric, error, where);
@@ -192,37 +193,96 @@ static int open_events(struct stat_session *session, const char *name, unsigned 
 
 /* ---- scope ---- */
 
+/* "0-3,6": the CPUs of a mask, as /proc's Cpus_allowed_list writes them. */
+static void cpu_list_text(const cpu_set_t *set, char *out, size_t size)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (int cpu = 0; cpu < CPU_SETSIZE && used + 1 < size; cpu++) {
+		int last = cpu;
+		if (!CPU_ISSET(cpu, set))
+			continue;
+		while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
+			last++;
+		used += (size_t)snprintf(out + used, size - used, last > cpu ? "%s%d-%d" : "%s%d",
+					 used > 0 ? "," : "", cpu, last);
+		cpu = last;
+	}
+}
+
+/* Add a model CPU (and its package) to the scope once. */
+static void scope_add(struct stat_scope *scope, const struct haecer_machine_info *machine,
+		      uint32_t cpu, bool *cpu_seen, bool *package_seen)
+{
+	uint32_t package = machine->cpu_package[cpu];
+
+	if (!cpu_seen[cpu]) {
+		cpu_seen[cpu] = true;
+		scope->cpus[scope->cpu_count++] = cpu;
+	}
+	if (package < HAECER_MAX_CPUS && !package_seen[package]) {
+		package_seen[package] = true;
+		scope->packages[scope->package_count++] = package;
+	}
+}
+
+static int compare_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static int choose_scope(const struct stat_options *options, struct stat_session *session,
 			int *status)
 {
 	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
 	struct stat_scope *scope = &session->scope;
+	bool cpu_seen[HAECER_MAX_CPUS] = { false }, package_seen[HAECER_MAX_CPUS] = { false };
+	cpu_set_t allowed;
 
 	scope->all_cpus = options->all_cpus;
+	scope->host_cpu = -1;
 	snprintf(scope->machine, sizeof(scope->machine), "%s%s (%u CPUs, %u package%s)",
 		 machine->flags & HAECER_MACHINE_SIMULATED ? "simulated " : "",
 		 machine->flags & HAECER_MACHINE_SIMULATED ? machine->sim_model
 							   : machine->model_name,
 		 machine->cpu_count, machine->package_count,
 		 machine->package_count == 1 ? "" : "s");
-	if (options->all_cpus) {
-		scope->host_cpu = -1;
-		scope->cpu_count = machine->cpu_count;
-		scope->package_first = 0;
-		scope->package_count = machine->package_count;
-		return 0;
-	}
-	scope->host_cpu = options->cpu >= 0 ? options->cpu : sched_getcpu();
-	if (scope->host_cpu < 0) {
-		stat_error("cannot tell which CPU to count on (sched_getcpu failed); use --cpu");
+	if (machine->cpu_count == 0 || machine->cpu_count > HAECER_MAX_CPUS) {
+		stat_error("msrd describes a machine of %u CPUs", machine->cpu_count);
 		*status = STAT_EXIT_FAILED;
-		return -EOPNOTSUPP;
+		return -EPROTO;
 	}
-	/* The library's mapping: host CPU i is model CPU i mod the model's CPU count. */
-	scope->model_cpu = (uint32_t)scope->host_cpu % machine->cpu_count;
-	scope->cpu_count = 1;
-	scope->package_first = machine->cpu_package[scope->model_cpu];
-	scope->package_count = 1;
+	if (options->all_cpus) {
+		scope->mode = STAT_SCOPE_ALL;
+		for (uint32_t cpu = 0; cpu < machine->cpu_count; cpu++)
+			scope_add(scope, machine, cpu, cpu_seen, package_seen);
+	} else if (options->cpu >= 0) {
+		scope->mode = STAT_SCOPE_PINNED;
+		scope->host_cpu = options->cpu;
+		/* The library's mapping: host CPU i is model CPU i mod the model's CPU count. */
+		scope->model_cpu = (uint32_t)scope->host_cpu % machine->cpu_count;
+		scope_add(scope, machine, scope->model_cpu, cpu_seen, package_seen);
+	} else {
+		/* The command inherits this process's mask: count where it may run. */
+		scope->mode = STAT_SCOPE_AFFINITY;
+		if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0) {
+			stat_error("cannot read the CPU mask the command will inherit: %s; use -a "
+				   "or --cpu", strerror(errno));
+			*status = STAT_EXIT_FAILED;
+			return -EOPNOTSUPP;
+		}
+		cpu_list_text(&allowed, scope->host_cpus, sizeof(scope->host_cpus));
+		for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+			if (CPU_ISSET(cpu, &allowed))
+				scope_add(scope, machine, (uint32_t)cpu % machine->cpu_count,
+					  cpu_seen, package_seen);
+		qsort(scope->cpus, scope->cpu_count, sizeof(scope->cpus[0]), compare_u32);
+		qsort(scope->packages, scope->package_count, sizeof(scope->packages[0]),
+		      compare_u32);
+	}
 	return 0;
 }
 
@@ -259,7 +319,7 @@ static int open_metrics(const struct stat_options *options, struct stat_session 
 		if (!(machine->rapl_domains & (1u << domain)))
 			continue;
 		/* Core energy is per core: summing it over CPUs would count SMT siblings twice. */
-		if (domain == RAPL_AMD_CORE && options->all_cpus)
+		if (domain == RAPL_AMD_CORE && session->scope.cpu_count > 1)
 			continue;
 		error = open_energy(session, domain, options->runs);
 	}

@@ -124,7 +124,7 @@ static void comment(const struct stat_session *session, const struct stat_metric
 		stat_summarize(cycles->samples, runs_of(session, cycles), &other);
 		if (other.mean > 0)
 			snprintf(out, size, "# %9.2f  insn per cycle", summary->mean / other.mean);
-	} else if (metric == cycles && !session->scope.all_cpus && seconds > 0) {
+	} else if (metric == cycles && session->scope.cpu_count == 1 && seconds > 0) {
 		snprintf(out, size, "# %9.3f GHz", summary->mean / seconds / 1e9);
 	}
 }
@@ -174,25 +174,36 @@ static void print_elapsed(FILE *out, const struct stat_session *session)
 		fprintf(out, "\n%*.9f seconds time elapsed\n", VALUE_WIDTH, summary.mean);
 }
 
+static void print_packages(FILE *out, const struct stat_scope *scope)
+{
+	for (uint32_t i = 0; i < scope->package_count; i++)
+		fprintf(out, "%s%u", i == 0 ? "" : i + 1 < scope->package_count ? ", " : " and ",
+			scope->packages[i]);
+}
+
 static void print_scope(FILE *out, const struct stat_session *session)
 {
 	const struct stat_scope *scope = &session->scope;
 
-	if (scope->all_cpus)
+	if (scope->mode == STAT_SCOPE_ALL)
 		fprintf(out, "\n Counted on all %u CPUs of %s; the command was not pinned, and the "
 			"counters count\n everything that ran on them.\n", scope->cpu_count,
 			scope->machine);
-	else
+	else if (scope->mode == STAT_SCOPE_PINNED)
 		fprintf(out, "\n Counted on CPU %d (model CPU %u of %s), where the command\n was "
 			"pinned: counters count everything that runs on that CPU, not only the "
 			"command.\n", scope->host_cpu, scope->model_cpu, scope->machine);
-	if (scope->package_count == 1)
-		fprintf(out, " Energy is package-wide (package %u): it includes everything the "
-			"package ran.\n", scope->package_first);
 	else
-		fprintf(out, " Energy is package-wide, summed over packages %u-%u: it includes "
-			"everything they ran.\n", scope->package_first,
-			scope->package_first + scope->package_count - 1);
+		fprintf(out, "\n Counted on every CPU the command may run on (host CPUs %s, %u model "
+			"CPU%s of %s),\n summed; the command was not pinned, and the counters count "
+			"everything that ran\n on those CPUs, not only the command.\n",
+			scope->host_cpus, scope->cpu_count, scope->cpu_count == 1 ? "" : "s",
+			scope->machine);
+	fprintf(out, " Energy is package-wide (package%s ", scope->package_count == 1 ? "" : "s");
+	print_packages(out, scope);
+	fprintf(out, "%s): it includes everything %s ran.\n",
+		scope->package_count == 1 ? "" : ", summed",
+		scope->package_count == 1 ? "the package" : "they");
 	if (session->read_error[0] != '\0')
 		fprintf(out, " %s\n", session->read_error);
 }
@@ -306,15 +317,24 @@ static void json_metric(FILE *out, const struct stat_session *session,
 
 static void json_scope(FILE *out, const struct stat_session *session)
 {
+	static const char *const modes[] = { "affinity", "pinned", "all" };
 	const struct stat_scope *scope = &session->scope;
 
-	fprintf(out, "  \"scope\": {\"all_cpus\": %s, \"pinned\": %s, ",
-		scope->all_cpus ? "true" : "false", scope->all_cpus ? "false" : "true");
-	if (!scope->all_cpus)
+	fprintf(out, "  \"scope\": {\"mode\": \"%s\", \"all_cpus\": %s, \"pinned\": %s, ",
+		modes[scope->mode], scope->mode == STAT_SCOPE_ALL ? "true" : "false",
+		scope->mode == STAT_SCOPE_PINNED ? "true" : "false");
+	if (scope->mode == STAT_SCOPE_PINNED)
 		fprintf(out, "\"host_cpu\": %d, \"model_cpu\": %u, ", scope->host_cpu,
 			scope->model_cpu);
-	fprintf(out, "\"cpus\": %u, \"package_first\": %u, \"packages\": %u, \"machine\": ",
-		scope->cpu_count, scope->package_first, scope->package_count);
+	if (scope->mode == STAT_SCOPE_AFFINITY)
+		fprintf(out, "\"host_cpus\": \"%s\", ", scope->host_cpus);
+	fprintf(out, "\"cpus\": %u, \"model_cpus\": [", scope->cpu_count);
+	for (uint32_t i = 0; i < scope->cpu_count; i++)
+		fprintf(out, "%s%u", i > 0 ? ", " : "", scope->cpus[i]);
+	fprintf(out, "], \"packages\": %u, \"package_list\": [", scope->package_count);
+	for (uint32_t i = 0; i < scope->package_count; i++)
+		fprintf(out, "%s%u", i > 0 ? ", " : "", scope->packages[i]);
+	fprintf(out, "], \"machine\": ");
 	json_string(out, scope->machine);
 	fprintf(out, ", \"energy_is_package_wide\": true, \"counters_are_per_cpu\": true},\n");
 }

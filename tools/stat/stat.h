@@ -92,12 +92,25 @@ struct stat_metric {
 	size_t sample_count;
 };
 
+/* Where haecer-stat counts. The default keeps the command's affinity (a measurement must not
+ * change what it measures): every CPU the command may run on is counted and summed, as perf
+ * stat -a restricted to that mask would. */
+enum stat_scope_mode {
+	STAT_SCOPE_AFFINITY,              /* default: the CPUs of the command's affinity mask */
+	STAT_SCOPE_PINNED,                /* --cpu: the command is pinned there */
+	STAT_SCOPE_ALL,                   /* -a: every CPU of the machine */
+};
+
 struct stat_scope {
-	bool all_cpus;
-	int host_cpu;                     /* pinned mode: where the command runs */
+	enum stat_scope_mode mode;
+	bool all_cpus;                    /* mode == STAT_SCOPE_ALL */
+	int host_cpu;                     /* pinned mode: where the command runs, else -1 */
 	uint32_t model_cpu;               /* ... and the model CPU counted there */
-	uint32_t cpu_count;               /* model CPUs in scope */
-	uint32_t package_first, package_count; /* packages in scope */
+	uint32_t cpus[HAECER_MAX_CPUS];   /* model CPUs in scope */
+	uint32_t cpu_count;
+	uint32_t packages[HAECER_MAX_CPUS]; /* packages in scope, ascending */
+	uint32_t package_count;
+	char host_cpus[256];              /* affinity mode: the host CPUs, "0-3,6" */
 	char machine[128];                /* "simulated sandybridge (4 CPUs)" */
 };
 

@@ -14,8 +14,11 @@
  * Where counters count. Performance counters count per logical CPU (Intel SDM 18.2), not per
  * thread: a counter measures whatever runs on its CPU. A counter set up for "the current CPU"
  * (every HAECER setup function, and HAECER_CPU_CURRENT below) is placed on the CPU the calling
- * thread runs on, and for event counters the thread is pinned there (sched_setaffinity of the
- * calling thread; energy counters do not pin). msrd may present a simulated CPU with more or
+ * thread runs on at setup. The library does not pin the thread unless asked (HAECER_FLAG_PIN):
+ * a thread that migrates afterwards is no longer counted by that counter, which goes on counting
+ * whatever runs on its CPU. Per-thread counting therefore needs pinning: pass HAECER_FLAG_PIN,
+ * and the calling thread is pinned to that CPU (sched_setaffinity), a mask every thread it
+ * creates afterwards inherits. Without the flag the thread's affinity is never changed. msrd may present a simulated CPU with more or
  * fewer CPUs than this host: host CPU i then means model CPU i mod (model CPU count).
  *
  * Counter widths. Hardware counters are 40 or 48 bits (PMCs) and 32 bits (RAPL energy). Every
@@ -112,8 +115,9 @@ int haecer_context_current_cpu(const struct haecer_context *ctx, uint32_t *cpu);
 
 struct haecer_counter;
 
-/* `cpu` argument of the setup functions: the CPU the calling thread runs on (event counters:
- * the thread is pinned to it). Otherwise a model CPU number; nothing is pinned. */
+/* `cpu` argument of the setup functions: the CPU the calling thread runs on now (event
+ * counters: the thread is pinned to it only with HAECER_FLAG_PIN). Otherwise a model CPU
+ * number; nothing is pinned. */
 #define HAECER_CPU_CURRENT (-1)
 
 /* `flags` of event counters. USR and OS select the privilege levels counted (PERFEVTSEL bits
@@ -127,6 +131,10 @@ struct haecer_counter;
 #define HAECER_FLAG_EDGE 0x4
 #define HAECER_FLAG_INV 0x8
 #define HAECER_FLAG_ANY 0x10
+/* Not an encoding bit: with HAECER_CPU_CURRENT, pin the calling thread to the counted CPU after
+ * the counter is set up (threads it creates later inherit that one-CPU mask). Without it the
+ * library never changes a thread's affinity. */
+#define HAECER_FLAG_PIN 0x100
 #define HAECER_FLAGS_DEFAULT 0
 
 /* `mask` / `cmask` of event counters: the counter mask (PERFEVTSEL CMASK, bits 31:24). 0 counts
@@ -182,12 +190,27 @@ int haecer_counter_open_fixed(struct haecer_context *ctx, int cpu, unsigned fixe
 int haecer_counter_open_raw(struct haecer_context *ctx, int cpu, uint16_t event, uint8_t umask,
 			    uint32_t flags, uint8_t cmask, struct haecer_counter **out);
 
-/* An event by libpfm4 name for msrd's CPU model (also a simulated one): "L1D.REPLACEMENT",
- * "MEM_LOAD_UOPS_RETIRED:L1_HIT", "snb::L1D:REPLACEMENT", or an architectural event name. An
+/* An event by name for msrd's CPU model (also a simulated one): perf's generic names with its
+ * privilege modifiers ("instructions", "cycles:u", "branch-misses:k"; the modifiers replace the
+ * USR/OS flags), libpfm4 names with theirs ("L1D.REPLACEMENT", "MEM_LOAD_UOPS_RETIRED:L1_HIT:u",
+ * "snb::L1D:REPLACEMENT"), or an architectural event name. An
  * application that initialised libpfm4 itself before must export LIBPFM_ENCODE_INACTIVE=1 for
  * models other than the host's to resolve. */
 int haecer_counter_open_named(struct haecer_context *ctx, int cpu, const char *name,
 			      uint32_t flags, uint8_t cmask, struct haecer_counter **out);
+
+/* perf's name of a RAPL domain (enum RAPLCounter value): energy-pkg (RAPL_PKG, RAPL_AMD_PKG),
+ * energy-cores (RAPL_PP0, RAPL_AMD_CORE), energy-gpu (RAPL_PP1), energy-ram (RAPL_DRAM),
+ * energy-psys (RAPL_PSYS); NULL for a value that is none. The names every tool shows. */
+const char *haecer_energy_domain_name(unsigned domain);
+/* The RAPLCounter value of a domain name: perf's (energy-pkg, power/energy-pkg/) for the vendor
+ * (`amd`: energy-pkg and energy-cores are AMD's domains) or the seed's enum name (RAPL_PKG);
+ * -ENOENT for none. */
+int haecer_energy_domain_by_name(const char *name, bool amd);
+/* perf's generic hardware event names haecer_counter_open_named accepts (with perf's :u / :k
+ * modifiers): index 0 .. haecer_generic_event_count() - 1; NULL beyond. */
+size_t haecer_generic_event_count(void);
+const char *haecer_generic_event_name(size_t index);
 
 /* A RAPL energy domain (enum RAPLCounter values) of the package (AMD core domain: the core) of
  * `cpu`. Energy counters always count: enable, disable and reset do nothing to them. */
@@ -336,7 +359,8 @@ typedef struct PerfCounter {
 } PerfCounter;
 
 /* Listing 1. `flags`: HAECER_FLAG_* (no USR/OS: both); `mask`: counter mask (0 = none).
- * Each counts on the CPU the calling thread runs on and pins the thread there. */
+ * Each counts on the CPU the calling thread runs on at setup; the thread is pinned there only
+ * with HAECER_FLAG_PIN (needed to count one thread: otherwise it may migrate away). */
 PerfCounter setupArchCounter(ARCH_counter ctr, int flags, char mask);
 PerfCounter setupFFCounter(FF_counter ctr, int flags);
 PerfCounter setupNonArchCounter(haecer_event_select ev, haecer_umask um, int flags, char mask);

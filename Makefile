@@ -26,9 +26,11 @@ OPTIMIZE ?= -O2
 endif
 
 PREFIX   ?= /usr/local
+# The one version of every binary and of libhaecer (--version, haecer_version(), haecer.pc).
+VERSION  := 0.2.0
 AR       ?= ar
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
-CPPFLAGS += -D_GNU_SOURCE -I. -Ilibclient/include
+CPPFLAGS += -D_GNU_SOURCE -I. -Ilibclient/include -DHAECER_VERSION='"$(VERSION)"'
 CFLAGS   ?= $(OPTIMIZE) -g
 CFLAGS   += -std=gnu11 $(WARNINGS) -fPIC -pthread -MMD -MP $(SANITIZER_FLAGS)
 LDFLAGS  += -pthread $(SANITIZER_FLAGS)
@@ -45,7 +47,7 @@ CK_LIBS      = $(call pkg_libs,ck)
 PFM_LIBS     = -lpfm
 
 .DEFAULT_GOAL := all
-.PHONY: all tests benches check demo bench soak deps clean install
+.PHONY: all tests benches check demo bench soak deps clean install print-version
 
 # Filled in by the module fragments.
 PROGRAMS :=
@@ -100,9 +102,12 @@ soak: deps
 	HAECER_SOAK_SECONDS=$(SOAK_SECONDS) scripts/run-benches.sh $(BUILD) soak
 
 install: all
-	scripts/install.sh "$(BUILD)" "$(DESTDIR)$(PREFIX)"
+	HAECER_VERSION=$(VERSION) scripts/install.sh "$(BUILD)" "$(DESTDIR)$(PREFIX)"
 
 clean:
 	rm -rf build build-asan build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+print-version:
+	@echo $(VERSION)

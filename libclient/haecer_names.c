@@ -13,6 +13,11 @@
 #include <string.h>
 #include <strings.h>
 
+const char *haecer_version(void)
+{
+	return HAECER_VERSION;
+}
+
 /* perf's names, as the kernel's power PMU lists them (events/energy-*). */
 static const char *const domain_names[RAPL_DOMAIN_COUNT] = {
 	[RAPL_DOMAIN_PKG] = "energy-pkg",    [RAPL_DOMAIN_PP0] = "energy-cores",

@@ -18,7 +18,8 @@ set -eu
 build=${1:?usage: install.sh BUILD_DIR DEST_PREFIX}
 dest=${2:?usage: install.sh BUILD_DIR DEST_PREFIX}
 source=$(cd "$(dirname "$0")/.." && pwd)
-version=${HAECER_VERSION:-0.1.0}
+# The version is the top Makefile's VERSION (make install passes it); asked from make otherwise.
+version=${HAECER_VERSION:-$(make -s -C "$source" --no-print-directory print-version 2>/dev/null || echo unknown)}
 
 say() { printf 'install: %s\n' "$*"; }
 die() { printf 'install: %s\n' "$*" >&2; exit 1; }

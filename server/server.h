@@ -38,7 +38,7 @@
 #include "proto/wire.h"
 #include "server/backend.h"
 
-#define MSRD_VERSION "msrd 1.0 (protocol 1)"
+#define MSRD_VERSION "msrd " HAECER_VERSION " (protocol 1)"
 #define MSRD_DEFAULT_SOCKET "/run/haecer/msrd.sock"
 #define MSRD_DEFAULT_POLICY "/etc/haecer/policy.yaml"
 #define MSRD_DEFAULT_STATE_DIR "/run/haecer"

@@ -18,7 +18,8 @@ static void test_table(void **state)
 	static const char *const fields[] = { "Energy and counter stats for '/bin/sh -c echo hello",
 					      "energy-pkg", "energy-cores", "energy-gpu",
 					      " W", "instructions", "cycles",
-					      "seconds time elapsed", "Counted on CPU",
+					      "seconds time elapsed", "seconds user", "seconds sys",
+					      "Counted on every CPU the command may run on",
 					      "Energy is package-wide" };
 	char *out = NULL, *err = NULL;
 

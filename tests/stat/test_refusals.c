@@ -1,8 +1,10 @@
 /*
- * What haecer-stat cannot count is shown, not fatal: for a user msrd's policy grants energy but
- * not the PMU, instructions and cycles are "<not counted>" with the policy's reason while energy
- * is measured and the command's status passes through; an event the CPU does not have is
- * "<not supported>" with the reason, in the table and in JSON.
+ * What haecer-stat cannot count: the default events (nobody named them) are shown, not fatal:
+ * for a user msrd's policy grants energy but not the PMU, instructions and cycles are
+ * "<not counted>" with the policy's reason while energy is measured and the command's status
+ * passes through. An event named with -e that the CPU does not have or the policy refuses ends
+ * haecer-stat with perf stat's 129 and the reason before the command runs; --skip-unavailable
+ * runs it and shows "<not supported>" / "<not counted>" with the reason, in the table and JSON.
  */
 #include "tests/lib/test_check.h"
 #include "tests/stat/stat_test.h"
@@ -32,6 +34,15 @@ static int run_without_pmu(void *argument)
 	CHECK(strstr(err, "\"name\": \"energy-pkg\", \"kind\": \"energy\", \"unit\": \"J\", "
 		      "\"state\": \"counted\"") != NULL);
 	free(err);
+	/* Named with -e: refused before the command runs, with the policy's reason. */
+	const char *named[] = { "-e", "instructions", "--", "/bin/sh", "-c", "echo ran", NULL };
+	char *out = NULL;
+	CHECK_EQ(stat_run(named, &out, &err), 129);
+	CHECK(strstr(err, "cannot count 'instructions'") != NULL);
+	CHECK(strstr(err, "denied by policy") != NULL);
+	CHECK(out != NULL && strcmp(out, "") == 0);
+	free(out);
+	free(err);
 	return 0;
 }
 
@@ -44,15 +55,30 @@ static void test_policy_refuses_the_pmu(void **state)
 
 static void test_unknown_event(void **state)
 {
-	const char *arguments[] = { "-e", "instructions,no_such_event_here", "--", "/bin/true",
-				    NULL };
-	char *err = NULL;
+	const char *arguments[] = { "-e", "instructions,no_such_event_here", "--skip-unavailable",
+				    "--", "/bin/true", NULL };
+	const char *strict[] = { "-e", "instructions,no_such_event_here", "--", "/bin/sh", "-c",
+				 "echo ran", NULL };
+	const char *domain[] = { "-e", "energy-ram", "--", "/bin/sh", "-c", "echo ran", NULL };
+	char *out = NULL, *err = NULL;
 
 	(void)state;
 	assert_int_equal(stat_run(arguments, NULL, &err), 0);
 	assert_non_null(strstr(err, "<not supported>"));
 	assert_non_null(strstr(err, "no_such_event_here"));
 	assert_null(strstr(err, "<not counted>"));
+	free(err);
+	assert_int_equal(stat_run(strict, &out, &err), 129);
+	assert_string_equal(out, "");
+	assert_non_null(strstr(err, "cannot count 'no_such_event_here'"));
+	assert_non_null(strstr(err, "--skip-unavailable"));
+	free(out);
+	free(err);
+	/* The simulated Sandy Bridge has no DRAM domain. */
+	assert_int_equal(stat_run(domain, &out, &err), 129);
+	assert_string_equal(out, "");
+	assert_non_null(strstr(err, "this CPU has no energy-ram domain"));
+	free(out);
 	free(err);
 }
 

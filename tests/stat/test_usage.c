@@ -5,6 +5,8 @@
  */
 #include <sys/stat.h>
 
+#include <haecer/perfmon.h>
+
 #include "tests/stat/stat_test.h"
 
 struct usage_case {
@@ -25,7 +27,14 @@ static const struct usage_case cases[] = {
 	{ { "-e", ",a", "--", "/bin/true", NULL }, "single commas" },
 	{ { "-e", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", "/bin/true", NULL },
 	  "at most 16 events" },
-	{ { "--no-such-option", "/bin/true", NULL }, "unknown option" },
+	{ { "--no-such-option", "/bin/true", NULL }, "unknown option '--no-such-option'" },
+	/* getopt's optopt, not argv[optind - 1] (which named the program or the -x value). */
+	{ { "-x,", "-Q", "--", "/bin/true", NULL }, "unknown option '-Q'" },
+	{ { "-x", ",", "-Q", "/bin/true", NULL }, "unknown option '-Q'" },
+	{ { "-jQ", "/bin/true", NULL }, "unknown option '-Q'" },
+	{ { "-x", ",", "--json", "/bin/true", NULL }, "exclude each other" },
+	{ { "-I", "5", "/bin/true", NULL }, "-I takes milliseconds" },
+	{ { "-x", NULL }, "-x needs a value" },
 };
 
 static void test_bad_usage(void **state)
@@ -57,6 +66,8 @@ static void test_help_and_version(void **state)
 	free(err);
 	assert_int_equal(stat_run((const char *[]){ "--version", NULL }, &out, &err), 0);
 	assert_non_null(strstr(out, "haecer-stat "));
+	/* The one version of every binary and of the library. */
+	assert_non_null(strstr(out, haecer_version()));
 	free(out);
 	free(err);
 }

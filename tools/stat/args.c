@@ -3,6 +3,7 @@
  * the first word that is not an option, or at "--"), events split at commas.
  */
 #include "tools/stat/stat.h"
+#include "tools/common/toolopt.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -11,36 +12,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STAT_VERSION "0.1"
-
-static void vmessage(const char *format, va_list arguments)
-{
-	fputs("haecer-stat: ", stderr);
-	vfprintf(stderr, format, arguments);
-	fputc('\n', stderr);
-}
-
 void stat_error(const char *format, ...)
 {
 	va_list arguments;
+	char line[1024];
 
 	va_start(arguments, format);
-	vmessage(format, arguments);
+	vsnprintf(line, sizeof(line), format, arguments);
 	va_end(arguments);
+	tool_warn("%s", line);
 }
 
-static int usage_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *format, ...)
-{
-	va_list arguments;
-
-	va_start(arguments, format);
-	vmessage(format, arguments);
-	va_end(arguments);
-	fputs("Try 'haecer-stat --help' for more information.\n", stderr);
-	return STAT_EXIT_USAGE;
-}
+#define usage_error tool_usage_error
 
 static void usage(FILE *out)
 {
@@ -76,13 +59,7 @@ static void usage(FILE *out)
 
 static bool parse_number(const char *text, long low, long high, long *out)
 {
-	char *end;
-
-	if (text == NULL || text[0] < '0' || text[0] > '9')
-		return false;
-	errno = 0;
-	*out = strtol(text, &end, 10);
-	return errno == 0 && *end == '\0' && *out >= low && *out <= high;
+	return text != NULL && text[0] != '-' && tool_parse_long(text, low, high, out);
 }
 
 /* Add a comma-separated list to the events. Each list is copied and split in place; every list
@@ -131,6 +108,19 @@ static int take_option(int option, const char *value, struct stat_options *optio
 	case 'a': options->all_cpus = true; return 0;
 	case 'j': options->json = true; return 0;
 	case 'o': options->output = value; return 0;
+	case 'x':
+		if (value[0] == '\0')
+			return usage_error("-x takes a separator, not an empty string");
+		options->separator = value;
+		return 0;
+	case 'I':
+		if (!parse_number(value, 10, 3600000, &number))
+			return usage_error("-I takes milliseconds from 10 to 3600000, not '%s'", value);
+		options->interval_ms = (unsigned)number;
+		return 0;
+	case 'S': options->aggregate = STAT_PER_SOCKET; return 0;
+	case 'P': options->aggregate = STAT_PER_CORE; return 0;
+	case 'k': options->skip_unavailable = true; return 0;
 	case 's': options->socket_path = value; return 0;
 	default: return usage_error("unknown option");
 	}
@@ -141,6 +131,10 @@ static int check_cpu(const struct stat_options *options)
 {
 	cpu_set_t allowed;
 
+	if (options->separator != NULL && options->json)
+		return usage_error("-x and --json exclude each other");
+	if (options->interval_ms > 0 && options->runs > 1)
+		return usage_error("-I and -r exclude each other");
 	if (options->cpu < 0)
 		return 0;
 	if (options->all_cpus)
@@ -161,6 +155,11 @@ int stat_parse_options(int argc, char **argv, struct stat_options *options)
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "field-separator", required_argument, NULL, 'x' },
+		{ "interval-print", required_argument, NULL, 'I' },
+		{ "per-socket", no_argument, NULL, 'S' },
+		{ "per-core", no_argument, NULL, 'P' },
+		{ "skip-unavailable", no_argument, NULL, 'k' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -173,25 +172,28 @@ int stat_parse_options(int argc, char **argv, struct stat_options *options)
 	options->cpu = -1;
 	opterr = 0;
 	/* '+': stop at the command, whose own options are not ours. */
-	while ((option = getopt_long(argc, argv, "+:r:e:C:ajo:s:hV", long_options, NULL)) != -1) {
+	while ((option = getopt_long(argc, argv, "+:r:e:C:ajo:x:I:s:hV", long_options, NULL)) != -1) {
 		if (option == 'h') {
 			usage(stdout);
 			return 1;
 		}
 		if (option == 'V') {
-			printf("haecer-stat %s\n", STAT_VERSION);
+			tool_print_version();
 			return 1;
 		}
-		if (option == ':')
-			return usage_error("%s needs a value", argv[optind - 1]);
-		if (option == '?')
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+		if (option == ':' || option == '?')
+			return tool_getopt_error(option, argv, long_options);
 		status = take_option(option, optarg, options);
 		if (status != 0)
 			return status;
 	}
 	if (optind >= argc)
 		return usage_error("no command to run");
+	/* perf stat list: the events and energy domains this machine has. */
+	if (strcmp(argv[optind], "list") == 0 && optind + 1 == argc) {
+		options->list = true;
+		return 0;
+	}
 	status = check_cpu(options);
 	if (status != 0)
 		return status;

@@ -13,25 +13,6 @@
 
 #define DOMAINS 7u
 
-/* perf's names for the RAPL domains (power/energy-pkg/ ...), by RAPLCounter value. */
-static const char *const domain_names[DOMAINS] = {
-	[RAPL_PKG] = "energy-pkg",   [RAPL_PP0] = "energy-cores", [RAPL_PP1] = "energy-gpu",
-	[RAPL_DRAM] = "energy-ram",  [RAPL_PSYS] = "energy-psys", [RAPL_AMD_CORE] = "energy-core",
-	[RAPL_AMD_PKG] = "energy-pkg",
-};
-
-/* perf's generic hardware event names and the architectural events they are. */
-static const struct {
-	const char *name;
-	unsigned arch;
-} perf_names[] = {
-	{ "instructions", INSTRUCTIONS_RETIRED },  { "cycles", UNHALTED_CORE_CYCLES },
-	{ "cpu-cycles", UNHALTED_CORE_CYCLES },    { "ref-cycles", UNHALTED_REF_CYCLES },
-	{ "cache-references", LL_CACHE_REFERENCES }, { "cache-misses", LL_CACHE_MISSES },
-	{ "branches", BRANCH_INS_RETIRED },        { "branch-instructions", BRANCH_INS_RETIRED },
-	{ "branch-misses", BRANCH_MIS_RETIRED },
-};
-
 /* The seed's fixed-counter names (FF_counter). */
 static const char *const fixed_names[] = { "INST_RETIRED_ANY", "CPU_CLK_UNHALTED_CORE",
 					   "CPU_CLK_UNHALTED_REF" };
@@ -55,10 +36,8 @@ static int open_event(struct haecer_context *ctx, const char *name, uint32_t cpu
 {
 	unsigned long number;
 
-	for (size_t i = 0; i < sizeof(perf_names) / sizeof(perf_names[0]); i++)
-		if (strcmp(name, perf_names[i].name) == 0)
-			return haecer_counter_open_arch(ctx, (int)cpu, perf_names[i].arch,
-							HAECER_FLAGS_DEFAULT, HAECER_CMASK_NONE, out);
+	/* perf's generic names (with :u / :k), libpfm4's and the architectural ones are the
+	 * library's named events. */
 	for (unsigned i = 0; i < sizeof(fixed_names) / sizeof(fixed_names[0]); i++)
 		if (strcasecmp(name, fixed_names[i]) == 0)
 			return haecer_counter_open_fixed(ctx, (int)cpu, i, HAECER_FLAGS_DEFAULT, out);
@@ -80,9 +59,15 @@ static int metric_alloc(struct stat_metric *metric, size_t wanted, unsigned runs
 	metric->counters = calloc(wanted, sizeof(*metric->counters));
 	metric->units = calloc(wanted, sizeof(*metric->units));
 	metric->start = calloc(wanted, sizeof(*metric->start));
+	metric->previous = calloc(wanted, sizeof(*metric->previous));
+	metric->totals = calloc(wanted, sizeof(*metric->totals));
+	metric->interval = calloc(wanted, sizeof(*metric->interval));
+	metric->cpus = calloc(wanted, sizeof(*metric->cpus));
+	metric->packages = calloc(wanted, sizeof(*metric->packages));
 	metric->samples = calloc(runs, sizeof(*metric->samples));
 	if (metric->counters == NULL || metric->units == NULL || metric->start == NULL ||
-	    metric->samples == NULL)
+	    metric->previous == NULL || metric->totals == NULL || metric->interval == NULL ||
+	    metric->cpus == NULL || metric->packages == NULL || metric->samples == NULL)
 		return -ENOMEM;
 	return 0;
 }
@@ -106,6 +91,8 @@ static void keep_counter(struct stat_metric *metric, struct haecer_counter *coun
 
 	haecer_counter_info(counter, &info);
 	metric->units[metric->count] = metric->kind == STAT_METRIC_ENERGY ? info.unit : 1.0;
+	metric->cpus[metric->count] = info.cpu;
+	metric->packages[metric->count] = info.package;
 	metric->counters[metric->count++] = counter;
 }
 
@@ -145,7 +132,7 @@ static int open_energy(struct stat_session *session, unsigned domain, unsigned r
 	char where[64];
 
 	metric->kind = STAT_METRIC_ENERGY;
-	snprintf(metric->name, sizeof(metric->name), "%s", domain_names[domain]);
+	snprintf(metric->name, sizeof(metric->name), "%s", haecer_energy_domain_name(domain));
 	if (metric_alloc(metric, scope->package_count, runs) < 0)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < scope->package_count; i++) {
@@ -303,29 +290,112 @@ static int gather(struct stat_session *session)
 	return 0;
 }
 
+/* Whether a -e name means an energy domain (perf's power/energy-pkg/ or energy-pkg, or the
+ * seed's RAPL_PKG); *domain is -1 when it looks like one but names none. */
+static bool energy_name(const char *name, bool amd, int *domain)
+{
+	*domain = haecer_energy_domain_by_name(name, amd);
+	return *domain >= 0 || strncmp(name, "power/", 6) == 0 || strncmp(name, "energy-", 7) == 0;
+}
+
+/* A -e energy name this machine cannot count: a metric that says so. */
+static void missing_domain(struct stat_session *session, const char *name, int domain)
+{
+	struct stat_metric *metric = &session->metrics[session->metric_count++];
+
+	metric->kind = STAT_METRIC_ENERGY;
+	metric->state = STAT_NOT_SUPPORTED;
+	snprintf(metric->name, sizeof(metric->name), "%s", name);
+	if (domain < 0)
+		snprintf(metric->reason, sizeof(metric->reason), "no energy domain of that name "
+			 "(energy-pkg, energy-cores, energy-gpu, energy-ram, energy-psys)");
+	else
+		snprintf(metric->reason, sizeof(metric->reason), "this CPU has no %s domain",
+			 haecer_energy_domain_name((unsigned)domain));
+}
+
+static bool domain_wanted(const struct stat_options *options, bool amd, unsigned domain,
+			  bool *any_named)
+{
+	bool wanted = false;
+	int named;
+
+	*any_named = false;
+	for (size_t i = 0; i < options->event_count; i++) {
+		if (!energy_name(options->events[i], amd, &named))
+			continue;
+		*any_named = true;
+		wanted = wanted || named == (int)domain;
+	}
+	return wanted;
+}
+
 static int open_metrics(const struct stat_options *options, struct stat_session *session)
 {
 	static const char *const default_events[] = { "instructions", "cycles" };
 	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
+	bool amd = strcmp(machine->vendor, "AuthenticAMD") == 0, any_named;
 	const char *const *events = options->event_count > 0 ? options->events : default_events;
 	size_t event_count = options->event_count > 0 ? options->event_count : 2;
-	int error = 0;
+	int error = 0, domain;
 
 	session->metrics = calloc(DOMAINS + event_count, sizeof(*session->metrics));
 	session->elapsed = calloc(options->runs, sizeof(*session->elapsed));
-	if (session->metrics == NULL || session->elapsed == NULL)
+	session->user = calloc(options->runs, sizeof(*session->user));
+	session->sys = calloc(options->runs, sizeof(*session->sys));
+	if (session->metrics == NULL || session->elapsed == NULL || session->user == NULL ||
+	    session->sys == NULL)
 		return -ENOMEM;
-	for (unsigned domain = 0; domain < DOMAINS && error == 0; domain++) {
-		if (!(machine->rapl_domains & (1u << domain)))
+	for (unsigned d = 0; d < DOMAINS && error == 0; d++) {
+		bool wanted = domain_wanted(options, amd, d, &any_named);
+		/* Without energy names in -e every domain is counted, as before. */
+		if (!(machine->rapl_domains & (1u << d)) || (any_named && !wanted))
 			continue;
 		/* Core energy is per core: summing it over CPUs would count SMT siblings twice. */
-		if (domain == RAPL_AMD_CORE && session->scope.cpu_count > 1)
+		if (d == RAPL_AMD_CORE && session->scope.cpu_count > 1)
 			continue;
-		error = open_energy(session, domain, options->runs);
+		error = open_energy(session, d, options->runs);
 	}
-	for (size_t i = 0; i < event_count && error == 0; i++)
+	for (size_t i = 0; i < event_count && error == 0; i++) {
+		if (energy_name(events[i], amd, &domain)) {
+			if (domain < 0 || !(machine->rapl_domains & (1u << domain)))
+				missing_domain(session, events[i], domain);
+			continue;
+		}
 		error = open_events(session, events[i], options->runs);
+	}
 	return error < 0 ? error : gather(session);
+}
+
+/* perf stat refuses to run the command when a named event cannot be counted (exit 129); the
+ * default events, which nobody asked for by name, only show "<not counted>". */
+static int check_requested(const struct stat_options *options, struct stat_session *session,
+			   int *status)
+{
+	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
+	bool amd = strcmp(machine->vendor, "AuthenticAMD") == 0, energy_named = false;
+	int refused = 0, domain;
+
+	if (options->event_count == 0 || options->skip_unavailable)
+		return 0;
+	for (size_t i = 0; i < options->event_count; i++)
+		energy_named = energy_named || energy_name(options->events[i], amd, &domain);
+	for (size_t i = 0; i < session->metric_count; i++) {
+		const struct stat_metric *metric = &session->metrics[i];
+		if (metric->state == STAT_COUNTED)
+			continue;
+		/* Energy domains are requests only when -e named some (then only those open). */
+		if (metric->kind == STAT_METRIC_ENERGY && !energy_named)
+			continue;
+		stat_error("cannot count '%s': %s", metric->name, metric->reason);
+		refused++;
+	}
+	if (refused == 0)
+		return 0;
+	fprintf(stderr, "haecer-stat: the command was not run; --skip-unavailable counts the "
+		"rest without %s\n", refused == 1 ? "it" : "them");
+	*status = STAT_EXIT_EVENT;
+	return -ENOENT;
 }
 
 int stat_session_open(const struct stat_options *options, struct stat_session *session,
@@ -347,8 +417,9 @@ int stat_session_open(const struct stat_options *options, struct stat_session *s
 	if (error < 0) {
 		stat_error("out of memory");
 		*status = STAT_EXIT_FAILED;
+		return error;
 	}
-	return error;
+	return check_requested(options, session, status);
 }
 
 void stat_session_close(struct stat_session *session)
@@ -358,12 +429,19 @@ void stat_session_close(struct stat_session *session)
 		free(metric->counters);
 		free(metric->units);
 		free(metric->start);
+		free(metric->previous);
+		free(metric->totals);
+		free(metric->interval);
+		free(metric->cpus);
+		free(metric->packages);
 		free(metric->samples);
 	}
 	free(session->metrics);
 	free(session->all);
 	free(session->values);
 	free(session->elapsed);
+	free(session->user);
+	free(session->sys);
 	/* Closing the context frees every counter (slots back to msrd). */
 	haecer_context_close(session->ctx);
 	memset(session, 0, sizeof(*session));
@@ -411,8 +489,27 @@ int stat_metrics_start(struct stat_session *session)
 		return error;
 	}
 	for (size_t i = 0; i < session->metric_count; i++)
-		for (size_t j = 0; j < session->metrics[i].count; j++)
-			session->metrics[i].start[j] = session->values[at++];
+		for (size_t j = 0; j < session->metrics[i].count; j++, at++)
+			session->metrics[i].start[j] = session->metrics[i].previous[j] =
+				session->values[at];
+	return 0;
+}
+
+int stat_metrics_interval(struct stat_session *session)
+{
+	size_t at = 0;
+	int error = read_all(session);
+
+	if (error < 0)
+		return error;
+	for (size_t i = 0; i < session->metric_count; i++) {
+		struct stat_metric *metric = &session->metrics[i];
+		for (size_t j = 0; j < metric->count; j++, at++) {
+			metric->interval[j] = (double)(session->values[at] - metric->previous[j]) *
+					      metric->units[j];
+			metric->previous[j] = session->values[at];
+		}
+	}
 	return 0;
 }
 
@@ -428,8 +525,12 @@ int stat_metrics_stop(struct stat_session *session)
 	for (size_t i = 0; i < session->metric_count; i++) {
 		struct stat_metric *metric = &session->metrics[i];
 		double sum = 0.0;
-		for (size_t j = 0; j < metric->count; j++, at++)
-			sum += (double)(session->values[at] - metric->start[j]) * metric->units[j];
+		for (size_t j = 0; j < metric->count; j++, at++) {
+			double value = (double)(session->values[at] - metric->start[j]) *
+				       metric->units[j];
+			metric->totals[j] += value;
+			sum += value;
+		}
 		metric->samples[metric->sample_count++] = sum;
 	}
 	return 0;

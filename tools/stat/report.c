@@ -98,6 +98,233 @@ static void power_summary(const struct stat_session *session, const struct stat_
 	free(watts);
 }
 
+/* ---- aggregation (--per-socket, --per-core) ---- */
+
+/* RAPL updates its energy counters about every millisecond (Intel SDM 14.10.3); fewer updates
+ * than this within a run leave the energy of a command mostly quantisation. */
+#define FEW_ENERGY_UPDATES 10
+#define ENERGY_UPDATE_SECONDS 0.000976
+
+struct row {
+	char label[32];                   /* "", "S0", "S0-D0-C3" */
+	unsigned cpus;                    /* CPUs aggregated */
+	double value;
+};
+
+/* CPUs of the scope in a package. */
+static unsigned cpus_in_package(const struct stat_session *session, uint32_t package)
+{
+	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
+	unsigned count = 0;
+
+	for (uint32_t i = 0; i < session->scope.cpu_count; i++)
+		count += machine->cpu_package[session->scope.cpus[i]] == package;
+	return count;
+}
+
+/* The rows of a metric: one summed row, or one per socket, or one per CPU (events) with
+ * --per-core; energy is package-wide, so it stays per socket there. `values` per counter. */
+static size_t metric_rows(const struct stat_session *session, const struct stat_options *options,
+			  const struct stat_metric *metric, const double *values, double scale,
+			  struct row *rows, size_t max)
+{
+	size_t count = 0;
+
+	if (options->aggregate == STAT_SUMMED) {
+		rows[0] = (struct row){ "", session->scope.cpu_count, 0.0 };
+		for (size_t j = 0; j < metric->count; j++)
+			rows[0].value += values[j] * scale;
+		return 1;
+	}
+	for (size_t j = 0; j < metric->count && count < max; j++) {
+		bool per_cpu = options->aggregate == STAT_PER_CORE &&
+			       metric->kind == STAT_METRIC_EVENT;
+		char label[32];
+		size_t k;
+		if (per_cpu)
+			snprintf(label, sizeof(label), "S%u-D0-C%u", metric->packages[j],
+				 metric->cpus[j]);
+		else
+			snprintf(label, sizeof(label), "S%u", metric->packages[j]);
+		for (k = 0; k < count && strcmp(rows[k].label, label) != 0; k++)
+			;
+		if (k == count) {
+			snprintf(rows[count].label, sizeof(rows[count].label), "%s", label);
+			rows[count].cpus = per_cpu ? 1 : cpus_in_package(session, metric->packages[j]);
+			rows[count++].value = 0.0;
+		}
+		rows[k].value += values[j] * scale;
+	}
+	return count;
+}
+
+static double mean_elapsed(const struct stat_session *session)
+{
+	double seconds = 0.0;
+
+	for (size_t i = 0; i < session->runs_done; i++)
+		seconds += session->elapsed[i] / (double)session->runs_done;
+	return seconds;
+}
+
+/* perf's derived metric of a value: watts for energy, insn per cycle, GHz of one CPU. */
+static void derived(const struct stat_session *session, const struct stat_metric *metric,
+		    double value, double cycles, double seconds, double *out, const char **unit)
+{
+	*unit = "";
+	*out = 0.0;
+	if (metric->kind == STAT_METRIC_ENERGY && seconds > 0) {
+		*out = value / seconds;
+		*unit = "W";
+	} else if (strcmp(metric->name, "instructions") == 0 && cycles > 0) {
+		*out = value / cycles;
+		*unit = "insn per cycle";
+	} else if (strcmp(metric->name, "cycles") == 0 && session->scope.cpu_count == 1 &&
+		   seconds > 0) {
+		*out = value / seconds / 1e9;
+		*unit = "GHz";
+	}
+}
+
+static const double *metric_cycles_source(const struct stat_session *session, bool interval,
+					  double *sum)
+{
+	*sum = 0.0;
+	for (size_t i = 0; i < session->metric_count; i++) {
+		const struct stat_metric *metric = &session->metrics[i];
+		if (strcmp(metric->name, "cycles") != 0 || metric->state != STAT_COUNTED)
+			continue;
+		const double *values = interval ? metric->interval : metric->totals;
+		for (size_t j = 0; j < metric->count; j++)
+			*sum += values[j];
+		return values;
+	}
+	return NULL;
+}
+
+/* ---- CSV (perf stat -x) ---- */
+
+static void csv_comments(FILE *out, const struct stat_session *session)
+{
+	const struct stat_scope *scope = &session->scope;
+
+	/* perf writes "#" comment lines into its CSV too; the simulated marker must travel with
+	 * the numbers. */
+	if (strncmp(scope->machine, "simulated ", 10) == 0)
+		fprintf(out, "# SIMULATED CPU: every value below is from msrd's simulator (%s), not "
+			"from hardware\n", scope->machine);
+	fprintf(out, "# counted on %s CPUs %s (%u), %s\n",
+		scope->mode == STAT_SCOPE_ALL ? "all" : scope->mode == STAT_SCOPE_PINNED ? "pinned"
+											  : "affinity",
+		scope->mode == STAT_SCOPE_AFFINITY ? scope->host_cpus : "", scope->cpu_count,
+		scope->mode == STAT_SCOPE_PINNED ? "the command pinned there"
+						 : "the command not pinned");
+}
+
+static void csv_line(FILE *out, const struct stat_options *options,
+		     const struct stat_session *session, const struct stat_metric *metric,
+		     const char *prefix, const struct row *row, double run_seconds, double cycles)
+{
+	const char *sep = options->separator, *unit;
+	double metric_value;
+
+	fputs(prefix, out);
+	if (options->aggregate != STAT_SUMMED)
+		fprintf(out, "%s%s%u%s", row->label, sep, row->cpus, sep);
+	if (metric->state != STAT_COUNTED) {
+		fprintf(out, "%s%s%s%s%s%s0%s0.00%s%s\n",
+			metric->state == STAT_NOT_SUPPORTED ? "<not supported>" : "<not counted>",
+			sep, metric->kind == STAT_METRIC_ENERGY ? "Joules" : "", sep, metric->name, sep,
+			sep, sep, sep);
+		return;
+	}
+	derived(session, metric, row->value, cycles, run_seconds, &metric_value, &unit);
+	if (metric->kind == STAT_METRIC_ENERGY)
+		fprintf(out, "%.9f%sJoules%s%s", row->value, sep, sep, metric->name);
+	else
+		fprintf(out, "%.0f%s%s%s", row->value, sep, sep, metric->name);
+	fprintf(out, "%s%.0f%s100.00%s", sep, run_seconds * 1e9, sep, sep);
+	if (unit[0] != '\0')
+		fprintf(out, "%.3f%s%s\n", metric_value, sep, unit);
+	else
+		fprintf(out, "%s\n", sep);
+}
+
+static void csv_metrics(FILE *out, const struct stat_options *options,
+			const struct stat_session *session, bool interval, const char *prefix,
+			double run_seconds, double scale)
+{
+	struct row rows[HAECER_MAX_CPUS];
+	double cycles;
+
+	metric_cycles_source(session, interval, &cycles);
+	cycles *= scale;
+	for (size_t i = 0; i < session->metric_count; i++) {
+		const struct stat_metric *metric = &session->metrics[i];
+		size_t count = metric_rows(session, options, metric,
+					   interval ? metric->interval : metric->totals, scale, rows,
+					   HAECER_MAX_CPUS);
+		if (metric->state != STAT_COUNTED || count == 0) {
+			struct row none = { "", 0, 0.0 };
+			csv_line(out, options, session, metric, prefix, &none, run_seconds, cycles);
+			continue;
+		}
+		for (size_t r = 0; r < count; r++)
+			csv_line(out, options, session, metric, prefix, &rows[r], run_seconds,
+				 cycles);
+	}
+}
+
+void stat_report_csv(FILE *out, const struct stat_options *options,
+		     const struct stat_session *session)
+{
+	double seconds = mean_elapsed(session);
+	double scale = session->runs_done > 0 ? 1.0 / (double)session->runs_done : 0.0;
+
+	csv_comments(out, session);
+	csv_metrics(out, options, session, false, "", seconds, scale);
+}
+
+/* ---- -I ---- */
+
+static void text_rows(FILE *out, const struct stat_options *options,
+		      const struct stat_session *session, bool interval, const char *prefix,
+		      double seconds, double scale);
+
+void stat_report_interval(FILE *out, const struct stat_options *options,
+			  const struct stat_session *session, double seconds,
+			  double slice_seconds)
+{
+	static bool commented;
+	char prefix[64];
+
+	if (options->separator != NULL) {
+		if (!commented)
+			csv_comments(out, session);
+		commented = true;
+		snprintf(prefix, sizeof(prefix), "%.9f%s", seconds, options->separator);
+		csv_metrics(out, options, session, true, prefix, slice_seconds, 1.0);
+		return;
+	}
+	if (!commented && strncmp(session->scope.machine, "simulated ", 10) == 0)
+		fprintf(out, "# SIMULATED CPU (%s): the values are msrd's simulator's\n",
+			session->scope.machine);
+	commented = true;
+	snprintf(prefix, sizeof(prefix), "%16.9f ", seconds);
+	text_rows(out, options, session, true, prefix, slice_seconds, 1.0);
+}
+
+/* The short-run warning: fewer RAPL updates than FEW_ENERGY_UPDATES in the mean run. */
+static bool few_updates(const struct stat_session *session, double *updates)
+{
+	*updates = mean_elapsed(session) / ENERGY_UPDATE_SECONDS;
+	for (size_t i = 0; i < session->metric_count; i++)
+		if (session->metrics[i].kind == STAT_METRIC_ENERGY &&
+		    session->metrics[i].state == STAT_COUNTED)
+			return *updates < FEW_ENERGY_UPDATES;
+	return false;
+}
+
 /* ---- text ---- */
 
 static void print_command(FILE *out, const struct stat_options *options)
@@ -164,14 +391,19 @@ static void print_metric(FILE *out, const struct stat_session *session,
 
 static void print_elapsed(FILE *out, const struct stat_session *session)
 {
-	struct stat_summary summary;
+	struct stat_summary summary, user, sys;
 
 	stat_summarize(session->elapsed, session->runs_done, &summary);
+	stat_summarize(session->user, session->runs_done, &user);
+	stat_summarize(session->sys, session->runs_done, &sys);
 	if (session->runs_done > 1)
 		fprintf(out, "\n%*.6f +- %.6f seconds time elapsed  ( +- %5.2f%% )\n", VALUE_WIDTH,
 			summary.mean, summary.stddev, summary.relative_percent);
 	else
 		fprintf(out, "\n%*.9f seconds time elapsed\n", VALUE_WIDTH, summary.mean);
+	/* perf stat's lines: the command's CPU time (with its children), from wait4. */
+	fprintf(out, "\n%*.9f seconds user\n%*.9f seconds sys\n", VALUE_WIDTH, user.mean,
+		VALUE_WIDTH, sys.mean);
 }
 
 static void print_packages(FILE *out, const struct stat_scope *scope)
@@ -194,9 +426,9 @@ static void print_scope(FILE *out, const struct stat_session *session)
 			"pinned: counters count everything that runs on that CPU, not only the "
 			"command.\n", scope->host_cpu, scope->model_cpu, scope->machine);
 	else
-		fprintf(out, "\n Counted on every CPU the command may run on (host CPUs %s, %u model "
-			"CPU%s of %s),\n summed; the command was not pinned, and the counters count "
-			"everything that ran\n on those CPUs, not only the command.\n",
+		fprintf(out, "\n Counted on every CPU the command may run on, summed: host CPUs %s\n"
+			" (%u model CPU%s of %s). The command was not pinned;\n the counters count "
+			"everything that ran on those CPUs, not only the command.\n",
 			scope->host_cpus, scope->cpu_count, scope->cpu_count == 1 ? "" : "s",
 			scope->machine);
 	fprintf(out, " Energy is package-wide (package%s ", scope->package_count == 1 ? "" : "s");
@@ -208,6 +440,61 @@ static void print_scope(FILE *out, const struct stat_session *session)
 		fprintf(out, " %s\n", session->read_error);
 }
 
+static void text_rows(FILE *out, const struct stat_options *options,
+		      const struct stat_session *session, bool interval, const char *prefix,
+		      double seconds, double scale)
+{
+	struct row rows[HAECER_MAX_CPUS];
+	char value[64], aggr[48] = "", line[1024];
+	double cycles;
+
+	metric_cycles_source(session, interval, &cycles);
+	cycles *= scale;
+	for (size_t i = 0; i < session->metric_count; i++) {
+		const struct stat_metric *metric = &session->metrics[i];
+		const char *unit = metric->kind == STAT_METRIC_ENERGY ? "J" : "";
+		size_t count = metric->state == STAT_COUNTED
+				       ? metric_rows(session, options, metric,
+						     interval ? metric->interval : metric->totals,
+						     scale, rows, HAECER_MAX_CPUS)
+				       : 0;
+		if (count == 0) {
+			snprintf(line, sizeof(line), "%s%*s %-2s %-*s (%s)", prefix, VALUE_WIDTH,
+				 metric->state == STAT_NOT_SUPPORTED ? "<not supported>"
+								     : "<not counted>",
+				 unit, NAME_WIDTH, metric->name, metric->reason);
+			print_line(out, line);
+			continue;
+		}
+		for (size_t r = 0; r < count; r++) {
+			const char *derived_unit;
+			double derived_value;
+			char note[64] = "";
+			derived(session, metric, rows[r].value, cycles, seconds, &derived_value,
+				&derived_unit);
+			if (derived_unit[0] != '\0')
+				snprintf(note, sizeof(note), "# %9.3f %s", derived_value, derived_unit);
+			if (options->aggregate != STAT_SUMMED)
+				snprintf(aggr, sizeof(aggr), "%-10.31s %3u ", rows[r].label, rows[r].cpus);
+			format_value(metric, rows[r].value, rows[r].value, value, sizeof(value));
+			snprintf(line, sizeof(line), "%s%s%*s %-2s %-*s %s", prefix, aggr,
+				 VALUE_WIDTH, value, unit, NAME_WIDTH, metric->name, note);
+			print_line(out, line);
+		}
+	}
+}
+
+static void print_warnings(FILE *out, const struct stat_session *session)
+{
+	double updates;
+
+	if (few_updates(session, &updates))
+		fprintf(out, "\n Warning: the command ran for %.3f ms, about %.0f RAPL energy "
+			"update%s (one every ~1 ms):\n the energy values are coarse. Measure a "
+			"longer run, or repeat it with -r.\n", mean_elapsed(session) * 1e3, updates,
+			updates >= 0.5 && updates < 1.5 ? "" : "s");
+}
+
 void stat_report_text(FILE *out, const struct stat_options *options,
 		      const struct stat_session *session)
 {
@@ -217,10 +504,15 @@ void stat_report_text(FILE *out, const struct stat_options *options,
 	if (session->runs_done > 1)
 		fprintf(out, " (%zu runs)", session->runs_done);
 	fprintf(out, ":\n\n");
-	for (size_t i = 0; i < session->metric_count; i++)
-		print_metric(out, session, &session->metrics[i]);
+	if (options->aggregate == STAT_SUMMED)
+		for (size_t i = 0; i < session->metric_count; i++)
+			print_metric(out, session, &session->metrics[i]);
+	else
+		text_rows(out, options, session, false, "", mean_elapsed(session),
+			  session->runs_done > 0 ? 1.0 / (double)session->runs_done : 0.0);
 	print_elapsed(out, session);
 	print_scope(out, session);
+	print_warnings(out, session);
 	fprintf(out, "\n");
 }
 
@@ -290,8 +582,8 @@ static void json_power(FILE *out, const struct stat_session *session,
 	free(watts);
 }
 
-static void json_metric(FILE *out, const struct stat_session *session,
-			const struct stat_metric *metric)
+static void json_metric(FILE *out, const struct stat_options *options,
+			const struct stat_session *session, const struct stat_metric *metric)
 {
 	static const char *const states[] = { "counted", "not counted", "not supported" };
 
@@ -311,6 +603,23 @@ static void json_metric(FILE *out, const struct stat_session *session,
 		json_summary(out, metric->samples, runs_of(session, metric));
 		if (metric->kind == STAT_METRIC_ENERGY)
 			json_power(out, session, metric);
+		if (options->aggregate != STAT_SUMMED) {
+			struct row rows[HAECER_MAX_CPUS];
+			size_t count = metric_rows(session, options, metric, metric->totals,
+						   1.0 / (double)(session->runs_done > 0
+									  ? session->runs_done
+									  : 1),
+						   rows, HAECER_MAX_CPUS);
+			fprintf(out, ", \"%s\": [", options->aggregate == STAT_PER_SOCKET
+							     ? "per_socket" : "per_core");
+			for (size_t r = 0; r < count; r++) {
+				fprintf(out, "%s{\"id\": \"%s\", \"cpus\": %u, \"mean\": ",
+					r > 0 ? ", " : "", rows[r].label, rows[r].cpus);
+				json_number(out, rows[r].value);
+				fprintf(out, "}");
+			}
+			fprintf(out, "]");
+		}
 	}
 	fprintf(out, "}");
 }
@@ -352,9 +661,19 @@ void stat_report_json(FILE *out, const struct stat_options *options,
 	json_scope(out, session);
 	fprintf(out, "  \"elapsed\": {\"unit\": \"s\", ");
 	json_summary(out, session->elapsed, session->runs_done);
-	fprintf(out, "},\n  \"metrics\": [\n");
+	fprintf(out, "},\n  \"user\": {\"unit\": \"s\", ");
+	json_summary(out, session->user, session->runs_done);
+	fprintf(out, "},\n  \"sys\": {\"unit\": \"s\", ");
+	json_summary(out, session->sys, session->runs_done);
+	fprintf(out, "},\n");
+	double updates;
+	if (few_updates(session, &updates)) {
+		fprintf(out, "  \"warning\": \"the command ran for about %.0f RAPL energy updates "
+			"(one every ~1 ms): the energy values are coarse\",\n", updates);
+	}
+	fprintf(out, "  \"metrics\": [\n");
 	for (size_t i = 0; i < session->metric_count; i++) {
-		json_metric(out, session, &session->metrics[i]);
+		json_metric(out, options, session, &session->metrics[i]);
 		fprintf(out, "%s\n", i + 1 < session->metric_count ? "," : "");
 	}
 	fprintf(out, "  ]");

@@ -1,5 +1,5 @@
 /*
- * tools/stat/run.c — run the measured command: fork, pin the child to the counted CPU, exec;
+ * tools/stat/run.c — run the measured command: fork, pin the child only when --cpu asked, exec;
  * an exec failure travels back through a close-on-exec pipe (errno), so "no such command" is
  * told apart from a command that ran and exited 127.
  *
@@ -14,6 +14,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -75,14 +78,45 @@ failed:
 	_exit(STAT_EXIT_CANNOT_RUN);
 }
 
-static int wait_for(pid_t pid, int *status)
+static double timeval_seconds(struct timeval value)
 {
-	int raw;
+	return (double)value.tv_sec + (double)value.tv_usec / 1e6;
+}
 
-	while (waitpid(pid, &raw, 0) < 0) {
+/* Wait for the command (wait4: its user and system time too); with an interval, wake every
+ * interval_ms to let the caller print (perf stat -I), on a pidfd so the end is seen at once. */
+static int wait_for(pid_t pid, const struct stat_run_request *request, double start,
+		    struct stat_times *times, int *status)
+{
+	struct rusage usage;
+	int raw, pidfd = -1;
+	double next = start + request->interval_ms / 1e3;
+
+	if (request->interval_ms > 0)
+		pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	while (pidfd >= 0) {
+		struct pollfd ready = { .fd = pidfd, .events = POLLIN };
+		double now = monotonic_seconds();
+		int timeout = next > now ? (int)((next - now) * 1e3) + 1 : 0;
+		int got = poll(&ready, 1, timeout);
+		if (got > 0)
+			break;
+		if (got < 0 && errno != EINTR)
+			break;
+		now = monotonic_seconds();
+		if (now >= next) {
+			request->tick(request->tick_arg, now - start);
+			next += request->interval_ms / 1e3;
+		}
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	while (wait4(pid, &raw, 0, &usage) < 0) {
 		if (errno != EINTR)
 			return -errno;
 	}
+	times->user = timeval_seconds(usage.ru_utime);
+	times->sys = timeval_seconds(usage.ru_stime);
 	*status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
 	return 0;
 }
@@ -99,8 +133,11 @@ static int exec_error(int report)
 	return got == (ssize_t)sizeof(error) ? error : 0;
 }
 
-int stat_run_command(char *const *command, int host_cpu, double *seconds, int *status)
+int stat_run_command(const struct stat_run_request *request, struct stat_times *times,
+		     int *status)
 {
+	char *const *command = request->command;
+	int host_cpu = request->host_cpu;
 	struct sigaction saved[2];
 	int pipe_fds[2];
 	double start;
@@ -130,8 +167,8 @@ int stat_run_command(char *const *command, int host_cpu, double *seconds, int *s
 		goto out;
 	}
 	error = exec_error(pipe_fds[0]);
-	int waited = wait_for(pid, status);
-	*seconds = monotonic_seconds() - start;
+	int waited = wait_for(pid, request, start, times, status);
+	times->elapsed = monotonic_seconds() - start;
 	if (error & PIN_FAILED) {
 		stat_error("cannot pin '%s' to CPU %d: %s", command[0], host_cpu,
 			   strerror(error & ~PIN_FAILED));

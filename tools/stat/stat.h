@@ -22,6 +22,7 @@
 #define STAT_EXIT_FAILED 125     /* haecer-stat could not measure (msrd unreachable, ...) */
 #define STAT_EXIT_CANNOT_RUN 126 /* the command exists but could not be executed */
 #define STAT_EXIT_NOT_FOUND 127  /* no such command */
+#define STAT_EXIT_EVENT 129      /* an -e event cannot be counted (perf stat's status) */
 
 #define STAT_MAX_EVENTS 16u
 #define STAT_MAX_RUNS 100000u
@@ -37,6 +38,11 @@ struct stat_options {
 	char *event_lists[STAT_MAX_EVENTS];     /* copies of the -e lists events[] point into */
 	size_t list_count;
 	bool json;                              /* --json */
+	const char *separator;                  /* -x: perf's CSV with this separator */
+	unsigned interval_ms;                   /* -I: print every this many ms, 0: never */
+	enum stat_aggregate { STAT_SUMMED, STAT_PER_SOCKET, STAT_PER_CORE } aggregate;
+	bool list;                              /* "haecer-stat list" */
+	bool skip_unavailable;                  /* --skip-unavailable: run without what fails */
 	bool all_cpus;                          /* -a */
 	int cpu;                                /* --cpu, host CPU; -1: the current one */
 	const char *output;                     /* -o, NULL: stderr */
@@ -86,6 +92,11 @@ struct stat_metric {
 	struct haecer_counter **counters; /* one per CPU or package counted */
 	double *units;                    /* per counter: joules per count, or 1 */
 	uint64_t *start;                  /* per counter: value when the run started */
+	uint64_t *previous;               /* per counter: value at the last -I print */
+	double *totals;                   /* per counter: joules or events over every run */
+	double *interval;                 /* per counter: joules or events of the last -I slice */
+	uint32_t *cpus;                   /* per counter: its model CPU */
+	uint32_t *packages;               /* per counter: its package */
 	size_t count;
 	size_t wanted;                    /* CPUs or packages in scope */
 	double *samples;                  /* per run: joules or events */
@@ -123,6 +134,7 @@ struct stat_session {
 	uint64_t *values;
 	size_t all_count;
 	double *elapsed;                  /* per run, seconds */
+	double *user, *sys;               /* per run: the command's user and system CPU seconds */
 	size_t runs_done;
 	int exit_status;                  /* of the last run */
 	char read_error[STAT_REASON_MAX]; /* a failed read, for the report */
@@ -135,17 +147,35 @@ int stat_session_open(const struct stat_options *options, struct stat_session *s
 		      int *status);
 void stat_session_close(struct stat_session *session);
 
-/* Read every counter: start of a run / end of a run (adds one sample per metric). */
+/* Read every counter: start of a run / end of a run (adds one sample per metric) / an -I
+ * slice (fills each metric's interval[] since the last slice). */
 int stat_metrics_start(struct stat_session *session);
 int stat_metrics_stop(struct stat_session *session);
+int stat_metrics_interval(struct stat_session *session);
+
+/* "haecer-stat list": perf's generic events and this machine's energy domains. */
+int stat_list(const struct stat_options *options);
 
 /* ---- running the command (run.c) ---- */
 
-/* Fork and exec the command (pinned to host_cpu when >= 0), wait for it; *seconds is the
- * elapsed time from just before fork to just after its end, *status its exit status (128 +
- * signal when killed). -errno (message printed) when it could not be started: then *status is
- * STAT_EXIT_NOT_FOUND or STAT_EXIT_CANNOT_RUN. */
-int stat_run_command(char *const *command, int host_cpu, double *seconds, int *status);
+struct stat_run_request {
+	char *const *command;
+	int host_cpu;                     /* pin there when >= 0 (--cpu); else keep the mask */
+	unsigned interval_ms;             /* call tick every this many ms while it runs; 0: never */
+	void (*tick)(void *arg, double seconds_since_start);
+	void *tick_arg;
+};
+
+struct stat_times {
+	double elapsed;                   /* from just before fork to just after its end */
+	double user, sys;                 /* the command's CPU time (wait4's rusage) */
+};
+
+/* Fork and exec the command, wait for it; *times its elapsed, user and system time, *status
+ * its exit status (128 + signal when killed). -errno (message printed) when it could not be
+ * started: then *status is STAT_EXIT_NOT_FOUND or STAT_EXIT_CANNOT_RUN. */
+int stat_run_command(const struct stat_run_request *request, struct stat_times *times,
+		     int *status);
 
 /* ---- the report (report.c) ---- */
 
@@ -153,5 +183,13 @@ void stat_report_text(FILE *out, const struct stat_options *options,
 		      const struct stat_session *session);
 void stat_report_json(FILE *out, const struct stat_options *options,
 		      const struct stat_session *session);
+/* perf stat -x SEP: one line per metric (or per socket / core), fields counter-value, unit,
+ * event, run-time (ns), percentage of running time, metric value, metric unit. */
+void stat_report_csv(FILE *out, const struct stat_options *options,
+		     const struct stat_session *session);
+/* perf stat -I: the slice since the last one, each line prefixed by the time since start. */
+void stat_report_interval(FILE *out, const struct stat_options *options,
+			  const struct stat_session *session, double seconds,
+			  double slice_seconds);
 
 #endif

@@ -199,6 +199,9 @@ int haecer_counter_open_raw(struct haecer_context *ctx, int cpu, uint16_t event,
 int haecer_counter_open_named(struct haecer_context *ctx, int cpu, const char *name,
 			      uint32_t flags, uint8_t cmask, struct haecer_counter **out);
 
+/* The version of libhaecer, the same string every haecer binary prints with --version. */
+const char *haecer_version(void);
+
 /* perf's name of a RAPL domain (enum RAPLCounter value): energy-pkg (RAPL_PKG, RAPL_AMD_PKG),
  * energy-cores (RAPL_PP0, RAPL_AMD_CORE), energy-gpu (RAPL_PP1), energy-ram (RAPL_DRAM),
  * energy-psys (RAPL_PSYS); NULL for a value that is none. The names every tool shows. */

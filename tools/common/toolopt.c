@@ -1,0 +1,90 @@
+/*
+ * tools/common/toolopt.c — the tools' shared command-line helpers (toolopt.h).
+ */
+#include "tools/common/toolopt.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <haecer/perfmon.h>
+
+static const char *program = "haecer";
+
+void tool_init(const char *name)
+{
+	program = name;
+}
+
+const char *tool_name(void)
+{
+	return program;
+}
+
+static void vwarn_line(const char *format, va_list arguments)
+{
+	fprintf(stderr, "%s: ", program);
+	vfprintf(stderr, format, arguments);
+	fputc('\n', stderr);
+}
+
+void tool_warn(const char *format, ...)
+{
+	va_list arguments;
+
+	va_start(arguments, format);
+	vwarn_line(format, arguments);
+	va_end(arguments);
+}
+
+int tool_usage_error(const char *format, ...)
+{
+	va_list arguments;
+
+	va_start(arguments, format);
+	vwarn_line(format, arguments);
+	va_end(arguments);
+	fprintf(stderr, "Try '%s --help' for more information.\n", program);
+	return TOOL_EXIT_USAGE;
+}
+
+/* The option getopt_long just stopped at: a short one by optopt, a long one (optopt 0) by the
+ * word it read, which is argv[optind - 1] only for long options. */
+static void offending(char *const *argv, char *out, size_t size)
+{
+	if (optopt != 0) {
+		snprintf(out, size, "-%c", optopt);
+		return;
+	}
+	const char *word = optind > 0 ? argv[optind - 1] : "";
+	size_t length = strcspn(word, "=");
+	snprintf(out, size, "%.*s", (int)length, word);
+}
+
+int tool_getopt_error(int option, char *const *argv, const struct option *long_options)
+{
+	char name[64];
+
+	(void)long_options;
+	offending(argv, name, sizeof(name));
+	if (option == ':')
+		return tool_usage_error("%s needs a value", name);
+	return tool_usage_error("unknown option '%s'", name);
+}
+
+void tool_print_version(void)
+{
+	printf("%s %s\n", program, haecer_version());
+}
+
+bool tool_parse_long(const char *text, long low, long high, long *out)
+{
+	char *end;
+
+	if (text == NULL || ((text[0] < '0' || text[0] > '9') && text[0] != '-'))
+		return false;
+	errno = 0;
+	*out = strtol(text, &end, 10);
+	return errno == 0 && end != text && *end == '\0' && *out >= low && *out <= high;
+}

@@ -1,0 +1,61 @@
+/*
+ * tools/stat/list.c — "haecer-stat list", laid out like perf list: perf's generic hardware
+ * events this machine can count, the energy domains of its RAPL (power/energy-pkg/ and the others, as the
+ * kernel's power PMU names them), the fixed counters, and where the libpfm4 names come from.
+ */
+#include "tools/stat/stat.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void entry(const char *name, const char *kind)
+{
+	printf("  %-44s [%s]\n", name, kind);
+}
+
+int stat_list(const struct stat_options *options)
+{
+	const struct haecer_machine_info *machine;
+	struct haecer_context *ctx;
+	bool simulated;
+	char name[64];
+
+	if (haecer_context_open(options->socket_path, &ctx) < 0) {
+		stat_error("%s", haecer_error_detail());
+		return STAT_EXIT_FAILED;
+	}
+	machine = haecer_context_machine(ctx);
+	simulated = (machine->flags & HAECER_MACHINE_SIMULATED) != 0;
+	printf("List of events of %s%s (%u CPUs, %u package%s):\n\n",
+	       simulated ? "the SIMULATED CPU " : "", simulated ? machine->sim_model
+							     : machine->model_name,
+	       machine->cpu_count, machine->package_count, machine->package_count == 1 ? "" : "s");
+	for (size_t i = 0; i < haecer_generic_event_count(); i++) {
+		/* Listed when this CPU has it: opened once on CPU 0, which also tells whether msrd's
+		 * policy grants it. */
+		struct haecer_counter *probe = NULL;
+		const char *event = haecer_generic_event_name(i);
+		int error = haecer_counter_open_named(ctx, 0, event, HAECER_FLAGS_DEFAULT,
+						      HAECER_CMASK_NONE, &probe);
+		if (error == -EOPNOTSUPP || error == -ENOENT)
+			continue;
+		haecer_counter_free(probe);
+		entry(event, error == 0 ? "Hardware event"
+					: "Hardware event, not counted here: msrd's policy");
+	}
+	printf("\n");
+	for (unsigned domain = 0; domain < HAECER_RAPL_DOMAINS; domain++) {
+		const char *domain_name = haecer_energy_domain_name(domain);
+		if (domain_name == NULL || !(machine->rapl_domains & (1u << domain)))
+			continue;
+		snprintf(name, sizeof(name), "power/%s/", domain_name);
+		entry(name, "Kernel PMU event, package-wide energy (J)");
+	}
+	printf("\n");
+	entry("fixed0, fixed1, fixed2", "Fixed counters (INST_RETIRED_ANY, CPU_CLK_UNHALTED_*)");
+	entry("rUUEE", "Raw event descriptor: umask UU, event EE (hex)");
+	entry("NAME[:UMASK][:u|:k]", "libpfm4 event of this model (showevtinfo lists them)");
+	printf("\nModifiers :u (user) and :k (kernel) apply to every event above.\n");
+	haecer_context_close(ctx);
+	return 0;
+}

@@ -49,6 +49,8 @@ const char *haecer_strerror(int error)
 		return "out of memory";
 	case -ECONNREFUSED:
 		return "msrd is not running (connection refused)";
+	case -ENOTCONN:
+		return "msrd is not reachable (no socket at that path)";
 	default:
 		return haecer_msrd_strerror(error);
 	}
@@ -161,9 +163,15 @@ int haecer_context_open(const char *socket_path, struct haecer_context **out)
 	error = haecer_connect(path, &ctx->conn);
 	if (error < 0) {
 		char text[96];
-		/* A socket error says more in libc's words (no such file, refused, ...). */
-		haecer__fail(error, "cannot connect to msrd at %s: %s", path,
-			     strerror_r(-error, text, sizeof(text)));
+		/* A socket error says more in libc's words (no such file, refused, ...), and what
+		 * to do about it. */
+		haecer__fail(error, "cannot connect to msrd at %s: %s%s%s", path,
+			     strerror_r(-error, text, sizeof(text)),
+			     haecer_connect_hint(error)[0] != '\0' ? "; " : "",
+			     haecer_connect_hint(error));
+		/* A missing socket is not a missing event: -ENOENT means that everywhere else. */
+		if (error == -ENOENT || error == -ENOTDIR)
+			error = -ENOTCONN;
 		goto out;
 	}
 	error = learn_machine(ctx);

@@ -276,6 +276,23 @@ static int connect_socket(const char *path)
 	return fd;
 }
 
+const char *haecer_connect_hint(int error)
+{
+	switch (error) {
+	case -ENOENT:
+	case -ENOTDIR:
+	case -ECONNREFUSED:
+		return "start msrd (systemctl start msrd; or msrd --backend sim -f --socket PATH for "
+		       "the simulator) or set HAECER_SOCKET to its socket";
+	case -EACCES:
+	case -EPERM:
+		return "msrd's socket is for members of group haecer: add yourself (usermod -aG "
+		       "haecer USER) and log in again";
+	default:
+		return "";
+	}
+}
+
 int haecer_connect(const char *path, struct haecer_conn **out)
 {
 	struct haecer_conn *conn;

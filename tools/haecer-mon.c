@@ -14,9 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tools/common/toolopt.h"
 #include "tools/mon/mon.h"
-
-#define MON_VERSION "0.1"
 
 struct command {
 	const char *name;
@@ -151,6 +150,7 @@ int main(int argc, char **argv)
 	int option;
 	int status;
 
+	tool_init("haecer-mon");
 	opterr = 0; /* our own messages, with the --help hint */
 	while ((option = getopt_long(argc, argv, ":s:f:d:n:i:o:l:hV", long_options, NULL)) != -1) {
 		if (option == 'h') {
@@ -158,13 +158,11 @@ int main(int argc, char **argv)
 			return MON_EXIT_OK;
 		}
 		if (option == 'V') {
-			printf("haecer-mon %s\n", MON_VERSION);
+			tool_print_version();
 			return MON_EXIT_OK;
 		}
-		if (option == ':')
-			return mon_usage_error("%s needs a value", argv[optind - 1]);
-		if (option == '?')
-			return mon_usage_error("unknown option '%s'", argv[optind - 1]);
+		if (option == ':' || option == '?')
+			return tool_getopt_error(option, argv, long_options);
 		status = take_option(option, optarg, &options);
 		if (status != 0)
 			return status;

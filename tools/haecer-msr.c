@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "haecer/msrd.h"
+#include "tools/common/toolopt.h"
 
 #define EXIT_REFUSED 1
 #define EXIT_USAGE 2
@@ -56,6 +57,7 @@ static void usage(FILE *out)
 		"  -0, --zero-pad     pad with zeros to the field's width\n"
 		"  -f, --bitfield H:L only bits H down to L\n"
 		"  -h, --help         this text\n"
+		"  -V, --version      the version\n"
 		"\n"
 		"A batch FILE has one op per line: 'read CPU ADDRESS' or 'write CPU ADDRESS VALUE';\n"
 		"'#' starts a comment. msrd checks the whole batch before running any op, so a refused\n"
@@ -65,13 +67,7 @@ static void usage(FILE *out)
 		HAECER_DEFAULT_SOCKET);
 }
 
-static int usage_error(const char *format, const char *argument)
-{
-	fprintf(stderr, "haecer-msr: ");
-	fprintf(stderr, format, argument);
-	fprintf(stderr, "\nTry 'haecer-msr --help' for more information.\n");
-	return EXIT_USAGE;
-}
+#define usage_error tool_usage_error
 
 static bool parse_u64(const char *text, uint64_t *out)
 {
@@ -146,9 +142,10 @@ static int connect_or_report(const struct options *options, struct haecer_conn *
 		const char *path = options->socket;
 		if (path == NULL)
 			path = getenv(HAECER_SOCKET_ENV);
-		fprintf(stderr, "haecer-msr: cannot connect to msrd at %s: %s\n",
-			path != NULL && path[0] != '\0' ? path : HAECER_DEFAULT_SOCKET,
-			strerror(-status));
+		tool_warn("cannot connect to msrd at %s: %s%s%s",
+			  path != NULL && path[0] != '\0' ? path : HAECER_DEFAULT_SOCKET,
+			  strerror(-status), haecer_connect_hint(status)[0] != '\0' ? "; " : "",
+			  haecer_connect_hint(status));
 		return EXIT_REFUSED;
 	}
 	return 0;
@@ -359,12 +356,14 @@ static int parse_options(int argc, char **argv, struct options *options)
 		{ "zero-pad", no_argument, NULL, '0' },
 		{ "bitfield", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int option;
 
 	*options = (struct options){ .mode = OUT_HEX, .high_bit = 63, .low_bit = 0 };
-	while ((option = getopt_long(argc, argv, "s:axXduoc0f:h", long_options, NULL)) != -1) {
+	opterr = 0; /* tools/common's messages, with the --help hint */
+	while ((option = getopt_long(argc, argv, ":s:axXduoc0f:hV", long_options, NULL)) != -1) {
 		switch (option) {
 		case 's': options->socket = optarg; break;
 		case 'a': options->all_cpus = true; break;
@@ -383,9 +382,11 @@ static int parse_options(int argc, char **argv, struct options *options)
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case 'V':
+			tool_print_version();
+			exit(0);
 		default:
-			fprintf(stderr, "Try 'haecer-msr --help' for more information.\n");
-			return EXIT_USAGE;
+			return tool_getopt_error(option, argv, long_options);
 		}
 	}
 	return 0;
@@ -394,7 +395,10 @@ static int parse_options(int argc, char **argv, struct options *options)
 int main(int argc, char **argv)
 {
 	struct options options;
-	int status = parse_options(argc, argv, &options);
+	int status;
+
+	tool_init("haecer-msr");
+	status = parse_options(argc, argv, &options);
 	const char *command;
 
 	if (status != 0)

@@ -129,9 +129,12 @@ static void test_no_msrd(void **state)
 	(void)state;
 	haecer_shutdown();
 	setenv(HAECER_SOCKET_ENV, "/nonexistent/msrd.sock", 1);
-	expect_failure(setupArchCounter(INSTRUCTIONS_RETIRED, 0, 0), -ENOENT,
+	expect_failure(setupArchCounter(INSTRUCTIONS_RETIRED, 0, 0), -ENOTCONN,
 		       "cannot connect to msrd at /nonexistent/msrd.sock");
-	expect_failure(setupEnergyCounter(RAPL_PKG), -ENOENT, "cannot connect");
+	expect_failure(setupEnergyCounter(RAPL_PKG), -ENOTCONN, "cannot connect");
+	/* Not the text of a missing event, and the way out is named. */
+	assert_null(strstr(haecer_strerror(-ENOTCONN), "event"));
+	assert_non_null(strstr(haecer_error_detail(), "HAECER_SOCKET"));
 	assert_true(getEnergyUnit() == -1.0);
 	startEnergyRead(RAPL_PKG);
 	assert_true(isnan(endEnergyRead(RAPL_PKG)));

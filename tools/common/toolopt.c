@@ -49,17 +49,19 @@ int tool_usage_error(const char *format, ...)
 	return TOOL_EXIT_USAGE;
 }
 
-/* The option getopt_long just stopped at: a short one by optopt, a long one (optopt 0) by the
- * word it read, which is argv[optind - 1] only for long options. */
+/* The option getopt_long just stopped at. A long one is the word it read, argv[optind - 1]
+ * (without "=value"); a short one is optopt, since argv[optind - 1] may then be the program's
+ * name, the previous option's value or a bundle ("-jQ"). */
 static void offending(char *const *argv, char *out, size_t size)
 {
-	if (optopt != 0) {
-		snprintf(out, size, "-%c", optopt);
+	const char *word = optind > 0 ? argv[optind - 1] : "";
+
+	if (strncmp(word, "--", 2) == 0 && word[2] != '\0') {
+		size_t length = strcspn(word, "=");
+		snprintf(out, size, "%.*s", (int)length, word);
 		return;
 	}
-	const char *word = optind > 0 ? argv[optind - 1] : "";
-	size_t length = strcspn(word, "=");
-	snprintf(out, size, "%.*s", (int)length, word);
+	snprintf(out, size, "-%c", optopt != 0 ? optopt : '?');
 }
 
 int tool_getopt_error(int option, char *const *argv, const struct option *long_options)

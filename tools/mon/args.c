@@ -2,6 +2,7 @@
  * tools/mon/args.c — numbers, ring keys, messages, signals and time for haecer-mon.
  */
 #include "tools/mon/mon.h"
+#include "tools/common/toolopt.h"
 
 #include <errno.h>
 #include <math.h>
@@ -62,31 +63,27 @@ bool mon_parse_seconds(const char *text, double *out)
 	return true;
 }
 
-static void vmessage(const char *format, va_list arguments)
-{
-	fputs("haecer-mon: ", stderr);
-	vfprintf(stderr, format, arguments);
-	fputc('\n', stderr);
-}
-
+/* The messages are tools/common's (err(3) style, one --help hint for every tool). */
 int mon_usage_error(const char *format, ...)
 {
 	va_list arguments;
+	char line[1024];
 
 	va_start(arguments, format);
-	vmessage(format, arguments);
+	vsnprintf(line, sizeof(line), format, arguments);
 	va_end(arguments);
-	fputs("Try 'haecer-mon --help' for more information.\n", stderr);
-	return MON_EXIT_USAGE;
+	return tool_usage_error("%s", line);
 }
 
 int mon_fail(const char *format, ...)
 {
 	va_list arguments;
+	char line[1024];
 
 	va_start(arguments, format);
-	vmessage(format, arguments);
+	vsnprintf(line, sizeof(line), format, arguments);
 	va_end(arguments);
+	tool_warn("%s", line);
 	return MON_EXIT_FAILED;
 }
 
@@ -101,7 +98,9 @@ int mon_connect(const char *socket_path, struct haecer_conn **conn)
 		path = getenv(HAECER_SOCKET_ENV);
 	if (path == NULL || path[0] == '\0')
 		path = HAECER_DEFAULT_SOCKET;
-	return mon_fail("cannot connect to msrd at %s: %s", path, strerror(-status));
+	return mon_fail("cannot connect to msrd at %s: %s%s%s", path, strerror(-status),
+			haecer_connect_hint(status)[0] != '\0' ? "; " : "",
+			haecer_connect_hint(status));
 }
 
 int mon_parse_ring_key(char *const *words, int count, struct mon_ring_key *key)

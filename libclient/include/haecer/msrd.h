@@ -72,6 +72,11 @@ struct haecer_server_info {
  * unset. Performs HELLO, so a returned connection speaks a version both sides know. */
 int haecer_connect(const char *path, struct haecer_conn **out);
 
+/* What a user can do about a failed haecer_connect (its negative errno): for a missing socket
+ * or a refused connection how to start msrd or point HAECER_SOCKET at it, for a permission
+ * error the group the socket is meant for (haecer). "" when there is no advice. */
+const char *haecer_connect_hint(int error);
+
 /* Close the connection and free it; NULL is fine. */
 void haecer_close(struct haecer_conn *conn);
 

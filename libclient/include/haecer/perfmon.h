@@ -45,7 +45,8 @@
  *   -EBADF       an invalid, failed or freed counter
  *   -ETIMEDOUT   an energy register did not update within HAECER_ENERGY_TIMEOUT_MS
  *   -EEXIST      the counter already has a ring
- *   -ECONNREFUSED, -ENOENT (socket), -EPIPE, -ECONNRESET, -EPROTO  msrd unreachable or gone
+ *   -ENOTCONN    no msrd socket at the path (not started, or HAECER_SOCKET points elsewhere)
+ *   -ECONNREFUSED, -EPIPE, -ECONNRESET, -EPROTO  msrd unreachable or gone
  * haecer_strerror() gives the generic text of a code; haecer_error_detail() the sentence that
  * explains the latest failure of the calling thread ("LL_CACHE_MISSES is not available on this
  * CPU (CPUID.0AH:EBX bit 4 set)", "denied by policy: uid 1000 may not read 0x611 on cpu 0").

@@ -140,9 +140,18 @@ struct walk {
 	struct policy_error *error;
 };
 
+/* The message names the whole path walked so far, not only the component ("cannot open
+ * /etc/haecer", never "cannot open haecer"). */
 static int walk_fail(struct walk *walk, int negative_errno, const char *what, const char *name)
 {
-	policy_fail(walk->error, 0, 0, "%s %s: %s", what, name, strerror(-negative_errno));
+	size_t length = strlen(walk->where);
+
+	if (name[0] == '/' || length == 0)
+		policy_fail(walk->error, 0, 0, "%s %s: %s", what, name, strerror(-negative_errno));
+	else
+		policy_fail(walk->error, 0, 0, "%s %s%s%s: %s", what, walk->where,
+			    walk->where[length - 1] == '/' ? "" : "/", name,
+			    strerror(-negative_errno));
 	return negative_errno;
 }
 

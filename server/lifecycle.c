@@ -22,6 +22,10 @@ int msrd_load_policy(const struct msrd_config *config, struct policy **out)
 	if (status < 0) {
 		policy_error_format(&error, text, sizeof(text));
 		log_error("policy: %s", text);
+		if (strcmp(config->policy_path, MSRD_DEFAULT_POLICY) == 0)
+			log_error("policy: %s is the default policy path; --policy FILE names "
+				  "another (an installed example: PREFIX/share/haecer/policies/"
+				  "default.yaml)", MSRD_DEFAULT_POLICY);
 		return status;
 	}
 	for (size_t i = 0; i < policy_warning_count(*out); i++)

@@ -8,6 +8,7 @@
  * dropped, and the system call filter goes on, all before the first client can connect.
  */
 #include "server/server.h"
+#include "server/sim_model.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -79,7 +80,10 @@ static int list_sim_models(const struct msrd_config *config)
 	int count = backend_sim_list_models(config->backend.models_dir, names, 64);
 
 	if (count < 0) {
-		fprintf(stderr, "msrd: listing simulated CPU models: %s\n", strerror(-count));
+		char searched[8192];
+		sim_model_describe_search(config->backend.models_dir, searched, sizeof(searched));
+		fprintf(stderr, "msrd: listing simulated CPU models: %s (searched %s)\n",
+			strerror(-count), searched);
 		return 1;
 	}
 	for (int i = 0; i < count && i < 64; i++)

@@ -182,8 +182,9 @@ static int copy_path(char *dir, size_t dir_size, const char *path)
 	return 0;
 }
 
-/* <dir of /proc/self/exe>/../configs/models: works for build/msrd in a source tree. */
-static int exe_relative_dir(char *dir, size_t dir_size)
+/* <dir of /proc/self/exe>/RELATIVE: ../configs/models for build/msrd in a source tree,
+ * ../share/haecer/models for PREFIX/sbin/msrd installed under any PREFIX. */
+static int exe_relative_dir(const char *relative, char *dir, size_t dir_size)
 {
 	char exe[PATH_MAX];
 	ssize_t length = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -196,15 +197,42 @@ static int exe_relative_dir(char *dir, size_t dir_size)
 	if (!slash)
 		return -ENOENT;
 	*slash = '\0';
-	if ((size_t)snprintf(dir, dir_size, "%s/../configs/models", exe) >= dir_size)
+	if ((size_t)snprintf(dir, dir_size, "%s/%s", exe, relative) >= dir_size)
 		return -ENAMETOOLONG;
 	return is_directory(dir) ? 0 : -ENOENT;
 }
 
+static const char *const exe_relative[] = { "../configs/models", "../share/haecer/models" };
+static const char *const system_dirs[] = { "/usr/local/share/haecer/models",
+					   "/usr/share/haecer/models" };
+
+void sim_model_describe_search(const char *models_dir, char *out, size_t size)
+{
+	const char *from_environment = getenv("HAECER_MODELS_DIR");
+	char dir[PATH_MAX];
+	size_t used = 0;
+
+	out[0] = '\0';
+	if (models_dir && *models_dir) {
+		snprintf(out, size, "%s (--models-dir)", models_dir);
+		return;
+	}
+	if (from_environment && *from_environment) {
+		snprintf(out, size, "%s ($HAECER_MODELS_DIR)", from_environment);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(exe_relative) / sizeof(exe_relative[0]); i++) {
+		exe_relative_dir(exe_relative[i], dir, sizeof(dir));
+		used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s%s",
+					 used > 0 ? ", " : "", dir);
+	}
+	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++)
+		used += (size_t)snprintf(out + used, used < size ? size - used : 0, ", %s",
+					 system_dirs[i]);
+}
+
 int sim_model_find_dir(const char *models_dir, char *dir, size_t dir_size)
 {
-	static const char *const system_dirs[] = { "/usr/local/share/haecer/models",
-						   "/usr/share/haecer/models" };
 	const char *from_environment = getenv("HAECER_MODELS_DIR");
 
 	if (models_dir && *models_dir)
@@ -212,8 +240,9 @@ int sim_model_find_dir(const char *models_dir, char *dir, size_t dir_size)
 	if (from_environment && *from_environment)
 		return is_directory(from_environment) ?
 			       copy_path(dir, dir_size, from_environment) : -ENOENT;
-	if (exe_relative_dir(dir, dir_size) == 0)
-		return 0;
+	for (size_t i = 0; i < sizeof(exe_relative) / sizeof(exe_relative[0]); i++)
+		if (exe_relative_dir(exe_relative[i], dir, dir_size) == 0)
+			return 0;
 	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++) {
 		if (is_directory(system_dirs[i]))
 			return copy_path(dir, dir_size, system_dirs[i]);
@@ -429,8 +458,10 @@ int sim_model_load(const char *models_dir, const char *name, struct sim_model **
 	}
 	ret = sim_model_find_dir(models_dir, dir, sizeof(dir));
 	if (ret < 0) {
-		log_warn_errno(ret, "sim: no model directory (%s)",
-			       models_dir ? models_dir : "search path");
+		char searched[PATH_MAX * 2];
+		sim_model_describe_search(models_dir, searched, sizeof(searched));
+		log_warn_errno(ret, "sim: no model directory (searched %s; --models-dir DIR "
+			       "names one)", searched);
 		return ret;
 	}
 	snprintf(path, sizeof(path), "%s/%s.yaml", dir, name);

@@ -86,9 +86,12 @@ int sim_model_load(const char *models_dir, const char *name, struct sim_model **
 void sim_model_free(struct sim_model *model);
 
 /* The directory the model files are taken from: models_dir, $HAECER_MODELS_DIR,
- * <dir of /proc/self/exe>/../configs/models, /usr/local/share/haecer/models,
- * /usr/share/haecer/models; the first that is a directory. */
+ * <dir of /proc/self/exe>/../configs/models (a source tree's build/msrd),
+ * <dir of /proc/self/exe>/../share/haecer/models (PREFIX/sbin/msrd of any PREFIX),
+ * /usr/local/share/haecer/models, /usr/share/haecer/models; the first that is a directory. */
 int sim_model_find_dir(const char *models_dir, char *dir, size_t dir_size);
+/* The folders sim_model_find_dir searches, comma-separated, for an error message. */
+void sim_model_describe_search(const char *models_dir, char *out, size_t size);
 
 bool sim_model_is_amd(const struct sim_model *model);
 

@@ -446,7 +446,9 @@ static void describe_energy_counter(struct haecer_counter *counter, uint32_t cpu
 {
 	struct haecer_counter_info *info = &counter->info;
 
-	snprintf(info->name, sizeof(info->name), "%s", rapl->domain->name);
+	/* perf's name (energy-pkg, ...): what every tool shows for the domain. */
+	snprintf(info->name, sizeof(info->name), "%s",
+		 haecer_energy_domain_name(rapl->domain->domain));
 	info->kind = HAECER_COUNTER_ENERGY;
 	info->cpu = cpu;
 	info->package = counter->ctx->machine.cpu_package[cpu];

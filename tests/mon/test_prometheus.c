@@ -12,7 +12,7 @@
 #include "tests/lib/msrd_group.h"
 
 #define PROMETHEUS "/usr/bin/prometheus"
-#define ENERGY_QUERY "query=haecer_energy_joules_total{domain=\"package\",package=\"0\"}"
+#define ENERGY_QUERY "query=haecer_energy_joules_total{domain=\"energy-pkg\",package=\"0\"}"
 
 static struct msrd_server server;
 static char directory[PATH_MAX];

@@ -319,7 +319,7 @@ static void test_rings_come_and_go(void **state)
 
 static void test_energy(void **state)
 {
-	const char *package = "haecer_energy_joules_total{domain=\"package\",package=\"0\"}";
+	const char *package = "haecer_energy_joules_total{domain=\"energy-pkg\",package=\"0\"}";
 	struct haecer_conn *conn = NULL;
 	struct proc serve;
 	uint64_t total = 0;
@@ -346,7 +346,7 @@ static void test_energy(void **state)
 	assert_int_equal(energy, 0);
 	first = scrape_until_above(port, package, 0);
 	scrape_until_above(port, package, first);
-	scrape_until_above(port, "haecer_power_watts{domain=\"package\",package=\"0\"}", 0);
+	scrape_until_above(port, "haecer_power_watts{domain=\"energy-pkg\",package=\"0\"}", 0);
 	serve_stop(&serve, NULL);
 }
 

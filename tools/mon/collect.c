@@ -18,22 +18,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "haecer/perfmon.h"
 #include "hw/msr.h"
 
 #define LIST_MAX 4096u
 #define BATCH_RECORDS 256u
 
+/* Labelled with perf's names (haecer_energy_domain_name: energy-pkg, energy-cores, energy-gpu,
+ * energy-ram, energy-psys), the one vocabulary of every tool. */
 static const struct {
 	enum rapl_domain domain;
-	const char *name;
 	bool per_package;
 } rapl_registers[] = {
-	{ RAPL_DOMAIN_PKG, "package", true },
-	{ RAPL_DOMAIN_PP0, "core", true },
-	{ RAPL_DOMAIN_PP1, "uncore", true },
-	{ RAPL_DOMAIN_DRAM, "dram", true },
-	{ RAPL_DOMAIN_PSYS, "psys", false },
-	{ RAPL_DOMAIN_AMD_PKG, "package", true },
+	{ RAPL_DOMAIN_PKG, true },  { RAPL_DOMAIN_PP0, true },   { RAPL_DOMAIN_PP1, true },
+	{ RAPL_DOMAIN_DRAM, true }, { RAPL_DOMAIN_PSYS, false }, { RAPL_DOMAIN_AMD_PKG, true },
 };
 
 void serve_state_init(struct serve_state *state, const char *socket_path, double interval)
@@ -70,7 +68,7 @@ static void add_domain(struct serve_state *state, const struct haecer_machine_in
 		return;
 	domain = &state->domains[state->domain_count++];
 	*domain = (struct serve_domain){
-		.name = rapl_registers[reg].name,
+		.name = haecer_energy_domain_name(rapl_registers[reg].domain),
 		.package = package,
 		.cpu = cpu,
 		.address = rapl_energy_status_address(rapl_registers[reg].domain),

@@ -247,6 +247,8 @@ static int build_msr(struct build *build, size_t index, const struct raw_msr *ra
 		result = build_access(build, node, raw, msr);
 	if (result == 0)
 		result = build_sets(build, node, raw, msr);
+	if (result == 0)
+		result = policy_lint_msr(build->policy, msr, line_of(node));
 	return result;
 }
 

@@ -270,7 +270,7 @@ static void printable_name(const char *name, char *text, size_t size)
 }
 
 static int write_policy(const struct import *import, const char *input_name, const char *group,
-			FILE *out)
+			const char *ring_majors, FILE *out)
 {
 	char set[POLICY_MAX_NAME + 1];
 	char shown[256];
@@ -294,11 +294,39 @@ static int write_policy(const struct import *import, const char *input_name, con
 	else
 		fputs("  - match: {any: true}\n", out);
 	fprintf(out, "    allow: [%s]\n", set);
+	/* An allowlist knows no rings; a seed-API program's setupFerretMonitor needs its major. */
+	if (ring_majors != NULL)
+		fprintf(out, "    create_rings: [%s]\n    monitor_rings: [%s]\n", ring_majors,
+			ring_majors);
 	return fflush(out) == 0 && !ferror(out) ? 0 : -EIO;
+}
+
+/* "N" or "N-M", 0 <= N <= M <= 65535, digits only. */
+static bool majors_valid(const char *text)
+{
+	unsigned long first, last;
+	char *end;
+
+	if (text[0] < '0' || text[0] > '9')
+		return false;
+	first = strtoul(text, &end, 10);
+	last = first;
+	if (*end == '-') {
+		if (end[1] < '0' || end[1] > '9')
+			return false;
+		last = strtoul(end + 1, &end, 10);
+	}
+	return *end == '\0' && first <= last && last <= 65535;
 }
 
 int policy_import_allowlist(FILE *in, const char *input_name, const char *group, FILE *out,
 			    struct policy_error *error)
+{
+	return policy_import_allowlist_rings(in, input_name, group, NULL, out, error);
+}
+
+int policy_import_allowlist_rings(FILE *in, const char *input_name, const char *group,
+				  const char *ring_majors, FILE *out, struct policy_error *error)
 {
 	struct policy_error ignored;
 	struct import import = { .error = error ? error : &ignored };
@@ -313,9 +341,14 @@ int policy_import_allowlist(FILE *in, const char *input_name, const char *group,
 		result = policy_fail(import.error, 0, 0, "group name '%s' is not valid", group);
 		goto out;
 	}
+	if (ring_majors != NULL && !majors_valid(ring_majors)) {
+		result = policy_fail(import.error, 0, 0, "ring majors '%s' are not N or N-M "
+				     "(0-65535)", ring_majors);
+		goto out;
+	}
 	result = read_lines(in, &import);
 	if (result == 0) {
-		result = write_policy(&import, input_name, group, out);
+		result = write_policy(&import, input_name, group, ring_majors, out);
 		if (result < 0)
 			policy_fail(import.error, 0, 0, "cannot write the policy");
 	}

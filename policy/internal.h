@@ -84,6 +84,10 @@ int policy_parse(const char *yaml, size_t length, struct policy *policy,
 int policy_fail(struct policy_error *error, unsigned line, unsigned column, const char *format,
 		...) __attribute__((format(printf, 4, 5)));
 
+/* Warnings about an entry that loads but is probably wrong (lint.c): a register name at another
+ * address, a write mask that opens unsafe bits. 0 or -ENOMEM. */
+int policy_lint_msr(struct policy *policy, const struct policy_msr *msr, unsigned line);
+
 /* Append "NAME:LINE: text" to the policy's warnings. */
 int policy_warn(struct policy *policy, unsigned line, const char *format, ...)
 	__attribute__((format(printf, 3, 4)));

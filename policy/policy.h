@@ -127,5 +127,10 @@ int policy_energy_limit(const struct policy_grant *grant, uint32_t address,
  * members of that group. A malformed line is -EINVAL with its line number in error. */
 int policy_import_allowlist(FILE *in, const char *input_name, const char *group, FILE *out,
 			    struct policy_error *error);
+/* The same, and the rule also grants creating and monitoring the rings of ring_majors ("N" or
+ * "N-M"; NULL: none), which an msr-safe allowlist cannot express: a seed-API program's
+ * setupFerretMonitor needs its major. -EINVAL for majors that are not a range of 0-65535. */
+int policy_import_allowlist_rings(FILE *in, const char *input_name, const char *group,
+				  const char *ring_majors, FILE *out, struct policy_error *error);
 
 #endif

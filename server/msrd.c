@@ -48,7 +48,13 @@ static int check_policy(const struct msrd_config *config)
 	}
 	print_policy_warnings(policy);
 	policy_print(policy, stdout);
+	size_t warnings = policy_warning_count(policy);
 	policy_free(policy);
+	if (config->strict && warnings > 0) {
+		fprintf(stderr, "msrd: %zu warning%s and --strict: the policy is refused\n",
+			warnings, warnings == 1 ? "" : "s");
+		return 1;
+	}
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
@@ -63,8 +69,8 @@ static int import_allowlist(const struct msrd_config *config)
 		fprintf(stderr, "msrd: %s: %s\n", config->action_file, strerror(errno));
 		return 1;
 	}
-	status = policy_import_allowlist(in, from_stdin ? "<stdin>" : config->action_file,
-					 config->for_group, stdout, &error);
+	status = policy_import_allowlist_rings(in, from_stdin ? "<stdin>" : config->action_file,
+					       config->for_group, config->ring_majors, stdout, &error);
 	if (!from_stdin)
 		fclose(in);
 	if (status < 0) {

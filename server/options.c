@@ -40,6 +40,8 @@ enum option_id {
 	OPT_CHECK_POLICY,
 	OPT_IMPORT_ALLOWLIST,
 	OPT_FOR_GROUP,
+	OPT_RING_MAJORS,
+	OPT_STRICT,
 	OPT_LIST_SIM_MODELS,
 	OPT_STATE_DIR,
 	OPT_USER,
@@ -78,6 +80,8 @@ static const struct option long_options[] = {
 	{ "check-policy", required_argument, NULL, OPT_CHECK_POLICY },
 	{ "import-allowlist", required_argument, NULL, OPT_IMPORT_ALLOWLIST },
 	{ "for-group", required_argument, NULL, OPT_FOR_GROUP },
+	{ "ring-majors", required_argument, NULL, OPT_RING_MAJORS },
+	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ "list-sim-models", no_argument, NULL, OPT_LIST_SIM_MODELS },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "user", required_argument, NULL, OPT_USER },
@@ -141,6 +145,9 @@ void options_usage(FILE *out)
 		"  --check-policy FILE        validate FILE, print its effective rules (exit 0/1)\n"
 		"  --import-allowlist FILE    convert an msr-safe allowlist to policy YAML on stdout\n"
 		"  --for-group NAME           ... granting it to group NAME instead of everyone\n"
+		"  --ring-majors N-M          ... and ring majors N-M to create and monitor (an\n"
+		"                             allowlist has no rings; setupFerretMonitor needs one)\n"
+		"  --strict                   with --check-policy: warnings fail too (exit 1)\n"
 		"  --list-sim-models          name the simulated CPU models\n"
 		"  -h, --help                 this text\n"
 		"  -V, --version              the version\n"
@@ -309,6 +316,8 @@ static int parse_one(struct msrd_config *config, int id, const char *argument)
 					  argument);
 		return 0;
 	case OPT_FOR_GROUP: config->for_group = argument; return 0;
+	case OPT_RING_MAJORS: config->ring_majors = argument; return 0;
+	case OPT_STRICT: config->strict = true; return 0;
 	case OPT_BACKEND:
 		if (backend_kind_parse(argument, &config->backend.kind) < 0)
 			return bad_option("--backend: unknown backend '%s' (auto, msr, msr-safe, sim)",
@@ -353,6 +362,10 @@ int options_parse(int argc, char **argv, struct msrd_config *config)
 		config->ring_memory_per_uid = config->ring_memory_max / 2;
 	if (config->for_group != NULL && config->action != MSRD_IMPORT_ALLOWLIST)
 		return bad_option("%s", "--for-group goes with --import-allowlist");
+	if (config->ring_majors != NULL && config->action != MSRD_IMPORT_ALLOWLIST)
+		return bad_option("%s", "--ring-majors goes with --import-allowlist");
+	if (config->strict && config->action != MSRD_CHECK_POLICY)
+		return bad_option("%s", "--strict goes with --check-policy");
 	if ((config->recv_buffers & (config->recv_buffers - 1)) != 0)
 		return bad_option("%s", "--recv-buffers must be a power of two");
 	if (config->backend.sim_virtual_time && config->backend.kind != BACKEND_SIM)

@@ -66,6 +66,8 @@ struct msrd_config {
 	const char *policy_path;
 	const char *action_file;       /* --check-policy / --import-allowlist argument */
 	const char *for_group;
+	const char *ring_majors;       /* --ring-majors, for --import-allowlist */
+	bool strict;                   /* --strict: --check-policy fails on warnings */
 	struct backend_options backend;
 	enum log_level log_level;
 	bool foreground;

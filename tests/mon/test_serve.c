@@ -350,9 +350,35 @@ static void test_energy(void **state)
 	serve_stop(&serve, NULL);
 }
 
+/* --listen :PORT listens on every interface, as node_exporter's does: "::" (dual stack, so
+ * 127.0.0.1 answers too) or 0.0.0.0 where IPv6 is off; either is said to be non-loopback. */
+static void test_listen_every_interface(void **state)
+{
+	const char *arguments[] = { "serve", "--listen", ":0", NULL };
+	struct http_reply reply;
+	struct proc serve;
+	char line[128], *err = NULL;
+	unsigned port = 0;
+
+	(void)state;
+	mon_start(&serve, server.socket_path, arguments);
+	serve_test_running = serve.pid;
+	assert_true(read_line(serve.out, line, sizeof(line), MON_TEST_TIMEOUT_MS));
+	if (sscanf(line, "listening on [::]:%u", &port) != 1)
+		assert_int_equal(sscanf(line, "listening on 0.0.0.0:%u", &port), 1);
+	http_get(port, "/metrics", NULL, &reply);
+	assert_int_equal(reply.code, 200);
+	assert_non_null(strstr(reply.body, "haecer_energy_joules_total{domain=\"energy-pkg\""));
+	free(reply.text);
+	serve_stop(&serve, &err);
+	assert_non_null(strstr(err, "non-loopback"));
+	free(err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_listen_every_interface, serve_teardown),
 		cmocka_unit_test_teardown(test_formats, serve_teardown),
 		cmocka_unit_test_teardown(test_only_get_metrics, serve_teardown),
 		cmocka_unit_test_teardown(test_rings_come_and_go, serve_teardown),

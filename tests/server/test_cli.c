@@ -42,6 +42,18 @@ static const char bad_allowlist[] =
 	"\n"
 	"0x0000zz86 0x00000000FFC7FFFF\n";
 
+/* Loads, with three warnings: a register name at another's address, a PERFEVTSEL mask that
+ * opens PC/INT/AnyThread, a group that does not exist. */
+static const char suspicious_policy[] =
+	"version: 1\n"
+	"default: deny\n"
+	"msrs:\n"
+	"  - {name: MSR_PKG_ENERGY_STATUS, address: 0x619, read: true, set: rapl}\n"
+	"  - {name: IA32_PERFEVTSEL, range: [0x186, 0x18D], read: true, write_mask: 0xffffffff, "
+	"set: pmu}\n"
+	"rules:\n"
+	"  - {match: {group: no-such-group-h15}, allow: [rapl, pmu]}\n";
+
 static char dir[PATH_MAX];
 static char msrd_path[PATH_MAX];
 
@@ -109,6 +121,40 @@ static void test_check_policy(void **state)
 	       "missing.yaml");
 }
 
+static void test_check_policy_strict(void **state)
+{
+	char *good = path_in_dir("good.yaml");
+	char *suspicious = path_in_dir("suspicious.yaml");
+	char shipped[PATH_MAX + 64];
+
+	(void)state;
+	snprintf(shipped, sizeof(shipped), "%s/configs/policies/default.yaml",
+		 harness_source_dir());
+	assert_int_equal(harness_write_file(good, good_policy, 0644), 0);
+	assert_int_equal(harness_write_file(suspicious, suspicious_policy, 0644), 0);
+	expect((const char *[]){ "--check-policy", good, "--strict", NULL }, 0, "PKG_ENERGY",
+	       NULL);
+	/* Warnings only: loads, but --strict refuses it. */
+	expect((const char *[]){ "--check-policy", suspicious, NULL }, 0, NULL,
+	       "'MSR_PKG_ENERGY_STATUS' starts at 0x619, but MSR_PKG_ENERGY_STATUS is 0x611");
+	expect((const char *[]){ "--check-policy", suspicious, NULL }, 0, NULL,
+	       "opens PERFEVTSEL bits PC INT AnyThread");
+	expect((const char *[]){ "--check-policy", suspicious, "--strict", NULL }, 1, NULL,
+	       "3 warnings and --strict");
+	/* The shipped policy is clean by its own comments' standard (unless group haecer is
+	 * missing here, which is a warning by design). */
+	char *out = NULL, *err = NULL;
+	int status = run_msrd((const char *[]){ "--check-policy", shipped, "--strict", NULL }, &out,
+			      &err);
+	if (status != 0)
+		assert_non_null(strstr(err, "group 'haecer' does not exist"));
+	assert_null(strstr(err, "write_mask"));
+	assert_null(strstr(err, "a typo grants"));
+	free(out);
+	free(err);
+	expect((const char *[]){ "--strict", NULL }, 2, NULL, "--strict goes with --check-policy");
+}
+
 static void test_import_allowlist(void **state)
 {
 	char *list = path_in_dir("allowlist");
@@ -130,6 +176,21 @@ static void test_import_allowlist(void **state)
 	assert_int_equal(harness_write_file(imported, out, 0644), 0);
 	free(out);
 	expect((const char *[]){ "--check-policy", imported, NULL }, 0, "0x186", NULL);
+	/* Ring majors an allowlist cannot carry, for setupFerretMonitor. */
+	assert_int_equal(run_msrd((const char *[]){ "--import-allowlist", list, "--ring-majors",
+						    "1-99", NULL },
+				  &out, NULL),
+			 0);
+	assert_non_null(strstr(out, "create_rings: [1-99]"));
+	assert_int_equal(harness_write_file(imported, out, 0644), 0);
+	free(out);
+	expect((const char *[]){ "--check-policy", imported, NULL }, 0, "monitor_rings: [1-99]",
+	       NULL);
+	expect((const char *[]){ "--check-policy", imported, NULL }, 0, "create_rings: [1-99]",
+	       NULL);
+	expect((const char *[]){ "--import-allowlist", list, "--ring-majors", "99-1", NULL }, 1,
+	       NULL, "ring majors '99-1'");
+	expect((const char *[]){ "--ring-majors", "1-9", NULL }, 2, NULL, "--import-allowlist");
 }
 
 static void test_informational(void **state)
@@ -140,7 +201,7 @@ static void test_informational(void **state)
 	snprintf(models, sizeof(models), "%s/configs/models", harness_source_dir());
 	expect((const char *[]){ "--help", NULL }, 0, "--socket PATH", NULL);
 	expect((const char *[]){ "--help", NULL }, 0, "--sim-access-step-ns N", NULL);
-	expect((const char *[]){ "--version", NULL }, 0, "msrd", NULL);
+	expect((const char *[]){ "--version", NULL }, 0, "msrd " HAECER_VERSION " ", NULL);
 	expect((const char *[]){ "--list-sim-models", "--models-dir", models, NULL }, 0,
 	       "sandybridge", NULL);
 	expect((const char *[]){ "--list-sim-models", "--models-dir", models, NULL }, 0,
@@ -203,6 +264,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_check_policy),
+		cmocka_unit_test(test_check_policy_strict),
 		cmocka_unit_test(test_import_allowlist),
 		cmocka_unit_test(test_informational),
 		cmocka_unit_test(test_bad_options),

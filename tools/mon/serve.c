@@ -44,7 +44,8 @@ struct server {
 	size_t client_count;
 };
 
-/* "HOST:PORT" or "[IPV6]:PORT" into host and port; false when it is neither. */
+/* "HOST:PORT", "[IPV6]:PORT" or ":PORT" (every interface, as node_exporter's --web.listen-address
+ * takes it: host is then "") into host and port; false when it is none of them. */
 static bool split_listen(const char *text, char *host, size_t host_size, char *port,
 			 size_t port_size)
 {
@@ -61,6 +62,11 @@ static bool split_listen(const char *text, char *host, size_t host_size, char *p
 			return false;
 		start = text + 1;
 		host_length -= 2;
+	}
+	if (host_length == 0 && text[0] == ':') {
+		host[0] = '\0';
+		snprintf(port, port_size, "%u", number);
+		return true;
 	}
 	if (host_length == 0 || host_length >= host_size)
 		return false;
@@ -123,6 +129,13 @@ static int bind_first(const struct addrinfo *list, int *fd_out)
 			continue;
 		}
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		/* "::" of ":PORT" serves IPv4 too (dual stack), whatever the sysctl default. */
+		if (ai->ai_family == AF_INET6) {
+			int zero = 0;
+			const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ai->ai_addr;
+			if (IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+				setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+		}
 		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, LISTEN_BACKLOG) == 0) {
 			*fd_out = fd;
 			return 0;
@@ -143,12 +156,21 @@ static int open_listener(const char *text, int *fd_out)
 	int status;
 
 	if (!split_listen(text, host, sizeof(host), port, sizeof(port)))
-		return -mon_usage_error("--listen takes HOST:PORT or [IPV6]:PORT, not '%s'", text);
-	status = getaddrinfo(host, port, &hints, &list);
+		return -mon_usage_error("--listen takes HOST:PORT, [IPV6]:PORT or :PORT, not '%s'",
+					text);
+	/* ":PORT": every interface, IPv6 and IPv4 on "::", or IPv4 alone without IPv6. */
+	bool every = host[0] == '\0';
+	status = getaddrinfo(every ? "::" : host, port, &hints, &list);
+	if (status != 0 && every)
+		status = getaddrinfo("0.0.0.0", port, &hints, &list);
 	if (status != 0)
 		return -mon_fail("cannot resolve '%s': %s", host, gai_strerror(status));
 	status = bind_first(list, fd_out);
 	freeaddrinfo(list);
+	if (status < 0 && every && getaddrinfo("0.0.0.0", port, &hints, &list) == 0) {
+		status = bind_first(list, fd_out);
+		freeaddrinfo(list);
+	}
 	if (status < 0)
 		return -mon_fail("cannot listen on %s: %s", text, strerror(-status));
 	announce(*fd_out);

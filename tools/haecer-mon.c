@@ -6,6 +6,7 @@
  *   haecer-mon [OPTIONS] follow MAJOR MINOR [INSTANCE]
  *   haecer-mon [OPTIONS] plot MAJOR MINOR [INSTANCE] -o FILE.png
  *   haecer-mon [OPTIONS] serve [--listen HOST:PORT]
+ *   haecer-mon [OPTIONS] top
  *
  * Exit status: 0 success, 1 failure (no server, no such ring, refused by the policy), 2 bad
  * usage. The subcommands live in tools/mon/.
@@ -30,6 +31,8 @@ static const struct command commands[] = {
 	{ "plot", MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_OUTPUT |
 	  MON_OPT_DATA, mon_plot_main },
 	{ "serve", MON_OPT_LISTEN | MON_OPT_INTERVAL, mon_serve_main },
+	{ "top", MON_OPT_FORMAT | MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL,
+	  mon_top_main },
 };
 
 static const struct {
@@ -49,12 +52,16 @@ static void usage(FILE *out)
 		"       haecer-mon [OPTIONS] follow MAJOR MINOR [INSTANCE]\n"
 		"       haecer-mon [OPTIONS] plot MAJOR MINOR [INSTANCE] -o FILE.png\n"
 		"       haecer-mon [OPTIONS] serve [--listen HOST:PORT]\n"
+		"       haecer-mon [OPTIONS] top [MAJOR MINOR]\n"
 		"Watch the shared-memory rings msrd lists, read-only, under its policy.\n"
 		"\n"
 		"  list     every ring you may monitor: producer, counters, records, lost\n"
 		"  follow   print a ring's records as they arrive (energy in J, power in W)\n"
 		"  plot     power over time as a PNG, through gnuplot\n"
 		"  serve    OpenMetrics/Prometheus endpoint: GET /metrics\n"
+		"  top      the node's power per package and RAPL domain, live, sampled by an\n"
+		"           msrd schedule every --interval (default 1000 ms) into ring MAJOR\n"
+		"           MINOR (default 99 1)\n"
 		"\n"
 		"  -s, --socket PATH      msrd's socket (default $HAECER_SOCKET or %s)\n"
 		"  -f, --format FORMAT    text (default), csv or json (JSON lines)   list, follow\n"
@@ -168,7 +175,7 @@ int main(int argc, char **argv)
 			return status;
 	}
 	if (optind >= argc)
-		return mon_usage_error("missing command (list, follow, plot or serve)");
+		return mon_usage_error("missing command (list, follow, plot, serve or top)");
 	command = find_command(argv[optind]);
 	if (command == NULL)
 		return mon_usage_error("unknown command '%s'", argv[optind]);

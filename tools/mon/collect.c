@@ -24,16 +24,6 @@
 #define LIST_MAX 4096u
 #define BATCH_RECORDS 256u
 
-/* Labelled with perf's names (haecer_energy_domain_name: energy-pkg, energy-cores, energy-gpu,
- * energy-ram, energy-psys), the one vocabulary of every tool. */
-static const struct {
-	enum rapl_domain domain;
-	bool per_package;
-} rapl_registers[] = {
-	{ RAPL_DOMAIN_PKG, true },  { RAPL_DOMAIN_PP0, true },   { RAPL_DOMAIN_PP1, true },
-	{ RAPL_DOMAIN_DRAM, true }, { RAPL_DOMAIN_PSYS, false }, { RAPL_DOMAIN_AMD_PKG, true },
-};
-
 void serve_state_init(struct serve_state *state, const char *socket_path, double interval)
 {
 	memset(state, 0, sizeof(*state));
@@ -59,44 +49,21 @@ void serve_state_free(struct serve_state *state)
 
 /* ---- energy ---- */
 
-static void add_domain(struct serve_state *state, const struct haecer_machine_info *machine,
-		       size_t reg, uint32_t package, uint32_t cpu)
-{
-	struct serve_domain *domain;
-
-	if (state->domain_count == SERVE_MAX_DOMAINS)
-		return;
-	domain = &state->domains[state->domain_count++];
-	*domain = (struct serve_domain){
-		.name = haecer_energy_domain_name(rapl_registers[reg].domain),
-		.package = package,
-		.cpu = cpu,
-		.address = rapl_energy_status_address(rapl_registers[reg].domain),
-		.exponent = machine->rapl_energy_exponent[rapl_registers[reg].domain],
-	};
-}
-
 /* Every (domain, package) the machine has, each read on the first CPU of its package. */
 static void find_domains(struct serve_state *state, const struct haecer_machine_info *machine)
 {
-	uint32_t cpus = machine->cpu_count < HAECER_MAX_CPUS ? machine->cpu_count
-							       : HAECER_MAX_CPUS;
+	struct mon_energy_domain found[SERVE_MAX_DOMAINS];
+	size_t count = mon_energy_domains(machine, found, SERVE_MAX_DOMAINS);
 
 	state->domain_count = 0;
-	for (size_t reg = 0; reg < sizeof(rapl_registers) / sizeof(rapl_registers[0]); reg++) {
-		if (!(machine->rapl_domains & (1u << rapl_registers[reg].domain)))
-			continue;
-		for (uint32_t package = 0; package < machine->package_count; package++) {
-			for (uint32_t cpu = 0; cpu < cpus; cpu++) {
-				if (machine->cpu_package[cpu] != package)
-					continue;
-				add_domain(state, machine, reg, package, cpu);
-				break;
-			}
-			if (!rapl_registers[reg].per_package)
-				break;
-		}
-	}
+	for (size_t i = 0; i < count; i++)
+		state->domains[state->domain_count++] = (struct serve_domain){
+			.name = found[i].name,
+			.package = found[i].package,
+			.cpu = found[i].cpu,
+			.address = found[i].address,
+			.exponent = found[i].exponent,
+		};
 }
 
 static void drop_connection(struct serve_state *state, int status)

@@ -7,6 +7,9 @@
 #include <errno.h>
 #include <math.h>
 
+#include "haecer/perfmon.h"
+#include "hw/msr.h"
+
 #define WRAP_32 (UINT64_C(1) << 32)
 
 int mon_energy_delta(uint64_t previous, uint64_t value, uint64_t *delta)
@@ -25,4 +28,46 @@ int mon_energy_delta(uint64_t previous, uint64_t value, uint64_t *delta)
 double mon_joules(uint64_t units, int exponent)
 {
 	return ldexp((double)units, -exponent);
+}
+
+/* Named with perf's names (haecer_energy_domain_name), the one vocabulary of every tool. */
+static const struct {
+	enum rapl_domain domain;
+	bool per_package;
+} rapl_registers[] = {
+	{ RAPL_DOMAIN_PKG, true },  { RAPL_DOMAIN_PP0, true },   { RAPL_DOMAIN_PP1, true },
+	{ RAPL_DOMAIN_DRAM, true }, { RAPL_DOMAIN_PSYS, false }, { RAPL_DOMAIN_AMD_PKG, true },
+};
+
+size_t mon_energy_domains(const struct haecer_machine_info *machine,
+			  struct mon_energy_domain *out, size_t max)
+{
+	uint32_t cpus = machine->cpu_count < HAECER_MAX_CPUS ? machine->cpu_count
+							       : HAECER_MAX_CPUS;
+	size_t count = 0;
+
+	for (size_t reg = 0; reg < sizeof(rapl_registers) / sizeof(rapl_registers[0]); reg++) {
+		enum rapl_domain domain = rapl_registers[reg].domain;
+		if (!(machine->rapl_domains & (1u << domain)))
+			continue;
+		for (uint32_t package = 0; package < machine->package_count; package++) {
+			for (uint32_t cpu = 0; cpu < cpus && count < max; cpu++) {
+				if (machine->cpu_package[cpu] != package)
+					continue;
+				out[count++] = (struct mon_energy_domain){
+					.domain = domain,
+					.name = haecer_energy_domain_name(domain),
+					.package = package,
+					.cpu = cpu,
+					.address = rapl_energy_status_address(domain),
+					.exponent = machine->rapl_energy_exponent[domain],
+				};
+				break;
+			}
+			/* PSYS is the platform's: one, read through the first package. */
+			if (!rapl_registers[reg].per_package)
+				break;
+		}
+	}
+	return count;
 }

@@ -103,6 +103,20 @@ int mon_energy_delta(uint64_t previous, uint64_t value, uint64_t *delta);
 /* Joules = units * 2^-exponent. */
 double mon_joules(uint64_t units, int exponent);
 
+/* A RAPL domain of one package, as serve and top read it: on the first CPU of the package. */
+struct mon_energy_domain {
+	unsigned domain;           /* enum rapl_domain */
+	const char *name;          /* perf's: energy-pkg, energy-cores, ... */
+	uint32_t package;
+	uint32_t cpu;
+	uint32_t address;          /* its energy-status register */
+	int exponent;              /* J = units * 2^-exponent */
+};
+
+/* Every (domain, package) the machine has, at most max; the count. */
+size_t mon_energy_domains(const struct haecer_machine_info *machine,
+			  struct mon_energy_domain *out, size_t max);
+
 /* What a consumer keeps per counter to compute power and a 64-bit running total. */
 struct mon_counter_state {
 	uint32_t id;
@@ -247,5 +261,6 @@ int mon_list_main(const struct mon_options *options, int count, char *const *wor
 int mon_follow_main(const struct mon_options *options, int count, char *const *words);
 int mon_plot_main(const struct mon_options *options, int count, char *const *words);
 int mon_serve_main(const struct mon_options *options, int count, char *const *words);
+int mon_top_main(const struct mon_options *options, int count, char *const *words);
 
 #endif

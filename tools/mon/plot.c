@@ -1,10 +1,14 @@
 /*
- * tools/mon/plot.c — `haecer-mon plot MAJOR MINOR -o power.png`: power over time as a PNG.
+ * tools/mon/plot.c — `haecer-mon plot MAJOR MINOR -o FILE.png|FILE.svg`: every counter of a ring
+ * over time: power (W) for energy counters, on the left axis, and the rate (per second) of every
+ * other counter, on the right axis.
  *
- * Follows the ring like `follow` (for --duration seconds, 10 by default, or until the producer
- * is gone), keeps the watts between consecutive records of each energy counter, writes them as
- * one gnuplot data block per counter into a private temporary directory, and runs gnuplot
- * ($HAECER_GNUPLOT or `gnuplot` from PATH) as a child on a generated script.
+ * The output is checked before anything is waited for (its suffix picks PNG or SVG; a path that
+ * cannot be written fails at once). Follows the ring like `follow` (for --duration seconds, 10 by
+ * default, or until the producer is gone) and shows the last --duration seconds of what it
+ * read, on an x axis exactly that long; writes one gnuplot data block per counter into a private
+ * temporary directory, and runs gnuplot ($HAECER_GNUPLOT or `gnuplot` from PATH) as a child on a
+ * generated script.
  */
 #include "tools/mon/mon.h"
 
@@ -23,12 +27,16 @@
 
 struct point {
 	double seconds;
-	double watts;
+	double value;       /* watts, or counts per second */
 };
 
 struct series {
 	uint32_t counter_id;
 	char name[RING_NAME_MAX];
+	bool energy;        /* watts on y1; otherwise a rate on y2 */
+	bool have_previous;
+	uint64_t previous_value;
+	double previous_seconds;
 	struct point *points;
 	size_t count;
 	size_t capacity;
@@ -54,11 +62,12 @@ static struct series *series_for(struct plot *plot, const struct mon_reading *re
 	series = &plot->series[plot->series_count++];
 	memset(series, 0, sizeof(*series));
 	series->counter_id = reading->counter_id;
+	series->energy = reading->is_energy;
 	memcpy(series->name, reading->name, sizeof(series->name));
 	return series;
 }
 
-static int add_point(struct series *series, double seconds, double watts)
+static int add_point(struct series *series, double seconds, double value)
 {
 	if (series->count == series->capacity) {
 		size_t capacity = series->capacity > 0 ? series->capacity * 2 : 256;
@@ -68,7 +77,7 @@ static int add_point(struct series *series, double seconds, double watts)
 		series->points = bigger;
 		series->capacity = capacity;
 	}
-	series->points[series->count++] = (struct point){ seconds, watts };
+	series->points[series->count++] = (struct point){ seconds, value };
 	return 0;
 }
 
@@ -81,15 +90,56 @@ static int collect(void *context, const struct mon_reading *reading)
 		plot->origin = reading->seconds;
 		plot->have_origin = true;
 	}
-	if (!reading->have_watts)
-		return 0;
 	if (plot->points == MAX_POINTS)
 		return -EFBIG;
 	series = series_for(plot, reading);
 	if (series == NULL)
 		return 0;
+	if (series->energy) {
+		if (!reading->have_watts)
+			return 0;
+		plot->points++;
+		return add_point(series, reading->seconds - plot->origin, reading->watts);
+	}
+	/* Any other counter: its rate between consecutive records (a counter that went back
+	 * was reset: no point across the reset). */
+	bool usable = series->have_previous && reading->seconds > series->previous_seconds &&
+		      reading->value >= series->previous_value;
+	double rate = usable ? (double)(reading->value - series->previous_value) /
+				       (reading->seconds - series->previous_seconds)
+			     : 0.0;
+	series->have_previous = true;
+	series->previous_value = reading->value;
+	series->previous_seconds = reading->seconds;
+	if (!usable)
+		return 0;
 	plot->points++;
-	return add_point(series, reading->seconds - plot->origin, reading->watts);
+	return add_point(series, reading->seconds - plot->origin, rate);
+}
+
+/* Keep the last `length` seconds of every series, shifted to start at 0. */
+static void keep_last(struct plot *plot, double length)
+{
+	double end = 0.0;
+
+	for (size_t i = 0; i < plot->series_count; i++)
+		for (size_t p = 0; p < plot->series[i].count; p++)
+			if (plot->series[i].points[p].seconds > end)
+				end = plot->series[i].points[p].seconds;
+	double start = end > length ? end - length : 0.0;
+	plot->points = 0;
+	for (size_t i = 0; i < plot->series_count; i++) {
+		struct series *series = &plot->series[i];
+		size_t kept = 0;
+		for (size_t p = 0; p < series->count; p++) {
+			if (series->points[p].seconds < start)
+				continue;
+			series->points[kept] = series->points[p];
+			series->points[kept++].seconds -= start;
+		}
+		series->count = kept;
+		plot->points += kept;
+	}
 }
 
 static void plot_free(struct plot *plot)
@@ -120,11 +170,12 @@ static int write_data(const struct plot *plot, const char *path)
 		const struct series *series = &plot->series[i];
 		if (series->count == 0)
 			continue;
-		fprintf(file, "%s# counter %u %s: seconds watts\n", block > 0 ? "\n\n" : "",
-			series->counter_id, series->name);
+		fprintf(file, "%s# counter %u %s: seconds %s\n", block > 0 ? "\n\n" : "",
+			series->counter_id, series->name,
+			series->energy ? "watts" : "per_second");
 		for (size_t p = 0; p < series->count; p++)
 			fprintf(file, "%.9f %.6f\n", series->points[p].seconds,
-				series->points[p].watts);
+				series->points[p].value);
 		block++;
 	}
 	return close_written(file);
@@ -142,30 +193,55 @@ static void print_gnuplot_string(FILE *file, const char *text)
 	fputc('\'', file);
 }
 
+static bool is_svg(const char *path)
+{
+	size_t length = strlen(path);
+
+	return length > 4 && strcmp(path + length - 4, ".svg") == 0;
+}
+
 static int write_script(const struct plot *plot, const struct ring_info *info,
-			const char *script, const char *data, const char *output)
+			const char *script, const char *data, const char *output, double length)
 {
 	FILE *file = fopen(script, "w");
+	bool energy = false, rates = false;
 	size_t block = 0;
 	char title[96];
 
 	if (file == NULL)
 		return -errno;
-	snprintf(title, sizeof(title), "haecer ring %u.%u.%u: power", info->major, info->minor,
-		 info->instance);
-	fputs("set terminal pngcairo size 1000,600 noenhanced\nset output ", file);
+	for (size_t i = 0; i < plot->series_count; i++) {
+		energy = energy || (plot->series[i].energy && plot->series[i].count > 0);
+		rates = rates || (!plot->series[i].energy && plot->series[i].count > 0);
+	}
+	snprintf(title, sizeof(title), "haecer ring %u.%u.%u: %s", info->major, info->minor,
+		 info->instance, energy && rates ? "power and rates" : energy ? "power" : "rates");
+	fprintf(file, "set terminal %s size 1000,600 noenhanced\nset output ",
+		is_svg(output) ? "svg" : "pngcairo");
 	print_gnuplot_string(file, output);
 	fputs("\nset title ", file);
 	print_gnuplot_string(file, title);
-	fputs("\nset xlabel 'time (s)'\nset ylabel 'power (W)'\nset grid\nset key outside\n"
-	      "plot ", file);
+	/* The x axis is exactly --duration long, whatever the first record's time. */
+	fputs("\nset xlabel 'time (s)'\nset grid\nset key outside\n", file);
+	if (length > 0)
+		fprintf(file, "set xrange [0:%.9g]\n", length);
+	if (energy)
+		fputs("set ylabel 'power (W)'\n", file);
+	if (rates)
+		fprintf(file, "set %s 'rate (per second)'\n%s", energy ? "y2label" : "ylabel",
+			energy ? "set y2tics\nset ytics nomirror\n" : "");
+	fputs("plot ", file);
 	for (size_t i = 0; i < plot->series_count; i++) {
-		if (plot->series[i].count == 0)
+		const struct series *series = &plot->series[i];
+		char name[RING_NAME_MAX + 16];
+		if (series->count == 0)
 			continue;
 		fputs(block > 0 ? ", \\\n     " : "", file);
 		print_gnuplot_string(file, data);
-		fprintf(file, " index %zu using 1:2 with lines title ", block++);
-		print_gnuplot_string(file, plot->series[i].name);
+		fprintf(file, " index %zu using 1:2 axes %s with lines title ", block++,
+			!series->energy && energy ? "x1y2" : "x1y1");
+		snprintf(name, sizeof(name), "%s%s", series->name, series->energy ? " (W)" : " (/s)");
+		print_gnuplot_string(file, name);
 	}
 	fputc('\n', file);
 	return close_written(file);
@@ -209,7 +285,7 @@ static void remove_if_present(const char *path)
 
 /* Write data and script into a private directory, run gnuplot, clean up. */
 static int render(const struct plot *plot, const struct ring_info *info,
-		  const struct mon_options *options)
+		  const struct mon_options *options, double length)
 {
 	const char *base = getenv("TMPDIR");
 	char directory[PATH_MAX];
@@ -228,7 +304,7 @@ static int render(const struct plot *plot, const struct ring_info *info,
 		snprintf(data, sizeof(data), "%s/power.dat", directory);
 	status = write_data(plot, data);
 	if (status == 0)
-		status = write_script(plot, info, script, data, options->output);
+		status = write_script(plot, info, script, data, options->output, length);
 	if (status < 0)
 		status = mon_fail("cannot write the plot's files: %s", strerror(-status));
 	else
@@ -240,13 +316,37 @@ static int render(const struct plot *plot, const struct ring_info *info,
 	return status;
 }
 
+/* Whether path can be written, found out now rather than after the whole --duration: opened
+ * for appending (nothing changes in a file that exists), removed again if it did not. */
+static int check_writable(const char *path)
+{
+	bool existed = access(path, F_OK) == 0;
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+
+	if (fd < 0)
+		return mon_fail("cannot write %s: %s", path, strerror(errno));
+	close(fd);
+	if (!existed)
+		unlink(path);
+	return 0;
+}
+
 static int check_plot_options(const struct mon_options *options)
 {
+	size_t length;
+
 	if (options->output == NULL)
-		return mon_usage_error("plot needs -o FILE.png");
+		return mon_usage_error("plot needs -o FILE.png or -o FILE.svg");
 	if (strpbrk(options->output, "\r\n") != NULL ||
 	    (options->data != NULL && strpbrk(options->data, "\r\n") != NULL))
 		return mon_usage_error("file names with line breaks are not supported");
+	length = strlen(options->output);
+	if (!is_svg(options->output) && (length <= 4 || strcmp(options->output + length - 4, ".png")))
+		return mon_usage_error("-o takes FILE.png or FILE.svg, not '%s'", options->output);
+	if (check_writable(options->output) != 0)
+		return MON_EXIT_FAILED;
+	if (options->data != NULL && check_writable(options->data) != 0)
+		return MON_EXIT_FAILED;
 	return 0;
 }
 
@@ -268,6 +368,7 @@ int mon_plot_main(const struct mon_options *options, int count, char *const *wor
 	handler.context = plot;
 	if (watch.duration == 0 && watch.count == 0)
 		watch.duration = DEFAULT_PLOT_SECONDS;
+	double length = watch.duration > 0 ? watch.duration : 0.0;
 	status = mon_watch_ring(options, count, words, &watch, &handler, &info, &result);
 	if (status != 0)
 		goto out;
@@ -275,12 +376,16 @@ int mon_plot_main(const struct mon_options *options, int count, char *const *wor
 		fprintf(stderr, "haecer-mon: stopped at %u points\n", MAX_POINTS);
 	if (result.end == MON_END_ERROR && result.error != -EFBIG)
 		status = mon_fail("reading the ring failed: %s", strerror(-result.error));
-	else if (plot->points == 0)
-		status = mon_fail("ring %u.%u.%u gave no power readings (%" PRIu64 " records; power "
-				  "needs two records of an energy counter)", info.major, info.minor,
-				  info.instance, result.records);
+	if (status != 0)
+		goto out;
+	if (length > 0)
+		keep_last(plot, length);
+	if (plot->points == 0)
+		status = mon_fail("ring %u.%u.%u gave nothing to plot (%" PRIu64 " records; a power "
+				  "or a rate needs two records of a counter)", info.major,
+				  info.minor, info.instance, result.records);
 	else
-		status = render(plot, &info, options);
+		status = render(plot, &info, options, length);
 out:
 	plot_free(plot);
 	free(plot);

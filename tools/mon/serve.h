@@ -14,7 +14,7 @@
 
 /* One RAPL domain of one package, read through msrd's 64-bit energy totals. */
 struct serve_domain {
-	const char *name;          /* label: package, core, uncore, dram, psys */
+	const char *name;          /* label: perf's energy-pkg, energy-cores, ... */
 	uint32_t package;
 	uint32_t cpu;              /* a CPU of that package, to read it on */
 	uint32_t address;          /* its energy-status register */

@@ -8,6 +8,16 @@
  * address is served with a warning, since anyone reaching it sees the readings. SIGINT and
  * SIGTERM end it cleanly (exit 0); the address actually bound is printed on stdout first
  * (port 0 picks a free one).
+ *
+ * Why not libmicrohttpd (Debian libmicrohttpd-dev), judged for issue 15: the server answers one
+ * read-only resource, one request per connection, and shares its single poll loop with energy
+ * sampling and ring draining; the hand-written part is the request-head parser of http.c (~130
+ * lines) and the connection state machine here. libmicrohttpd would replace both but give users
+ * nothing they lack today (keep-alive and chunked bodies do not matter at a scrape every 15 s),
+ * while adding a dependency and either a second thread touching serve_state or its external-
+ * select mode wired into this loop. It becomes clearly better the day serve needs TLS or HTTP
+ * authentication for non-loopback addresses (node_exporter's web config): that must not be
+ * written by hand, and libmicrohttpd has both (MHD_USE_TLS, basic auth).
  */
 #include "tools/mon/serve.h"
 

@@ -83,8 +83,24 @@ static double timeval_seconds(struct timeval value)
 	return (double)value.tv_sec + (double)value.tv_usec / 1e6;
 }
 
+/* Sleep until the command ends or `timeout_ms` passed: on its pidfd when there is one, else
+ * (a kernel before 5.3, or valgrind) in steps of at most 10 ms. True when it ended. */
+static bool sleep_unless_ended(pid_t pid, int pidfd, int timeout_ms)
+{
+	if (pidfd >= 0) {
+		struct pollfd ready = { .fd = pidfd, .events = POLLIN };
+		return poll(&ready, 1, timeout_ms) > 0;
+	}
+	siginfo_t info = { .si_pid = 0 };
+	if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid)
+		return true;
+	struct timespec step = { 0, (long)(timeout_ms < 10 ? timeout_ms : 10) * 1000000L };
+	nanosleep(&step, NULL);
+	return false;
+}
+
 /* Wait for the command (wait4: its user and system time too); with an interval, wake every
- * interval_ms to let the caller print (perf stat -I), on a pidfd so the end is seen at once. */
+ * interval_ms to let the caller print (perf stat -I). */
 static int wait_for(pid_t pid, const struct stat_run_request *request, double start,
 		    struct stat_times *times, int *status)
 {
@@ -94,14 +110,10 @@ static int wait_for(pid_t pid, const struct stat_run_request *request, double st
 
 	if (request->interval_ms > 0)
 		pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	while (pidfd >= 0) {
-		struct pollfd ready = { .fd = pidfd, .events = POLLIN };
+	while (request->interval_ms > 0) {
 		double now = monotonic_seconds();
 		int timeout = next > now ? (int)((next - now) * 1e3) + 1 : 0;
-		int got = poll(&ready, 1, timeout);
-		if (got > 0)
-			break;
-		if (got < 0 && errno != EINTR)
+		if (sleep_unless_ended(pid, pidfd, timeout))
 			break;
 		now = monotonic_seconds();
 		if (now >= next) {

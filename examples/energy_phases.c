@@ -30,11 +30,6 @@ struct domain {
 	struct haecer_counter_info info;
 };
 
-static const char *const domain_names[DOMAINS] = {
-	"RAPL_PKG", "RAPL_PP0", "RAPL_PP1", "RAPL_DRAM", "RAPL_PSYS", "RAPL_AMD_CORE",
-	"RAPL_AMD_PKG",
-};
-
 static uint64_t now_ns(void)
 {
 	struct timespec now;
@@ -66,10 +61,10 @@ static size_t set_up(struct domain *domains, uint16_t major)
 		haecer_counter_info(haecer_perf_counter(&domain->counter), &domain->info);
 		int error = setupFerretMonitor(&domain->counter, major, (uint16_t)type);
 		if (error < 0)
-			printf("%-14s not monitored: %s (%s)\n", domain_names[type],
+			printf("%-14s not monitored: %s (%s)\n", haecer_energy_domain_name((unsigned)type),
 			       haecer_strerror(error), haecer_error_detail());
 		else
-			printf("%-14s ring (%u, %u): haecer-mon follow %u %u\n", domain_names[type],
+			printf("%-14s ring (%u, %u): haecer-mon follow %u %u\n", haecer_energy_domain_name((unsigned)type),
 			       major, type, major, type);
 		count++;
 	}

@@ -410,6 +410,10 @@ int haecer_counter_open_named(struct haecer_context *ctx, int cpu, const char *n
 		return error;
 	if (name == NULL)
 		return haecer__fail(-EINVAL, "no event name");
+	/* perf's energy names (power/energy-pkg/, energy-ram) are energy counters, as in perf. */
+	index = haecer_energy_domain_by_name(name, is_amd(ctx));
+	if (index >= 0)
+		return haecer_counter_open_energy(ctx, cpu, (unsigned)index, out);
 	unsigned generic;
 	error = haecer__parse_generic_event(name, &generic, &flags);
 	if (error < 0)

@@ -107,10 +107,10 @@ static void check_output(const char *out)
 /* The mean package power of the busy and the idle phases, as the demo prints them. */
 static void mean_power(const char *out, double *busy, double *idle)
 {
-	const char *mean = strstr(out, "mean RAPL_PKG: busy ");
+	const char *mean = strstr(out, "mean energy-pkg: busy ");
 
 	assert_non_null(mean);
-	assert_int_equal(sscanf(mean, "mean RAPL_PKG: busy %lf W, idle %lf W", busy, idle), 2);
+	assert_int_equal(sscanf(mean, "mean energy-pkg: busy %lf W, idle %lf W", busy, idle), 2);
 }
 
 /* May skip the test (a host too busy for idle phases to be idle): nothing may be left to free. */

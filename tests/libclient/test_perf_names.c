@@ -2,7 +2,8 @@
  * One vocabulary (issue 15): the library names RAPL domains as perf does (energy-pkg,
  * energy-cores, energy-gpu, energy-ram, energy-psys) and maps the seed's enum names onto them;
  * it takes perf's "power/energy-pkg/" form, and perf's generic events with the :u and :k
- * modifiers through the named-event call; an energy counter is called by perf's name.
+ * modifiers and its energy names through the named-event call; an energy counter is called by
+ * perf's name.
  */
 #include "tests/libclient/libclient_test.h"
 
@@ -59,6 +60,16 @@ static void test_modifiers(void **state)
 	assert_int_equal(haecer_counter_info(counter, &info), 0);
 	assert_string_equal(info.name, "energy-cores");
 	haecer_counter_free(counter);
+	/* The named-event call takes perf's energy names too, as haecer-stat -e does. */
+	PerfCounter pkg = setupNamedCounter("power/energy-pkg/", 0, 0);
+	assert_true(pkg.valid);
+	assert_int_equal(haecer_counter_info(haecer_perf_counter(&pkg), &info), 0);
+	assert_int_equal(info.kind, HAECER_COUNTER_ENERGY);
+	assert_string_equal(info.name, "energy-pkg");
+	freeCounter(&pkg);
+	PerfCounter ram = setupNamedCounter("energy-ram", 0, 0);
+	assert_false(ram.valid);
+	assert_int_equal(ram.error, -EOPNOTSUPP);
 }
 
 int main(void)

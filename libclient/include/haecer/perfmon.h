@@ -193,7 +193,8 @@ int haecer_counter_open_raw(struct haecer_context *ctx, int cpu, uint16_t event,
 
 /* An event by name for msrd's CPU model (also a simulated one): perf's generic names with its
  * privilege modifiers ("instructions", "cycles:u", "branch-misses:k"; the modifiers replace the
- * USR/OS flags), libpfm4 names with theirs ("L1D.REPLACEMENT", "MEM_LOAD_UOPS_RETIRED:L1_HIT:u",
+ * USR/OS flags), perf's energy names ("power/energy-pkg/", "energy-ram": an energy counter, as
+ * haecer_counter_open_energy; flags and cmask are not used), libpfm4 names with theirs ("L1D.REPLACEMENT", "MEM_LOAD_UOPS_RETIRED:L1_HIT:u",
  * "snb::L1D:REPLACEMENT"), or an architectural event name. An
  * application that initialised libpfm4 itself before must export LIBPFM_ENCODE_INACTIVE=1 for
  * models other than the host's to resolve. */

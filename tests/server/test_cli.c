@@ -242,6 +242,10 @@ static void test_refuses_to_start(void **state)
 	expect((const char *[]){ "--foreground", "--backend", "sim", "--policy", open_to_all,
 				 "--socket", socket, NULL },
 	       1, NULL, "writable by others");
+	/* The whole path that cannot be opened, not its last directory's name alone. */
+	expect((const char *[]){ "--foreground", "--backend", "sim", "--policy",
+				 "/nonexistent-h15/policy.yaml", "--socket", socket, NULL },
+	       1, NULL, "cannot open /nonexistent-h15: No such file or directory");
 	expect((const char *[]){ "--foreground", "--backend", "msr", "--dev-root",
 				 path_in_dir("no-such-root"), "--policy", path_in_dir("good.yaml"),
 				 "--socket", socket, NULL },

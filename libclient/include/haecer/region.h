@@ -18,8 +18,10 @@
  *   - counters: the event counters the context has when it is first used for a region (the ones
  *     the process set up before, e.g. setupArchCounter), read wherever they count; when it has
  *     none, instructions and core cycles on the CPU the thread runs on, opened for it; the
- *     thread is then pinned to that CPU at its first region (counters count per CPU, not per
- *     thread: they include every thread that runs there). A counter the policy refuses is not
+ *     thread is then pinned to that CPU while its outermost region is open, and its own mask
+ *     is given back when that region ends (counters count per CPU, not per thread: they
+ *     include every thread that runs there). A thread created inside an open region inherits
+ *     the one-CPU mask; one created outside never does. A counter the policy refuses is not
  *     counted: the report shows "-".
  * Whatever cannot be measured (msrd unreachable, a domain or counter the policy refuses) is left
  * out; the region still counts calls and time, and the report says why.

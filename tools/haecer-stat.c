@@ -78,7 +78,8 @@ static FILE *open_output(const struct stat_options *options)
 
 	if (options->output == NULL)
 		return stderr;
-	out = fopen(options->output, "w");
+	/* "e": close-on-exec, so the measured command does not inherit the report's file. */
+	out = fopen(options->output, "we");
 	if (out == NULL)
 		stat_error("cannot write %s: %s", options->output, strerror(errno));
 	return out;

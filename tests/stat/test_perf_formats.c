@@ -14,6 +14,7 @@
  */
 #include <sched.h>
 
+#include "tests/lib/text_file.h"
 #include "tests/stat/stat_test.h"
 
 /* The CSV lines of a report (no '#' comments), split at sep; fields per line must be `want`. */
@@ -186,6 +187,19 @@ static void test_output_opened_first(void **state)
 	assert_int_equal(stat_run(arguments, NULL, &err), 125);
 	assert_non_null(strstr(err, "cannot write /nonexistent/dir/report"));
 	assert_int_not_equal(access(marker, F_OK), 0);
+	free(err);
+	/* A writable FILE is open while the command runs, but not in the command. */
+	char report[PATH_MAX + 32];
+	const char *writable[] = { "-o", report, "--", "/bin/sh", "-c", "ls -l /proc/$$/fd", NULL };
+	char *out = NULL, *text;
+	snprintf(report, sizeof(report), "%s/report.txt", server.dir);
+	assert_int_equal(stat_run(writable, &out, &err), 0);
+	assert_null(strstr(out, "report.txt"));
+	text = harness_read_text(report, 1 << 16);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "seconds time elapsed"));
+	free(text);
+	free(out);
 	free(err);
 }
 

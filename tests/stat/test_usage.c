@@ -34,6 +34,7 @@ static const struct usage_case cases[] = {
 	{ { "-jQ", "/bin/true", NULL }, "unknown option '-Q'" },
 	{ { "-x", ",", "--json", "/bin/true", NULL }, "exclude each other" },
 	{ { "-I", "5", "/bin/true", NULL }, "-I takes milliseconds" },
+	{ { "-I", "100", "--json", "/bin/true", NULL }, "exclude each other" },
 	{ { "-x", NULL }, "-x needs a value" },
 };
 

@@ -29,6 +29,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: haecer-stat [OPTIONS] [--] COMMAND [ARGS...]\n"
+		"       haecer-stat [-s PATH] list\n"
 		"Run COMMAND and report the energy it took (every RAPL domain, from msrd's\n"
 		"64-bit totals), the average power, the elapsed time and, where msrd's policy\n"
 		"allows, instructions and cycles (or the -e events), in perf stat's layout.\n"
@@ -39,11 +40,19 @@ static void usage(FILE *out)
 		"                        (instructions, cycles, ref-cycles, branches, branch-misses,\n"
 		"                        cache-references, cache-misses), architectural names\n"
 		"                        (INSTRUCTIONS_RETIRED), fixed counters (fixed0..fixed2),\n"
-		"                        raw rUUEE (umask, event in hex) or libpfm4 names\n"
+		"                        raw rUUEE (umask, event in hex) or libpfm4 names; perf's\n"
+		"                        :u and :k modifiers; energy domains power/energy-pkg/ or\n"
+		"                        energy-pkg, -cores, -gpu, -ram, -psys (only those shown)\n"
+		"      --skip-unavailable  run even when an -e event cannot be counted (else 129)\n"
 		"  -C, --cpu CPU         pin the command to host CPU CPU and count only there\n"
 		"  -a, --all-cpus        count on every CPU of the machine\n"
+		"      --per-socket      one line per package instead of the sum\n"
+		"      --per-core        one line per counted CPU (events; energy per package)\n"
+		"  -x, --field-separator SEP  perf stat's CSV with SEP between fields\n"
+		"  -I, --interval-print MS    print the counts every MS ms while COMMAND runs\n"
 		"  -j, --json            one JSON object instead of the table\n"
-		"  -o, --output FILE     write the report to FILE (default: stderr)\n"
+		"  -o, --output FILE     write the report to FILE (default: stderr); opened before\n"
+		"                        COMMAND runs\n"
 		"  -s, --socket PATH     msrd's socket (default $HAECER_SOCKET or %s)\n"
 		"  -h, --help            this text\n"
 		"  -V, --version         the version\n"
@@ -52,8 +61,8 @@ static void usage(FILE *out)
 		"affinity and every CPU it may run on is counted and summed (everything that\n"
 		"runs there is counted); only --cpu pins it. Energy is package-wide.\n"
 		"Exit status: the command's (128 + N when signal N killed it); 2 bad usage,\n"
-		"125 haecer-stat failed (msrd unreachable), 126 the command cannot be executed,\n"
-		"127 no such command.\n",
+		"125 haecer-stat failed (msrd unreachable, -o not writable), 126 the command\n"
+		"cannot be executed, 127 no such command, 129 an -e event cannot be counted.\n",
 		HAECER_DEFAULT_SOCKET);
 }
 
@@ -135,6 +144,8 @@ static int check_cpu(const struct stat_options *options)
 		return usage_error("-x and --json exclude each other");
 	if (options->interval_ms > 0 && options->runs > 1)
 		return usage_error("-I and -r exclude each other");
+	if (options->interval_ms > 0 && options->json)
+		return usage_error("-I and --json exclude each other (use -x for intervals)");
 	if (options->cpu < 0)
 		return 0;
 	if (options->all_cpus)

@@ -58,6 +58,13 @@ static void test_bad_arguments(void **state)
 		{ { "serve", "--listen", "nocolon", NULL }, "--listen takes HOST:PORT" },
 		{ { "serve", "--listen", "127.0.0.1:99999", NULL }, "--listen takes HOST:PORT" },
 		{ { "--bogus", "list", NULL }, "unknown option '--bogus'" },
+		/* The option itself (optopt), never the program's name or a neighbour. */
+		{ { "-x,", "list", NULL }, "unknown option '-x'" },
+		{ { "-x", ",", "list", NULL }, "unknown option '-x'" },
+		{ { "--format=xml", "list", NULL }, "--format takes text, csv or json" },
+		{ { "top", "1", "2", "3", NULL }, "top takes MAJOR MINOR" },
+		{ { "top", "--output", "x.png", NULL }, "--output does not apply to top" },
+		{ { "plot", "1", "1", "-o", "x.jpg", NULL }, "FILE.png or FILE.svg" },
 	};
 
 	(void)state;

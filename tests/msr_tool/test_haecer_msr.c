@@ -136,6 +136,10 @@ static void test_usage_errors(void **state)
 	expect((const char *[]){ "-f", "64:0", "read", "0", "0x10", NULL }, 2, "", "-f takes");
 	expect((const char *[]){ "--bogus", "read", "0", "0x10", NULL }, 2, "", "--help");
 	expect((const char *[]){ "--help", NULL }, 0, NULL, NULL);
+	/* tools/common: the option named by optopt, and --version like every haecer binary. */
+	expect((const char *[]){ "-Z", "read", "0", "0x10", NULL }, 2, "", "unknown option '-Z'");
+	expect((const char *[]){ "-f", NULL }, 2, "", "-f needs a value");
+	expect((const char *[]){ "--version", NULL }, 0, "haecer-msr " HAECER_VERSION "\n", NULL);
 }
 
 static void test_batch(void **state)

@@ -273,6 +273,13 @@ EVENT_DB_INTERNAL int event_db_pfm_encode(struct event_db *db, const char *name,
 					  uint8_t cmask, struct event_encoding *out,
 					  char *why, size_t why_size);
 
+/* Call each(arg, name) (unless NULL) for every event:umask pair of this model libpfm4 can encode alone, as
+ * "EVENT:UMASK" without the PMU prefix, in libpfm4's order. The count, or -EOPNOTSUPP (why
+ * says why) when there is no table for the model. */
+EVENT_DB_INTERNAL int event_db_pfm_list(struct event_db *db,
+					void (*each)(void *arg, const char *name), void *arg,
+					char *why, size_t why_size);
+
 /* 0 when libpfm4 knows an event of this model with this event select and unit mask (for
  * setupNonArchCounter(event, umask, ...)); out (may be NULL) gets its name and its evtsel
  * with USR|OS. -ENOENT when the model has no such pair, -EOPNOTSUPP when no table. */

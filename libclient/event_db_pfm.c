@@ -370,6 +370,22 @@ static int pairs_ready(struct event_db *db, char *why, size_t why_size)
 	return error;
 }
 
+int event_db_pfm_list(struct event_db *db, void (*each)(void *arg, const char *name), void *arg,
+		      char *why, size_t why_size)
+{
+	int error = pairs_ready(db, why, why_size);
+
+	if (error < 0)
+		return error;
+	/* The table is immutable once built. */
+	for (size_t i = 0; each != NULL && i < db->pfm_pair_count; i++) {
+		const char *name = db->pfm_pairs[i].name;
+		const char *bare = strstr(name, PFM_PMU_DELIMITER);
+		each(arg, bare != NULL ? bare + strlen(PFM_PMU_DELIMITER) : name);
+	}
+	return (int)db->pfm_pair_count;
+}
+
 /* ---- public lookups ---- */
 
 static int status_to_error(int status)

@@ -117,3 +117,20 @@ int haecer__parse_generic_event(const char *name, unsigned *arch, uint32_t *flag
 	}
 	return 0;
 }
+
+int haecer_event_list(struct haecer_context *ctx, void (*each)(void *arg, const char *name),
+		      void *arg, const char **pmu)
+{
+	char why[EVENT_DB_WHY_SIZE] = "";
+	int count;
+
+	haecer__clear_detail();
+	if (ctx == NULL)
+		return haecer__fail(-EINVAL, "no context");
+	if (pmu != NULL)
+		*pmu = event_db_pmu_name(ctx->db);
+	count = event_db_pfm_list(ctx->db, each, arg, why, sizeof(why));
+	if (count < 0)
+		return haecer__fail(count, "%s", why[0] != '\0' ? why : "no libpfm4 event table");
+	return count;
+}

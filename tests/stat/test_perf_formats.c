@@ -10,7 +10,8 @@
  *  - "seconds user" / "seconds sys", and the warning for a run of few energy updates;
  *  - -o FILE is opened before the command runs: a path that cannot be written is status 125
  *    and the command never runs;
- *  - "haecer-stat list" lists perf's events and this CPU's power/energy-* domains.
+ *  - "haecer-stat list" lists perf's events, this CPU's power/energy-* domains and the
+ *    libpfm4 events of the model, which -e counts.
  */
 #include <sched.h>
 
@@ -214,7 +215,20 @@ static void test_list(void **state)
 	assert_non_null(strstr(out, "power/energy-pkg/"));
 	assert_non_null(strstr(out, "power/energy-gpu/"));
 	assert_null(strstr(out, "power/energy-ram/"));
+	/* libpfm4's events of the model, each one -e can count: try the first. */
+	const char *first = strstr(out, "[libpfm4 event of PMU snb]");
+	assert_non_null(first);
+	const char *line = first;
+	while (line > out && line[-1] != '\n')
+		line--;
+	char event[96];
+	assert_int_equal(sscanf(line, " %95s", event), 1);
 	free(out);
+	free(err);
+	const char *count_it[] = { "-e", event, "--", "/bin/true", NULL };
+	assert_int_equal(stat_run(count_it, NULL, &err), 0);
+	assert_non_null(strstr(err, event));
+	assert_null(strstr(err, "<not"));
 	free(err);
 }
 

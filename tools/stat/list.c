@@ -1,7 +1,8 @@
 /*
  * tools/stat/list.c — "haecer-stat list", laid out like perf list: perf's generic hardware
- * events this machine can count, the energy domains of its RAPL (power/energy-pkg/ and the others, as the
- * kernel's power PMU names them), the fixed counters, and where the libpfm4 names come from.
+ * events this machine can count, the energy domains of its RAPL (power/energy-pkg/ and the
+ * others, as the kernel's power PMU names them), the fixed counters and raw syntax, and the
+ * libpfm4 events of msrd's CPU model.
  */
 #include "tools/stat/stat.h"
 
@@ -11,6 +12,11 @@
 static void entry(const char *name, const char *kind)
 {
 	printf("  %-44s [%s]\n", name, kind);
+}
+
+static void pfm_entry(void *arg, const char *name)
+{
+	entry(name, (const char *)arg);
 }
 
 int stat_list(const struct stat_options *options)
@@ -54,7 +60,14 @@ int stat_list(const struct stat_options *options)
 	printf("\n");
 	entry("fixed0, fixed1, fixed2", "Fixed counters (INST_RETIRED_ANY, CPU_CLK_UNHALTED_*)");
 	entry("rUUEE", "Raw event descriptor: umask UU, event EE (hex)");
-	entry("NAME[:UMASK][:u|:k]", "libpfm4 event of this model (showevtinfo lists them)");
+	printf("\n");
+	/* libpfm4's events of msrd's model (not necessarily the host's), as -e takes them. */
+	const char *pmu = NULL;
+	char kind[64];
+	haecer_event_list(ctx, NULL, NULL, &pmu);
+	snprintf(kind, sizeof(kind), "libpfm4 event of PMU %s", pmu != NULL ? pmu : "?");
+	if (haecer_event_list(ctx, pfm_entry, kind, NULL) < 0)
+		printf("  (no libpfm4 events: %s)\n", haecer_error_detail());
 	printf("\nModifiers :u (user) and :k (kernel) apply to every event above.\n");
 	haecer_context_close(ctx);
 	return 0;

@@ -212,6 +212,13 @@ const char *haecer_energy_domain_name(unsigned domain);
  * (`amd`: energy-pkg and energy-cores are AMD's domains) or the seed's enum name (RAPL_PKG);
  * -ENOENT for none. */
 int haecer_energy_domain_by_name(const char *name, bool amd);
+/* Call each(arg, name) (may be NULL: only count) for every libpfm4 event of msrd's CPU model
+ * that haecer_counter_open_named can open ("L1D:REPLACEMENT", without the PMU prefix); *pmu (may
+ * be NULL) gets libpfm4's PMU name ("snb"). The count, or -EOPNOTSUPP (detail set) when libpfm4
+ * has no table for the model. */
+int haecer_event_list(struct haecer_context *ctx, void (*each)(void *arg, const char *name),
+		      void *arg, const char **pmu);
+
 /* perf's generic hardware event names haecer_counter_open_named accepts (with perf's :u / :k
  * modifiers): index 0 .. haecer_generic_event_count() - 1; NULL beyond. */
 size_t haecer_generic_event_count(void);

@@ -98,7 +98,6 @@ enum arch_event_index {
 #define RAPL_UNIT_ENERGY(raw) ((unsigned)(((raw) >> 8) & 0x1Fu))
 #define RAPL_UNIT_TIME(raw) ((unsigned)(((raw) >> 16) & 0xFu))
 #define RAPL_ENERGY_COUNTER_MASK 0xFFFFFFFFull /* energy status registers count in 31:0 */
-#define RAPL_SERVER_DRAM_UNIT_EXPONENT 16u     /* fixed 2^-16 J DRAM unit on server parts */
 
 enum rapl_domain {
 	RAPL_DOMAIN_PKG = 0,

@@ -2,9 +2,8 @@
  * libclient/event_db_rapl.c — RAPL energy domains: MSR, unit register, unit, scope, presence.
  *
  * Units: every domain counts in 2^-ESU J, ESU = MSR_RAPL_POWER_UNIT[12:8] (Intel SDM 14.10.1;
- * AMD the same layout at 0xC0010299), except where a model fixes a unit of its own, as Linux's
- * arch/x86/events/rapl.c records: the DRAM domain of Haswell-EP and later server parts counts in
- * 2^-16 J (Xeon E5 v3 datasheet vol. 2), and Sapphire/Emerald Rapids count PSYS in whole joules.
+ * AMD the same layout at 0xC0010299), except where a model fixes a unit of its own: the table
+ * in hw/rapl_quirks.h, which msrd uses too (each entry cites the kernel's lists).
  * msrd reports a per-domain exponent too; when it reports one (non-zero) that differs from the
  * derivation here, msrd's wins, since it read the actual registers of the actual model.
  */
@@ -12,6 +11,8 @@
 
 #include <errno.h>
 #include <string.h>
+
+#include "hw/rapl_quirks.h"
 
 /* The energy-status-units field is 5 bits wide. */
 #define RAPL_MAX_EXPONENT 31u
@@ -35,20 +36,6 @@ static const struct event_rapl_domain rapl_domains[RAPL_DOMAIN_COUNT] = {
 				 EVENT_RAPL_PACKAGE},
 };
 
-/* Intel family 6 models whose DRAM domain counts in 2^-16 J: Haswell-EP, Broadwell-EP/DE,
- * Knights Landing/Mill, Skylake-SP (and Cascade/Cooper Lake), Ice Lake-SP/D. */
-static const uint32_t fixed_dram_unit_models[] = {63, 79, 86, 87, 133, 85, 106, 108};
-/* Intel family 6 models whose PSYS domain counts in joules: Sapphire and Emerald Rapids. */
-static const uint32_t joule_psys_models[] = {143, 207};
-
-static bool model_in(const uint32_t *models, size_t count, uint32_t model)
-{
-	for (size_t i = 0; i < count; i++)
-		if (models[i] == model)
-			return true;
-	return false;
-}
-
 const struct event_rapl_domain *event_db_rapl_domain(unsigned domain)
 {
 	return domain < RAPL_DOMAIN_COUNT ? &rapl_domains[domain] : NULL;
@@ -63,16 +50,11 @@ int event_db_rapl_by_name(const char *name)
 static int derived_exponent(const struct event_db *db, unsigned domain)
 {
 	const struct event_machine *machine = &db->machine;
-	bool intel_family_6 = db->caps.vendor == EVENT_VENDOR_INTEL && machine->family == 6;
-	size_t dram_count = sizeof(fixed_dram_unit_models) / sizeof(fixed_dram_unit_models[0]);
-	size_t psys_count = sizeof(joule_psys_models) / sizeof(joule_psys_models[0]);
+	const struct rapl_unit_quirk *quirk = rapl_unit_quirk_of(
+		db->caps.vendor == EVENT_VENDOR_INTEL, machine->family, machine->model, (int)domain);
 
-	if (intel_family_6 && domain == RAPL_DOMAIN_DRAM &&
-	    model_in(fixed_dram_unit_models, dram_count, machine->model))
-		return RAPL_SERVER_DRAM_UNIT_EXPONENT;
-	if (intel_family_6 && domain == RAPL_DOMAIN_PSYS &&
-	    model_in(joule_psys_models, psys_count, machine->model))
-		return 0;
+	if (quirk)
+		return quirk->exponent;
 	if (machine->rapl_power_unit == 0)
 		return -1;
 	return (int)RAPL_UNIT_ENERGY(machine->rapl_power_unit);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "hw/rapl_quirks.h"
 #include "server/sim.h"
 
 /* ---- msr-safe's batch ABI (msr_safe.h in LLNL/msr-safe), written from its description ---- */
@@ -333,26 +334,6 @@ static void probe_packages(const char *dev_root, struct machine_info *info)
 
 /* ---- RAPL ---- */
 
-/* Intel models whose DRAM domain counts in a fixed 2^-16 J unit whatever the unit register says:
- * the kernel's perf rapl quirk (RAPL_UNIT_QUIRK_INTEL_HSW) and powercap's *_server defaults. */
-static bool has_fixed_dram_unit(uint32_t model)
-{
-	static const uint32_t models[] = { 0x3F, 0x4F, 0x56, 0x57, 0x85, 0x55,
-					   0x6A, 0x6C, 0x8F, 0xCF };
-
-	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
-		if (models[i] == model)
-			return true;
-	}
-	return false;
-}
-
-/* Sapphire/Emerald Rapids count PSYS in whole joules (perf's RAPL_UNIT_QUIRK_INTEL_SPR). */
-static bool has_joule_psys_unit(uint32_t model)
-{
-	return model == 0x8F || model == 0xCF;
-}
-
 /* Upper bound of a package's power for wrap deadlines: max(PKG_POWER_INFO maximum power,
  * 3 x its thermal spec power), or 1000 W when the register says nothing. Turbo limits (PL2) run
  * above TDP, up to about twice on recent desktop parts, hence the factor 3. */
@@ -387,15 +368,16 @@ static void probe_rapl(const struct msr_backend *backend, struct machine_info *i
 	bound_mw = amd ? DEFAULT_MAX_POWER_MW : package_power_bound_mw(backend, unit);
 	for (enum rapl_domain domain = 0; domain < RAPL_DOMAIN_COUNT; domain++) {
 		uint8_t exponent = (uint8_t)RAPL_UNIT_ENERGY(unit);
+		const struct rapl_unit_quirk *quirk;
 
 		if (rapl_domain_is_amd(domain) != amd ||
 		    device_read(backend, 0, rapl_energy_status_address(domain), &value) < 0 ||
 		    (value & RAPL_ENERGY_COUNTER_MASK) == 0)
 			continue;
-		if (!amd && domain == RAPL_DOMAIN_DRAM && has_fixed_dram_unit(info->model))
-			exponent = RAPL_SERVER_DRAM_UNIT_EXPONENT;
-		if (!amd && domain == RAPL_DOMAIN_PSYS && has_joule_psys_unit(info->model))
-			exponent = 0;
+		quirk = rapl_unit_quirk_of(strcmp(info->vendor, "GenuineIntel") == 0, info->family,
+					   info->model, (int)domain);
+		if (quirk)
+			exponent = quirk->exponent;
 		info->rapl_domains |= 1u << domain;
 		info->rapl_energy_exponent[domain] = exponent;
 		info->rapl_max_power_mw[domain] = domain == RAPL_DOMAIN_PSYS ? DEFAULT_MAX_POWER_MW :

@@ -251,6 +251,11 @@ const struct haecer_machine_info *haecer_context_machine(const struct haecer_con
 	return &ctx->machine;
 }
 
+bool haecer_context_simulated(const struct haecer_context *ctx)
+{
+	return ctx != NULL && ctx->simulated;
+}
+
 /* ---- CPUs ---- */
 
 static int current_cpus(const struct haecer_context *ctx, uint32_t *model_cpu, int *host_cpu)

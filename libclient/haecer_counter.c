@@ -566,6 +566,7 @@ int haecer_counter_info(const struct haecer_counter *counter, struct haecer_coun
 	if (error < 0)
 		return error;
 	*out = counter->info;
+	out->simulated = ctx->simulated;
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
 }

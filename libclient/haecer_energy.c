@@ -271,6 +271,7 @@ static void region_result(const struct haecer_counter *energy,
 	result->region_ticks = called->tsc - region->start_tsc;
 	result->seconds = tsc_hz ? (double)result->region_ticks / (double)tsc_hz : 0.0;
 	result->smi_count_exact = update->smi_exact;
+	result->simulated = energy->ctx->simulated;
 	/* MSR_SMI_COUNT is 32 bits wide. */
 	result->smi_count = update->smi_exact ? (uint32_t)(update->smi - region->start_smi) : gaps;
 }

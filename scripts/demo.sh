@@ -1,14 +1,16 @@
 #!/bin/sh
 # The demo (`make demo`, after the dependencies are installed): build; start msrd in a private
 # temporary directory with its own socket and the shipped policy (configs/policies/default.yaml),
-# on the real MSR device when one is usable and on the simulated CPU otherwise (--backend auto);
+# on the simulated CPU (--backend sim; HAECER_DEMO_BACKEND=auto uses the real MSR device, and
+# fails saying why when none is usable);
 # run examples/energy_phases (1 s busy / 1 s idle) and watch its package-energy ring live with
 # `haecer-mon follow`, drawn as a bar per half second; summarise joules and watts per phase and
 # what the monitor saw; show haecer-stat on a short command; stop msrd with SIGTERM. Exits 0
 # when everything worked and msrd stopped cleanly.
 #
 # Environment: BUILD (build directory, default build), HAECER_DEMO_CYCLES (busy/idle pairs,
-# default 4), HAECER_DEMO_NO_BUILD=1 (use BUILD as it is; for tests), TMPDIR.
+# default 4), HAECER_DEMO_BACKEND (msrd's --backend, default sim), HAECER_DEMO_NO_BUILD=1
+# (use BUILD as it is; for tests), TMPDIR.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -65,7 +67,7 @@ wait_for() {
 
 start_msrd() {
 	install -m 0644 configs/policies/default.yaml "$tmp/policy.yaml"
-	"$build/msrd" --backend auto --socket "$tmp/msrd.sock" --policy "$tmp/policy.yaml" \
+	"$build/msrd" --backend "${HAECER_DEMO_BACKEND:-sim}" --socket "$tmp/msrd.sock" --policy "$tmp/policy.yaml" \
 		--models-dir configs/models --foreground --log-level notice 2>"$tmp/msrd.log" &
 	msrd_pid=$!
 	if ! wait_for '[ -S "$tmp/msrd.sock" ] || ! kill -0 "$msrd_pid" 2>/dev/null' ||

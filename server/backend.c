@@ -489,8 +489,8 @@ static void append(char *text, size_t size, const char *format, ...)
 	va_end(arguments);
 }
 
-/* msr, then msr-safe, then the simulated CPU; `why` keeps what each refusal was and what the
- * operator could do about it. */
+/* msr, then msr-safe, then (only when asked for) the simulated CPU; `why` keeps what each
+ * refusal was and what the operator could do about it. */
 static int open_auto(const struct backend_options *options, struct msr_backend **out, char *why,
 		     size_t why_size)
 {
@@ -514,6 +514,11 @@ static int open_auto(const struct backend_options *options, struct msr_backend *
 		return 0;
 	}
 	append(why, why_size, "; msr-safe: %s", reason);
+	if (!options->allow_sim_fallback) {
+		append(why, why_size, "; no usable MSR device, and the simulated CPU is used only "
+		       "when asked for (--backend sim, or --allow-sim-fallback)");
+		return -ENODEV;
+	}
 	reason[0] = '\0';
 	ret = open_sim_backend(options, out, reason, sizeof(reason));
 	if (ret < 0) {

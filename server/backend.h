@@ -37,6 +37,7 @@ struct backend_options {
 	const char *models_dir;    /* directory of model files; NULL = built-in search path */
 	bool sim_virtual_time;     /* deterministic mode: time moves only by backend_sim_advance */
 	const char *sim_load_script; /* scripted load file (format in server/sim_load.h), may be NULL */
+	bool allow_sim_fallback;   /* auto: the simulated CPU when no device is usable (opt-in) */
 	uint64_t sim_access_step_ns; /* virtual time: advance this much per register access, so a
 				      * loop waiting for the next 1 ms energy update ends */
 };
@@ -87,8 +88,10 @@ struct backend_diagnosis {
 
 struct msr_backend;
 
-/* Open a backend. BACKEND_AUTO tries msr, then msr-safe, then sim, and records why in
- * `why` (e.g. "dev/cpu/0/msr: No such file or directory; using the simulated CPU"). */
+/* Open a backend. BACKEND_AUTO tries msr, then msr-safe, and records why in `why` (e.g.
+ * "msr: dev/cpu/0/msr: No such file or directory (load the msr module: modprobe msr); msr-safe:
+ * ..."); it falls back to the simulated CPU only with options->allow_sim_fallback, and otherwise
+ * fails with -ENODEV and that text, so a production msrd never invents values unasked. */
 int backend_open(const struct backend_options *options, struct msr_backend **out, char *why,
 		 size_t why_size);
 void backend_close(struct msr_backend *backend);

@@ -16,6 +16,7 @@ enum option_id {
 	OPT_BACKEND,
 	OPT_SIM_MODEL,
 	OPT_SIM_VIRTUAL_TIME,
+	OPT_ALLOW_SIM_FALLBACK,
 	OPT_SIM_LOAD_SCRIPT,
 	OPT_SIM_ACCESS_STEP,
 	OPT_MODELS_DIR,
@@ -55,6 +56,7 @@ static const struct option long_options[] = {
 	{ "backend", required_argument, NULL, OPT_BACKEND },
 	{ "sim-model", required_argument, NULL, OPT_SIM_MODEL },
 	{ "sim-virtual-time", no_argument, NULL, OPT_SIM_VIRTUAL_TIME },
+	{ "allow-sim-fallback", no_argument, NULL, OPT_ALLOW_SIM_FALLBACK },
 	{ "sim-load-script", required_argument, NULL, OPT_SIM_LOAD_SCRIPT },
 	{ "sim-access-step-ns", required_argument, NULL, OPT_SIM_ACCESS_STEP },
 	{ "models-dir", required_argument, NULL, OPT_MODELS_DIR },
@@ -116,7 +118,10 @@ void options_usage(FILE *out)
 		"  --log-level LEVEL          error, warn, notice (default), info, debug\n"
 		"  --ready-fd N               write one byte to descriptor N once listening\n"
 		"Backend:\n"
-		"  --backend KIND             auto (default), msr, msr-safe or sim\n"
+		"  --backend KIND             auto (default: msr, else msr-safe), msr, msr-safe or\n"
+		"                             sim (the simulated CPU: invented values)\n"
+		"  --allow-sim-fallback       auto may fall back to the simulated CPU when no device\n"
+		"                             is usable (every result then says it is simulated)\n"
 		"  --dev-root DIR             look up dev/cpu/N/msr (and sys/...) under DIR\n"
 		"  --sim-model NAME           simulated CPU model (see --list-sim-models)\n"
 		"  --models-dir DIR           directory of simulated CPU models\n"
@@ -295,6 +300,7 @@ static int parse_one(struct msrd_config *config, int id, const char *argument)
 	case OPT_POLICY: config->policy_path = argument; return 0;
 	case OPT_SIM_MODEL: config->backend.sim_model = argument; return 0;
 	case OPT_SIM_VIRTUAL_TIME: config->backend.sim_virtual_time = true; return 0;
+	case OPT_ALLOW_SIM_FALLBACK: config->backend.allow_sim_fallback = true; return 0;
 	case OPT_SIM_LOAD_SCRIPT: config->backend.sim_load_script = argument; return 0;
 	case OPT_MODELS_DIR: config->backend.models_dir = argument; return 0;
 	case OPT_DEV_ROOT: config->backend.dev_root = argument; return 0;
@@ -370,6 +376,8 @@ int options_parse(int argc, char **argv, struct msrd_config *config)
 		return bad_option("%s", "--recv-buffers must be a power of two");
 	if (config->backend.sim_virtual_time && config->backend.kind != BACKEND_SIM)
 		return bad_option("%s", "--sim-virtual-time needs --backend sim");
+	if (config->backend.allow_sim_fallback && config->backend.kind != BACKEND_AUTO)
+		return bad_option("%s", "--allow-sim-fallback goes with --backend auto");
 	if (config->backend.sim_access_step_ns != 0 && !config->backend.sim_virtual_time)
 		return bad_option("%s", "--sim-access-step-ns needs --sim-virtual-time");
 	return 0;

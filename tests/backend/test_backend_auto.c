@@ -1,7 +1,7 @@
 /*
- * `auto` takes the msr driver when dev/cpu/0/msr opens, else msr-safe, else the simulated CPU,
- * and its `why` says what was tried, why it was refused and what the operator can do. Backend
- * kind names parse and print both ways.
+ * `auto` takes the msr driver when dev/cpu/0/msr opens, else msr-safe, else fails (-ENODEV), or
+ * takes the simulated CPU only when allow_sim_fallback asks for it; its `why` says what was tried,
+ * why it was refused and what the operator can do. Backend kind names parse and print both ways.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +14,7 @@ static enum backend_kind open_auto(const char *root, const char *models_dir, cha
 				   size_t why_size, int *ret)
 {
 	struct backend_options options = { .kind = BACKEND_AUTO, .dev_root = root,
-					   .models_dir = models_dir };
+					   .models_dir = models_dir, .allow_sim_fallback = true };
 	struct msr_backend *backend = NULL;
 	enum backend_kind kind;
 
@@ -49,6 +49,27 @@ static void test_auto_choices(void **state)
 	tree_put_msr(root, 0, "msr", MSR_IA32_TSC, 5);
 	assert_int_equal(open_auto(root, test_models_dir(), why, sizeof(why), &ret), BACKEND_MSR);
 	assert_string_equal(why, "using the msr driver");
+	remove_tree(root);
+	free(root);
+}
+
+/* Without the opt-in, no usable device is a failure that says why, never the simulated CPU. */
+static void test_auto_never_simulates_unasked(void **state)
+{
+	struct backend_options options = { .kind = BACKEND_AUTO, .models_dir = test_models_dir() };
+	struct msr_backend *backend = NULL;
+	char *root = make_temp_dir(), why[1024];
+
+	(void)state;
+	tree_mkdir(root, "dev/cpu/0");
+	options.dev_root = root;
+	assert_int_equal(backend_open(&options, &backend, why, sizeof(why)), -ENODEV);
+	assert_null(backend);
+	assert_non_null(strstr(why, "dev/cpu/0/msr: No such file or directory"));
+	assert_non_null(strstr(why, "modprobe msr"));
+	assert_non_null(strstr(why, "msr-safe: "));
+	assert_non_null(strstr(why, "--allow-sim-fallback"));
+	assert_null(strstr(why, "using the simulated CPU"));
 	remove_tree(root);
 	free(root);
 }
@@ -90,6 +111,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_auto_choices),
+		cmocka_unit_test(test_auto_never_simulates_unasked),
 		cmocka_unit_test(test_auto_fails_when_nothing_works),
 		cmocka_unit_test(test_kind_names),
 	};

@@ -100,6 +100,16 @@ int msrd_prepare(struct msrd_server *server, const char *policy_yaml)
 	return status;
 }
 
+static bool arguments_name_backend(const char *const *arguments)
+{
+	for (size_t i = 0; arguments != NULL && arguments[i] != NULL; i++) {
+		if (strcmp(arguments[i], "--backend") == 0 ||
+		    strncmp(arguments[i], "--backend=", 10) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* Build the command line: [valgrind ...] msrd <harness options> <test options>. */
 static size_t build_command(const struct msrd_server *server, int ready_fd,
 			    const char *const *arguments, char storage[][PATH_MAX + 32],
@@ -135,6 +145,12 @@ static size_t build_command(const struct msrd_server *server, int ready_fd,
 	argv[count++] = getenv("HAECER_MSRD_SECCOMP") != NULL ? getenv("HAECER_MSRD_SECCOMP")
 			: server->valgrind			? "off"
 								: "enforce";
+	/* The simulated CPU is always asked for by name (msrd never falls back to it unasked);
+	 * a test that wants another backend says so. */
+	if (!arguments_name_backend(arguments)) {
+		argv[count++] = "--backend";
+		argv[count++] = "sim";
+	}
 	for (size_t i = 0; arguments != NULL && arguments[i] != NULL; i++) {
 		if (count + 1 >= MAX_ARGUMENTS)
 			break;

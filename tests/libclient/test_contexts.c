@@ -18,6 +18,8 @@ static void test_contexts_compete(void **state)
 	(void)state;
 	assert_int_equal(haecer_context_open(server.socket_path, &first), 0);
 	assert_int_equal(haecer_context_open(NULL, &second), 0); /* $HAECER_SOCKET */
+	assert_true(haecer_context_simulated(first)); /* msrd runs --backend sim */
+	assert_false(haecer_context_simulated(NULL));
 	assert_int_equal(haecer_counter_open_fixed(first, 40, CPU_CLK_UNHALTED_CORE, 0, &mine), 0);
 	assert_int_equal(haecer_counter_open_fixed(second, 40, CPU_CLK_UNHALTED_CORE, 0, &theirs),
 			 -EBUSY);

@@ -46,6 +46,7 @@ static void check_events(const struct named_event *events)
 		libclient_explain(event->name, ctr.error);
 		assert_true(ctr.valid);
 		assert_int_equal(haecer_counter_info(haecer_perf_counter(&ctr), &info), 0);
+		assert_true(info.simulated); /* msrd runs the simulated CPU */
 		fprintf(stderr, "%s: %s, config %#llx\n", event->name, info.name,
 			(unsigned long long)info.config);
 		assert_int_equal(info.kind, event->kind);

@@ -90,15 +90,18 @@ static void parse_text(const char *line, struct printed *got)
 	*got = (struct printed){ 0 };
 	assert_int_equal(sscanf(line, "%39s %39s %39s %39s %39s", got->seconds, got->counter,
 				got->value, got->joules, got->watts), 5);
+	assert_non_null(strstr(line, " (simulated)")); /* msrd runs the simulated CPU */
 }
 
 static void parse_csv(const char *line, struct printed *got)
 {
-	/* type,seconds,timestamp,counter_id,counter,value,joules,watts,lost */
-	char type[16];
+	/* type,seconds,timestamp,counter_id,counter,value,joules,watts,lost,simulated */
+	char type[16], simulated[8];
 
 	csv_field(line, 0, type, sizeof(type));
 	assert_string_equal(type, "record");
+	csv_field(line, 9, simulated, sizeof(simulated));
+	assert_string_equal(simulated, "1"); /* msrd runs the simulated CPU */
 	csv_field(line, 1, got->seconds, sizeof(got->seconds));
 	csv_field(line, 4, got->counter, sizeof(got->counter));
 	csv_field(line, 5, got->value, sizeof(got->value));
@@ -108,11 +111,13 @@ static void parse_csv(const char *line, struct printed *got)
 
 static void parse_json(const char *line, struct printed *got)
 {
-	char type[16];
+	char type[16], simulated[8];
 
 	*got = (struct printed){ 0 };
 	assert_true(json_field(line, "type", type, sizeof(type)));
 	assert_string_equal(type, "record");
+	assert_true(json_field(line, "simulated", simulated, sizeof(simulated)));
+	assert_string_equal(simulated, "true");
 	assert_true(json_field(line, "seconds", got->seconds, sizeof(got->seconds)));
 	assert_true(json_field(line, "counter", got->counter, sizeof(got->counter)));
 	assert_true(json_field(line, "value", got->value, sizeof(got->value)));
@@ -136,7 +141,8 @@ static void expect_follow(const char *format, const char *ring[2], const struct 
 	assert_int_equal(got, count + first);
 	if (strcmp(format, "csv") == 0)
 		assert_string_equal(lines[0],
-				    "type,seconds,timestamp,counter_id,counter,value,joules,watts,lost");
+				    "type,seconds,timestamp,counter_id,counter,value,joules,watts,lost,"
+				    "simulated");
 	for (size_t i = 0; i < count; i++) {
 		struct printed printed;
 		if (strcmp(format, "text") == 0)
@@ -274,7 +280,7 @@ static void test_lost_when_lapped(void **state)
 	producer_say(&producer, "push 1 1 1");
 	producer_sync(&producer);
 	mon_start(&follower, server.socket_path, arguments);
-	expect_line_with(&follower, "\"value\":1}");
+	expect_line_with(&follower, "\"value\":1,\"simulated\":true}");
 	/* The follower is attached and has read record 1: stop it while the producer laps it
 	 * ten times. */
 	assert_int_equal(kill(follower.pid, SIGSTOP), 0);

@@ -122,7 +122,7 @@ static void test_layout(void **state)
 			       "\"$STAGE" PREFIX "/etc/haecer/policy.yaml\"", &out), 0);
 	free(out);
 	assert_true(file_contains("lib/systemd/system/msrd.service",
-				  "ExecStart=" PREFIX "/sbin/msrd --foreground --policy " PREFIX
+				  "ExecStart=" PREFIX "/sbin/msrd --foreground --backend auto --policy " PREFIX
 				  "/etc/haecer/policy.yaml --socket /run/haecer/msrd.sock"));
 	assert_true(file_contains("lib/systemd/system/msrd.service", "RuntimeDirectory=haecer\n"));
 	assert_true(file_contains("lib/systemd/system/msrd.service", "Group=haecer\n"));

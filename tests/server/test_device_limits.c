@@ -2,8 +2,10 @@
  * What limits the real MSR device, detected at start on stand-in trees (--dev-root) that
  * simulate each limitation, and said in msrd's log with what to do: the msr module not loaded,
  * its device missing, msr.allow_writes=off, kernel lockdown, no CAP_SYS_RAWIO. With --backend
- * auto msrd falls back (or runs the device with the limitation); with --backend msr a device it
- * cannot use is fatal, with the advice on its standard error. A tree without limits logs none.
+ * auto msrd runs the device with the limitation, or without a usable device falls back to the
+ * simulated CPU only with --allow-sim-fallback; with --backend msr, or auto without the opt-in,
+ * a device it cannot use is fatal, with the advice on its standard error. A tree without limits
+ * logs none.
  */
 #include <errno.h>
 #include <limits.h>
@@ -54,7 +56,8 @@ static void expect_log(bool device, const char *const *files, const char *const 
 {
 	struct msrd_server server;
 	char root[PATH_MAX + 8];
-	const char *arguments[] = { "--backend", "auto", "--dev-root", root, NULL };
+	const char *arguments[] = { "--backend", "auto", "--dev-root", root,
+				    device ? NULL : "--allow-sim-fallback", NULL };
 
 	assert_int_equal(msrd_prepare(&server, policy), 0);
 	snprintf(root, sizeof(root), "%s/tree", server.dir);
@@ -158,16 +161,16 @@ static void test_nothing_limits(void **state)
 	expect_log(true, files, needles, "device limit");
 }
 
-static void test_msr_backend_fails_with_the_advice(void **state)
+/* msrd --backend KIND on a tree without a device: exit 1, the advice on standard error. */
+static char *fails_without_device(const char *kind)
 {
 	struct msrd_server server;
 	char root[PATH_MAX + 8], msrd[PATH_MAX], models[PATH_MAX];
 	const char *argv[] = { msrd, "--foreground", "--socket", server.socket_path, "--policy",
-			       server.policy_path, "--models-dir", models, "--backend", "msr",
+			       server.policy_path, "--models-dir", models, "--backend", kind,
 			       "--dev-root", root, NULL };
 	char *err = NULL;
 
-	(void)state;
 	assert_int_equal(msrd_prepare(&server, policy), 0);
 	snprintf(root, sizeof(root), "%s/tree", server.dir);
 	snprintf(msrd, sizeof(msrd), "%s/msrd", harness_build_dir());
@@ -176,11 +179,32 @@ static void test_msr_backend_fails_with_the_advice(void **state)
 	assert_int_equal(harness_run(argv, NULL, &err), 1);
 	assert_non_null(err);
 	assert_non_null(strstr(err, "device limit: the msr module is not loaded"));
-	assert_non_null(strstr(err, "opening the msr backend"));
 	assert_non_null(strstr(err, "modprobe msr"));
 	assert_non_null(strstr(err, "not starting"));
-	free(err);
 	harness_remove_tree(server.dir);
+	return err;
+}
+
+static void test_msr_backend_fails_with_the_advice(void **state)
+{
+	char *err = fails_without_device("msr");
+
+	(void)state;
+	assert_non_null(strstr(err, "opening the msr backend"));
+	free(err);
+}
+
+/* A production msrd (the default --backend auto) without a usable device does not simulate. */
+static void test_auto_without_device_does_not_simulate(void **state)
+{
+	char *err = fails_without_device("auto");
+
+	(void)state;
+	assert_non_null(strstr(err, "opening the auto backend"));
+	assert_non_null(strstr(err, "msr-safe: "));
+	assert_non_null(strstr(err, "--allow-sim-fallback"));
+	assert_null(strstr(err, "using the simulated CPU"));
+	free(err);
 }
 
 int main(void)
@@ -193,6 +217,7 @@ int main(void)
 		cmocka_unit_test(test_no_cap_sys_rawio),
 		cmocka_unit_test(test_nothing_limits),
 		cmocka_unit_test(test_msr_backend_fails_with_the_advice),
+		cmocka_unit_test(test_auto_without_device_does_not_simulate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

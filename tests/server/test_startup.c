@@ -1,6 +1,6 @@
 /*
- * What msrd does once started: with --backend auto and no MSR device it picks the simulated CPU
- * and logs why; started as root it keeps only CAP_SYS_RAWIO (permitted, effective and bounding
+ * What msrd does once started: with --backend auto --allow-sim-fallback and no MSR device it
+ * picks the simulated CPU and logs why; started as root it keeps only CAP_SYS_RAWIO (permitted, effective and bounding
  * sets, from /proc/PID/status); the socket gets the configured mode; a second msrd on the same
  * socket refuses to start instead of stealing it.
  */
@@ -111,8 +111,8 @@ static int make_empty_root(const struct msrd_server *msrd)
 
 int main(void)
 {
-	const char *arguments[] = { "--backend", "auto", "--dev-root", empty_root,
-				    "--socket-mode", "0660", NULL };
+	const char *arguments[] = { "--backend", "auto", "--allow-sim-fallback", "--dev-root",
+				    empty_root, "--socket-mode", "0660", NULL };
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_auto_backend_says_why),
 		cmocka_unit_test(test_only_rawio_is_kept),

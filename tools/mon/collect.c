@@ -99,6 +99,7 @@ static void connect_msrd(struct serve_state *state)
 	if (state->msrd_warned)
 		fprintf(stderr, "haecer-mon: connected to msrd\n");
 	state->msrd_warned = false;
+	state->simulated = (machine->flags & HAECER_MACHINE_SIMULATED) != 0;
 	state->energy_status = 0;
 	find_domains(state, machine);
 out:
@@ -235,6 +236,7 @@ static void track_ring(struct serve_state *state, struct haecer_conn **opener,
 		return;
 	}
 	mon_decoder_init(&ring->decoder, &ring->ring.info);
+	ring->decoder.simulated = state->simulated;
 	ring->listed = true;
 	ring->producer_gone = !(entry->flags & HAECER_RING_PRODUCER_CONNECTED) ||
 			      !ring_producer_alive(&ring->ring.info);

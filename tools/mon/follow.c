@@ -3,7 +3,8 @@
  * they arrive, with joules and watts for energy counters and a line whenever records were lost.
  *
  * Records and loss lines share one set of columns, so CSV stays rectangular and JSON lines
- * carry a "type" ("record" or "lost"). A summary goes to stderr at the end; stdout holds only
+ * carry a "type" ("record" or "lost"). Readings from msrd's simulated CPU say so: a "simulated"
+ * column (1) in CSV and JSON, a "(simulated)" mark in text. A summary goes to stderr at the end; stdout holds only
  * data.
  */
 #include "tools/mon/mon.h"
@@ -22,6 +23,18 @@ static void row_begin(struct mon_row *row, const char *type)
 {
 	mon_row_reset(row);
 	mon_row_string(row, "type", 0, type);
+}
+
+/* The last column: a reading of a simulated CPU says so (text "(simulated)", CSV 1, JSON
+ * true); absent otherwise. */
+static void mark_simulated(struct mon_row *row, enum mon_format format, bool simulated)
+{
+	if (!simulated)
+		mon_row_absent(row, "simulated", 0);
+	else if (format == MON_FORMAT_TEXT)
+		mon_row_number(row, "simulated", -11, "(simulated)");
+	else
+		mon_row_number(row, "simulated", 0, "%s", format == MON_FORMAT_JSON ? "true" : "1");
 }
 
 static int print_reading(void *context, const struct mon_reading *reading)
@@ -44,6 +57,7 @@ static int print_reading(void *context, const struct mon_reading *reading)
 	else
 		mon_row_absent(row, "watts", 12);
 	mon_row_absent(row, "lost", 0);
+	mark_simulated(row, follow->format, reading->simulated);
 	mon_row_print(stdout, follow->format, row, &follow->header_done);
 	return 0;
 }
@@ -64,6 +78,7 @@ static int print_lost(void *context, uint64_t lost, uint64_t lost_total)
 	for (size_t i = 0; i < sizeof(columns) / sizeof(columns[0]); i++)
 		mon_row_absent(row, columns[i], widths[i]);
 	mon_row_number(row, "lost", 0, "%" PRIu64, lost);
+	mon_row_absent(row, "simulated", 0);
 	mon_row_print(stdout, follow->format, row, &follow->header_done);
 	return 0;
 }

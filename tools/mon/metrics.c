@@ -5,7 +5,8 @@
  * with `# UNIT`) and its sample `haecer_energy_joules_total`; Prometheus text names both
  * `..._total` and has no UNIT. OpenMetrics ends with `# EOF`. Every family's samples are
  * written together, a family without samples is left out, and label values are escaped (counter
- * names come from producers).
+ * names come from producers). With a simulated CPU behind msrd every sample carries
+ * simulated="1".
  */
 #include "tools/mon/serve.h"
 
@@ -28,6 +29,7 @@ struct family {
 struct writer {
 	FILE *out;
 	bool openmetrics;
+	bool simulated;        /* msrd presents a simulated CPU: label every sample */
 	const struct family *started; /* the family whose metadata is written */
 };
 
@@ -122,15 +124,20 @@ static void write_label_value(FILE *out, const char *value)
 static void write_sample(struct writer *writer, const struct family *family,
 			 const struct labels *labels, const char *value)
 {
+	size_t count = labels != NULL ? labels->count : 0;
+
 	if (writer->started != family)
 		write_metadata(writer, family);
 	fprintf(writer->out, "%s%s", family->name, family->counter ? "_total" : "");
-	for (size_t i = 0; labels != NULL && i < labels->count; i++) {
+	for (size_t i = 0; i < count; i++) {
 		fprintf(writer->out, "%s%s=\"", i == 0 ? "{" : ",", labels->items[i].name);
 		write_label_value(writer->out, labels->items[i].value);
 		fputc('"', writer->out);
 	}
-	fprintf(writer->out, "%s %s\n", labels != NULL && labels->count > 0 ? "}" : "", value);
+	/* Every series of a simulated CPU says so, so no dashboard takes it for a measurement. */
+	if (writer->simulated)
+		fprintf(writer->out, "%ssimulated=\"1\"", count == 0 ? "{" : ",");
+	fprintf(writer->out, "%s %s\n", count > 0 || writer->simulated ? "}" : "", value);
 }
 
 static void sample_u64(struct writer *writer, const struct family *family,
@@ -246,7 +253,7 @@ static void write_ring_counters(struct writer *writer, const struct serve_state 
 
 int serve_render(const struct serve_state *state, bool openmetrics, char **text, size_t *length)
 {
-	struct writer writer = { .openmetrics = openmetrics };
+	struct writer writer = { .openmetrics = openmetrics, .simulated = state->simulated };
 	int status = 0;
 
 	*text = NULL;

@@ -145,10 +145,12 @@ struct mon_reading {
 	double total_joules;       /* the counter's extended total in joules */
 	bool have_watts;
 	double watts;              /* since the previous reading of the same counter */
+	bool simulated;            /* msrd presents a simulated CPU: the value is invented */
 };
 
 struct mon_decoder {
 	struct ring_info info;
+	bool simulated;            /* msrd's CPU is simulated (machine info flag) */
 	size_t tracked;
 	struct mon_counter_state states[MON_MAX_TRACKED];
 };
@@ -222,6 +224,9 @@ void mon_watch(struct haecer_conn *conn, struct mon_ring *ring,
 	       struct mon_watch_result *result);
 
 const char *mon_watch_end_text(enum mon_watch_end end);
+
+/* Whether the msrd behind conn presents a simulated CPU (false when it cannot tell). */
+bool mon_msrd_simulated(struct haecer_conn *conn);
 
 struct mon_options;
 

@@ -106,6 +106,7 @@ void mon_decode(struct mon_decoder *decoder, const struct ring_record *record,
 	reading->value = record->value;
 	reading->timestamp = record->timestamp;
 	reading->seconds = mon_ring_seconds(&decoder->info, record->timestamp);
+	reading->simulated = decoder->simulated;
 	describe_counter(decoder, record, reading);
 	if (reading->is_energy) {
 		reading->joules = mon_joules(record->value, reading->unit_exponent);

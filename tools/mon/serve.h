@@ -45,6 +45,7 @@ struct serve_state {
 	double interval;           /* seconds: energy sampling and ring discovery */
 	struct haecer_conn *conn;  /* NULL while msrd cannot be reached */
 	bool msrd_warned;
+	bool simulated;            /* msrd presents a simulated CPU (its machine info says so) */
 	int energy_status;         /* 0, or why there are no energy series (e.g. -EOPNOTSUPP) */
 	size_t domain_count;
 	struct serve_domain domains[SERVE_MAX_DOMAINS];

@@ -172,6 +172,17 @@ static bool should_stop(const struct mon_watch_options *options, double deadline
 	return false;
 }
 
+bool mon_msrd_simulated(struct haecer_conn *conn)
+{
+	struct haecer_machine_info *machine = calloc(1, sizeof(*machine));
+	bool simulated = machine != NULL && conn != NULL &&
+			 haecer_machine_info(conn, machine) == 0 &&
+			 (machine->flags & HAECER_MACHINE_SIMULATED) != 0;
+
+	free(machine);
+	return simulated;
+}
+
 void mon_watch(struct haecer_conn *conn, struct mon_ring *ring,
 	       const struct mon_watch_options *options, const struct mon_watch_handler *handler,
 	       struct mon_watch_result *result)
@@ -189,6 +200,7 @@ void mon_watch(struct haecer_conn *conn, struct mon_ring *ring,
 		goto out;
 	}
 	mon_decoder_init(decoder, &ring->info);
+	decoder->simulated = mon_msrd_simulated(conn);
 	for (;;) {
 		got = poll_once(ring, decoder, gone, records, options, handler, result);
 		if (got < 0)

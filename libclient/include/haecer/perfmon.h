@@ -110,6 +110,11 @@ void haecer_shutdown(void);
 const struct haecer_machine_info *haecer_context_machine(const struct haecer_context *ctx);
 
 /* Model CPU the calling thread runs on now: sched_getcpu() mod the model's CPU count. */
+/* Whether msrd presents a simulated CPU (msrd --backend sim): every value read through this
+ * context is then invented by the simulator, not measured. Also in haecer_counter_info.simulated
+ * and haecer_energy_result.simulated. */
+bool haecer_context_simulated(const struct haecer_context *ctx);
+
 int haecer_context_current_cpu(const struct haecer_context *ctx, uint32_t *cpu);
 
 /* ---- counters ---- */
@@ -169,6 +174,7 @@ struct haecer_counter_info {
 	bool monitored;             /* attached to a ring */
 	uint16_t major, minor;      /* the ring's key when monitored */
 	uint32_t ring_instance;
+	bool simulated;             /* msrd's CPU is simulated: the values are invented */
 };
 
 /* Open an event counter; it starts enabled and at 0. Architectural events are taken from
@@ -296,6 +302,7 @@ struct haecer_energy_result {
 	double seconds;             /* region_ticks / TSC frequency */
 	uint32_t smi_count;         /* SMIs during the measurement (start update .. end update) */
 	bool smi_count_exact;       /* from MSR_SMI_COUNT; false: TSC gaps seen while polling */
+	bool simulated;             /* measured on msrd's simulated CPU: invented, not real joules */
 };
 
 /* Wait for the next update of the energy register (polling it through msrd), then remember it:

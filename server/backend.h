@@ -37,6 +37,8 @@ struct backend_options {
 	const char *models_dir;    /* directory of model files; NULL = built-in search path */
 	bool sim_virtual_time;     /* deterministic mode: time moves only by backend_sim_advance */
 	const char *sim_load_script; /* scripted load file (format in server/sim_load.h), may be NULL */
+	uint32_t sim_late_energy_reads; /* every Nth read of an energy register returns the value
+					 * of a read N-1 earlier (an out-of-order completion); 0 off */
 	bool allow_sim_fallback;   /* auto: the simulated CPU when no device is usable (opt-in) */
 	uint64_t sim_access_step_ns; /* virtual time: advance this much per register access, so a
 				      * loop waiting for the next 1 ms energy update ends */

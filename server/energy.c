@@ -47,7 +47,8 @@ static uint64_t half_wrap_ns(const struct machine_info *machine, int domain)
 	return (uint64_t)(joules / watts * 1e9 / 2.0);
 }
 
-static int add_counter(struct energy_state *energy, int domain, uint32_t cpu, uint8_t exponent)
+static int add_counter(struct energy_state *energy, int domain, uint32_t cpu, uint8_t exponent,
+		       uint32_t max_power_mw)
 {
 	struct energy_counter *bigger = realloc(energy->counters,
 						(energy->count + 1) * sizeof(*bigger));
@@ -60,6 +61,7 @@ static int add_counter(struct energy_state *energy, int domain, uint32_t cpu, ui
 		.address = rapl_energy_status_address((enum rapl_domain)domain),
 		.domain = (uint8_t)domain,
 		.exponent = exponent,
+		.max_power_mw = max_power_mw != 0 ? max_power_mw : DEFAULT_MAX_POWER_MW,
 	};
 	return 0;
 }
@@ -80,7 +82,8 @@ static int add_domain(struct energy_state *energy, const struct machine_info *ma
 		if (key >= machine->cpu_count || by_key[key] >= 0)
 			continue;
 		by_key[key] = (int32_t)energy->count;
-		status = add_counter(energy, domain, cpu, machine->rapl_energy_exponent[domain]);
+		status = add_counter(energy, domain, cpu, machine->rapl_energy_exponent[domain],
+				     machine->rapl_max_power_mw[domain]);
 		if (status < 0)
 			return status;
 	}
@@ -95,7 +98,7 @@ static void sample_all(struct msrd *server)
 		struct energy_counter *counter = &energy->counters[i];
 		uint64_t raw;
 		if (backend_read(server->backend, counter->cpu, counter->address, &raw) == 0)
-			energy_observe(counter, raw);
+			energy_observe(server, counter, &raw);
 	}
 	energy->samples++;
 }
@@ -186,15 +189,70 @@ struct energy_counter *energy_find(struct msrd *server, uint32_t cpu, uint32_t a
 	return index >= 0 ? &energy->counters[index] : NULL;
 }
 
-uint64_t energy_observe(struct energy_counter *counter, uint64_t raw)
+/* The most units the domain can have counted in `elapsed_ns`: twice its maximum power over
+ * the elapsed time plus STALE_SLACK_NS (the read may have been taken that long before its fold:
+ * io_uring completion latency), plus a few units of rounding. Far below a wrap at any ESU msrd
+ * meets: 1 kW for 100 ms is 100 J, 1.6 M units at 2^-14 J against 4.3 G. */
+#define STALE_SLACK_NS 100000000ull
+#define STALE_MARGIN 2u
+
+static uint64_t plausible_units(const struct energy_counter *counter, uint64_t elapsed_ns)
 {
-	raw &= RAPL_ENERGY_COUNTER_MASK;
+	long double joules = (long double)counter->max_power_mw / 1000.0L * STALE_MARGIN *
+			     (long double)(elapsed_ns + STALE_SLACK_NS) / 1e9L;
+	long double units = ldexpl(joules, counter->exponent) + 16.0L;
+
+	return units >= (long double)RAPL_ENERGY_COUNTER_MASK ? RAPL_ENERGY_COUNTER_MASK
+							       : (uint64_t)units;
+}
+
+/* The units `raw` adds to the total, or -1 when that is more than the domain can draw. */
+static int64_t plausible_delta(const struct energy_counter *counter, uint64_t raw,
+			       uint64_t now)
+{
+	uint64_t delta = (raw - counter->total) & RAPL_ENERGY_COUNTER_MASK;
+	uint64_t elapsed = now > counter->folded_ns ? now - counter->folded_ns : 0;
+
+	return delta <= plausible_units(counter, elapsed) ? (int64_t)delta : -1;
+}
+
+uint64_t energy_observe(struct msrd *server, struct energy_counter *counter, uint64_t *raw)
+{
+	uint64_t now = energy_now_ns(server), reread;
+	int64_t delta;
+
+	*raw &= RAPL_ENERGY_COUNTER_MASK;
 	if (!counter->valid) {
-		counter->total = raw;
+		counter->total = *raw;
 		counter->valid = true;
-		return raw;
+		counter->folded_ns = now;
+		return counter->total;
 	}
-	counter->total += (raw - counter->total) & RAPL_ENERGY_COUNTER_MASK;
+	delta = plausible_delta(counter, *raw, now);
+	if (delta < 0) {
+		/* As the kernel's rapl read loop does: read again, now that everything older
+		 * has been folded. */
+		counter->stale_reads++;
+		if (backend_read(server->backend, counter->cpu, counter->address, &reread) == 0) {
+			reread &= RAPL_ENERGY_COUNTER_MASK;
+			now = energy_now_ns(server);
+			delta = plausible_delta(counter, reread, now);
+		}
+		/* Every one the first few times, then at powers of two: a broken bound must not
+		 * flood the log. */
+		if (counter->stale_reads <= 8 || (counter->stale_reads & (counter->stale_reads - 1)) == 0)
+			log_warnx("energy: a reading of %#x on CPU %u (%#llx) is older than the total "
+				  "(%#llx): it would add a whole wrap; %s (%llu stale readings so far)",
+				  counter->address, counter->cpu, (unsigned long long)*raw,
+				  (unsigned long long)(counter->total & RAPL_ENERGY_COUNTER_MASK),
+				  delta >= 0 ? "re-read" : "the re-read is stale too, total kept",
+				  (unsigned long long)counter->stale_reads);
+		*raw = delta >= 0 ? reread : counter->total & RAPL_ENERGY_COUNTER_MASK;
+		if (delta < 0)
+			return counter->total;
+	}
+	counter->total += (uint64_t)delta;
+	counter->folded_ns = now;
 	return counter->total;
 }
 
@@ -284,7 +342,7 @@ void energy_finish_reads(struct client *client, struct msr_op *ops, const uint8_
 		if (counter == NULL)
 			continue;
 		raw = ops[i].value;
-		total = energy_observe(counter, raw);
+		total = energy_observe(client->server, counter, &raw);
 		if (policy_energy_limit(client->grant, ops[i].address, &limit) == 1) {
 			previous = energy_coarse_state(client->server, client->account, counter);
 			if (previous == NULL) {

@@ -19,6 +19,7 @@ enum option_id {
 	OPT_ALLOW_SIM_FALLBACK,
 	OPT_SIM_LOAD_SCRIPT,
 	OPT_SIM_ACCESS_STEP,
+	OPT_SIM_LATE_ENERGY_READS,
 	OPT_MODELS_DIR,
 	OPT_DEV_ROOT,
 	OPT_LOG_LEVEL,
@@ -59,6 +60,7 @@ static const struct option long_options[] = {
 	{ "allow-sim-fallback", no_argument, NULL, OPT_ALLOW_SIM_FALLBACK },
 	{ "sim-load-script", required_argument, NULL, OPT_SIM_LOAD_SCRIPT },
 	{ "sim-access-step-ns", required_argument, NULL, OPT_SIM_ACCESS_STEP },
+	{ "sim-late-energy-reads", required_argument, NULL, OPT_SIM_LATE_ENERGY_READS },
 	{ "models-dir", required_argument, NULL, OPT_MODELS_DIR },
 	{ "dev-root", required_argument, NULL, OPT_DEV_ROOT },
 	{ "foreground", no_argument, NULL, 'f' },
@@ -128,6 +130,8 @@ void options_usage(FILE *out)
 		"  --sim-virtual-time         simulated time moves only when a client advances it\n"
 		"  --sim-load-script FILE     scripted load for the simulated CPU\n"
 		"  --sim-access-step-ns N     virtual time: each register access moves time by N ns\n"
+		"  --sim-late-energy-reads N  every Nth read of an energy register returns the value\n"
+		"                             of a read N-1 reads earlier, as a late completion would\n"
 		"Limits:\n"
 		"  --max-clients N            connected clients (default 8192)\n"
 		"  --max-rings-per-client N   rings one connection may create or open (default 64)\n"
@@ -234,6 +238,7 @@ static const struct number_option number_options[] = {
 	{ OPT_MAX_HANDLES_PER_UID, "--max-handles-per-uid", 10, 1, 1000000 },
 	{ OPT_MAX_SCHEDULES_PER_UID, "--max-schedules-per-uid", 10, 1, 100000 },
 	{ OPT_SIM_ACCESS_STEP, "--sim-access-step-ns", 10, 0, 1000000000ull },
+	{ OPT_SIM_LATE_ENERGY_READS, "--sim-late-energy-reads", 10, 3, 1000000ull },
 };
 
 static void store_number(struct msrd_config *config, int id, unsigned long long value)
@@ -254,6 +259,7 @@ static void store_number(struct msrd_config *config, int id, unsigned long long 
 	case OPT_MAX_HANDLES_PER_UID: config->max_handles_per_uid = (unsigned)value; break;
 	case OPT_MAX_SCHEDULES_PER_UID: config->max_schedules_per_uid = (unsigned)value; break;
 	case OPT_SIM_ACCESS_STEP: config->backend.sim_access_step_ns = value; break;
+	case OPT_SIM_LATE_ENERGY_READS: config->backend.sim_late_energy_reads = (uint32_t)value; break;
 	default: break;
 	}
 }
@@ -376,6 +382,8 @@ int options_parse(int argc, char **argv, struct msrd_config *config)
 		return bad_option("%s", "--recv-buffers must be a power of two");
 	if (config->backend.sim_virtual_time && config->backend.kind != BACKEND_SIM)
 		return bad_option("%s", "--sim-virtual-time needs --backend sim");
+	if (config->backend.sim_late_energy_reads != 0 && config->backend.kind != BACKEND_SIM)
+		return bad_option("%s", "--sim-late-energy-reads needs --backend sim");
 	if (config->backend.allow_sim_fallback && config->backend.kind != BACKEND_AUTO)
 		return bad_option("%s", "--allow-sim-fallback goes with --backend auto");
 	if (config->backend.sim_access_step_ns != 0 && !config->backend.sim_virtual_time)

@@ -110,7 +110,7 @@ static void run_period(struct schedule *schedule, uint64_t timestamp)
 			push(schedule, i, raw, 0, timestamp);
 			continue;
 		}
-		total = energy_observe(counter, raw);
+		total = energy_observe(server, counter, &raw);
 		if (schedule->extra[i].coarse) {
 			struct energy_coarse *previous = energy_coarse_state(server,
 									     schedule->account,

@@ -498,6 +498,9 @@ struct energy_counter {
 	uint8_t exponent;              /* J = count * 2^-exponent */
 	bool valid;                    /* sampled at least once */
 	uint64_t total;                /* 64-bit extension of the 32-bit register */
+	uint32_t max_power_mw;         /* the domain's upper bound, for the stale-read check */
+	uint64_t folded_ns;            /* energy_now_ns of the last fold */
+	uint64_t stale_reads;          /* readings rejected as older than the last fold */
 };
 
 /* The previous reading one reader got from a counter under a coarse grant. */
@@ -527,8 +530,13 @@ void energy_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe);
 /* The counter behind a read of (cpu, address), or NULL when it is no energy register msrd keeps
  * a total for. */
 struct energy_counter *energy_find(struct msrd *server, uint32_t cpu, uint32_t address);
-/* Extend a fresh reading of the register; returns the new total. */
-uint64_t energy_observe(struct energy_counter *counter, uint64_t raw);
+/* Extend a fresh reading of the register; returns the new total. A reading that would move the
+ * total further than the domain can draw since the last fold (maximum power x elapsed time, with
+ * margin) is older than the last fold (an out-of-order completion, a synchronous read racing
+ * the sampler): it would add a whole wrap (2^32 units). Such a reading is re-read once; when
+ * the re-read is stale too, the total stays. Either way it is logged, and *raw becomes what the
+ * caller may show: the re-read, or the low bits of the total kept. */
+uint64_t energy_observe(struct msrd *server, struct energy_counter *counter, uint64_t *raw);
 /* Virtual time: advance the simulated CPU by ns in steps no longer than the sampling period,
  * sampling between steps so that no wrap goes unseen. */
 int energy_sim_advance(struct msrd *server, uint64_t ns);

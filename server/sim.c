@@ -178,6 +178,21 @@ static uint64_t domain_units(const struct sim_domain *domain)
 	return (uint64_t)((domain->update_fj << domain->exponent) / FEMTOJOULES_PER_JOULE);
 }
 
+/* The out-of-order option: of every N reads of a domain, the first is remembered and the last
+ * returns it, as if that completion had been delivered after the N-2 newer ones between. */
+static void late_completion(const struct sim *sim, struct sim_domain *domain, uint64_t *value)
+{
+	uint64_t phase;
+
+	if (sim->late_energy_reads == 0)
+		return;
+	phase = domain->reads++ % sim->late_energy_reads;
+	if (phase == 0)
+		domain->held = *value;
+	else if (phase == sim->late_energy_reads - 1)
+		*value = domain->held;
+}
+
 /* Energy status, unit and power-info registers: all read-only, writes are #GP. */
 static int rapl_access(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t *value)
 {
@@ -198,6 +213,7 @@ static int rapl_access(struct sim *sim, struct sim_cpu *cpu, uint32_t address, u
 		return -ENOENT;
 	domain_advance(&sim->domains[cpu->domain[kind]], sim->now);
 	*value = domain_units(&sim->domains[cpu->domain[kind]]) & RAPL_ENERGY_COUNTER_MASK;
+	late_completion(sim, &sim->domains[cpu->domain[kind]], value);
 	return 0;
 }
 
@@ -577,6 +593,7 @@ static int sim_start(struct sim *sim, const struct backend_options *options, con
 
 	sim->virtual_time = options->sim_virtual_time;
 	sim->access_step_ns = options->sim_virtual_time ? options->sim_access_step_ns : 0;
+	sim->late_energy_reads = options->sim_late_energy_reads;
 	sim->start_ns = sim->virtual_time ? 0 : monotonic_raw_ns();
 	sim->now = sim->start_ns;
 	sim->next_script_change = UINT64_MAX;

@@ -45,6 +45,8 @@ struct sim_domain {
 	uint64_t t;             /* energy is integrated up to this time */
 	sim_u128 energy_fj;     /* consumed up to t */
 	sim_u128 update_fj;     /* consumed up to the last 1 ms update boundary <= t */
+	uint64_t reads;         /* reads of its status register (late-completion option) */
+	uint64_t held;          /* the value read at the start of the current late cycle */
 };
 
 enum sim_load_source {
@@ -105,6 +107,7 @@ struct sim {
 	struct machine_info info;
 	bool virtual_time;
 	uint64_t access_step_ns;
+	uint32_t late_energy_reads; /* backend_options.sim_late_energy_reads */
 	uint64_t start_ns;
 	uint64_t now;           /* latest time any observation was made at */
 	uint32_t cpu_count;

@@ -222,6 +222,10 @@ static void test_bad_options(void **state)
 	expect((const char *[]){ "--for-group", "root", NULL }, 2, NULL, "--import-allowlist");
 	expect((const char *[]){ "--socket", NULL }, 2, NULL, NULL);
 	expect((const char *[]){ "--help", "--version", NULL }, 2, NULL, "only one of");
+	expect((const char *[]){ "--backend", "msr", "--sim-late-energy-reads", "4", NULL }, 2, NULL,
+	       "--sim-late-energy-reads needs --backend sim");
+	expect((const char *[]){ "--backend", "sim", "--allow-sim-fallback", NULL }, 2, NULL,
+	       "--allow-sim-fallback goes with --backend auto");
 	expect((const char *[]){ "--backend", "sim", "--sim-access-step-ns", "1000", NULL }, 2,
 	       NULL, "--sim-access-step-ns needs --sim-virtual-time");
 	expect((const char *[]){ "--backend", "sim", "--sim-virtual-time", "--sim-access-step-ns",

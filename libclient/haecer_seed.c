@@ -99,6 +99,20 @@ PerfCounter setupNamedCounter(const char *name, int flags, char mask)
 	return perf_counter(error, counter);
 }
 
+/* The seed API predates AMD's RAPL (it was Intel-only in 2012): on AMD a program asking for the
+ * package or the cores (PP0) gets AMD's package energy (MSRC001_029B) or the core energy of its
+ * core (MSRC001_029A), the same quantities. PP1, DRAM and PSYS have no AMD counterpart. */
+static unsigned seed_domain(const struct haecer_context *ctx, RAPLCounter type)
+{
+	if (event_db_caps(ctx->db)->vendor != EVENT_VENDOR_AMD)
+		return (unsigned)type;
+	if (type == RAPL_PKG)
+		return RAPL_DOMAIN_AMD_PKG;
+	if (type == RAPL_PP0)
+		return RAPL_DOMAIN_AMD_CORE;
+	return (unsigned)type;
+}
+
 PerfCounter setupEnergyCounter(RAPLCounter type)
 {
 	struct haecer_counter *counter = NULL;
@@ -106,7 +120,7 @@ PerfCounter setupEnergyCounter(RAPLCounter type)
 	int error = haecer_default_context(&ctx);
 
 	if (error == 0)
-		error = haecer_counter_open_energy(ctx, HAECER_CPU_CURRENT, (unsigned)type,
+		error = haecer_counter_open_energy(ctx, HAECER_CPU_CURRENT, seed_domain(ctx, type),
 						   &counter);
 	return perf_counter(error, counter);
 }
@@ -225,7 +239,7 @@ void startEnergyRead(RAPLCounter domain)
 	state->region.active = false;
 	state->counter = NULL;
 	if (haecer_default_context(&ctx) < 0 ||
-	    haecer__region_counter(ctx, (unsigned)domain, &state->counter) < 0)
+	    haecer__region_counter(ctx, seed_domain(ctx, domain), &state->counter) < 0)
 		return;
 	state->generation = __atomic_load_n(&state->counter->generation, __ATOMIC_ACQUIRE);
 	haecer_energy_start(state->counter, &state->region);

@@ -395,7 +395,9 @@ unsigned long long readCounter(PerfCounter *ctr);
 /* Reads ctr[0..count-1] into buffer with HAECER_READ_SYNCHRONIZED; -1 for invalid ones. */
 void simultaneousReadCounter(PerfCounter *ctr, unsigned long long *buffer, int count);
 
-/* Listing 4. The energy counter of the package the calling thread runs on. getEnergyUnit():
+/* Listing 4. The energy counter of the package the calling thread runs on. On AMD, RAPL_PKG is
+ * AMD's package energy (RAPL_AMD_PKG) and RAPL_PP0 the core energy of the calling thread's core
+ * (RAPL_AMD_CORE), so seed programs measure there too (also startEnergyRead). getEnergyUnit():
  * joules per count of the package domain (RAPL_PKG; RAPL_AMD_PKG on AMD), -1.0 when unknown.
  * Other domains may count in other units (server DRAM: 2^-16 J): see haecer_counter_info. */
 PerfCounter setupEnergyCounter(RAPLCounter type);

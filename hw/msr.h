@@ -75,6 +75,14 @@ enum arch_event_index {
 #define MSR_AMD_PERF_LEGACY_CTL0 0xC0010000u /* aliases of counters 0..3 */
 #define MSR_AMD_PERF_LEGACY_CTR0 0xC0010004u
 #define AMD_PERF_CTL_EVENT_HI_SHIFT 32       /* EventSelect[11:8] in bits 35:32 */
+/* PerfMonV2 (Zen 4 and later; CPUID Fn8000_0022 EAX bit 0, AMD PPR 19h model 11h): one global
+ * enable bit per core counter (bits 5:0), all of which must be set, with PERF_CTL.EN, for a
+ * counter to count. Linux clears it while perf is idle (amd_pmu_v2_disable_all). */
+#define CPUID_AMD_EXT_PERFMON 0x80000022u
+#define CPUID_AMD_EXT_PERFMON_V2(eax) ((eax) & 1u)
+#define MSR_AMD_PERF_CNTR_GLOBAL_STATUS 0xC0000300u     /* overflow bits, read-only */
+#define MSR_AMD_PERF_CNTR_GLOBAL_CTL 0xC0000301u        /* counter enables, bits 5:0 */
+#define MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR 0xC0000302u /* write 1 to clear a status bit */
 /* Event 7:0, unit mask 15:8, USR 16, OS 17, edge 18, INT 20, EN 22, INV 23, CMASK 31:24,
  * EventSelect[11:8] 35:32, GuestOnly 40, HostOnly 41; the rest is reserved. */
 #define AMD_PERF_CTL_VALID_BITS 0x0000030FFFD7FFFFull

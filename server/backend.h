@@ -63,6 +63,7 @@ struct machine_info {
 	uint64_t tsc_hz;
 	bool has_smi_count;         /* MSR_SMI_COUNT exists */
 	bool pmc_full_width_writes; /* IA32_PERF_CAPABILITIES bit 13 */
+	bool amd_perfmon_v2;        /* CPUID Fn8000_0022 EAX[0]: PerfCntrGlobalCtl gates counting */
 	bool simulated;
 };
 

@@ -173,11 +173,14 @@ static enum restore_phase phase_of(const struct msrstate *state, uint32_t addres
 		return PHASE_FIXED_CONTROL;
 	if (state->intel_pmcs && address == MSR_IA32_PERF_GLOBAL_CTRL)
 		return PHASE_GLOBAL_ENABLE;
+	/* AMD PerfMonV2's PerfCntrGlobalCtl gates the core counters the same way. */
+	if (state->amd_legacy && address == MSR_AMD_PERF_CNTR_GLOBAL_CTL)
+		return PHASE_GLOBAL_ENABLE;
 	return PHASE_OTHERS;
 }
 
 /* Stop every counter msrd enabled on this CPU before any is written back: the global enable
- * where msrd changed it (Intel), else each event select msrd changed (AMD has no global one). */
+ * where msrd changed it (Intel; AMD PerfMonV2), and on AMD each event select msrd changed. */
 static void stop_counting(const struct msrstate *state, struct msr_backend *backend)
 {
 	for (size_t i = 0; i < state->count; i++) {

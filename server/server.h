@@ -443,7 +443,9 @@ struct slot {
 
 struct slot_table {
 	bool amd;                      /* PERF_CTL/PERF_CTR pairs, no global control */
-	bool has_global;               /* IA32_PERF_GLOBAL_CTRL exists (perfmon v2 and later) */
+	bool has_global;               /* a global enable register gates counting: */
+	uint32_t global_address;       /* IA32_PERF_GLOBAL_CTRL (Intel perfmon v2 and later) or
+					* PerfCntrGlobalCtl (AMD PerfMonV2), 0 for none */
 	uint32_t cpu_count;
 	uint32_t gp_count;
 	uint32_t fixed_count;

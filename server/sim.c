@@ -560,6 +560,7 @@ static void fill_info(struct sim *sim, const char *name)
 	info->tsc_hz = model->tsc_hz;
 	info->has_smi_count = model->smi_count;
 	info->pmc_full_width_writes = sim->pmu.full_width_writes;
+	info->amd_perfmon_v2 = sim->pmu.perfmon_v2;
 	info->simulated = true;
 }
 

@@ -82,7 +82,8 @@ struct sim_event_rate {
 /* Performance-monitoring configuration derived from CPUID 0xA (or the AMD model's core counters)
  * and the model's rates. */
 struct sim_pmu {
-	bool amd;               /* PERF_CTL/PERF_CTR pairs, no global control */
+	bool amd;               /* PERF_CTL/PERF_CTR pairs */
+	bool perfmon_v2;        /* AMD with PerfCntrGlobalCtl (0xC0000301) gating them */
 	uint32_t version;
 	uint32_t gp_count, fixed_count;
 	uint64_t gp_mask, fixed_mask;

@@ -122,6 +122,7 @@ static const cyaml_schema_field_t model_fields[] = {
 	CYAML_FIELD_UINT("core_counters", CYAML_FLAG_OPTIONAL, struct sim_model, core_counters),
 	CYAML_FIELD_UINT("core_counter_width", CYAML_FLAG_OPTIONAL, struct sim_model,
 			 core_counter_width),
+	CYAML_FIELD_BOOL("perfmon_v2", CYAML_FLAG_OPTIONAL, struct sim_model, perfmon_v2),
 	CYAML_FIELD_BOOL("smi_count", CYAML_FLAG_OPTIONAL, struct sim_model, smi_count),
 	CYAML_FIELD_UINT("smi_period_ms", CYAML_FLAG_OPTIONAL, struct sim_model, smi_period_ms),
 	CYAML_FIELD_BOOL("aperf_mperf", CYAML_FLAG_OPTIONAL, struct sim_model, aperf_mperf),
@@ -317,7 +318,8 @@ static const char *check_topology(const struct sim_model *model)
 static const char *check_amd_counters(const struct sim_model *model)
 {
 	if (!model->core_counters)
-		return model->pmu ? "pmu: needs core_counters on AMD" : NULL;
+		return model->pmu ? "pmu: needs core_counters on AMD"
+		       : model->perfmon_v2 ? "perfmon_v2: needs core_counters" : NULL;
 	if (model->core_counters > 6)
 		return "core_counters: at most 6";
 	if (model->core_counter_width < 32 || model->core_counter_width > 64)

@@ -71,6 +71,8 @@ struct sim_model {
 				     * (sim_model_has_tsx) */
 	unsigned core_counters;     /* AMD PERF_CTL/PERF_CTR pairs (6 on Zen); 0 = none */
 	unsigned core_counter_width;
+	bool perfmon_v2;            /* AMD PerfMonV2 (CPUID Fn8000_0022 EAX[0]): PerfCntrGlobalCtl
+				     * gates counting, clear at start (Linux's idle perf) */
 	bool smi_count;             /* MSR_SMI_COUNT exists */
 	unsigned smi_period_ms;     /* one simulated SMI per period; 0 = none */
 	bool aperf_mperf;           /* IA32_MPERF 0xE7 / IA32_APERF 0xE8 exist */

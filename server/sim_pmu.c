@@ -182,7 +182,9 @@ int sim_pmu_configure(struct sim *sim)
 	}
 	if (model->core_counters) {
 		pmu->amd = true;
+		pmu->perfmon_v2 = model->perfmon_v2;
 		pmu->gp_count = model->core_counters;
+		pmu->global_ctrl_valid = width_mask(pmu->gp_count);
 		pmu->gp_mask = width_mask(model->core_counter_width);
 		pmu->evtsel_valid = AMD_PERF_CTL_VALID_BITS;
 		return configure_amd_events(pmu, model->pmu);
@@ -218,7 +220,8 @@ void sim_pmu_reset_cpu(const struct sim *sim, struct sim_cpu *cpu)
 	for (uint32_t i = 0; i < SIM_MAX_FIXED_COUNTERS; i++)
 		cpu->fixed[i] = (struct sim_counter){ .mask = pmu->fixed_mask };
 	/* At reset the GP enable bits of PERF_GLOBAL_CTRL are set, so software that only knows
-	 * PERFEVTSEL.EN still counts (SDM 18.2.2). */
+	 * PERFEVTSEL.EN still counts (SDM 18.2.2). AMD's PerfCntrGlobalCtl starts clear, as Linux
+	 * leaves it while perf is idle: PERF_CTL.EN alone then counts nothing. */
 	cpu->global_ctrl = pmu->version >= 2 ? width_mask(pmu->gp_count) : 0;
 	cpu->aperf = (struct sim_counter){ .mask = UINT64_MAX, .rate = sim->model->core_hz };
 	cpu->mperf = (struct sim_counter){ .mask = UINT64_MAX, .rate = sim->model->tsc_hz };
@@ -257,7 +260,7 @@ static uint64_t gp_rate(const struct sim_pmu *pmu, const struct sim_cpu *cpu, ui
 
 	if (!(evtsel & PERFEVTSEL_EN) || (evtsel & PERFEVTSEL_IN_TX))
 		return 0;
-	if (pmu->version >= 2 && !(cpu->global_ctrl & (1ull << index)))
+	if ((pmu->version >= 2 || pmu->perfmon_v2) && !(cpu->global_ctrl & (1ull << index)))
 		return 0;
 	return share_of(pmu, event_rate(pmu, evtsel), evtsel & PERFEVTSEL_USR,
 			evtsel & PERFEVTSEL_OS);
@@ -367,11 +370,55 @@ static bool amd_counter(const struct sim_pmu *pmu, uint32_t address, bool *contr
 	return *control || in_range(address, MSR_AMD_PERF_LEGACY_CTR0, legacy, index);
 }
 
+static int write_control(struct sim *sim, struct sim_cpu *cpu, uint64_t *control,
+			 uint64_t valid, uint64_t value);
+
+/* PerfMonV2's global registers (AMD PPR 19h model 11h, MSRC000_0300..0302). */
+static int amd_global_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address,
+			   uint64_t *value)
+{
+	switch (address) {
+	case MSR_AMD_PERF_CNTR_GLOBAL_STATUS:
+		counters_reprogram(sim, cpu, sim_cpu_busy_at(cpu, sim->now));
+		*value = cpu->global_status;
+		return 0;
+	case MSR_AMD_PERF_CNTR_GLOBAL_CTL:
+		*value = cpu->global_ctrl;
+		return 0;
+	case MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR:
+		*value = 0;
+		return 0;
+	default:
+		return -ENOENT;
+	}
+}
+
+static int amd_global_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address,
+			    uint64_t value)
+{
+	switch (address) {
+	case MSR_AMD_PERF_CNTR_GLOBAL_STATUS:
+		return -EIO; /* read-only */
+	case MSR_AMD_PERF_CNTR_GLOBAL_CTL:
+		return write_control(sim, cpu, &cpu->global_ctrl, sim->pmu.global_ctrl_valid, value);
+	case MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR:
+		if (value & ~sim->pmu.global_ctrl_valid)
+			return -EIO;
+		counters_reprogram(sim, cpu, sim_cpu_busy_at(cpu, sim->now));
+		cpu->global_status &= ~value;
+		return 0;
+	default:
+		return -ENOENT;
+	}
+}
+
 static int amd_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t *value)
 {
 	uint32_t index;
 	bool control;
 
+	if (sim->pmu.perfmon_v2 && amd_global_read(sim, cpu, address, value) == 0)
+		return 0;
 	if (!amd_counter(&sim->pmu, address, &control, &index))
 		return -ENOENT;
 	*value = control ? cpu->evtsel[index] :
@@ -496,7 +543,10 @@ static int amd_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uin
 {
 	uint32_t index;
 	bool control;
+	int status = sim->pmu.perfmon_v2 ? amd_global_write(sim, cpu, address, value) : -ENOENT;
 
+	if (status != -ENOENT)
+		return status;
 	if (!amd_counter(&sim->pmu, address, &control, &index))
 		return -ENOENT;
 	if (control)

@@ -48,10 +48,14 @@ int slots_init(struct slot_table *table, const struct machine_info *machine)
 	if (table->amd && machine->family >= 0x17) {
 		table->gp_count = AMD_CORE_COUNTERS;
 		table->gp_width = AMD_COUNTER_WIDTH;
+		/* PerfMonV2: PERF_CTL.EN alone does not count while the global bit is clear. */
+		table->has_global = machine->amd_perfmon_v2;
+		table->global_address = table->has_global ? MSR_AMD_PERF_CNTR_GLOBAL_CTL : 0;
 	} else if (!table->amd && version >= 1) {
 		table->gp_count = CPUID_0A_EAX_GP_COUNTERS(eax);
 		table->gp_width = (uint8_t)CPUID_0A_EAX_GP_WIDTH(eax);
 		table->has_global = version >= 2;
+		table->global_address = table->has_global ? MSR_IA32_PERF_GLOBAL_CTRL : 0;
 		if (version >= 2) {
 			table->fixed_count = CPUID_0A_EDX_FIXED_COUNTERS(edx);
 			table->fixed_width = (uint8_t)CPUID_0A_EDX_FIXED_WIDTH(edx);
@@ -191,7 +195,8 @@ int slots_write_conflict(const struct msrd *server, const struct client *client,
 		return 0;
 	if (own_register(table, address, &kind, &index))
 		return held_by_other(table, client, cpu, kind, index) ? -EBUSY : 0;
-	if (table->has_global && address == MSR_IA32_PERF_GLOBAL_CTRL) {
+	/* Intel's IA32_PERF_GLOBAL_CTRL or AMD's PerfCntrGlobalCtl: a holder's bit is its own. */
+	if (table->has_global && address == table->global_address) {
 		for (uint32_t i = 0; i < table->gp_count + table->fixed_count; i++) {
 			uint16_t each = i < table->gp_count ? WIRE_SLOT_PROGRAMMABLE : WIRE_SLOT_FIXED;
 			uint32_t at = i < table->gp_count ? i : i - table->gp_count;
@@ -246,7 +251,7 @@ static int set_global(struct msrd *server, const struct slot *slot, bool on)
 
 	if (!server->slots.has_global)
 		return 0;
-	return update_bits(server, slot->cpu, MSR_IA32_PERF_GLOBAL_CTRL, bit, on ? bit : 0);
+	return update_bits(server, slot->cpu, server->slots.global_address, bit, on ? bit : 0);
 }
 
 /* The slot's own control: its event select (EN from `enabled`), or its fixed field. */
@@ -302,7 +307,7 @@ static int remember(struct msrd *server, struct slot *slot)
 				      : value;
 	if (!server->slots.has_global)
 		return 0;
-	status = read_register(server, slot->cpu, MSR_IA32_PERF_GLOBAL_CTRL, &value);
+	status = read_register(server, slot->cpu, server->slots.global_address, &value);
 	slot->saved_global_bit = (value & global_bit(slot->kind, slot->index)) != 0;
 	return status;
 }
@@ -499,8 +504,8 @@ static bool grants_slot(const struct client *client, uint16_t kind, uint32_t ind
 		return false;
 	if (!table->has_global)
 		return true;
-	return policy_allows_read(grant, MSR_IA32_PERF_GLOBAL_CTRL) &&
-	       (policy_write_mask(grant, MSR_IA32_PERF_GLOBAL_CTRL) & global_bit(kind, index)) != 0;
+	return policy_allows_read(grant, table->global_address) &&
+	       (policy_write_mask(grant, table->global_address) & global_bit(kind, index)) != 0;
 }
 
 static void refuse(struct client *client, const struct wire_header *header, uint32_t cpu,
@@ -839,7 +844,7 @@ static int set_global_all(struct msrd *server, struct slot *const *slots, uint32
 			continue;
 		bits = bits_on_cpu(slots, count, slots[i]->cpu, only_enabled);
 		if (bits != 0)
-			status = update_bits(server, slots[i]->cpu, MSR_IA32_PERF_GLOBAL_CTRL, bits,
+			status = update_bits(server, slots[i]->cpu, server->slots.global_address, bits,
 					     on ? bits : 0);
 	}
 	return status;

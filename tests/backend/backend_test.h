@@ -23,7 +23,7 @@
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
 
-static const char *const shipped_models[] = { "sandybridge", "skylake-sp", "zen3" };
+static const char *const shipped_models[] = { "sandybridge", "skylake-sp", "zen3", "zen4" };
 #define SHIPPED_MODEL_COUNT (sizeof(shipped_models) / sizeof(shipped_models[0]))
 
 /* configs/models of the source tree (HAECER_SOURCE is set by scripts/run-tests.sh). */

@@ -15,13 +15,14 @@ static void test_list_models(void **state)
 	char names[8][32];
 
 	(void)state;
-	assert_int_equal(backend_sim_list_models(test_models_dir(), names, 8), 3);
+	assert_int_equal(backend_sim_list_models(test_models_dir(), names, 8), 4);
 	assert_string_equal(names[0], "sandybridge");
 	assert_string_equal(names[1], "skylake-sp");
 	assert_string_equal(names[2], "zen3");
+	assert_string_equal(names[3], "zen4");
 	assert_int_equal(backend_sim_list_models(test_models_dir(), names, 1), 1);
 	setenv("HAECER_MODELS_DIR", test_models_dir(), 1);
-	assert_int_equal(backend_sim_list_models(NULL, names, 8), 3);
+	assert_int_equal(backend_sim_list_models(NULL, names, 8), 4);
 	unsetenv("HAECER_MODELS_DIR");
 	assert_int_equal(backend_sim_list_models("/nonexistent/models", names, 8), -ENOENT);
 }
@@ -65,6 +66,13 @@ static void test_cpuid_facts(void **state)
 	assert_string_equal(info.vendor, "AuthenticAMD");
 	assert_int_equal(info.family, 0x19);
 	assert_int_equal(info.model, 0x21);
+	assert_false(info.amd_perfmon_v2);
+	backend_close(backend);
+
+	backend = open_virtual_sim("zen4", 0);
+	assert_int_equal(backend_machine_info(backend, &info), 0);
+	assert_int_equal(info.model, 0x61);
+	assert_true(info.amd_perfmon_v2);
 	backend_close(backend);
 }
 

@@ -68,6 +68,8 @@ static const char libclient_policy[] =
 	"write_mask: 0xfffffffffffff, set: pmu}\n"
 	"  - {name: AMD_PERF_LEGACY, range: [0xC0010000, 0xC0010007], read: true, "
 	"write_mask: 0xfffffffffffff, set: pmu}\n"
+	"  - {name: AMD_GLOBAL_STATUS, address: 0xC0000300, read: true, set: pmu}\n"
+	"  - {name: AMD_GLOBAL_CTL, address: 0xC0000301, read: true, write_mask: 0x3f, set: pmu}\n"
 	"rules:\n"
 	"  - match: {uid: 0}\n"
 	"    allow: [all]\n"

@@ -1,5 +1,6 @@
 /*
- * Every HAECER setup function on every shipped simulated model (sandybridge, skylake-sp, zen3),
+ * Every HAECER setup function on every shipped simulated model (sandybridge, skylake-sp, zen3,
+ * zen4),
  * against the real msrd: what the model has sets up, counts on the calling thread's CPU (the
  * thread is pinned there only with HAECER_FLAG_PIN), reads, and frees; what it lacks fails with -EOPNOTSUPP and a reason.
  * Architectural events land on the fixed counter that counts the same event when there is one;
@@ -38,8 +39,14 @@ static const struct model_expectation models[] = {
 	 BIT(RAPL_PKG) | BIT(RAPL_PP0) | BIT(RAPL_PP1), {16, 16, 16, 0, 0, 0, 0}, 16},
 	{"skylake-sp", 0x7F, BIT(1) | BIT(0) | BIT(2), 0x7, 0xD0, 0x81,
 	 "MEM_LOAD_RETIRED.L1_HIT", BIT(RAPL_PKG) | BIT(RAPL_DRAM), {14, 0, 0, 16, 0, 0, 0}, 14},
+	/* The seed's RAPL_PKG and RAPL_PP0 are AMD's package and core energy there. */
 	{"zen3", BIT(0) | BIT(1) | BIT(5) | BIT(6), 0, 0, 0xC0, 0x00, "RETIRED_INSTRUCTIONS",
-	 BIT(RAPL_AMD_CORE) | BIT(RAPL_AMD_PKG), {0, 0, 0, 0, 0, 16, 16}, 16},
+	 BIT(RAPL_PKG) | BIT(RAPL_PP0) | BIT(RAPL_AMD_CORE) | BIT(RAPL_AMD_PKG),
+	 {16, 16, 0, 0, 0, 16, 16}, 16},
+	/* PerfMonV2: counters count only with msrd's PerfCntrGlobalCtl bit. */
+	{"zen4", BIT(0) | BIT(1) | BIT(5) | BIT(6), 0, 0, 0xC0, 0x00, "RETIRED_INSTRUCTIONS",
+	 BIT(RAPL_PKG) | BIT(RAPL_PP0) | BIT(RAPL_AMD_CORE) | BIT(RAPL_AMD_PKG),
+	 {16, 16, 0, 0, 0, 16, 16}, 16},
 };
 
 static bool running;
@@ -196,6 +203,12 @@ static void test_zen3(void **state)
 	run_model(&models[2]);
 }
 
+static void test_zen4(void **state)
+{
+	(void)state;
+	run_model(&models[3]);
+}
+
 static int kill_leftover(void **state)
 {
 	(void)state;
@@ -212,6 +225,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_sandybridge, kill_leftover),
 		cmocka_unit_test_teardown(test_skylake_sp, kill_leftover),
 		cmocka_unit_test_teardown(test_zen3, kill_leftover),
+		cmocka_unit_test_teardown(test_zen4, kill_leftover),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

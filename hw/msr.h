@@ -15,6 +15,38 @@
 #define MSR_IA32_MPERF 0xE7u /* counts at the TSC rate while not halted (C0) */
 #define MSR_IA32_APERF 0xE8u /* counts actual core cycles while not halted (C0) */
 
+/* TSC frequency (the kernel's native_calibrate_tsc and amd P-state facts): Intel CPUID 0x15
+ * (EAX denominator, EBX numerator, ECX crystal Hz: TSC = ECX * EBX / EAX), CPUID 0x16 (EAX base
+ * MHz), MSR_PLATFORM_INFO bits 15:8 (maximum non-turbo ratio x 100 MHz; 133.33 MHz on Nehalem
+ * and Westmere); AMD family 17h+ counts the TSC at the P0 frequency, MSRC001_0064 (PStateDef0:
+ * PstateEn 63; 17h/19h CpuDfsId 13:8, CpuFid 7:0, MHz = 200 * Fid / DfsId; 1Ah CpuFid 11:0,
+ * MHz = 5 * Fid). */
+#define MSR_PLATFORM_INFO 0xCEu
+#define MSR_AMD_PSTATE_DEF0 0xC0010064u
+#define AMD_PSTATE_ENABLED (1ull << 63)
+
+enum tsc_source {
+	TSC_SOURCE_UNKNOWN = 0,
+	TSC_SOURCE_SIMULATED = 1,     /* the simulated CPU's model */
+	TSC_SOURCE_CPUID_15 = 2,
+	TSC_SOURCE_CPUID_16 = 3,
+	TSC_SOURCE_PLATFORM_INFO = 4,
+	TSC_SOURCE_AMD_P0 = 5,
+	TSC_SOURCE_CALIBRATED = 6,    /* against CLOCK_MONOTONIC_RAW */
+	TSC_SOURCE_COUNT = 7,
+};
+
+static inline const char *tsc_source_name(unsigned source)
+{
+	static const char *const names[TSC_SOURCE_COUNT] = {
+		"unknown", "the simulated CPU's model", "CPUID 0x15", "CPUID 0x16",
+		"MSR_PLATFORM_INFO", "the AMD P0 frequency (MSRC001_0064)",
+		"calibration against CLOCK_MONOTONIC_RAW",
+	};
+
+	return source < TSC_SOURCE_COUNT ? names[source] : "unknown";
+}
+
 /* ---- architectural performance monitoring (CPUID 0xA) ---- */
 #define MSR_IA32_PMC0 0xC1u              /* IA32_PMCx = 0xC1 + x; writes sign-extend bit 31 */
 #define MSR_IA32_PERFEVTSEL0 0x186u      /* IA32_PERFEVTSELx = 0x186 + x */

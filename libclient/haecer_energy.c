@@ -270,6 +270,7 @@ static void region_result(const struct haecer_counter *energy,
 	result->joules = result->raw_joules - result->wait_joules;
 	result->region_ticks = called->tsc - region->start_tsc;
 	result->seconds = tsc_hz ? (double)result->region_ticks / (double)tsc_hz : 0.0;
+	result->tsc_source = HAECER_MACHINE_TSC_SOURCE(energy->ctx->machine.flags);
 	result->smi_count_exact = update->smi_exact;
 	result->simulated = energy->ctx->simulated;
 	/* MSR_SMI_COUNT is 32 bits wide. */

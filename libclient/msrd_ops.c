@@ -8,6 +8,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hw/msr.h"
+
+_Static_assert(HAECER_TSC_SIMULATED == TSC_SOURCE_SIMULATED &&
+		       HAECER_TSC_CPUID_15 == TSC_SOURCE_CPUID_15 &&
+		       HAECER_TSC_CPUID_16 == TSC_SOURCE_CPUID_16 &&
+		       HAECER_TSC_PLATFORM_INFO == TSC_SOURCE_PLATFORM_INFO &&
+		       HAECER_TSC_AMD_P0 == TSC_SOURCE_AMD_P0 &&
+		       HAECER_TSC_CALIBRATED == TSC_SOURCE_CALIBRATED,
+	       "HAECER_TSC_* are hw/msr.h's enum tsc_source");
+
+const char *haecer_tsc_source_name(unsigned source)
+{
+	return tsc_source_name(source);
+}
+
 int haecer_machine_info(struct haecer_conn *conn, struct haecer_machine_info *out)
 {
 	struct wire_writer writer = haecer__begin(conn);

@@ -234,6 +234,9 @@ struct wire_machine_info {
 #define WIRE_MACHINE_HAS_SMI_COUNT 0x1u
 #define WIRE_MACHINE_PMC_FULL_WIDTH 0x2u
 #define WIRE_MACHINE_SIMULATED 0x4u
+#define WIRE_MACHINE_TSC_SOURCE_SHIFT 8    /* bits 11:8: where tsc_hz came from (enum
+					    * tsc_source of hw/msr.h), 0 unknown */
+#define WIRE_MACHINE_TSC_SOURCE_MASK 0xF00u
 #define WIRE_MACHINE_INFO_FIXED_SIZE 212u
 
 struct wire_read_request {

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -389,6 +390,111 @@ static void probe_rapl(const struct msr_backend *backend, struct machine_info *i
 	}
 }
 
+/* ---- TSC frequency ---- */
+
+static bool is_nehalem_westmere(uint32_t model)
+{
+	static const uint32_t models[] = { 0x1A, 0x1E, 0x1F, 0x2E, 0x25, 0x2C, 0x2F };
+
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
+		if (models[i] == model)
+			return true;
+	}
+	return false;
+}
+
+static uint64_t intel_tsc_hz(const struct msr_backend *backend, const char *dev_root,
+			     const struct machine_info *info, uint8_t *source)
+{
+	uint32_t regs[4], max_leaf;
+	uint64_t platform;
+
+	if (read_cpuid(dev_root, 0, regs) < 0)
+		return 0;
+	max_leaf = regs[0];
+	if (max_leaf >= 0x15 && read_cpuid(dev_root, 0x15, regs) == 0 && regs[0] && regs[1] &&
+	    regs[2]) {
+		*source = TSC_SOURCE_CPUID_15;
+		return (uint64_t)regs[2] * regs[1] / regs[0];
+	}
+	/* 0x15 without the crystal: the base frequency of 0x16 is the TSC's (the kernel derives
+	 * the crystal from it the same way). */
+	if (max_leaf >= 0x16 && read_cpuid(dev_root, 0x16, regs) == 0 && (regs[0] & 0xFFFF)) {
+		*source = TSC_SOURCE_CPUID_16;
+		return (uint64_t)(regs[0] & 0xFFFF) * 1000000u;
+	}
+	if (info->family == 6 && device_read(backend, 0, MSR_PLATFORM_INFO, &platform) == 0 &&
+	    ((platform >> 8) & 0xFF) != 0) {
+		*source = TSC_SOURCE_PLATFORM_INFO;
+		return ((platform >> 8) & 0xFF) *
+		       (is_nehalem_westmere(info->model) ? 133333333ull : 100000000ull);
+	}
+	return 0;
+}
+
+static uint64_t amd_tsc_hz(const struct msr_backend *backend, const struct machine_info *info,
+			   uint8_t *source)
+{
+	uint64_t pstate, mhz = 0;
+
+	if (info->family < 0x17 || device_read(backend, 0, MSR_AMD_PSTATE_DEF0, &pstate) < 0 ||
+	    !(pstate & AMD_PSTATE_ENABLED))
+		return 0;
+	if (info->family >= 0x1A) {
+		mhz = (pstate & 0xFFF) * 5;
+	} else {
+		uint64_t fid = pstate & 0xFF, dfs = (pstate >> 8) & 0x3F;
+		mhz = dfs ? fid * 200 / dfs : 0;
+	}
+	if (mhz == 0)
+		return 0;
+	*source = TSC_SOURCE_AMD_P0;
+	return mhz * 1000000u;
+}
+
+static uint64_t monotonic_raw_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+/* The TSC through the device against CLOCK_MONOTONIC_RAW over 20 ms, rounded to 1 MHz; 0 when
+ * the TSC does not move (a stand-in file). */
+static uint64_t calibrated_tsc_hz(const struct msr_backend *backend, uint8_t *source)
+{
+	struct timespec pause = { .tv_nsec = 20000000 };
+	uint64_t tsc0, tsc1, t0, t1;
+
+	t0 = monotonic_raw_ns();
+	if (device_read(backend, 0, MSR_IA32_TSC, &tsc0) < 0)
+		return 0;
+	nanosleep(&pause, NULL);
+	t1 = monotonic_raw_ns();
+	if (device_read(backend, 0, MSR_IA32_TSC, &tsc1) < 0 || tsc1 <= tsc0 || t1 <= t0)
+		return 0;
+	*source = TSC_SOURCE_CALIBRATED;
+	return ((unsigned __int128)(tsc1 - tsc0) * 1000000000u / (t1 - t0) + 500000) / 1000000 *
+	       1000000;
+}
+
+/* In order of trust: what the CPU says of itself, then a measurement. */
+static void probe_tsc(const struct msr_backend *backend, const char *dev_root,
+		      struct machine_info *info)
+{
+	bool amd = strcmp(info->vendor, "AuthenticAMD") == 0 ||
+		   strcmp(info->vendor, "HygonGenuine") == 0;
+
+	info->tsc_source = TSC_SOURCE_UNKNOWN;
+	info->tsc_hz = amd ? amd_tsc_hz(backend, info, &info->tsc_source)
+			   : strcmp(info->vendor, "GenuineIntel") == 0
+				   ? intel_tsc_hz(backend, dev_root, info, &info->tsc_source)
+				   : 0;
+	if (info->tsc_hz == 0)
+		info->tsc_hz = calibrated_tsc_hz(backend, &info->tsc_source);
+}
+
 static void probe_machine(struct msr_backend *backend, const char *dev_root)
 {
 	struct machine_info *info = &backend->info;
@@ -399,6 +505,7 @@ static void probe_machine(struct msr_backend *backend, const char *dev_root)
 	info->cpu_count = backend->cpu_count;
 	probe_packages(dev_root, info);
 	probe_rapl(backend, info);
+	probe_tsc(backend, dev_root, info);
 	info->has_smi_count = strcmp(info->vendor, "GenuineIntel") == 0 &&
 			      device_read(backend, 0, MSR_SMI_COUNT, &capabilities) == 0;
 	if (CPUID_0A_EAX_VERSION(info->cpuid_0a[0]) >= 2 &&

@@ -60,7 +60,8 @@ struct machine_info {
 	uint64_t rapl_power_unit;   /* raw value of the RAPL unit register (0 when no RAPL) */
 	uint8_t rapl_energy_exponent[RAPL_DOMAIN_COUNT]; /* J = count * 2^-exponent, per domain */
 	uint32_t rapl_max_power_mw[RAPL_DOMAIN_COUNT];   /* upper bound for wrap deadlines */
-	uint64_t tsc_hz;
+	uint64_t tsc_hz;            /* 0 when no source gave it */
+	uint8_t tsc_source;         /* enum tsc_source of hw/msr.h */
 	bool has_smi_count;         /* MSR_SMI_COUNT exists */
 	bool pmc_full_width_writes; /* IA32_PERF_CAPABILITIES bit 13 */
 	bool amd_perfmon_v2;        /* CPUID Fn8000_0022 EAX[0]: PerfCntrGlobalCtl gates counting */

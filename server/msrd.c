@@ -119,7 +119,9 @@ static int encode_machine_info(struct msrd *server)
 	wire.rapl_domains = machine->rapl_domains;
 	wire.flags = (machine->has_smi_count ? WIRE_MACHINE_HAS_SMI_COUNT : 0) |
 		     (machine->pmc_full_width_writes ? WIRE_MACHINE_PMC_FULL_WIDTH : 0) |
-		     (machine->simulated ? WIRE_MACHINE_SIMULATED : 0);
+		     (machine->simulated ? WIRE_MACHINE_SIMULATED : 0) |
+		     (((uint32_t)machine->tsc_source << WIRE_MACHINE_TSC_SOURCE_SHIFT) &
+		      WIRE_MACHINE_TSC_SOURCE_MASK);
 	wire.rapl_power_unit = machine->rapl_power_unit;
 	wire.tsc_hz = machine->tsc_hz;
 	for (size_t i = 0; i < RAPL_DOMAIN_COUNT && i < WIRE_RAPL_DOMAINS; i++) {
@@ -158,6 +160,12 @@ static int open_backend(struct msrd *server)
 		log_warn_errno(status, "reading the machine description");
 		return status;
 	}
+	if (server->machine.tsc_hz != 0)
+		log_notice("TSC %.3f GHz, from %s", (double)server->machine.tsc_hz / 1e9,
+			   tsc_source_name(server->machine.tsc_source));
+	else
+		log_warnx("TSC frequency unknown (no CPUID 0x15/0x16, MSR_PLATFORM_INFO or AMD P0 "
+			  "frequency, and calibration failed): clients get no seconds for regions");
 	msrstate_init(&server->saved, &server->machine);
 	status = slots_init(&server->slots, &server->machine);
 	if (status == 0)

@@ -558,6 +558,7 @@ static void fill_info(struct sim *sim, const char *name)
 		info->cpu_package[cpu] = (uint16_t)sim->cpus[cpu].package;
 	fill_rapl_info(sim, info);
 	info->tsc_hz = model->tsc_hz;
+	info->tsc_source = TSC_SOURCE_SIMULATED;
 	info->has_smi_count = model->smi_count;
 	info->pmc_full_width_writes = sim->pmu.full_width_writes;
 	info->amd_perfmon_v2 = sim->pmu.perfmon_v2;

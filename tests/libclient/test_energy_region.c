@@ -65,6 +65,7 @@ static void check_region(uint64_t ns)
 	assert_true(result.seconds - seconds <= (double)(POLL_NS + 1) / NS_PER_S);
 	assert_true(result.smi_count_exact);
 	assert_true(result.simulated); /* every result of the simulated CPU says so */
+	assert_int_equal(result.tsc_source, HAECER_TSC_SIMULATED);
 }
 
 static void test_sub_millisecond_regions(void **state)

@@ -102,6 +102,18 @@ const char *haecer_msrd_strerror(int negative_errno);
 #define HAECER_MACHINE_HAS_SMI_COUNT 0x1u
 #define HAECER_MACHINE_PMC_FULL_WIDTH 0x2u
 #define HAECER_MACHINE_SIMULATED 0x4u
+/* Bits 11:8 of flags: where tsc_hz came from (haecer_tsc_source_name). */
+#define HAECER_MACHINE_TSC_SOURCE(flags) (((flags) >> 8) & 0xFu)
+#define HAECER_TSC_UNKNOWN 0u
+#define HAECER_TSC_SIMULATED 1u
+#define HAECER_TSC_CPUID_15 2u
+#define HAECER_TSC_CPUID_16 3u
+#define HAECER_TSC_PLATFORM_INFO 4u
+#define HAECER_TSC_AMD_P0 5u
+#define HAECER_TSC_CALIBRATED 6u
+
+/* "CPUID 0x15", "MSR_PLATFORM_INFO", "calibration against CLOCK_MONOTONIC_RAW", ... (static). */
+const char *haecer_tsc_source_name(unsigned source);
 
 struct haecer_machine_info {
 	char vendor[16];            /* CPUID leaf 0: "GenuineIntel", "AuthenticAMD" */

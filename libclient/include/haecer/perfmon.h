@@ -299,7 +299,8 @@ struct haecer_energy_result {
 	double joules_per_tick;     /* the calibration used (per TSC tick while polling) */
 	uint64_t region_ticks;      /* TSC ticks from the start update to the end call */
 	uint64_t wait_ticks;        /* TSC ticks spent waiting for the closing update */
-	double seconds;             /* region_ticks / TSC frequency */
+	double seconds;             /* region_ticks / TSC frequency (0 when msrd knows none) */
+	uint32_t tsc_source;        /* where that frequency came from: HAECER_TSC_* of msrd.h */
 	uint32_t smi_count;         /* SMIs during the measurement (start update .. end update) */
 	bool smi_count_exact;       /* from MSR_SMI_COUNT; false: TSC gaps seen while polling */
 	bool simulated;             /* measured on msrd's simulated CPU: invented, not real joules */

@@ -37,6 +37,7 @@ static const struct status_entry status_table[WIRE_STATUS_COUNT] = {
 	[WIRE_STATUS_SHUTDOWN] = { "server shutting down", -ESHUTDOWN },
 	[WIRE_STATUS_STALE] = { "handle or slot invalidated by a policy reload", -ESTALE },
 	[WIRE_STATUS_INTERNAL] = { "internal server error", -EREMOTEIO },
+	[WIRE_STATUS_LOST] = { "counter reprogrammed outside msrd: its value is lost", -EIDRM },
 };
 
 const char *wire_status_text(uint16_t status)

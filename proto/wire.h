@@ -107,7 +107,8 @@ enum wire_status {
 	WIRE_STATUS_SHUTDOWN = 17,   /* -ESHUTDOWN: the server is stopping */
 	WIRE_STATUS_STALE = 18,      /* -ESTALE: handle or slot invalidated by a policy reload */
 	WIRE_STATUS_INTERNAL = 19,   /* -EREMOTEIO: the server failed for a reason of its own */
-	WIRE_STATUS_COUNT = 20,
+	WIRE_STATUS_LOST = 20,       /* -EIDRM: a counter slot was reprogrammed outside msrd */
+	WIRE_STATUS_COUNT = 21,
 };
 
 const char *wire_status_text(uint16_t status);        /* "unknown status" for unknown codes */

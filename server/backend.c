@@ -495,6 +495,23 @@ static void probe_tsc(const struct msr_backend *backend, const char *dev_root,
 		info->tsc_hz = calibrated_tsc_hz(backend, &info->tsc_source);
 }
 
+/* kernel.nmi_watchdog: "1" when the hard-lockup detector holds a cycles counter. */
+static bool nmi_watchdog_on(const char *dev_root)
+{
+	char path[PATH_MAX], text[8] = "";
+	FILE *file;
+
+	if (root_path(path, sizeof(path), dev_root, "proc/sys/kernel/nmi_watchdog") < 0)
+		return false;
+	file = fopen(path, "re");
+	if (!file)
+		return false;
+	if (!fgets(text, sizeof(text), file))
+		text[0] = '\0';
+	fclose(file);
+	return text[0] == '1';
+}
+
 static void probe_machine(struct msr_backend *backend, const char *dev_root)
 {
 	struct machine_info *info = &backend->info;
@@ -506,6 +523,7 @@ static void probe_machine(struct msr_backend *backend, const char *dev_root)
 	probe_packages(dev_root, info);
 	probe_rapl(backend, info);
 	probe_tsc(backend, dev_root, info);
+	info->nmi_watchdog = nmi_watchdog_on(dev_root);
 	info->has_smi_count = strcmp(info->vendor, "GenuineIntel") == 0 &&
 			      device_read(backend, 0, MSR_SMI_COUNT, &capabilities) == 0;
 	if (CPUID_0A_EAX_VERSION(info->cpuid_0a[0]) >= 2 &&

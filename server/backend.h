@@ -39,6 +39,7 @@ struct backend_options {
 	const char *sim_load_script; /* scripted load file (format in server/sim_load.h), may be NULL */
 	uint32_t sim_late_energy_reads; /* every Nth read of an energy register returns the value
 					 * of a read N-1 earlier (an out-of-order completion); 0 off */
+	const char *sim_kernel_counters; /* counters the simulated kernel holds (sim_kernel.c) */
 	bool allow_sim_fallback;   /* auto: the simulated CPU when no device is usable (opt-in) */
 	uint64_t sim_access_step_ns; /* virtual time: advance this much per register access, so a
 				      * loop waiting for the next 1 ms energy update ends */
@@ -65,6 +66,7 @@ struct machine_info {
 	bool has_smi_count;         /* MSR_SMI_COUNT exists */
 	bool pmc_full_width_writes; /* IA32_PERF_CAPABILITIES bit 13 */
 	bool amd_perfmon_v2;        /* CPUID Fn8000_0022 EAX[0]: PerfCntrGlobalCtl gates counting */
+	bool nmi_watchdog;          /* kernel.nmi_watchdog is on (it holds a cycles counter) */
 	bool simulated;
 };
 

@@ -68,13 +68,17 @@ static void refusal_note(struct refusal *refusal, uint32_t refused, uint32_t ind
 	va_end(arguments);
 }
 
-/* A slot read becomes a read of the slot's counter register. */
-static int resolve_slot_read(const struct client *client, struct msr_op *op)
+/* A slot read becomes a read of the slot's counter register; -EIDRM (with `why`) for a slot
+ * reprogrammed outside msrd. */
+static int resolve_slot_read(const struct client *client, struct msr_op *op, char *why,
+			     size_t size)
 {
-	const struct slot *slot = slots_find(client, op->address);
+	struct slot *slot = slots_find(client, op->address);
 
 	if (slot == NULL)
 		return -ENOENT;
+	if (slots_check_programming(client->server, slot, why, size) < 0)
+		return -EIDRM;
 	op->cpu = slot->cpu;
 	op->address = slots_counter_address(client->server, slot);
 	return 0;
@@ -95,7 +99,10 @@ static int check_op(const struct client *client, struct msr_op *op, uint8_t kind
 		snprintf(reason, size, "op with non-zero flags");
 		return op->status;
 	}
-	if (kind == WIRE_BATCH_SLOT_READ && resolve_slot_read(client, op) < 0) {
+	reason[0] = '\0';
+	if (kind == WIRE_BATCH_SLOT_READ && resolve_slot_read(client, op, reason, size) < 0) {
+		if (reason[0] != '\0')
+			return op->status = -EIDRM;
 		if (slots_is_stale(client, slot_id)) {
 			snprintf(reason, size, "counter slot %u was released by a policy reload",
 				 slot_id);

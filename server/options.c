@@ -17,6 +17,7 @@ enum option_id {
 	OPT_SIM_MODEL,
 	OPT_SIM_VIRTUAL_TIME,
 	OPT_ALLOW_SIM_FALLBACK,
+	OPT_SIM_KERNEL_COUNTERS,
 	OPT_SIM_LOAD_SCRIPT,
 	OPT_SIM_ACCESS_STEP,
 	OPT_SIM_LATE_ENERGY_READS,
@@ -58,6 +59,7 @@ static const struct option long_options[] = {
 	{ "sim-model", required_argument, NULL, OPT_SIM_MODEL },
 	{ "sim-virtual-time", no_argument, NULL, OPT_SIM_VIRTUAL_TIME },
 	{ "allow-sim-fallback", no_argument, NULL, OPT_ALLOW_SIM_FALLBACK },
+	{ "sim-kernel-counters", required_argument, NULL, OPT_SIM_KERNEL_COUNTERS },
 	{ "sim-load-script", required_argument, NULL, OPT_SIM_LOAD_SCRIPT },
 	{ "sim-access-step-ns", required_argument, NULL, OPT_SIM_ACCESS_STEP },
 	{ "sim-late-energy-reads", required_argument, NULL, OPT_SIM_LATE_ENERGY_READS },
@@ -130,6 +132,8 @@ void options_usage(FILE *out)
 		"  --sim-virtual-time         simulated time moves only when a client advances it\n"
 		"  --sim-load-script FILE     scripted load for the simulated CPU\n"
 		"  --sim-access-step-ns N     virtual time: each register access moves time by N ns\n"
+		"  --sim-kernel-counters SPEC  counters the simulated kernel holds: nmi (the NMI\n"
+		"                             watchdog), pmcN, pmcN@MS (taken at MS ms), comma-separated\n"
 		"  --sim-late-energy-reads N  every Nth read of an energy register returns the value\n"
 		"                             of a read N-1 reads earlier, as a late completion would\n"
 		"Limits:\n"
@@ -307,6 +311,7 @@ static int parse_one(struct msrd_config *config, int id, const char *argument)
 	case OPT_SIM_MODEL: config->backend.sim_model = argument; return 0;
 	case OPT_SIM_VIRTUAL_TIME: config->backend.sim_virtual_time = true; return 0;
 	case OPT_ALLOW_SIM_FALLBACK: config->backend.allow_sim_fallback = true; return 0;
+	case OPT_SIM_KERNEL_COUNTERS: config->backend.sim_kernel_counters = argument; return 0;
 	case OPT_SIM_LOAD_SCRIPT: config->backend.sim_load_script = argument; return 0;
 	case OPT_MODELS_DIR: config->backend.models_dir = argument; return 0;
 	case OPT_DEV_ROOT: config->backend.dev_root = argument; return 0;
@@ -382,6 +387,8 @@ int options_parse(int argc, char **argv, struct msrd_config *config)
 		return bad_option("%s", "--recv-buffers must be a power of two");
 	if (config->backend.sim_virtual_time && config->backend.kind != BACKEND_SIM)
 		return bad_option("%s", "--sim-virtual-time needs --backend sim");
+	if (config->backend.sim_kernel_counters != NULL && config->backend.kind != BACKEND_SIM)
+		return bad_option("%s", "--sim-kernel-counters needs --backend sim");
 	if (config->backend.sim_late_energy_reads != 0 && config->backend.kind != BACKEND_SIM)
 		return bad_option("%s", "--sim-late-energy-reads needs --backend sim");
 	if (config->backend.allow_sim_fallback && config->backend.kind != BACKEND_AUTO)

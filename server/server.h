@@ -436,6 +436,7 @@ struct slot {
 	uint16_t index;
 	uint64_t config;               /* programmed selection, EN excluded (fixed: 4-bit field) */
 	bool enabled;
+	bool lost;                     /* reprogrammed outside msrd: never read or restored again */
 	uint64_t saved_counter;        /* what the registers held before the slot was taken */
 	uint64_t saved_control;        /* event select, or the fixed counter's 4-bit field */
 	bool saved_global_bit;
@@ -483,6 +484,11 @@ bool slots_is_stale(const struct client *client, uint32_t id);
 /* The slot `id` of this client, or NULL. */
 struct slot *slots_find(const struct client *client, uint32_t id);
 uint32_t slots_counter_address(const struct msrd *server, const struct slot *slot);
+/* Whether msrd's programming of a held slot is still in its registers (event select with EN as
+ * msrd left it, or the fixed field; its global enable bit). Someone outside msrd (the kernel's
+ * perf, the NMI watchdog) reprogrammed it: -EIDRM with `why`, logged once, and the slot is
+ * lost for good: never read, driven or restored again. */
+int slots_check_programming(struct msrd *server, struct slot *slot, char *why, size_t size);
 /* Mask of a counter's width for the counter register at `address` (all ones when unknown). */
 uint64_t slots_counter_mask(const struct msrd *server, uint32_t address);
 /* -EBUSY when a write of `proposed` over `current` to (cpu, address) by `client` would touch a

@@ -166,6 +166,8 @@ static uint64_t sim_observe(struct sim *sim, bool register_access)
 	}
 	sim->now = now;
 	script_run_until(sim, now);
+	if (sim->takeover_count > 0)
+		sim_kernel_run_until(sim, now);
 	if (sim->host && now - sim->host_sampled_at >= SIM_HOST_SAMPLE_NS)
 		host_sample(sim, now);
 	return now;
@@ -616,6 +618,9 @@ static int sim_start(struct sim *sim, const struct backend_options *options, con
 		if (ret < 0)
 			snprintf(why, why_size, "sim: cannot read the host load: %s", strerror(-ret));
 	}
+	if (ret == 0)
+		ret = sim_kernel_configure(sim, options->sim_kernel_counters, why, why_size);
+	sim->info.nmi_watchdog = sim->kernel_nmi_watchdog;
 	if (ret == 0 && options->sim_load_script) {
 		ret = sim_load_script(sim, options->sim_load_script);
 		if (ret < 0)

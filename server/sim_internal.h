@@ -103,12 +103,24 @@ struct sim_timeline_state {
 	uint64_t segment_end;
 };
 
+/* A counter the simulated kernel takes (sim_kernel.c). */
+struct sim_kernel_takeover {
+	uint32_t index;         /* programmable counter */
+	uint64_t at_ns;         /* when, if later */
+	bool later;
+	bool done;
+};
+#define SIM_MAX_TAKEOVERS 8u
+
 struct sim {
 	struct sim_model *model;
 	struct machine_info info;
 	bool virtual_time;
 	uint64_t access_step_ns;
 	uint32_t late_energy_reads; /* backend_options.sim_late_energy_reads */
+	bool kernel_nmi_watchdog;   /* --sim-kernel-counters nmi */
+	uint32_t takeover_count;
+	struct sim_kernel_takeover takeovers[SIM_MAX_TAKEOVERS];
 	uint64_t start_ns;
 	uint64_t now;           /* latest time any observation was made at */
 	uint32_t cpu_count;
@@ -128,6 +140,12 @@ struct sim {
 
 /* Busy time of `cpu` brought up to `t`. */
 sim_u128 sim_cpu_busy_at(struct sim_cpu *cpu, uint64_t t);
+
+/* ---- sim_kernel.c ---- */
+/* Apply --sim-kernel-counters SPEC (0, or -EINVAL with `why`). */
+int sim_kernel_configure(struct sim *sim, const char *spec, char *why, size_t why_size);
+/* The kernel's takeovers due by `now`. */
+void sim_kernel_run_until(struct sim *sim, uint64_t now);
 
 /* ---- sim_pmu.c ---- */
 int sim_pmu_configure(struct sim *sim);

@@ -376,7 +376,9 @@ static const char *kind_name(uint16_t kind)
  * for a deferred release, the identity kept in the slot. */
 static void release_now(struct msrd *server, struct slot *slot, const char *why)
 {
-	int status = restore(server, slot);
+	/* A counter someone outside msrd reprogrammed is theirs now: writing msrd's saved values
+	 * back would break their session. */
+	int status = slot->lost ? 0 : restore(server, slot);
 
 	if (status < 0) {
 		server->restore_incomplete = true;
@@ -514,7 +516,7 @@ static void refuse(struct client *client, const struct wire_header *header, uint
 static void refuse(struct client *client, const struct wire_header *header, uint32_t cpu,
 		   int status, const char *format, ...)
 {
-	char reason[160];
+	char reason[256];
 	va_list arguments;
 
 	va_start(arguments, format);
@@ -525,28 +527,133 @@ static void refuse(struct client *client, const struct wire_header *header, uint
 			   "%s", reason);
 }
 
-/* Which counter to take: the one asked for, or the first free programmable one. */
+/* ---- counters used outside msrd ---- */
+
+/* Whether a counter msrd does not hold is counting for someone else: its enable bit
+ * (PERFEVTSELx / PERF_CTL EN; a fixed counter's OS or USR bits in IA32_FIXED_CTR_CTRL together
+ * with its IA32_PERF_GLOBAL_CTRL bit). The kernel's perf and NMI watchdog program the
+ * registers directly, so they are the only sign. A register that cannot be read counts as free:
+ * the take then fails on it anyway. */
+static bool used_outside(struct msrd *server, uint32_t cpu, uint16_t kind, uint32_t index)
+{
+	const struct slot_table *table = &server->slots;
+	uint64_t control, global = UINT64_MAX;
+
+	if (read_register(server, cpu, control_address(table, kind, index), &control) < 0)
+		return false;
+	if (kind != WIRE_SLOT_FIXED)
+		return (control & PERFEVTSEL_EN) != 0;
+	if (((control >> field_shift(index)) & (FIXED_CTR_CTRL_OS | FIXED_CTR_CTRL_USR)) == 0)
+		return false;
+	if (table->has_global && read_register(server, cpu, table->global_address, &global) < 0)
+		return false;
+	return (global & global_bit(kind, index)) != 0;
+}
+
+/* Who: the NMI watchdog counts cycles (fixed counter 1, or a programmable counter with a PMI),
+ * anything else is some perf user. */
+static const char *user_outside(struct msrd *server, uint32_t cpu, uint16_t kind, uint32_t index)
+{
+	const struct slot_table *table = &server->slots;
+	uint64_t control = 0;
+
+	if (!server->machine.nmi_watchdog)
+		return "the kernel's perf (another PMU user outside msrd)";
+	if (kind == WIRE_SLOT_FIXED)
+		return index == 1 ? "the kernel (NMI watchdog)"
+				  : "the kernel's perf (another PMU user outside msrd)";
+	read_register(server, cpu, control_address(table, kind, index), &control);
+	return (control & PERFEVTSEL_INT) ? "the kernel (NMI watchdog)"
+					  : "the kernel's perf (another PMU user outside msrd)";
+}
+
+/* What the user can do about a counter used outside msrd. */
+static const char *way_out(uint16_t kind, uint32_t index, const char *user)
+{
+	bool nmi = strstr(user, "NMI watchdog") != NULL;
+
+	if (kind == WIRE_SLOT_FIXED && index == 1 && nmi)
+		return "count cycles on a programmable counter, or set kernel.nmi_watchdog=0";
+	if (kind == WIRE_SLOT_FIXED)
+		return "count the event on a programmable counter, or end that perf session";
+	if (nmi)
+		return "ask for any free counter (index -1), or set kernel.nmi_watchdog=0";
+	return "ask for any free counter (index -1), or end that perf session";
+}
+
+int slots_check_programming(struct msrd *server, struct slot *slot, char *why, size_t size)
+{
+	const struct slot_table *table = &server->slots;
+	uint32_t address = control_address(table, slot->kind, slot->index);
+	uint64_t control, expected, global;
+	bool in_place;
+
+	if (!slot->lost) {
+		if (read_register(server, slot->cpu, address, &control) < 0)
+			return 0; /* the read of the counter itself will say what is wrong */
+		if (slot->kind == WIRE_SLOT_FIXED) {
+			control = (control >> field_shift(slot->index)) & FIXED_FIELD_MASK;
+			expected = slot->config;
+		} else {
+			expected = slot->config | (slot->enabled ? PERFEVTSEL_EN : 0);
+		}
+		in_place = control == expected;
+		if (in_place && table->has_global &&
+		    read_register(server, slot->cpu, table->global_address, &global) == 0)
+			in_place = ((global & global_bit(slot->kind, slot->index)) != 0) ==
+				   slot->enabled;
+		if (in_place)
+			return 0;
+		slot->lost = true;
+		log_warnx("client %u (uid %u pid %d): cpu %u %s %u (slot %u) was reprogrammed "
+			  "outside msrd (MSR %#x is %#llx, msrd left %#llx): its count is lost",
+			  slot->owner_number, (unsigned)slot->owner_uid, (int)slot->owner_pid,
+			  slot->cpu, kind_name(slot->kind), slot->index, slot->id, address,
+			  (unsigned long long)control, (unsigned long long)expected);
+	}
+	snprintf(why, size, "cpu %u %s %u (slot %u) was reprogrammed outside msrd (the kernel's "
+		 "perf or NMI watchdog): its count is lost; free the slot and take another",
+		 slot->cpu, kind_name(slot->kind), slot->index, slot->id);
+	return -EIDRM;
+}
+
+/* Which counter to take: the one asked for, or the first free programmable one. Counters that
+ * clients hold, and counters the kernel (or any perf user outside msrd) is counting on, are
+ * never taken. */
 static int choose(struct client *client, const struct wire_header *header,
 		  const struct wire_slot_alloc *request, uint32_t *index)
 {
-	const struct slot_table *table = &client->server->slots;
+	struct msrd *server = client->server;
+	const struct slot_table *table = &server->slots;
 	uint32_t count = request->kind == WIRE_SLOT_FIXED ? table->fixed_count : table->gp_count;
+	uint32_t granted = 0, outside = 0;
+	const char *user = NULL;
 
 	if (request->index >= 0) {
 		*index = (uint32_t)request->index;
-		if (*holder_cell(table, request->cpu, request->kind, *index) == NULL)
+		if (*holder_cell(table, request->cpu, request->kind, *index) != NULL) {
+			refuse(client, header, request->cpu, -EBUSY, "cpu %u %s %u is held by a client",
+			       request->cpu, kind_name(request->kind), *index);
+			return -EBUSY;
+		}
+		if (!used_outside(server, request->cpu, request->kind, *index))
 			return 0;
-		refuse(client, header, request->cpu, -EBUSY, "cpu %u %s %u is held by a client",
-		       request->cpu, kind_name(request->kind), *index);
+		user = user_outside(server, request->cpu, request->kind, *index);
+		refuse(client, header, request->cpu, -EBUSY, "cpu %u %s %u is in use by %s: %s",
+		       request->cpu, kind_name(request->kind), *index, user,
+		       way_out(request->kind, *index, user));
 		return -EBUSY;
 	}
-	uint32_t granted = 0;
 	for (*index = 0; *index < count; (*index)++) {
 		if (!grants_slot(client, request->kind, *index))
 			continue;
 		granted++;
-		if (*holder_cell(table, request->cpu, request->kind, *index) == NULL)
+		if (*holder_cell(table, request->cpu, request->kind, *index) != NULL)
+			continue;
+		if (!used_outside(server, request->cpu, request->kind, *index))
 			return 0;
+		outside++;
+		user = user_outside(server, request->cpu, request->kind, *index);
 	}
 	/* None granted at all is a policy refusal, not a full CPU: the client must not probe. */
 	if (granted == 0) {
@@ -554,6 +661,13 @@ static int choose(struct client *client, const struct wire_header *header,
 		       "the policy grants the registers of none of the %u programmable counters",
 		       count);
 		return -EPERM;
+	}
+	if (outside > 0) {
+		refuse(client, header, request->cpu, -ENOSPC,
+		       "no free programmable counter on cpu %u (%u of %u granted: %u held by "
+		       "clients, %u in use by %s)", request->cpu, granted, count, granted - outside,
+		       outside, user);
+		return -ENOSPC;
 	}
 	refuse(client, header, request->cpu, -ENOSPC,
 	       "no free programmable counter on cpu %u (%u of %u granted, all held)", request->cpu,
@@ -750,7 +864,7 @@ void slots_handle_program(struct client *client, const struct wire_header *heade
 {
 	struct wire_slot_program request;
 	struct slot *slot;
-	char reason[160];
+	char reason[200];
 	int status = wire_get_slot_program(payload, length, &request);
 
 	if (status == -EBADMSG) {
@@ -766,7 +880,9 @@ void slots_handle_program(struct client *client, const struct wire_header *heade
 			reply_unknown_slot(client, header, request.id);
 		return;
 	}
-	status = program(client, slot, request.config, reason, sizeof(reason));
+	status = slots_check_programming(client->server, slot, reason, sizeof(reason));
+	if (status == 0)
+		status = program(client, slot, request.config, reason, sizeof(reason));
 	if (status < 0) {
 		if (status == -EACCES || status == -EPERM)
 			dispatch_log_refusal(client, header->op, slot->cpu,
@@ -799,10 +915,18 @@ static int find_all(struct client *client, const struct wire_header *header,
 		return status;
 	}
 	for (uint32_t i = 0; i < ids->count; i++) {
+		char why[200];
 		slots[i] = slots_find(client, ids->ids[i]);
 		if (slots[i] == NULL) {
 			reply_unknown_slot(client, header, ids->ids[i]);
 			return -ENOENT;
+		}
+		/* A counter someone else reprogrammed is reported lost, never read or driven. */
+		status = slots_check_programming(client->server, slots[i], why, sizeof(why));
+		if (status < 0) {
+			client_reply_error(client, header->op, header->request_id,
+					   wire_status_from_errno(status), "%s", why);
+			return status;
 		}
 	}
 	return 0;

@@ -79,6 +79,7 @@ static void test_slot_sets_and_guards_its_global_bit(void **state)
 	gid_t groups[] = { MEASURING_GID };
 	struct haecer_slot slot;
 	uint64_t global, value;
+	uint32_t index;
 
 	(void)state;
 	assert_int_equal(haecer_sim_set_load(conn, -1, 1.0), 0);
@@ -91,7 +92,8 @@ static void test_slot_sets_and_guards_its_global_bit(void **state)
 	assert_int_equal(haecer_slot_read(conn, &slot.id, 1, &value, true), 0);
 	assert_true(value >= 4400000);
 
-	assert_int_equal(run_as(OTHER_UID, OTHER_UID, groups, 1, other_user, &slot.index), 0);
+	index = slot.index;
+	assert_int_equal(run_as(OTHER_UID, OTHER_UID, groups, 1, other_user, &index), 0);
 	assert_int_equal(haecer_msr_read(conn, 0, MSR_AMD_PERF_CNTR_GLOBAL_CTL, &global), 0);
 	assert_int_equal(global, 1ull << 2);
 

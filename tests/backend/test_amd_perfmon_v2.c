@@ -2,7 +2,9 @@
  * PerfMonV2 detection on a real AMD machine, through the msr backend on stand-in trees: CPUID
  * Fn8000_0022 EAX bit 0 (with Fn8000_0000 EAX reaching that leaf) says the core counters are
  * gated by PerfCntrGlobalCtl (0xC0000301); a Zen 3 (highest extended leaf below it, or the bit
- * clear) has no global control; an Intel CPU never takes the AMD leaf's word.
+ * clear) has no global control; an Intel CPU never takes the AMD leaf's word. And
+ * kernel.nmi_watchdog, read under the device root, says whether the kernel's hard-lockup
+ * detector holds a cycles counter (msrd names it when it refuses that counter).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -47,10 +49,38 @@ static void test_detection(void **state)
 	assert_false(probe("GenuineIntel", 0x80000028u, 0x1));
 }
 
+static bool nmi_watchdog(const char *text)
+{
+	struct backend_options options = { .kind = BACKEND_MSR };
+	struct msr_backend *backend = NULL;
+	struct machine_info info;
+	char *root = make_temp_dir();
+
+	tree_put_msr(root, 0, "msr", MSR_IA32_TSC, 1);
+	if (text != NULL)
+		tree_write_text(root, "proc/sys/kernel/nmi_watchdog", "%s", text);
+	options.dev_root = root;
+	assert_int_equal(backend_open(&options, &backend, NULL, 0), 0);
+	assert_int_equal(backend_machine_info(backend, &info), 0);
+	backend_close(backend);
+	remove_tree(root);
+	free(root);
+	return info.nmi_watchdog;
+}
+
+static void test_nmi_watchdog(void **state)
+{
+	(void)state;
+	assert_true(nmi_watchdog("1\n"));
+	assert_false(nmi_watchdog("0\n"));
+	assert_false(nmi_watchdog(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_detection),
+		cmocka_unit_test(test_nmi_watchdog),
 	};
 
 	test_quiet_logs();

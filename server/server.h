@@ -437,6 +437,7 @@ struct slot {
 	uint64_t config;               /* programmed selection, EN excluded (fixed: 4-bit field) */
 	bool enabled;
 	bool lost;                     /* reprogrammed outside msrd: never read or restored again */
+	bool written_raw;              /* its holder wrote its registers with plain writes */
 	uint64_t saved_counter;        /* what the registers held before the slot was taken */
 	uint64_t saved_control;        /* event select, or the fixed counter's 4-bit field */
 	bool saved_global_bit;

@@ -5,7 +5,8 @@
  * msrd never takes a counter in use: asked for by number it refuses with the holder and the way
  * out (and libhaecer then counts cycles on a programmable counter), asked for any it takes a
  * free one; a counter reprogrammed after msrd lent it is reported lost (SLOT_READ, batch slot
- * reads, program, control) and is not written back when freed.
+ * reads, program, control) and is not written back when freed; a holder's own plain writes to
+ * its slot are not such a loss.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -95,6 +96,20 @@ static void test_library_falls_back(void **state)
 	haecer_context_close(ctx);
 }
 
+/* A holder that programs its own slot with plain writes is not someone outside msrd. */
+static void test_holders_own_writes_are_not_a_loss(void **state)
+{
+	struct haecer_slot slot;
+	uint64_t value;
+
+	(void)state;
+	assert_int_equal(haecer_slot_alloc(conn, 1, HAECER_SLOT_PROGRAMMABLE, 1, &slot), 0);
+	assert_int_equal(haecer_msr_write(conn, 1, MSR_IA32_PERFEVTSEL0 + 1, CYCLES | PERFEVTSEL_EN),
+			 0);
+	assert_int_equal(haecer_slot_read(conn, &slot.id, 1, &value, false), 0);
+	assert_int_equal(haecer_slot_free(conn, slot.id), 0);
+}
+
 /* Counter 0 is lent out, then the kernel reprograms it at 50 ms: lost, never its value. */
 static void test_reprogrammed_counter_is_lost(void **state)
 {
@@ -133,6 +148,7 @@ int main(void)
 		cmocka_unit_test(test_refused_with_holder_and_way_out),
 		cmocka_unit_test(test_any_skips_the_kernels),
 		cmocka_unit_test(test_library_falls_back),
+		cmocka_unit_test(test_holders_own_writes_are_not_a_loss),
 		cmocka_unit_test(test_reprogrammed_counter_is_lost),
 	};
 

@@ -79,6 +79,11 @@ start_msrd() {
 	backend=$(sed -n 's/.*msrd\[notice\]: backend //p' "$tmp/msrd.log" | head -n 1)
 	say "msrd: pid $msrd_pid, policy configs/policies/default.yaml, socket $tmp/msrd.sock"
 	say "      backend ${backend:-(see its log)}"
+	simulated=""
+	case "$backend" in
+	sim*) simulated=", simulated CPU: invented values"
+	      say "      (the simulated CPU: every value below is invented, not measured)" ;;
+	esac
 	export HAECER_SOCKET="$tmp/msrd.sock"
 }
 
@@ -133,7 +138,7 @@ run_phases() {
 		cat "$tmp/phases.log" >&2
 		fail "energy_phases did not publish its package-energy ring"
 	fi
-	say "monitor: haecer-mon follow $major 0 (package energy, live; mean power per 0.5 s):"
+	say "monitor: haecer-mon follow $major 0 (package energy, live; mean power per 0.5 s$simulated):"
 	"$build/haecer-mon" follow --format csv "$major" 0 2>"$tmp/follow.log" | draw_power
 	phases_status=0
 	wait "$phases_pid" || phases_status=$?
@@ -143,7 +148,7 @@ run_phases() {
 
 summarise() {
 	say ""
-	say "per phase (energy_phases, package domain):"
+	say "per phase (energy_phases, package domain$simulated):"
 	awk '$2 == "busy" || $2 == "idle" { printf "  cycle %s  %s  %s J  %s W\n", $1, $2, $3, $5 }
 	     /^mean/ { mean = $0 }
 	     END { if (mean != "") print "  " mean }' "$tmp/phases.log"

@@ -16,7 +16,11 @@
  *
  *     haecer-msrd journal 2 boot 5f0c...-... backend msr root /
  *     cpu 0 msr 0x186 0x0000000000000000
+ *     cpu 0 forget 0x186
  *
+ * A "forget" line takes back the register named before it: msrd no longer owns it (a counter
+ * slot the kernel reprogrammed behind msrd's back belongs to the kernel, and writing msrd's
+ * before-image over it would break the kernel's perf session or NMI watchdog).
  * A torn last line (msrd died while appending it) is ignored: its register was not written yet.
  * A journal from an earlier boot (a --state-dir that outlives /run) is discarded: the reset and
  * the firmware have set every register since, and the values it names belong to a machine state
@@ -245,6 +249,28 @@ static char *read_all(int fd, size_t *length)
 	return text;
 }
 
+/* One "cpu N forget 0xA" line; false for anything else. */
+static bool parse_forget(const char *line, uint32_t *cpu, uint32_t *address)
+{
+	unsigned long long parsed_cpu, parsed_address;
+	char *end;
+
+	if (strncmp(line, "cpu ", 4) != 0)
+		return false;
+	errno = 0;
+	parsed_cpu = strtoull(line + 4, &end, 10);
+	if (end == line + 4 || strncmp(end, " forget 0x", 10) != 0)
+		return false;
+	line = end + 10;
+	parsed_address = strtoull(line, &end, 16);
+	if (end == line || *end != '\0' || errno != 0 || parsed_cpu >= MACHINE_MAX_CPUS ||
+	    parsed_address > UINT32_MAX)
+		return false;
+	*cpu = (uint32_t)parsed_cpu;
+	*address = (uint32_t)parsed_address;
+	return true;
+}
+
 /* One "cpu N msr 0xA 0xV" line; false for anything else. */
 static bool parse_entry(const char *line, uint32_t *cpu, uint32_t *address, uint64_t *value)
 {
@@ -291,7 +317,9 @@ static int parse_journal(struct journal *journal, char *text, size_t length, siz
 			break;
 		}
 		*newline = '\0';
-		if (!parse_entry(line, &cpu, &address, &value)) {
+		if (parse_forget(line, &cpu, &address)) {
+			msrstate_forget(cpu < cpu_count ? state : &journal->carried, cpu, address);
+		} else if (!parse_entry(line, &cpu, &address, &value)) {
 			log_warnx("journal: ignoring line \"%.*s\"", JOURNAL_LINE_MAX, line);
 			bad++;
 		} else if (msrstate_remember(cpu < cpu_count ? state : &journal->carried, cpu, address,
@@ -376,11 +404,19 @@ static int write_all(int fd, const char *text, size_t length)
 
 /* Append one entry whole or not at all (a fragment would swallow the next line); refused when
  * the file would outgrow what a starting msrd reads, or holds bytes this msrd did not write. */
+static int append_line(struct journal *journal, const char *line, int length);
+
 static int append_entry(struct journal *journal, uint32_t cpu, uint32_t address, uint64_t value)
 {
 	char line[JOURNAL_LINE_MAX];
 	int length = snprintf(line, sizeof(line), "cpu %u msr 0x%x 0x%016" PRIx64 "\n", cpu,
 			      address, value);
+
+	return append_line(journal, line, length);
+}
+
+static int append_line(struct journal *journal, const char *line, int length)
+{
 	off_t end = lseek(journal->fd, 0, SEEK_CUR);
 	struct stat status;
 	int result;
@@ -511,6 +547,26 @@ int journal_note(struct msrd *server, uint32_t cpu, uint32_t address, uint64_t b
 		log_warn_errno(status, "journal: recording cpu %u MSR 0x%x before writing it; the "
 			       "write is refused", cpu, address);
 	return status < 0 ? -EIO : 0;
+}
+
+int journal_forget(struct msrd *server, uint32_t cpu, uint32_t address)
+{
+	struct journal *journal = &server->journal;
+	char line[JOURNAL_LINE_MAX];
+	int length, status;
+
+	if (journal->fd < 0 || !msrstate_has(&journal->written, cpu, address))
+		return 0;
+	length = snprintf(line, sizeof(line), "cpu %u forget 0x%x\n", cpu, address);
+	status = append_line(journal, line, length);
+	if (status == 0 && fdatasync(journal->fd) < 0)
+		status = -errno;
+	if (status < 0) {
+		log_warn_errno(status, "journal: taking back cpu %u MSR 0x%x", cpu, address);
+		return status;
+	}
+	msrstate_forget(&journal->written, cpu, address);
+	return 0;
 }
 
 int journal_note_current(struct msrd *server, uint32_t cpu, uint32_t address)

@@ -112,6 +112,19 @@ int msrstate_remember(struct msrstate *state, uint32_t cpu, uint32_t address, ui
 	return 0;
 }
 
+void msrstate_forget(struct msrstate *state, uint32_t cpu, uint32_t address)
+{
+	size_t index;
+
+	address = canonical(state, address);
+	index = lower_bound(state, cpu, address);
+	if (index >= state->count || compare_saved(&state->entries[index], cpu, address) != 0)
+		return;
+	memmove(&state->entries[index], &state->entries[index + 1],
+		sizeof(*state->entries) * (state->count - index - 1));
+	state->count--;
+}
+
 /* Write one remembered value back: 0 or -errno. A PMC goes through its full-width alias where
  * there is one; without, what the legacy write cannot hold is logged. */
 static int restore_one(const struct msrstate *state, struct msr_backend *backend,

@@ -633,6 +633,9 @@ void msrstate_init(struct msrstate *state, const struct machine_info *machine);
 /* Remember `original` for (cpu, address) unless a value is already remembered for that register
  * (under either of its addresses). */
 int msrstate_remember(struct msrstate *state, uint32_t cpu, uint32_t address, uint64_t original);
+/* Drop what is remembered for (cpu, address) or its alias: the register is not msrd's to
+ * write back any more. */
+void msrstate_forget(struct msrstate *state, uint32_t cpu, uint32_t address);
 /* Whether a value is remembered for (cpu, address) or its alias. */
 bool msrstate_has(const struct msrstate *state, uint32_t cpu, uint32_t address);
 /* Write every remembered value back, in an order that leaves no counter counting msrd's events;
@@ -668,6 +671,9 @@ int journal_open(struct msrd *server);
  * disk when this returns 0. -EIO (logged) when it could not be recorded: the write must not
  * happen. */
 int journal_note(struct msrd *server, uint32_t cpu, uint32_t address, uint64_t before);
+/* Take a register back from the journal ("forget" line): a restart no longer writes its
+ * original over it. For a counter slot reprogrammed outside msrd. 0 or -errno (logged). */
+int journal_forget(struct msrd *server, uint32_t cpu, uint32_t address);
 /* The same, reading the register's current value first (slot writes). */
 int journal_note_current(struct msrd *server, uint32_t cpu, uint32_t address);
 /* At exit: `restored` (every register msrd changed was written back) removes the journal; else

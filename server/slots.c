@@ -612,6 +612,11 @@ int slots_check_programming(struct msrd *server, struct slot *slot, char *why, s
 		if (in_place)
 			return 0;
 		slot->lost = true;
+		/* Theirs now, also for a restart after a crash: the counter and its own event
+		 * select (the shared control registers stay journalled for the other slots). */
+		journal_forget(server, slot->cpu, counter_address(table, slot->kind, slot->index));
+		if (slot->kind != WIRE_SLOT_FIXED)
+			journal_forget(server, slot->cpu, address);
 		log_warnx("client %u (uid %u pid %d): cpu %u %s %u (slot %u) was reprogrammed "
 			  "outside msrd (MSR %#x is %#llx, msrd left %#llx): its count is lost",
 			  slot->owner_number, (unsigned)slot->owner_uid, (int)slot->owner_pid,

@@ -5,6 +5,7 @@
 #include "libclient/msrd_conn.h"
 
 #include <errno.h>
+#include <unistd.h>
 #include <string.h>
 
 /* ---- counter slots ---- */
@@ -129,6 +130,38 @@ int haecer_energy_read(struct haecer_conn *conn, uint32_t cpu, uint32_t address,
 		*raw = raw_value;
 	if (total != NULL)
 		*total = total_value;
+	return 0;
+}
+
+int haecer_energy_page_open(struct haecer_conn *conn, uint32_t address, uint32_t rate_hz,
+			    struct haecer_energy_page_info *info, int *fd)
+{
+	struct wire_energy_page_request request = { .address = address, .rate_hz = rate_hz };
+	struct wire_writer writer = haecer__begin(conn);
+	struct wire_energy_page page;
+	struct haecer_reply reply;
+	int status;
+
+	*fd = -1;
+	wire_put_energy_page_request(&writer, &request);
+	status = haecer__call_checked(conn, WIRE_OP_ENERGY_PAGE, &writer, &reply);
+	if (status < 0)
+		return status;
+	if (reply.fd < 0 || wire_get_energy_page(reply.payload, reply.length, &page) < 0) {
+		if (reply.fd >= 0)
+			close(reply.fd);
+		return -EPROTO;
+	}
+	*info = (struct haecer_energy_page_info){
+		.address = page.address,
+		.coarse = (page.flags & WIRE_ENERGY_PAGE_COARSE) != 0,
+		.entry_count = page.entry_count,
+		.rate_hz = page.rate_hz,
+		.min_interval_ms = page.min_interval_ms,
+		.resolution_uj = page.resolution_uj,
+		.bytes = page.bytes,
+	};
+	*fd = reply.fd;
 	return 0;
 }
 

@@ -759,6 +759,29 @@ static int build_rules(struct build *build, const struct raw_policy *raw)
 	return 0;
 }
 
+/* How often msrd may sample the energy registers for energy pages. */
+static int build_energy_page(struct build *build, const struct raw_energy_page *raw)
+{
+	/* 10 kHz is ten samples per RAPL update (about 1 ms): finer shows nothing more. */
+	static const uint64_t max_rate_hz = 10000;
+	yaml_node_t *mapping = value_node(build, build->root, "energy_page");
+	uint64_t rate = POLICY_ENERGY_PAGE_DEFAULT_HZ;
+	int result;
+
+	build->policy->energy_page_max_hz = POLICY_ENERGY_PAGE_DEFAULT_HZ;
+	if (raw == NULL || raw->max_rate_hz == NULL)
+		return 0;
+	result = parse_number(build, value_node(build, mapping, "max_rate_hz"), "max_rate_hz",
+			      raw->max_rate_hz, 64, &rate);
+	if (result < 0)
+		return result;
+	if (rate == 0 || rate > max_rate_hz)
+		return fail(build, value_node(build, mapping, "max_rate_hz"),
+			    "max_rate_hz %s is outside 1..10000", raw->max_rate_hz);
+	build->policy->energy_page_max_hz = (uint32_t)rate;
+	return 0;
+}
+
 int policy_build(const struct raw_policy *raw, yaml_document_t *document, struct policy *policy,
 		 struct policy_error *error)
 {
@@ -779,7 +802,9 @@ int policy_build(const struct raw_policy *raw, yaml_document_t *document, struct
 		return fail(&build, value_node(&build, build.root, "default"),
 			    "default must be deny, not '%s' (anything not granted is refused)",
 			    raw->default_action);
-	int result = build_msrs(&build, raw);
+	int result = build_energy_page(&build, raw->energy_page);
+	if (result == 0)
+		result = build_msrs(&build, raw);
 	if (result == 0)
 		result = build_rules(&build, raw);
 	return result;

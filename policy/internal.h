@@ -74,6 +74,7 @@ struct policy {
 	char **warnings;
 	size_t warning_count;
 	char *name; /* what errors and warnings call the file */
+	uint32_t energy_page_max_hz; /* energy_page.max_rate_hz */
 };
 
 /* The raw text of a policy parsed into struct policy; `error->file` is already set. */

@@ -428,6 +428,11 @@ const char *policy_msr_name(const struct policy *policy, uint32_t address)
 	return index != NULL ? policy->msrs[*index].name : NULL;
 }
 
+uint32_t policy_energy_page_max_hz(const struct policy *policy)
+{
+	return policy != NULL ? policy->energy_page_max_hz : POLICY_ENERGY_PAGE_DEFAULT_HZ;
+}
+
 size_t policy_warning_count(const struct policy *policy)
 {
 	return policy != NULL ? policy->warning_count : 0;

@@ -72,9 +72,16 @@ static const cyaml_schema_value_t rule_schema = {
 	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct raw_rule, rule_fields),
 };
 
+static const cyaml_schema_field_t energy_page_fields[] = {
+	TEXT_FIELD("max_rate_hz", CYAML_FLAG_OPTIONAL, struct raw_energy_page, max_rate_hz),
+	CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t top_fields[] = {
 	TEXT_FIELD("version", CYAML_FLAG_DEFAULT, struct raw_policy, version),
 	TEXT_FIELD("default", CYAML_FLAG_DEFAULT, struct raw_policy, default_action),
+	CYAML_FIELD_MAPPING_PTR("energy_page", CYAML_FLAG_OPTIONAL, struct raw_policy, energy_page,
+				energy_page_fields),
 	CYAML_FIELD_SEQUENCE("msrs", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, struct raw_policy,
 			     msrs, &msr_schema, 0, CYAML_UNLIMITED),
 	CYAML_FIELD_SEQUENCE("rules", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, struct raw_policy,
@@ -95,6 +102,7 @@ static const struct {
 	{ NULL, "the policy", top_fields },  { "msrs", "MSR entry", msr_fields },
 	{ "rules", "rule", rule_fields },    { "match", "match", match_fields },
 	{ "energy", "energy", energy_fields },
+	{ "energy_page", "energy_page", energy_page_fields },
 };
 
 /* ---- libyaml node lookups ---- */

@@ -120,6 +120,11 @@ bool policy_allows_sim_control(const struct policy_grant *grant);
 int policy_energy_limit(const struct policy_grant *grant, uint32_t address,
 			struct policy_energy_limit *limit);
 
+/* The highest rate (Hz) at which msrd samples energy registers for energy pages
+ * (energy_page: {max_rate_hz}); POLICY_ENERGY_PAGE_DEFAULT_HZ when the policy does not say. */
+#define POLICY_ENERGY_PAGE_DEFAULT_HZ 1000u
+uint32_t policy_energy_page_max_hz(const struct policy *policy);
+
 /* ---- msr-safe import ---- */
 
 /* Turn an msr-safe allowlist ("0xADDRESS 0xWRITEMASK" per line, '#' comments, blank lines) into

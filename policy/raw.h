@@ -55,9 +55,14 @@ struct raw_rule {
 	unsigned capabilities_count;
 };
 
+struct raw_energy_page {
+	char *max_rate_hz;
+};
+
 struct raw_policy {
 	char *version;
 	char *default_action;
+	struct raw_energy_page *energy_page;
 	struct raw_msr *msrs;
 	unsigned msrs_count;
 	struct raw_rule *rules;

@@ -63,6 +63,7 @@ enum wire_op {
 	WIRE_OP_SLOT_FREE = 0x0044,
 	/* 0x0050-0x005f: 64-bit energy totals */
 	WIRE_OP_ENERGY_READ = 0x0050,
+	WIRE_OP_ENERGY_PAGE = 0x0051,   /* a read-only page of totals msrd keeps current */
 	/* 0x0060-0x006f: registered batches and schedules */
 	WIRE_OP_BATCH_REGISTER = 0x0060,
 	WIRE_OP_BATCH_RUN = 0x0061,
@@ -81,6 +82,7 @@ enum wire_op {
 #define WIRE_FEATURE_ENERGY (1ull << 4)      /* ENERGY_READ and batch energy reads */
 #define WIRE_FEATURE_HANDLES (1ull << 5)     /* BATCH_REGISTER, BATCH_RUN, BATCH_RELEASE */
 #define WIRE_FEATURE_SCHEDULES (1ull << 6)   /* SCHEDULE_START, SCHEDULE_STOP */
+#define WIRE_FEATURE_ENERGY_PAGE (1ull << 7) /* ENERGY_PAGE */
 
 /*
  * Status codes: stable numbers, each with a text (wire_status_text) and an errno-style value
@@ -400,6 +402,25 @@ struct wire_slot_ids {
 /* ENERGY_READ: request as READ (u32 cpu, u32 address); reply u64 raw, u64 total. */
 #define WIRE_ENERGY_READ_REPLY_SIZE 16u
 
+/* ENERGY_PAGE: u32 address (an energy-status register), u32 rate_hz (0: the policy's bound);
+ * reply the page's description and a read-only descriptor of it (shm/energy_page.h). */
+struct wire_energy_page_request {
+	uint32_t address;
+	uint32_t rate_hz;
+};
+#define WIRE_ENERGY_PAGE_REQUEST_SIZE 8u
+#define WIRE_ENERGY_PAGE_COARSE 0x1u   /* quantised to the grant's resolution and interval */
+struct wire_energy_page {
+	uint32_t address;
+	uint32_t flags;                /* WIRE_ENERGY_PAGE_* */
+	uint32_t entry_count;
+	uint32_t rate_hz;              /* the sampling rate granted (bounded by the policy) */
+	uint32_t min_interval_ms;      /* coarse only */
+	uint64_t resolution_uj;        /* coarse only */
+	uint64_t bytes;                /* size of the page */
+};
+#define WIRE_ENERGY_PAGE_REPLY_SIZE 40u /* five u32, u32 reserved (0), two u64 */
+
 /* ---- registered batches and schedules ---- */
 
 /* BATCH_REGISTER: a BATCH request; OK reply u32 handle; a refusal is a text naming the first
@@ -491,6 +512,13 @@ int wire_get_slot_values(const void *payload, size_t length, uint64_t *values, u
 
 void wire_put_energy_reading(struct wire_writer *writer, uint64_t raw, uint64_t total);
 int wire_get_energy_reading(const void *payload, size_t length, uint64_t *raw, uint64_t *total);
+void wire_put_energy_page_request(struct wire_writer *writer,
+				  const struct wire_energy_page_request *message);
+int wire_get_energy_page_request(const void *payload, size_t length,
+				 struct wire_energy_page_request *out);
+void wire_put_energy_page(struct wire_writer *writer, const struct wire_energy_page *message);
+/* -EINVAL for unknown flags or a non-zero reserved word. */
+int wire_get_energy_page(const void *payload, size_t length, struct wire_energy_page *out);
 
 int wire_get_u32_payload(const void *payload, size_t length, uint32_t *value);
 void wire_put_batch_run(struct wire_writer *writer, uint32_t handle, uint32_t count);

@@ -202,6 +202,7 @@ void client_close(struct client *client, const char *reason)
 	slots_release_client(client);
 	schedule_release_client(client);
 	handles_release_client(client);
+	energy_pages_release_client(client);
 	if (client->server->rings.count > 0)
 		loop_want_tick(client->server);
 	/* Wakes the recv (it completes with 0) and fails a send in flight; the client is freed

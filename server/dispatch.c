@@ -76,7 +76,7 @@ void dispatch_reply_empty(struct client *client, const struct wire_header *reque
 static uint64_t client_features(const struct client *client)
 {
 	uint64_t features = WIRE_FEATURE_MSR | WIRE_FEATURE_RINGS | WIRE_FEATURE_ENERGY |
-			    WIRE_FEATURE_HANDLES | WIRE_FEATURE_SCHEDULES;
+			    WIRE_FEATURE_HANDLES | WIRE_FEATURE_SCHEDULES | WIRE_FEATURE_ENERGY_PAGE;
 
 	if (backend_kind(client->server->backend) == BACKEND_SIM &&
 	    policy_allows_sim_control(client->grant))
@@ -636,6 +636,9 @@ void dispatch_frame(struct client *client, const struct wire_header *header,
 		break;
 	case WIRE_OP_ENERGY_READ:
 		handle_read(client, header, payload, length);
+		break;
+	case WIRE_OP_ENERGY_PAGE:
+		energy_pages_handle_request(client, header, payload, length);
 		break;
 	case WIRE_OP_BATCH_REGISTER:
 		handles_handle_register(client, header, payload, length);

@@ -25,6 +25,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <x86intrin.h>
 
 #define DEFAULT_MAX_POWER_MW 1000000u  /* when the machine says nothing: 1 kW */
 #define ENERGY_WRAP_UNITS 4294967296.0 /* 2^32 */
@@ -90,17 +92,57 @@ static int add_domain(struct energy_state *energy, const struct machine_info *ma
 	return 0;
 }
 
-static void sample_all(struct msrd *server)
+static uint64_t monotonic_raw_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+/* The TSC of the sample: the simulated CPU's own (its energy and its TSC are one clock), the
+ * real one otherwise. */
+static uint64_t sample_tsc(struct msrd *server, uint32_t cpu)
+{
+	uint64_t tsc;
+
+	if (backend_kind(server->backend) == BACKEND_SIM &&
+	    backend_read(server->backend, cpu, MSR_IA32_TSC, &tsc) == 0)
+		return tsc;
+	return __rdtsc();
+}
+
+/* The sampler's view, for energy pages: a change since its previous sample is an update. */
+static void note_sample(struct msrd *server, struct energy_counter *counter, uint64_t raw,
+			uint64_t now_ns)
+{
+	uint64_t tsc = server->energy.pages != NULL ? sample_tsc(server, counter->cpu) : 0;
+
+	raw &= RAPL_ENERGY_COUNTER_MASK;
+	if (counter->sample_ns == 0 || raw != counter->sample_raw) {
+		counter->update_ns = now_ns;
+		counter->update_tsc = tsc;
+	}
+	counter->sample_raw = raw;
+	counter->sample_ns = now_ns;
+	counter->sample_tsc = tsc;
+}
+
+void energy_sample_all(struct msrd *server)
 {
 	struct energy_state *energy = &server->energy;
+	uint64_t now_ns = monotonic_raw_ns();
 
 	for (uint32_t i = 0; i < energy->count; i++) {
 		struct energy_counter *counter = &energy->counters[i];
 		uint64_t raw;
-		if (backend_read(server->backend, counter->cpu, counter->address, &raw) == 0)
+		if (backend_read(server->backend, counter->cpu, counter->address, &raw) == 0) {
 			energy_observe(server, counter, &raw);
+			note_sample(server, counter, raw, now_ns);
+		}
 	}
 	energy->samples++;
+	energy_pages_publish(server);
 }
 
 int energy_init(struct msrd *server)
@@ -127,7 +169,7 @@ int energy_init(struct msrd *server)
 	}
 	if (energy->period_ns < 1000000)
 		energy->period_ns = 1000000;
-	sample_all(server);
+	energy_sample_all(server);
 	log_notice("energy: %u energy-status registers kept as 64-bit totals, sampled every %.1f s "
 		   "(half the fastest wrap at maximum power)",
 		   energy->count, (double)energy->period_ns / 1e9);
@@ -170,7 +212,7 @@ void energy_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe)
 	server->energy.armed = false;
 	if (cqe->res == -ECANCELED)
 		return;
-	sample_all(server);
+	energy_sample_all(server);
 	energy_arm(server);
 }
 
@@ -259,7 +301,11 @@ uint64_t energy_observe(struct msrd *server, struct energy_counter *counter, uin
 int energy_sim_advance(struct msrd *server, uint64_t ns)
 {
 	uint64_t period = server->energy.period_ns;
+	uint64_t page_period = energy_pages_period_ns(server);
 	int status = 0;
+
+	if (page_period != 0 && page_period < period)
+		period = page_period;
 
 	if (server->energy.count == 0 || period == 0)
 		return backend_sim_advance(server->backend, ns);
@@ -268,7 +314,7 @@ int energy_sim_advance(struct msrd *server, uint64_t ns)
 		status = backend_sim_advance(server->backend, step);
 		if (status < 0)
 			return status;
-		sample_all(server);
+		energy_sample_all(server);
 		ns -= step;
 	} while (ns > 0);
 	return status;

@@ -77,6 +77,7 @@ void msrd_reload_policy(struct msrd *server)
 		   server->config->policy_path, count);
 	slots_policy_reloaded(server);
 	schedule_policy_reloaded(server);
+	energy_pages_policy_reloaded(server);
 	return;
 fail:
 	for (size_t i = 0; i < index; i++)

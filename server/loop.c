@@ -324,6 +324,9 @@ static void dispatch_completion(struct msrd *server, const struct io_uring_cqe *
 	case TAG_SCHEDULE:
 		schedule_on_timeout(server, cqe);
 		break;
+	case TAG_ENERGY_PAGE:
+		energy_pages_on_timeout(server, cqe);
+		break;
 	case TAG_IGNORE:
 	default:
 		break;

@@ -211,6 +211,7 @@ static void server_cleanup(struct msrd *server)
 	accounts_free(&server->accounts);
 	slots_free_deferred(server);
 	slots_free(&server->slots);
+	energy_pages_free(server);
 	energy_free(&server->energy);
 	msrstate_free(&server->saved);
 	journal_close(server, true); /* still open only when start-up failed: nothing written */

@@ -16,6 +16,7 @@
  *   privilege.c capabilities and resource limits
  *   slots.c     counter slots: who holds which PMC / fixed counter, programming, restore
  *   energy.c    64-bit energy totals: wrap-safe sampling, coarse (rate/resolution) grants
+ *   energy_page.c the energy pages: totals published in shared memory while clients hold them
  *   handles.c   registered (validated once) batches
  *   schedule.c  registered batches run every period into a ring
  *   devlimits.c what limits the real MSR device, logged at start
@@ -112,6 +113,7 @@ enum loop_tag {
 	TAG_MSR_RUN = 7,
 	TAG_ENERGY = 8,   /* the energy sampler's timeout */
 	TAG_SCHEDULE = 9, /* a schedule's period timeout */
+	TAG_ENERGY_PAGE = 10, /* the energy pages' sampling timeout */
 };
 
 #define LOOP_BUFFER_GROUP 1
@@ -155,6 +157,14 @@ struct slot;
 struct registered_batch;
 struct energy_coarse;
 struct uid_account;
+struct msrd_energy_page;
+
+/* A page a client holds, and the sampling rate it asked for. */
+struct energy_page_hold {
+	struct msrd_energy_page *page;
+	uint32_t rate_hz;
+};
+#define CLIENT_MAX_ENERGY_PAGES 8u
 
 struct output_buffer {
 	uint8_t *data;
@@ -229,6 +239,8 @@ struct client {
 	uint32_t handle_count;
 	uint32_t *stale_slots;         /* ids of slots a policy reload released (ESTALE) */
 	uint32_t stale_slot_count;
+	struct energy_page_hold page_holds[CLIENT_MAX_ENERGY_PAGES];
+	uint32_t page_hold_count;
 
 	uint64_t frame_started_ns;     /* a partial frame is pending since; 0 none */
 	uint64_t send_started_ns;      /* the send in flight started; 0 none */
@@ -510,6 +522,14 @@ struct energy_counter {
 	uint32_t max_power_mw;         /* the domain's upper bound, for the stale-read check */
 	uint64_t folded_ns;            /* energy_now_ns of the last fold */
 	uint64_t stale_reads;          /* readings rejected as older than the last fold */
+	/* The sampler's own view, for energy pages: the register at its last sample, and the
+	 * times (CLOCK_MONOTONIC_RAW, TSC) of that sample and of the last one that saw it
+	 * change. Client reads do not move these. */
+	uint64_t sample_raw;
+	uint64_t sample_ns;
+	uint64_t sample_tsc;
+	uint64_t update_ns;
+	uint64_t update_tsc;
 };
 
 /* The previous reading one reader got from a counter under a coarse grant. */
@@ -528,6 +548,12 @@ struct energy_state {
 	struct __kernel_timespec timeout;
 	bool armed;
 	uint64_t samples;              /* sampling rounds so far, for the log */
+	/* Energy pages (energy_page.c): sampled at page_rate_hz while any is held. */
+	struct msrd_energy_page *pages;
+	uint32_t page_rate_hz;         /* 0: no page is held, no page sampling */
+	bool page_armed;
+	struct __kernel_timespec page_timeout;
+	uint64_t page_samples;
 };
 
 /* Find every energy-status register of the machine, take a first sample, and log the period. */
@@ -565,6 +591,27 @@ void energy_finish_reads(struct client *client, struct msr_op *ops, const uint8_
 			 uint64_t *totals, uint32_t count);
 /* Now, in the time base coarse intervals use: the simulated CPU's in virtual time. */
 uint64_t energy_now_ns(struct msrd *server);
+/* Read every energy register once (totals and the sampler's times updated). */
+void energy_sample_all(struct msrd *server);
+
+/* ---- energy pages (energy_page.c) ---- */
+
+/* ENERGY_PAGE: a read-only page of one energy register's totals (every package, or core),
+ * coarse when the client's grant is. */
+void energy_pages_handle_request(struct client *client, const struct wire_header *header,
+				 const uint8_t *payload, size_t length);
+/* The client is going away: its holds are dropped (sampling stops with the last). */
+void energy_pages_release_client(struct client *client);
+/* After a reload: every page is marked STALE and forgotten; holders ask again under the new
+ * policy (and are refused, or get a page as coarse as their new grant). */
+void energy_pages_policy_reloaded(struct msrd *server);
+void energy_pages_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe);
+/* Write the latest sample into every page (after energy_sample_all). */
+void energy_pages_publish(struct msrd *server);
+/* The page sampling period while pages are held; 0 otherwise. */
+uint64_t energy_pages_period_ns(const struct msrd *server);
+/* At exit: every page is marked DEAD and unmapped. */
+void energy_pages_free(struct msrd *server);
 
 /* ---- registered batches (handles.c) ---- */
 

@@ -219,6 +219,31 @@ static void test_resource_messages(void **state)
 	assert_int_equal(total, 1ull << 40 | 5);
 	assert_int_equal(wire_get_energy_reading(buffer, 15, &raw, &total), -EBADMSG);
 
+	struct wire_energy_page_request page_request = { 0x611, 10000 }, page_request_out;
+	struct wire_energy_page page = { 0x611, WIRE_ENERGY_PAGE_COARSE, 2, 1000, 50, 1000000,
+					 4096 }, page_out;
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_energy_page_request(&writer, &page_request);
+	assert_int_equal(writer.used, WIRE_ENERGY_PAGE_REQUEST_SIZE);
+	assert_int_equal(wire_get_energy_page_request(buffer, writer.used, &page_request_out), 0);
+	assert_int_equal(page_request_out.rate_hz, 10000);
+	assert_int_equal(wire_get_energy_page_request(buffer, writer.used - 1, &page_request_out),
+			 -EBADMSG);
+	assert_int_equal(wire_get_energy_page_request(buffer, writer.used + 1, &page_request_out),
+			 -EBADMSG);
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_energy_page(&writer, &page);
+	assert_int_equal(writer.used, WIRE_ENERGY_PAGE_REPLY_SIZE);
+	assert_int_equal(wire_get_energy_page(buffer, writer.used, &page_out), 0);
+	assert_true(page_out.address == page.address && page_out.flags == page.flags &&
+		    page_out.entry_count == page.entry_count && page_out.rate_hz == page.rate_hz &&
+		    page_out.min_interval_ms == page.min_interval_ms &&
+		    page_out.resolution_uj == page.resolution_uj && page_out.bytes == page.bytes);
+	assert_int_equal(wire_get_energy_page(buffer, writer.used - 1, &page_out), -EBADMSG);
+	assert_int_equal(wire_get_energy_page(buffer, writer.used + 1, &page_out), -EBADMSG);
+	buffer[4] = 0x3; /* an unknown flag */
+	assert_int_equal(wire_get_energy_page(buffer, writer.used, &page_out), -EINVAL);
+
 	wire_writer_init(&writer, buffer, sizeof(buffer));
 	wire_put_batch_run(&writer, 3, 8);
 	assert_int_equal(wire_get_batch_run(buffer, WIRE_BATCH_RUN_SIZE, &handle, &count), 0);

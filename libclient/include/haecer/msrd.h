@@ -63,6 +63,7 @@ struct haecer_server_info {
 #define HAECER_FEATURE_ENERGY (1ull << 4)
 #define HAECER_FEATURE_HANDLES (1ull << 5)
 #define HAECER_FEATURE_SCHEDULES (1ull << 6)
+#define HAECER_FEATURE_ENERGY_PAGE (1ull << 7)
 
 #define HAECER_BACKEND_MSR 1
 #define HAECER_BACKEND_MSR_SAFE 2
@@ -245,6 +246,27 @@ int haecer_slot_free(struct haecer_conn *conn, uint32_t slot_id);
  * such CPU; -EIO the register does not exist on this CPU. */
 int haecer_energy_read(struct haecer_conn *conn, uint32_t cpu, uint32_t address, uint64_t *raw,
 		       uint64_t *total);
+
+/* An energy page (shm/energy_page.h): msrd's totals of one energy-status register (an entry per
+ * package, or per CPU for AMD core energy) in read-only shared memory that msrd keeps current,
+ * sampling at `rate_hz` (0: the policy's bound, energy_page.max_rate_hz; a higher rate is cut to
+ * it) while any client holds a page. Under a coarse grant the page holds only values rounded to
+ * the grant's resolution, published at most once per its interval. The connection holds the
+ * page until it closes; a policy reload marks the page stale (ask again).
+ * *fd is a read-only descriptor for energy_page_attach (the caller closes it).
+ * -EPERM not granted for reading; -EINVAL no energy register msrd keeps a total for; -ENOSPC
+ * this connection holds 8 pages; -EOPNOTSUPP an msrd without energy pages. */
+struct haecer_energy_page_info {
+	uint32_t address;
+	bool coarse;
+	uint32_t entry_count;
+	uint32_t rate_hz;          /* the sampling rate msrd granted */
+	uint32_t min_interval_ms;  /* coarse only */
+	uint64_t resolution_uj;    /* coarse only */
+	uint64_t bytes;
+};
+int haecer_energy_page_open(struct haecer_conn *conn, uint32_t address, uint32_t rate_hz,
+			    struct haecer_energy_page_info *info, int *fd);
 
 /* In batches (haecer_msr_batch, haecer_batch_register/run): kind HAECER_MSR_ENERGY_READ gives
  * value = raw and total = the 64-bit total; kind HAECER_MSR_SLOT_READ reads slot `address`

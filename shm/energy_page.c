@@ -1,0 +1,390 @@
+/*
+ * Energy page layout (layout version 1)
+ *
+ *   offset   0: identity, written once before the page is shared: magic "HAECEPG1", layout
+ *              version, page bytes, entry count, flags, address, min_interval_ms,
+ *              resolution_uj, tsc_hz, producer pid
+ *          128: the sequence word, alone on its line; 192: the state word
+ *          256: entry_count entries of 64 bytes: identity (cpu, package, domain, exponent,
+ *              per_cpu) then total, raw, sample_ns, sample_tsc, update_ns, update_tsc
+ *
+ * One writer (msrd). A write section: relaxed store of sequence + 1 (odd), release fence, the
+ * values as relaxed 64-bit atomic stores, release store of sequence + 2. A reader: acquire-load
+ * the word; odd means a write is under way (try again); copy the entry with relaxed loads, an
+ * acquire fence, load the word again: unchanged means the copy is one write's values, exactly
+ * (the seqlock of the rings' slots, shm/ring.c). Readers validate the identity and the mapping's
+ * size once, keep their own copy of the entry count, and never index past it: a writer that
+ * rewrote the identity could make a reader report garbage, never read outside its mapping.
+ */
+#include "shm/energy_page.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PAGE_HEADER_BYTES 256u
+#define PAGE_ENTRY_BYTES 64u
+#define PAGE_ROUND 4096u
+#define PAGE_MEMFD_MODE 0444
+#define READ_ATTEMPTS 10000u
+
+struct page_identity {
+	uint64_t magic;
+	uint32_t layout_version;
+	uint32_t page_bytes;
+	uint32_t entry_count;
+	uint32_t flags;
+	uint32_t address;
+	uint32_t min_interval_ms;
+	uint64_t resolution_uj;
+	uint64_t tsc_hz;
+	int32_t producer_pid;
+	uint32_t reserved;
+};
+
+struct page_header {
+	struct page_identity identity;
+	alignas(128) _Atomic uint64_t sequence;
+	alignas(64) _Atomic uint32_t state;
+};
+
+struct page_entry {
+	uint32_t cpu;
+	uint32_t package;
+	uint8_t domain;
+	uint8_t exponent;
+	uint8_t per_cpu;
+	uint8_t reserved[5];
+	_Atomic uint64_t total;
+	_Atomic uint64_t raw;
+	_Atomic uint64_t sample_ns;
+	_Atomic uint64_t sample_tsc;
+	_Atomic uint64_t update_ns;
+	_Atomic uint64_t update_tsc;
+};
+
+_Static_assert(sizeof(struct page_header) <= PAGE_HEADER_BYTES, "header must fit its room");
+_Static_assert(sizeof(struct page_entry) == PAGE_ENTRY_BYTES, "entry layout is part of the ABI");
+
+static struct page_header *header_of(void *mapping)
+{
+	return mapping;
+}
+
+static struct page_entry *entries_of(void *mapping)
+{
+	return (struct page_entry *)((uint8_t *)mapping + PAGE_HEADER_BYTES);
+}
+
+int energy_page_bytes_for(uint32_t entry_count, size_t *bytes)
+{
+	size_t needed;
+
+	if (bytes == NULL || entry_count == 0 || entry_count > ENERGY_PAGE_MAX_ENTRIES)
+		return -EINVAL;
+	needed = PAGE_HEADER_BYTES + (size_t)entry_count * PAGE_ENTRY_BYTES;
+	*bytes = (needed + PAGE_ROUND - 1) / PAGE_ROUND * PAGE_ROUND;
+	return 0;
+}
+
+static void format(void *mapping, size_t bytes, const struct energy_page_params *params,
+		   const struct energy_page_slot *slots)
+{
+	struct page_header *header = header_of(mapping);
+	struct page_entry *entries = entries_of(mapping);
+
+	memset(mapping, 0, bytes);
+	header->identity = (struct page_identity){
+		.layout_version = ENERGY_PAGE_LAYOUT_VERSION,
+		.page_bytes = (uint32_t)bytes,
+		.entry_count = params->entry_count,
+		.flags = params->flags,
+		.address = params->address,
+		.min_interval_ms = params->min_interval_ms,
+		.resolution_uj = params->resolution_uj,
+		.tsc_hz = params->tsc_hz,
+		.producer_pid = params->producer_pid ? params->producer_pid : (int32_t)getpid(),
+	};
+	for (uint32_t i = 0; i < params->entry_count; i++) {
+		entries[i].cpu = slots[i].cpu;
+		entries[i].package = slots[i].package;
+		entries[i].domain = slots[i].domain;
+		entries[i].exponent = slots[i].exponent;
+		entries[i].per_cpu = slots[i].per_cpu ? 1 : 0;
+	}
+	atomic_store_explicit(&header->sequence, 0, memory_order_relaxed);
+	atomic_store_explicit(&header->state, ENERGY_PAGE_LIVE, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	header->identity.magic = ENERGY_PAGE_MAGIC;
+}
+
+int energy_page_create(const struct energy_page_params *params,
+		       const struct energy_page_slot *slots, struct energy_page_writer *writer,
+		       int *fd_out)
+{
+	void *mapping = MAP_FAILED;
+	size_t bytes;
+	int fd = -1;
+	int status;
+
+	if (params == NULL || slots == NULL || writer == NULL || fd_out == NULL)
+		return -EINVAL;
+	status = energy_page_bytes_for(params->entry_count, &bytes);
+	if (status < 0)
+		return status;
+	fd = memfd_create("haecer-energy-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)bytes) < 0) {
+		status = -errno;
+		goto out;
+	}
+	mapping = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mapping == MAP_FAILED) {
+		status = -errno;
+		goto out;
+	}
+	format(mapping, bytes, params, slots);
+	/* msrd's mapping is the only writable one there will ever be: F_SEAL_FUTURE_WRITE
+	 * refuses every later write(2) and writable mapping, whoever holds the descriptor. A
+	 * memfd inode is mode 0777: 0444 keeps /proc/self/fd reopenings read-only too. */
+	if (fchmod(fd, PAGE_MEMFD_MODE) < 0 ||
+	    fcntl(fd, F_ADD_SEALS,
+		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0) {
+		status = -errno;
+		goto out;
+	}
+	*writer = (struct energy_page_writer){ .mapping = mapping, .bytes = bytes,
+					       .entry_count = params->entry_count };
+	*fd_out = fd;
+	return 0;
+out:
+	if (mapping != MAP_FAILED)
+		munmap(mapping, bytes);
+	close(fd);
+	return status;
+}
+
+void energy_page_begin(struct energy_page_writer *writer)
+{
+	struct page_header *header = header_of(writer->mapping);
+	uint64_t sequence = atomic_load_explicit(&header->sequence, memory_order_relaxed);
+
+	atomic_store_explicit(&header->sequence, sequence + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+}
+
+void energy_page_put(struct energy_page_writer *writer, uint32_t index,
+		     const struct energy_page_reading *reading)
+{
+	struct page_entry *entry;
+
+	if (index >= writer->entry_count)
+		return;
+	entry = &entries_of(writer->mapping)[index];
+	atomic_store_explicit(&entry->total, reading->total, memory_order_relaxed);
+	atomic_store_explicit(&entry->raw, reading->raw, memory_order_relaxed);
+	atomic_store_explicit(&entry->sample_ns, reading->sample_ns, memory_order_relaxed);
+	atomic_store_explicit(&entry->sample_tsc, reading->sample_tsc, memory_order_relaxed);
+	atomic_store_explicit(&entry->update_ns, reading->update_ns, memory_order_relaxed);
+	atomic_store_explicit(&entry->update_tsc, reading->update_tsc, memory_order_relaxed);
+}
+
+void energy_page_end(struct energy_page_writer *writer)
+{
+	struct page_header *header = header_of(writer->mapping);
+	uint64_t sequence = atomic_load_explicit(&header->sequence, memory_order_relaxed);
+
+	atomic_store_explicit(&header->sequence, sequence + 1, memory_order_release);
+}
+
+void energy_page_set_state(struct energy_page_writer *writer, enum energy_page_state state)
+{
+	struct page_header *header;
+
+	if (writer->mapping == NULL)
+		return;
+	header = header_of(writer->mapping);
+	if (atomic_load_explicit(&header->state, memory_order_relaxed) < (uint32_t)state)
+		atomic_store_explicit(&header->state, (uint32_t)state, memory_order_release);
+}
+
+void energy_page_writer_close(struct energy_page_writer *writer)
+{
+	if (writer->mapping != NULL)
+		munmap(writer->mapping, writer->bytes);
+	*writer = (struct energy_page_writer){ 0 };
+}
+
+int energy_page_reopen_readonly(int fd)
+{
+	char path[32];
+	int readonly;
+
+	if (fd < 0)
+		return -EBADF;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	readonly = open(path, O_RDONLY | O_CLOEXEC);
+	return readonly < 0 ? -errno : readonly;
+}
+
+/* Judge a copy of the identity against the size of the memory it came with. */
+static int identity_check(const struct page_identity *identity, size_t bytes)
+{
+	size_t expected;
+
+	if (identity->magic != ENERGY_PAGE_MAGIC)
+		return -EBADMSG;
+	if (identity->layout_version != ENERGY_PAGE_LAYOUT_VERSION)
+		return -EPROTO;
+	if (energy_page_bytes_for(identity->entry_count, &expected) < 0)
+		return -EBADMSG;
+	if (identity->page_bytes != expected || bytes != expected)
+		return -EMSGSIZE;
+	return 0;
+}
+
+static void info_of(const struct page_identity *identity, size_t bytes,
+		    struct energy_page_info *info)
+{
+	*info = (struct energy_page_info){
+		.address = identity->address,
+		.flags = identity->flags,
+		.min_interval_ms = identity->min_interval_ms,
+		.resolution_uj = identity->resolution_uj,
+		.tsc_hz = identity->tsc_hz,
+		.producer_pid = identity->producer_pid,
+		.entry_count = identity->entry_count,
+		.bytes = bytes,
+	};
+}
+
+int energy_page_use(struct energy_page_reader *reader, const void *memory, size_t bytes)
+{
+	struct page_identity identity;
+	int status;
+
+	if (reader == NULL || memory == NULL || bytes < PAGE_HEADER_BYTES)
+		return -EINVAL;
+	memcpy(&identity, memory, sizeof(identity));
+	atomic_thread_fence(memory_order_acquire);
+	status = identity_check(&identity, bytes);
+	if (status < 0)
+		return status;
+	*reader = (struct energy_page_reader){ .mapping = memory, .bytes = bytes };
+	info_of(&identity, bytes, &reader->info);
+	return 0;
+}
+
+int energy_page_attach(struct energy_page_reader *reader, int fd)
+{
+	struct page_identity identity;
+	struct stat stat_buffer;
+	void *mapping;
+	int seals;
+	int status;
+
+	if (reader == NULL || fd < 0)
+		return -EINVAL;
+	if (fstat(fd, &stat_buffer) < 0)
+		return -errno;
+	if (!S_ISREG(stat_buffer.st_mode))
+		return -EINVAL;
+	/* A page whose owner could shrink it would kill the reader with SIGBUS. */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & F_SEAL_SHRINK) == 0)
+		return -EPERM;
+	if (pread(fd, &identity, sizeof(identity), 0) != (ssize_t)sizeof(identity))
+		return -EBADMSG;
+	status = identity_check(&identity, (size_t)stat_buffer.st_size);
+	if (status < 0)
+		return status;
+	mapping = mmap(NULL, (size_t)stat_buffer.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (mapping == MAP_FAILED)
+		return -errno;
+	status = energy_page_use(reader, mapping, (size_t)stat_buffer.st_size);
+	if (status < 0)
+		munmap(mapping, (size_t)stat_buffer.st_size);
+	return status;
+}
+
+void energy_page_detach(struct energy_page_reader *reader)
+{
+	if (reader->mapping != NULL)
+		munmap((void *)reader->mapping, reader->bytes);
+	*reader = (struct energy_page_reader){ 0 };
+}
+
+static const struct page_entry *reader_entries(const struct energy_page_reader *reader)
+{
+	return (const struct page_entry *)((const uint8_t *)reader->mapping + PAGE_HEADER_BYTES);
+}
+
+int energy_page_slot(const struct energy_page_reader *reader, uint32_t index,
+		     struct energy_page_slot *slot)
+{
+	const struct page_entry *entry;
+
+	if (reader->mapping == NULL || index >= reader->info.entry_count)
+		return -ERANGE;
+	entry = &reader_entries(reader)[index];
+	*slot = (struct energy_page_slot){ .cpu = entry->cpu, .package = entry->package,
+					   .domain = entry->domain, .exponent = entry->exponent,
+					   .per_cpu = entry->per_cpu };
+	return 0;
+}
+
+int energy_page_find(const struct energy_page_reader *reader, uint32_t cpu, uint32_t package)
+{
+	for (uint32_t i = 0; i < reader->info.entry_count; i++) {
+		const struct page_entry *entry = &reader_entries(reader)[i];
+		if (entry->per_cpu ? entry->cpu == cpu : entry->package == package)
+			return (int)i;
+	}
+	return -ENOENT;
+}
+
+uint32_t energy_page_state(const struct energy_page_reader *reader)
+{
+	const struct page_header *header = reader->mapping;
+
+	return atomic_load_explicit(&header->state, memory_order_acquire);
+}
+
+int energy_page_read(const struct energy_page_reader *reader, uint32_t index,
+		     struct energy_page_reading *reading)
+{
+	const struct page_header *header;
+	const struct page_entry *entry;
+
+	if (reader == NULL || reader->mapping == NULL || reading == NULL ||
+	    index >= reader->info.entry_count)
+		return -ERANGE;
+	header = reader->mapping;
+	entry = &reader_entries(reader)[index];
+	for (unsigned attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+		uint64_t before = atomic_load_explicit(&header->sequence, memory_order_acquire);
+		if (before & 1u)
+			continue;
+		reading->total = atomic_load_explicit(&entry->total, memory_order_relaxed);
+		reading->raw = atomic_load_explicit(&entry->raw, memory_order_relaxed);
+		reading->sample_ns = atomic_load_explicit(&entry->sample_ns, memory_order_relaxed);
+		reading->sample_tsc = atomic_load_explicit(&entry->sample_tsc, memory_order_relaxed);
+		reading->update_ns = atomic_load_explicit(&entry->update_ns, memory_order_relaxed);
+		reading->update_tsc = atomic_load_explicit(&entry->update_tsc, memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&header->sequence, memory_order_relaxed) != before)
+			continue;
+		reading->sequence = before;
+		reading->exponent = entry->exponent;
+		reading->state = atomic_load_explicit(&header->state, memory_order_acquire);
+		return 0;
+	}
+	return -EAGAIN;
+}

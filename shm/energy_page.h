@@ -1,0 +1,157 @@
+/*
+ * shm/energy_page.h — msrd's energy page: 64-bit energy totals published in shared memory.
+ *
+ * msrd keeps exact 64-bit totals of every energy-status register (server/energy.c). While a
+ * client holds a page, msrd samples the registers at a rate the policy bounds and writes, per
+ * register (one entry per package, or per core for AMD's core energy): the 64-bit total, the
+ * raw 32-bit register, its unit exponent, and the CLOCK_MONOTONIC_RAW and TSC times of the last
+ * sample and of the last sample that saw the register change. Clients map the page read-only
+ * and read it without a round trip.
+ *
+ * Guarantees:
+ *  - A reader never returns a torn snapshot: the writer (one, msrd) raises a sequence word to
+ *    an odd value, writes, and lowers it to the next even value; a reader copies between two
+ *    loads of the word and keeps the copy only when both are the same even value (the rings'
+ *    seqlock discipline, shm/ring.c). A reader never waits forever: after a bounded number of
+ *    attempts (a writer stopped mid-write) it returns -EAGAIN.
+ *  - The page is a sealed memfd (size sealed, F_SEAL_FUTURE_WRITE: no writable mapping or
+ *    write can be made after msrd's own, inode mode 0444); clients get a read-only descriptor.
+ *  - A page tells its reader when to stop trusting it: its state word says STALE (the policy
+ *    was reloaded: ask msrd for a page again) or DEAD (msrd stopped); neither is ever undone.
+ *  - A coarse page (a coarse energy grant) carries only values msrd already quantised to the
+ *    grant's resolution and published at most once per its interval, with the times of those
+ *    publications: nothing finer is ever written to it.
+ *
+ * All functions return 0 (or a count) on success and -errno on failure; none sets errno.
+ */
+#ifndef HAECER_SHM_ENERGY_PAGE_H
+#define HAECER_SHM_ENERGY_PAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ENERGY_PAGE_MAGIC UINT64_C(0x3147504543454148) /* "HAECEPG1" little-endian */
+#define ENERGY_PAGE_LAYOUT_VERSION 1u
+#define ENERGY_PAGE_MAX_ENTRIES 4096u
+
+/* Page states (the state word). */
+enum energy_page_state {
+	ENERGY_PAGE_LIVE = 0,
+	ENERGY_PAGE_STALE = 1, /* policy reloaded: this page is no longer written; ask again */
+	ENERGY_PAGE_DEAD = 2,  /* msrd stopped */
+};
+
+/* Identity flags. */
+#define ENERGY_PAGE_COARSE 0x1u    /* values quantised to a coarse grant */
+#define ENERGY_PAGE_SIMULATED 0x2u /* the registers are the simulated CPU's; TSC is simulated */
+
+/* What a page is, written once when it is made. */
+struct energy_page_params {
+	uint32_t address;          /* the energy-status register of every entry */
+	uint32_t flags;            /* ENERGY_PAGE_* */
+	uint32_t min_interval_ms;  /* coarse: values change at most once per this */
+	uint64_t resolution_uj;    /* coarse: the grant's resolution */
+	uint64_t tsc_hz;
+	int32_t producer_pid;      /* 0 = the creating process */
+	uint32_t entry_count;      /* 1..ENERGY_PAGE_MAX_ENTRIES */
+};
+
+/* One register's identity on the page. */
+struct energy_page_slot {
+	uint32_t cpu;              /* the CPU msrd reads it through */
+	uint32_t package;          /* its package */
+	uint8_t domain;            /* enum rapl_domain */
+	uint8_t exponent;          /* J = units * 2^-exponent */
+	uint8_t per_cpu;           /* one register per CPU (AMD core energy), else per package */
+};
+
+/* A consistent reading of one entry. */
+struct energy_page_reading {
+	uint64_t total;            /* 64-bit total in register units (coarse: quantised) */
+	uint64_t raw;              /* the 32-bit register (coarse: total mod 2^32) */
+	uint64_t sample_ns;        /* CLOCK_MONOTONIC_RAW of msrd's last sample (publication) */
+	uint64_t sample_tsc;       /* TSC of the same */
+	uint64_t update_ns;        /* CLOCK_MONOTONIC_RAW of the last sample that saw a change */
+	uint64_t update_tsc;
+	uint64_t sequence;         /* the page's sequence word the reading was taken under */
+	uint8_t exponent;
+	uint32_t state;            /* enum energy_page_state at the time of the reading */
+};
+
+/* What a reader knows of a page's identity (copied, validated, at attach time). */
+struct energy_page_info {
+	uint32_t address;
+	uint32_t flags;
+	uint32_t min_interval_ms;
+	uint64_t resolution_uj;
+	uint64_t tsc_hz;
+	int32_t producer_pid;
+	uint32_t entry_count;
+	size_t bytes;
+};
+
+/* Bytes a page of `entry_count` entries occupies (a multiple of 4 KiB); -EINVAL out of range. */
+int energy_page_bytes_for(uint32_t entry_count, size_t *bytes);
+
+/* ---- the writer (msrd) ---- */
+
+struct energy_page_writer {
+	void *mapping;
+	size_t bytes;
+	uint32_t entry_count;
+};
+
+/* Create a page: a memfd of the right size, formatted with `slots`, mapped read-write into
+ * `writer`, then sealed (shrink, grow, future writes, seals) and made mode 0444. *fd_out is the
+ * read-write descriptor, close-on-exec (hand out ring_reopen_readonly-style reopenings: see
+ * energy_page_reopen_readonly). Nothing is left behind on failure. */
+int energy_page_create(const struct energy_page_params *params,
+		       const struct energy_page_slot *slots, struct energy_page_writer *writer,
+		       int *fd_out);
+/* Open a write section (the sequence word goes odd). */
+void energy_page_begin(struct energy_page_writer *writer);
+/* Write entry `index` (inside a write section). */
+void energy_page_put(struct energy_page_writer *writer, uint32_t index,
+		     const struct energy_page_reading *reading);
+/* Close the write section (the sequence word goes even again). */
+void energy_page_end(struct energy_page_writer *writer);
+/* Mark the page STALE or DEAD (a state never goes back to LIVE). */
+void energy_page_set_state(struct energy_page_writer *writer, enum energy_page_state state);
+void energy_page_writer_close(struct energy_page_writer *writer);
+
+/* A new read-only, close-on-exec descriptor for the page behind fd; the fd or -errno. */
+int energy_page_reopen_readonly(int fd);
+
+/* ---- readers ---- */
+
+struct energy_page_reader {
+	const void *mapping;
+	size_t bytes;
+	struct energy_page_info info;
+};
+
+/* Map the page behind fd read-only and validate everything a reader relies on before touching
+ * it: -EBADMSG for a foreign or corrupt header, -EPROTO for another layout version, -EMSGSIZE
+ * for a file whose size does not match its entry count, -EPERM when its size is not sealed,
+ * -EINVAL for a non-regular file. The fd may be closed afterwards. */
+int energy_page_attach(struct energy_page_reader *reader, int fd);
+/* Use memory already mapped (tests, benchmarks); validated the same way, not unmapped. */
+int energy_page_use(struct energy_page_reader *reader, const void *memory, size_t bytes);
+void energy_page_detach(struct energy_page_reader *reader);
+
+/* Entry `index`'s identity (as written at creation); -ERANGE out of range. */
+int energy_page_slot(const struct energy_page_reader *reader, uint32_t index,
+		     struct energy_page_slot *slot);
+/* The index of the entry read through `cpu`'s package (or `cpu` itself for per-core domains);
+ * -ENOENT when the page has none. */
+int energy_page_find(const struct energy_page_reader *reader, uint32_t cpu, uint32_t package);
+/* A consistent reading of entry `index`: 0, -EAGAIN when no consistent copy could be taken in a
+ * bounded number of attempts (the writer stopped mid-write), -ERANGE out of range. The state is
+ * returned in the reading; the caller decides what STALE and DEAD mean to it. */
+int energy_page_read(const struct energy_page_reader *reader, uint32_t index,
+		     struct energy_page_reading *reading);
+/* The page's state word alone. */
+uint32_t energy_page_state(const struct energy_page_reader *reader);
+
+#endif

@@ -160,6 +160,10 @@ int haecer_context_open(const char *socket_path, struct haecer_context **out)
 	if (ctx == NULL)
 		return haecer__fail(-ENOMEM, "out of memory for a context");
 	pthread_mutex_init(&ctx->lock, NULL);
+	snprintf(ctx->socket_path, sizeof(ctx->socket_path), "%s", path);
+	ctx->energy_exact = getenv(HAECER_ENERGY_EXACT_ENV) != NULL &&
+			    strcmp(getenv(HAECER_ENERGY_EXACT_ENV), "0") != 0 &&
+			    getenv(HAECER_ENERGY_EXACT_ENV)[0] != '\0';
 	error = haecer_connect(path, &ctx->conn);
 	if (error < 0) {
 		char text[96];
@@ -196,6 +200,7 @@ void haecer_context_close(struct haecer_context *ctx)
 		haecer__ring_detach(counter);
 		haecer__counter_release(counter);
 	}
+	haecer__pages_close(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	haecer_close(ctx->conn);
 	if (ctx->db != NULL)
@@ -338,6 +343,7 @@ int haecer__counter_new(struct haecer_context *ctx, struct haecer_counter **out)
 	counter->generation = generation;
 	counter->info.id = id;
 	counter->width_mask = UINT64_MAX;
+	counter->page_entry = -1;
 	counter->next = ctx->counters;
 	if (ctx->counters != NULL)
 		ctx->counters->prev = counter;

@@ -95,6 +95,8 @@ static int poll_locked(struct haecer_counter *counter, struct energy_sample *sam
 	const struct haecer_msr_op *energy;
 	int error;
 
+	if (haecer__page_sample(counter, sample) == 0)
+		return 0;
 	plan_poll(counter, &plan);
 	error = haecer_msr_batch(counter->ctx->conn, plan.ops, plan.count);
 	sample->tsc = plan.tsc < 0 ? tsc_now() : plan.ops[plan.tsc].value;

@@ -19,6 +19,7 @@
 #include "haecer/perfmon.h"
 #include "hw/msr.h"
 #include "libclient/event_db.h"
+#include "shm/energy_page.h"
 #include "shm/ring.h"
 
 #define HAECER_INTERNAL __attribute__((visibility("hidden")))
@@ -38,9 +39,22 @@ struct read_set {
 	size_t energy_count;
 };
 
+/* An energy page the context asked msrd for (haecer_page.c). */
+#define HAECER_CONTEXT_PAGES 8u
+struct haecer_page {
+	uint32_t address;
+	bool mapped;
+	bool unavailable;           /* refused, or unusable: round trips for this register */
+	uint64_t stale_after_ns;    /* a LIVE page's sample older than this: msrd is gone */
+	struct energy_page_reader reader;
+};
+
 struct haecer_context {
 	pthread_mutex_t lock;
 	struct haecer_conn *conn;
+	char socket_path[256];      /* for reconnecting after msrd restarted */
+	bool energy_exact;          /* round trips only: $HAECER_ENERGY_EXACT, or the API */
+	struct haecer_page pages[HAECER_CONTEXT_PAGES];
 	struct haecer_machine_info machine;
 	struct event_db *db;
 	bool simulated;             /* msrd presents a simulated CPU: time comes from its TSC */
@@ -72,6 +86,9 @@ struct haecer_counter {
 	double joules_per_tick;
 	bool smi_unreadable;        /* the policy refuses MSR_SMI_COUNT: count SMIs by TSC gaps */
 	struct ring_producer ring;
+	int32_t page_entry;         /* its entry on the energy page; -1 not looked up yet */
+	uint64_t reading_ns;        /* CLOCK_MONOTONIC_RAW when the latest reading was true */
+	bool reading_from_page;
 };
 
 /* ---- haecer_context.c ---- */
@@ -120,6 +137,21 @@ HAECER_INTERNAL int haecer__read_locked(struct haecer_counter *counter, uint64_t
 HAECER_INTERNAL void haecer__publish(struct haecer_counter *counter, uint64_t value,
 				     uint64_t timestamp);
 HAECER_INTERNAL void haecer__ring_detach(struct haecer_counter *counter);
+
+/* ---- haecer_page.c ---- */
+
+/* A reading of the energy counter from msrd's energy page (lock held): 0, or < 0 when the page
+ * cannot serve it (opted out, not granted, msrd without pages, virtual time, page stale and
+ * refused again, msrd gone): then the caller makes the exact round trip, which applies msrd's
+ * current policy. A STALE page is asked for again (the new grant's page); a DEAD one (msrd
+ * stopped) reconnects the context first. */
+HAECER_INTERNAL int haecer__page_reading(struct haecer_counter *counter,
+					 struct energy_page_reading *reading);
+/* An energy region poll from the page (lock held): total, and the TSC of now extrapolated from
+ * msrd's last sample (the simulated CPU's TSC on a simulated CPU). < 0 as above. */
+HAECER_INTERNAL int haecer__page_sample(struct haecer_counter *counter,
+					struct energy_sample *sample);
+HAECER_INTERNAL void haecer__pages_close(struct haecer_context *ctx);
 
 /* ---- haecer_energy.c ---- */
 

@@ -40,10 +40,18 @@ uint64_t haecer__fold_energy(struct haecer_counter *counter, uint64_t raw, const
 static int read_energy(struct haecer_counter *counter, uint64_t *value)
 {
 	struct haecer_context *ctx = counter->ctx;
+	struct energy_page_reading reading;
 	uint64_t raw = 0, total = 0;
 	char what[HAECER_COUNTER_NAME_MAX + 48];
 	int error;
 
+	counter->reading_from_page = false;
+	if (haecer__page_reading(counter, &reading) == 0) {
+		*value = haecer__fold_energy(counter, reading.raw, &reading.total);
+		counter->reading_from_page = true;
+		counter->reading_ns = reading.sample_ns;
+		return 0;
+	}
 	if (ctx->energy_totals)
 		error = haecer_energy_read(ctx->conn, counter->info.cpu,
 					   counter->info.counter_address, &raw, &total);
@@ -89,10 +97,10 @@ void haecer__publish(struct haecer_counter *counter, uint64_t value, uint64_t ti
 		ring_push(&counter->ring, &record);
 }
 
-int haecer_counter_read(struct haecer_counter *counter, uint64_t *value)
+int haecer_counter_read_aged(struct haecer_counter *counter, uint64_t *value, uint64_t *age_ns)
 {
 	struct haecer_context *ctx;
-	uint64_t before = 0;
+	uint64_t before, after, at;
 	int error;
 
 	if (value == NULL)
@@ -100,17 +108,24 @@ int haecer_counter_read(struct haecer_counter *counter, uint64_t *value)
 	error = haecer__counter_lock(counter, &ctx);
 	if (error < 0)
 		return error;
-	if (counter->info.monitored)
-		before = haecer__monotonic_raw_ns();
+	before = haecer__monotonic_raw_ns();
+	counter->reading_from_page = false;
 	error = haecer__read_locked(counter, value);
-	if (error == 0 && counter->info.monitored) {
-		/* The register was read somewhere in the round trip: its middle is the best
-		 * estimate of when. */
-		uint64_t after = haecer__monotonic_raw_ns();
-		haecer__publish(counter, *value, before + (after - before) / 2);
-	}
+	after = haecer__monotonic_raw_ns();
+	/* A page reading was true at msrd's sample; a round trip read the register somewhere in
+	 * it, its middle the best estimate of when. */
+	at = counter->reading_from_page ? counter->reading_ns : before + (after - before) / 2;
+	if (error == 0 && counter->info.monitored)
+		haecer__publish(counter, *value, at);
+	if (error == 0 && age_ns != NULL)
+		*age_ns = after > at ? after - at : 0;
 	pthread_mutex_unlock(&ctx->lock);
 	return error;
+}
+
+int haecer_counter_read(struct haecer_counter *counter, uint64_t *value)
+{
+	return haecer_counter_read_aged(counter, value, NULL);
 }
 
 /* ---- sets ---- */

@@ -301,11 +301,7 @@ uint64_t energy_observe(struct msrd *server, struct energy_counter *counter, uin
 int energy_sim_advance(struct msrd *server, uint64_t ns)
 {
 	uint64_t period = server->energy.period_ns;
-	uint64_t page_period = energy_pages_period_ns(server);
 	int status = 0;
-
-	if (page_period != 0 && page_period < period)
-		period = page_period;
 
 	if (server->energy.count == 0 || period == 0)
 		return backend_sim_advance(server->backend, ns);

@@ -135,6 +135,12 @@ void energy_pages_publish(struct msrd *server)
 		(page->coarse ? publish_coarse : publish_fine)(server, page);
 }
 
+static bool virtual_time(const struct msrd *server)
+{
+	return server->config->backend.sim_virtual_time &&
+	       backend_kind(server->backend) == BACKEND_SIM;
+}
+
 static uint32_t policy_rate_bound(const struct msrd *server)
 {
 	uint32_t bound = policy_energy_page_max_hz(server->policy);
@@ -155,9 +161,7 @@ static void arm(struct msrd *server)
 	uint64_t period = energy_pages_period_ns(server);
 	struct io_uring_sqe *sqe;
 
-	if (energy->page_armed || period == 0 || server->stopping ||
-	    (server->config->backend.sim_virtual_time &&
-	     backend_kind(server->backend) == BACKEND_SIM))
+	if (energy->page_armed || period == 0 || server->stopping || virtual_time(server))
 		return;
 	energy->page_timeout = (struct __kernel_timespec){
 		.tv_sec = (long long)(period / 1000000000ull),
@@ -319,6 +323,14 @@ void energy_pages_handle_request(struct client *client, const struct wire_header
 		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_DENIED,
 				   "uid %u may not read MSR 0x%x", (unsigned)client->uid,
 				   request.address);
+		return;
+	}
+	if (virtual_time(server)) {
+		/* Its time moves with register accesses and SIM_ADVANCE: a page would stand
+		 * still between them, and sampling for it would move time itself. */
+		client_reply_error(client, header->op, header->request_id,
+				   WIRE_STATUS_UNSUPPORTED,
+				   "no energy pages in the simulator's virtual time");
 		return;
 	}
 	if (!keeps_total(server, request.address)) {

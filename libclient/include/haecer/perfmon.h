@@ -246,10 +246,24 @@ int haecer_counter_reset(struct haecer_counter *counter);
  * detached. The handle must not be used afterwards. NULL is fine. */
 void haecer_counter_free(struct haecer_counter *counter);
 
-/* Read the 64-bit value (events, or energy units: multiply by info.unit for joules), one msrd
+/* Read the 64-bit value (events, or energy units: multiply by info.unit for joules). Event
+ * counters: one msrd round trip. Energy counters: from msrd's energy page (no round trip) when
+ * msrd grants one, as coarse as the grant (the page's values are as old as msrd's last sample,
+ * at most 1/rate: see haecer_counter_read_aged); otherwise, or with the exact mode on, one
  * round trip. A monitored counter also pushes {value, counter id, unit exponent, timestamp} to
- * its ring. */
+ * its ring (timestamp: when the value was true). */
 int haecer_counter_read(struct haecer_counter *counter, uint64_t *value);
+
+/* haecer_counter_read, also saying how old the value is: *age_ns = now (CLOCK_MONOTONIC_RAW)
+ * minus msrd's sample behind a page reading, or half the round trip for a round-trip reading.
+ * age_ns may be NULL. */
+int haecer_counter_read_aged(struct haecer_counter *counter, uint64_t *value, uint64_t *age_ns);
+
+/* Energy reads through round trips only (true), or through the energy page where msrd grants
+ * one (false, the default). $HAECER_ENERGY_EXACT=1 sets it for every new context. Round trips
+ * are exact at the moment of the read; page values are up to one sampling period old. */
+#define HAECER_ENERGY_EXACT_ENV "HAECER_ENERGY_EXACT"
+int haecer_context_set_energy_exact(struct haecer_context *ctx, bool exact);
 
 /* HAECER_READ_SYNCHRONIZED: msrd stops all event counters of the set together, reads them and
  * restarts them, so they cover the same interval (one round trip). Energy counters of the set

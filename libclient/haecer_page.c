@@ -1,0 +1,191 @@
+/*
+ * libclient/haecer_page.c — energy readings from msrd's energy page instead of a round trip.
+ *
+ * The first read of an energy register asks msrd for its page (ENERGY_PAGE) and maps it; later
+ * reads are a seqlock copy from shared memory. Whatever the page cannot answer truthfully goes
+ * to the exact round trip instead, which applies msrd's current policy:
+ *  - opted out ($HAECER_ENERGY_EXACT=1, or haecer_context_set_energy_exact), an msrd without
+ *    pages, a refusal (msrd also refuses pages in the simulator's virtual time);
+ *  - a STALE page (the policy was reloaded): asked for again once, so the new grant applies —
+ *    a coarse page, or a refusal and round trips that are refused too; never the old fine page;
+ *  - a DEAD page (msrd stopped): the context reconnects (a restarted msrd) and asks again;
+ *  - a LIVE page whose last sample is older than 20 sampling periods (at least 100 ms): msrd was
+ *    killed without marking it.
+ */
+#include "libclient/haecer_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define STALE_PERIODS 20ull
+#define STALE_MIN_NS 100000000ull
+
+int haecer_context_set_energy_exact(struct haecer_context *ctx, bool exact)
+{
+	if (ctx == NULL)
+		return haecer__fail(-EINVAL, "no context");
+	pthread_mutex_lock(&ctx->lock);
+	ctx->energy_exact = exact;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+static void page_forget(struct haecer_page *page)
+{
+	if (page->mapped)
+		energy_page_detach(&page->reader);
+	page->mapped = false;
+}
+
+void haecer__pages_close(struct haecer_context *ctx)
+{
+	for (unsigned i = 0; i < HAECER_CONTEXT_PAGES; i++) {
+		page_forget(&ctx->pages[i]);
+		ctx->pages[i] = (struct haecer_page){ 0 };
+	}
+}
+
+/* Counters read their entry again after the page changed. */
+static void entries_forget(struct haecer_context *ctx, uint32_t address)
+{
+	for (struct haecer_counter *counter = ctx->counters; counter != NULL;
+	     counter = counter->next)
+		if (counter->info.counter_address == address)
+			counter->page_entry = -1;
+}
+
+static struct haecer_page *page_slot(struct haecer_context *ctx, uint32_t address)
+{
+	struct haecer_page *free_slot = NULL;
+
+	for (unsigned i = 0; i < HAECER_CONTEXT_PAGES; i++) {
+		struct haecer_page *page = &ctx->pages[i];
+		if ((page->mapped || page->unavailable) && page->address == address)
+			return page;
+		if (!page->mapped && !page->unavailable && free_slot == NULL)
+			free_slot = page;
+	}
+	if (free_slot != NULL)
+		*free_slot = (struct haecer_page){ .address = address };
+	return free_slot;
+}
+
+static int page_map(struct haecer_context *ctx, struct haecer_page *page)
+{
+	struct haecer_energy_page_info info;
+	uint64_t period;
+	int fd = -1;
+	int error;
+
+	if ((haecer_server_info(ctx->conn)->features & HAECER_FEATURE_ENERGY_PAGE) == 0)
+		error = -EOPNOTSUPP;
+	else
+		error = haecer_energy_page_open(ctx->conn, page->address, 0, &info, &fd);
+	if (error == 0) {
+		error = energy_page_attach(&page->reader, fd);
+		close(fd);
+	}
+	if (error < 0) {
+		page->unavailable = true;
+		return error;
+	}
+	period = info.rate_hz != 0 ? 1000000000ull / info.rate_hz : STALE_MIN_NS;
+	page->stale_after_ns = period * STALE_PERIODS > STALE_MIN_NS ? period * STALE_PERIODS
+								     : STALE_MIN_NS;
+	page->mapped = true;
+	entries_forget(ctx, page->address);
+	return 0;
+}
+
+/* msrd stopped: a restarted msrd is another connection. */
+static int reconnect(struct haecer_context *ctx)
+{
+	struct haecer_conn *fresh;
+	int error = haecer_connect(ctx->socket_path, &fresh);
+
+	if (error < 0)
+		return error;
+	haecer_close(ctx->conn);
+	ctx->conn = fresh;
+	/* Every page of the old msrd is gone with it. */
+	for (unsigned i = 0; i < HAECER_CONTEXT_PAGES; i++) {
+		page_forget(&ctx->pages[i]);
+		ctx->pages[i] = (struct haecer_page){ 0 };
+	}
+	return 0;
+}
+
+static int page_read_entry(struct haecer_counter *counter, struct haecer_page *page,
+			   struct energy_page_reading *reading)
+{
+	int error;
+
+	if (counter->page_entry < 0) {
+		int found = energy_page_find(&page->reader, counter->info.cpu,
+					     (uint32_t)counter->info.package);
+		if (found < 0)
+			return found;
+		counter->page_entry = found;
+	}
+	error = energy_page_read(&page->reader, (uint32_t)counter->page_entry, reading);
+	return error;
+}
+
+int haecer__page_reading(struct haecer_counter *counter, struct energy_page_reading *reading)
+{
+	struct haecer_context *ctx = counter->ctx;
+	struct haecer_page *page;
+	int error;
+
+	if (ctx->energy_exact || counter->info.kind != HAECER_COUNTER_ENERGY)
+		return -ENOENT;
+	page = page_slot(ctx, counter->info.counter_address);
+	if (page == NULL || page->unavailable)
+		return -ENOENT;
+	for (unsigned attempt = 0; attempt < 2; attempt++) {
+		if (!page->mapped) {
+			error = page_map(ctx, page);
+			if (error < 0)
+				return error;
+		}
+		error = page_read_entry(counter, page, reading);
+		if (error < 0)
+			return error;
+		if (reading->state == ENERGY_PAGE_LIVE) {
+			if (haecer__monotonic_raw_ns() - reading->sample_ns > page->stale_after_ns)
+				return -ESTALE;
+			return 0;
+		}
+		/* STALE: ask again under the policy msrd has now. DEAD: msrd stopped. */
+		page_forget(page);
+		if (reading->state == ENERGY_PAGE_DEAD) {
+			error = reconnect(ctx);
+			if (error < 0)
+				return error;
+			page = page_slot(ctx, counter->info.counter_address);
+			if (page == NULL)
+				return -ENOENT;
+		}
+	}
+	return -ESTALE;
+}
+
+int haecer__page_sample(struct haecer_counter *counter, struct energy_sample *sample)
+{
+	struct energy_page_reading reading;
+	uint64_t tsc_hz = counter->ctx->machine.tsc_hz;
+	uint64_t since;
+	int error = haecer__page_reading(counter, &reading);
+
+	if (error < 0)
+		return error;
+	since = haecer__monotonic_raw_ns() - reading.sample_ns;
+	sample->total = haecer__fold_energy(counter, reading.raw, &reading.total);
+	sample->tsc = reading.sample_tsc +
+		      (uint64_t)((unsigned __int128)since * tsc_hz / NS_PER_SECOND);
+	sample->smi = 0;
+	sample->smi_exact = false;
+	return 0;
+}

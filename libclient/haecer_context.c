@@ -144,6 +144,7 @@ static int learn_machine(struct haecer_context *ctx)
 		return haecer__fail(error, "event database: %s", event_db_strerror(error));
 	ctx->simulated = (ctx->machine.flags & HAECER_MACHINE_SIMULATED) != 0;
 	ctx->energy_totals = (haecer_server_info(ctx->conn)->features & HAECER_FEATURE_ENERGY) != 0;
+	haecer__rdpmc_detect(ctx);
 	return 0;
 }
 
@@ -160,6 +161,7 @@ int haecer_context_open(const char *socket_path, struct haecer_context **out)
 	if (ctx == NULL)
 		return haecer__fail(-ENOMEM, "out of memory for a context");
 	pthread_mutex_init(&ctx->lock, NULL);
+	ctx->rdpmc.perf_fd = -1;
 	snprintf(ctx->socket_path, sizeof(ctx->socket_path), "%s", path);
 	ctx->energy_exact = getenv(HAECER_ENERGY_EXACT_ENV) != NULL &&
 			    strcmp(getenv(HAECER_ENERGY_EXACT_ENV), "0") != 0 &&
@@ -201,6 +203,7 @@ void haecer_context_close(struct haecer_context *ctx)
 		haecer__counter_release(counter);
 	}
 	haecer__pages_close(ctx);
+	haecer__rdpmc_close(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	haecer_close(ctx->conn);
 	if (ctx->db != NULL)
@@ -344,6 +347,7 @@ int haecer__counter_new(struct haecer_context *ctx, struct haecer_counter **out)
 	counter->info.id = id;
 	counter->width_mask = UINT64_MAX;
 	counter->page_entry = -1;
+	counter->host_cpu = -1;
 	counter->next = ctx->counters;
 	if (ctx->counters != NULL)
 		ctx->counters->prev = counter;

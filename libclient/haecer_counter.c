@@ -239,6 +239,9 @@ static int open_event(struct haecer_context *ctx, int cpu, uint32_t flags,
 	 * so a failed setup leaves the thread where it was. */
 	if (flags & HAECER_FLAG_PIN)
 		error = haecer__pin_to(host_cpu, NULL);
+	/* RDPMC reads the CPU the thread is on: only a pinned thread stays on the counter's. */
+	if (error == 0 && (flags & HAECER_FLAG_PIN))
+		counter->host_cpu = host_cpu;
 out:
 	if (error < 0 && have_slot)
 		haecer_slot_free(ctx->conn, counter->slot.id);

@@ -49,8 +49,18 @@ struct haecer_page {
 	struct energy_page_reader reader;
 };
 
+/* Whether event counters are read with RDPMC (haecer_rdpmc.c). */
+struct haecer_rdpmc {
+	bool usable;
+	char why[160];              /* why, or why not */
+	int perf_fd;                /* rdpmc = 1: the perf event that grants it, or -1 */
+	void *perf_page;
+	size_t perf_page_bytes;
+};
+
 struct haecer_context {
 	pthread_mutex_t lock;
+	struct haecer_rdpmc rdpmc;
 	struct haecer_conn *conn;
 	char socket_path[256];      /* for reconnecting after msrd restarted */
 	bool energy_exact;          /* round trips only: $HAECER_ENERGY_EXACT, or the API */
@@ -87,6 +97,7 @@ struct haecer_counter {
 	bool smi_unreadable;        /* the policy refuses MSR_SMI_COUNT: count SMIs by TSC gaps */
 	struct ring_producer ring;
 	int32_t page_entry;         /* its entry on the energy page; -1 not looked up yet */
+	int host_cpu;               /* event counters: the CPU the thread was pinned to, or -1 */
 	uint64_t reading_ns;        /* CLOCK_MONOTONIC_RAW when the latest reading was true */
 	bool reading_from_page;
 };
@@ -152,6 +163,17 @@ HAECER_INTERNAL int haecer__page_reading(struct haecer_counter *counter,
 HAECER_INTERNAL int haecer__page_sample(struct haecer_counter *counter,
 					struct energy_sample *sample);
 HAECER_INTERNAL void haecer__pages_close(struct haecer_context *ctx);
+
+/* ---- haecer_rdpmc.c ---- */
+
+/* The value of <root>/sys/bus/event_source/devices/cpu/rdpmc (0, 1, 2) or -errno. */
+HAECER_INTERNAL int haecer__rdpmc_sysfs(const char *root);
+/* Decide at context open whether event counters are read with RDPMC (after learn_machine). */
+HAECER_INTERNAL void haecer__rdpmc_detect(struct haecer_context *ctx);
+HAECER_INTERNAL void haecer__rdpmc_close(struct haecer_context *ctx);
+/* The raw counter with RDPMC (lock held): 0, or -ENOENT when it cannot be read directly now
+ * (not allowed, simulated CPU, the thread is not on the counter's CPU): make the round trip. */
+HAECER_INTERNAL int haecer__rdpmc_read(struct haecer_counter *counter, uint64_t *raw);
 
 /* ---- haecer_energy.c ---- */
 

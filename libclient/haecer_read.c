@@ -75,6 +75,10 @@ int haecer__read_locked(struct haecer_counter *counter, uint64_t *value)
 
 	if (counter->info.kind == HAECER_COUNTER_ENERGY)
 		return read_energy(counter, value);
+	if (haecer__rdpmc_read(counter, &raw) == 0) {
+		*value = haecer__extend(counter, raw);
+		return 0;
+	}
 	error = haecer_slot_read(counter->ctx->conn, &counter->slot.id, 1, &raw, false);
 	if (error < 0) {
 		snprintf(what, sizeof(what), "reading %s", counter->info.name);

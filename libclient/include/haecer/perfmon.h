@@ -265,6 +265,15 @@ int haecer_counter_read_aged(struct haecer_counter *counter, uint64_t *value, ui
 #define HAECER_ENERGY_EXACT_ENV "HAECER_ENERGY_EXACT"
 int haecer_context_set_energy_exact(struct haecer_context *ctx, bool exact);
 
+/* Whether the context reads event counters with RDPMC instead of a round trip: 1 yes, 0 no; the
+ * reason either way in `why` (may be NULL). Yes needs a real CPU (not the simulator) and the
+ * kernel's permission: sysfs .../devices/cpu/rdpmc = 2, or = 1 with a perf event page that
+ * grants it (the context keeps one mapped); a read is direct only while the thread runs on the
+ * counter's CPU, a round trip otherwise. $HAECER_SYSFS_ROOT prefixes the sysfs path (tests).
+ * The RDPMC path itself has not been run: the machines this was built on have no PMU. */
+#define HAECER_SYSFS_ROOT_ENV "HAECER_SYSFS_ROOT"
+int haecer_context_direct_reads(struct haecer_context *ctx, char *why, size_t size);
+
 /* HAECER_READ_SYNCHRONIZED: msrd stops all event counters of the set together, reads them and
  * restarts them, so they cover the same interval (one round trip). Energy counters of the set
  * are read in one more round trip (a batch) right after; they do not stop. */

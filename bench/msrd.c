@@ -12,11 +12,18 @@
  * HAECER_BUILD (where msrd is), HAECER_BENCH_SECONDS (per throughput point, default 1; the CPU
  * figures use three times as long, at least 3 s).
  *
+ * System calls per read, counted exactly: a client process pinned to msrd's CPU makes READs
+ * while strace -c -f counts every system call of both processes (strace is slow: only the
+ * counts are taken from that run, never a time); the count is divided by the reads. The same-CPU
+ * latencies are measured without strace.
+ *
  * Last line: read_ns=… pingpong_ns=… ratio_pingpong=… batch8_ratio=… clients1_ops=…
  * clients16_ops=… clients256_ops=… clients1000_ops=… kib_per_client=… handle8_ratio=…
- * period_jitter_us_p99=… sample_1khz_cpu_pct=… idle_cpu_pct=…
+ * period_jitter_us_p99=… sample_1khz_cpu_pct=… idle_cpu_pct=… syscalls_per_read=…
+ * ratio_pingpong_same_cpu=… timer_jitter_us_p99=… period_jitter_ratio=…
  */
 #include <errno.h>
+#include <limits.h>
 #include <liburing.h>
 #include <sched.h>
 #include <pthread.h>
@@ -345,29 +352,14 @@ static double kib_per_idle_client(void)
 #define SCHEDULE_OPS 8u
 #define SCHEDULE_CAPACITY 65536u
 
-/* msrd's CPU time so far in clock ticks (utime + stime of /proc/PID/stat). */
+/* msrd's CPU time so far in clock ticks. */
 static unsigned long long cpu_ticks(pid_t pid)
 {
-	char path[64], text[1024];
-	unsigned long long utime = 0, stime = 0;
-	const char *after_name;
-	FILE *stat;
-	size_t got;
+	long long ticks = bench_process_cpu_ticks(pid);
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	stat = fopen(path, "r");
-	if (stat == NULL)
+	if (ticks < 0)
 		die("cannot read msrd's /proc/PID/stat");
-	got = fread(text, 1, sizeof(text) - 1, stat);
-	fclose(stat);
-	text[got] = '\0';
-	/* Fields after the command name in parentheses: state is field 3, utime 14, stime 15. */
-	after_name = strrchr(text, ')');
-	if (after_name == NULL ||
-	    sscanf(after_name + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
-		   &stime) != 2)
-		die("cannot parse msrd's /proc/PID/stat");
-	return utime + stime;
+	return (unsigned long long)ticks;
 }
 
 /* Time a task has run in ns (first field of /proc/PID/schedstat): a finer view than ticks. */
@@ -519,6 +511,113 @@ static void measure_schedule(double seconds, struct schedule_figures *out)
 	haecer_close(conn);
 }
 
+/* ---- system calls per read ---- */
+
+#define COUNTED_READS 5000
+
+struct syscall_count {
+	double total;       /* both processes, per read */
+	double server;      /* msrd's io_uring_enter per read */
+	bool counted;
+};
+
+/* strace's -c summary: the calls column (the fourth) of a syscall's line, or of "total". */
+static long summary_calls(const char *path, const char *name)
+{
+	char line[256];
+	long found = -1;
+	FILE *file = fopen(path, "r");
+
+	if (file == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), file) != NULL) {
+		char last[64];
+		double percent, seconds;
+		long usecs, calls;
+		const char *word = strrchr(line, ' ');
+
+		if (word == NULL || sscanf(word + 1, "%63s", last) != 1 || strcmp(last, name) != 0)
+			continue;
+		if (sscanf(line, "%lf %lf %ld %ld", &percent, &seconds, &usecs, &calls) == 4)
+			found = calls;
+	}
+	fclose(file);
+	return found;
+}
+
+static void counted_client(int go, int done, int cpu)
+{
+	struct haecer_conn *conn;
+	uint64_t value;
+	char byte;
+
+	bench_pin(0, cpu);
+	if (haecer_connect(server.socket_path, &conn) < 0 || haecer_msr_read(conn, 0, ADDRESS, &value) < 0)
+		_exit(1);
+	if (write(done, "r", 1) != 1 || read(go, &byte, 1) != 1)
+		_exit(1);
+	for (int i = 0; i < COUNTED_READS; i++)
+		if (haecer_msr_read(conn, 0, ADDRESS, &value) < 0)
+			_exit(1);
+	if (write(done, "d", 1) != 1 || read(go, &byte, 1) != 1)
+		_exit(1);
+	_exit(0);
+}
+
+/* Every system call of a co-located client and msrd over COUNTED_READS reads, from strace. */
+static struct syscall_count count_syscalls(int cpu)
+{
+	struct syscall_count out = { 0 };
+	char summary[PATH_MAX + 32], msrd_pid[16], client_pid[16];
+	int go[2], done[2];
+	pid_t client, tracer;
+	char byte;
+	long total, enters;
+
+	snprintf(summary, sizeof(summary), "%s/strace-summary", server.dir);
+	if (pipe(go) < 0 || pipe(done) < 0)
+		die("pipe");
+	client = fork();
+	if (client == 0)
+		counted_client(go[0], done[1], cpu);
+	if (read(done[0], &byte, 1) != 1)
+		die("counted client");
+	bench_pin(server.pid, cpu);
+	snprintf(msrd_pid, sizeof(msrd_pid), "%d", (int)server.pid);
+	snprintf(client_pid, sizeof(client_pid), "%d", (int)client);
+	tracer = fork();
+	if (tracer == 0) {
+		execlp("strace", "strace", "-c", "-f", "-qq", "-o", summary, "-p", msrd_pid, "-p",
+		       client_pid, (char *)NULL);
+		_exit(127);
+	}
+	usleep(500000); /* strace attaches */
+	if (write(go[1], "g", 1) != 1 || read(done[0], &byte, 1) != 1)
+		die("counted reads");
+	kill(tracer, SIGINT);
+	waitpid(tracer, NULL, 0);
+	if (write(go[1], "e", 1) != 1)
+		die("counted client exit");
+	waitpid(client, NULL, 0);
+	bench_pin(server.pid, -1);
+	close(go[0]);
+	close(go[1]);
+	close(done[0]);
+	close(done[1]);
+	total = summary_calls(summary, "total");
+	enters = summary_calls(summary, "io_uring_enter");
+	if (total <= 0 || enters < 0) {
+		fprintf(stderr, "bench/msrd: no strace summary (is strace installed?)\n");
+		return out;
+	}
+	/* The client's own write and read on the pipe after the reads are in the count: two calls
+	 * of the harness, not of a read. */
+	out.total = (double)(total - 2) / COUNTED_READS;
+	out.server = (double)enters / COUNTED_READS;
+	out.counted = true;
+	return out;
+}
+
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge",
@@ -531,6 +630,7 @@ int main(void)
 	struct latencies cross, same;
 	struct schedule_figures schedule, timer_floor;
 	struct cpu_use idle;
+	struct syscall_count syscalls;
 	double cpu_seconds;
 	long cpus;
 	double kib;
@@ -548,9 +648,13 @@ int main(void)
 	measure_latencies(conn, 0, cpus > 1 ? 1 : 0, &cross);
 	measure_latencies(conn, 0, 0, &same);
 	haecer_close(conn);
+	syscalls = count_syscalls(0);
 	print_latencies(cpus > 1 ? "client and servers on different CPUs" : "one CPU", &cross);
 	if (cpus > 1)
 		print_latencies("client and servers on the same CPU", &same);
+	printf("system calls per READ, client and msrd on one CPU (strace -c -f over %d reads): "
+	       "%.3f, of which msrd's io_uring_enter %.3f\n", COUNTED_READS, syscalls.total,
+	       syscalls.server);
 	/* The idle-client figure first, on a server whose buffers have seen one client only. */
 	kib = kib_per_idle_client();
 	printf("server memory per idle client:  %.2f KiB (RSS with %u idle clients)\n", kib,
@@ -583,11 +687,15 @@ int main(void)
 	printf("read_ns=%llu pingpong_ns=%llu ratio_pingpong=%.2f batch8_ratio=%.2f "
 	       "clients1_ops=%.0f clients16_ops=%.0f clients256_ops=%.0f clients1000_ops=%.0f "
 	       "kib_per_client=%.2f handle8_ratio=%.2f period_jitter_us_p99=%.1f "
-	       "sample_1khz_cpu_pct=%.2f idle_cpu_pct=%.3f\n",
+	       "sample_1khz_cpu_pct=%.2f idle_cpu_pct=%.3f syscalls_per_read=%.2f "
+	       "ratio_pingpong_same_cpu=%.2f timer_jitter_us_p99=%.1f period_jitter_ratio=%.2f\n",
 	       (unsigned long long)cross.read, (unsigned long long)cross.pingpong,
 	       (double)cross.read / (double)cross.pingpong,
 	       (double)cross.batch8 / (double)cross.read, ops[0], ops[1], ops[2], ops[3], kib,
 	       (double)cross.handle8 / (double)cross.batch8, schedule.jitter_p99_us,
-	       schedule.cpu.stat_pct, idle.stat_pct);
+	       schedule.cpu.stat_pct, idle.stat_pct, syscalls.counted ? syscalls.total : -1.0,
+	       (double)same.read / (double)same.pingpong, timer_floor.jitter_p99_us,
+	       timer_floor.jitter_p99_us > 0 ? schedule.jitter_p99_us / timer_floor.jitter_p99_us
+					     : -1.0);
 	return 0;
 }

@@ -19,6 +19,7 @@ libcap-dev
 gnuplot-nox
 prometheus
 curl
+strace
 "
 
 missing=""

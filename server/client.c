@@ -631,6 +631,9 @@ static void start_send(struct client *client)
 	else
 		io_uring_prep_send(sqe, client->fd, data, length, MSG_NOSIGNAL);
 	io_uring_sqe_set_data64(sqe, loop_user_data(client, TAG_SEND, fd >= 0 ? 1 : 0));
+	if (fd < 0 && client->pending.used == 0 && !client->draining && !client->peer_closed &&
+	    length == client->sending.used - client->sending_offset && !client_blocked(client))
+		client->server->loop.quiet_sends++;
 	client->send_armed = true;
 	client->sqes_in_flight++;
 	client->send_started_ns = msrd_now_ns();

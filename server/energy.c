@@ -128,20 +128,35 @@ static void note_sample(struct msrd *server, struct energy_counter *counter, uin
 	counter->sample_tsc = tsc;
 }
 
+static void sample_one(struct msrd *server, struct energy_counter *counter, uint64_t now_ns)
+{
+	uint64_t raw;
+
+	if (backend_read(server->backend, counter->cpu, counter->address, &raw) == 0) {
+		energy_observe(server, counter, &raw);
+		note_sample(server, counter, raw, now_ns);
+	}
+}
+
 void energy_sample_all(struct msrd *server)
 {
 	struct energy_state *energy = &server->energy;
 	uint64_t now_ns = monotonic_raw_ns();
 
-	for (uint32_t i = 0; i < energy->count; i++) {
-		struct energy_counter *counter = &energy->counters[i];
-		uint64_t raw;
-		if (backend_read(server->backend, counter->cpu, counter->address, &raw) == 0) {
-			energy_observe(server, counter, &raw);
-			note_sample(server, counter, raw, now_ns);
-		}
-	}
+	for (uint32_t i = 0; i < energy->count; i++)
+		sample_one(server, &energy->counters[i], now_ns);
 	energy->samples++;
+	energy_pages_publish(server);
+}
+
+void energy_sample_some(struct msrd *server, const bool *wanted)
+{
+	struct energy_state *energy = &server->energy;
+	uint64_t now_ns = monotonic_raw_ns();
+
+	for (uint32_t i = 0; i < energy->count; i++)
+		if (wanted[i])
+			sample_one(server, &energy->counters[i], now_ns);
 	energy_pages_publish(server);
 }
 

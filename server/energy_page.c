@@ -176,8 +176,18 @@ static void arm(struct msrd *server)
 /* The rate: the highest any holder asked for (bounded when it asked); 0 when none holds one. */
 static void update_rate(struct msrd *server)
 {
+	struct energy_state *energy = &server->energy;
 	uint32_t rate = 0;
 	uint32_t bound = policy_rate_bound(server);
+
+	if (energy->page_wanted == NULL && energy->count > 0)
+		energy->page_wanted = calloc(energy->count, sizeof(*energy->page_wanted));
+	if (energy->page_wanted != NULL) {
+		memset(energy->page_wanted, 0, energy->count * sizeof(*energy->page_wanted));
+		for (struct msrd_energy_page *page = energy->pages; page != NULL; page = page->next)
+			for (uint32_t i = 0; i < page->count; i++)
+				energy->page_wanted[page->counters[i]] = true;
+	}
 
 	for (struct client *client = server->clients; client != NULL; client = client->next)
 		for (uint32_t i = 0; i < client->page_hold_count; i++)
@@ -194,9 +204,12 @@ static void update_rate(struct msrd *server)
 void energy_pages_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe)
 {
 	server->energy.page_armed = false;
-	if (cqe->res == -ECANCELED || server->energy.page_rate_hz == 0)
+	if (cqe->res == -ECANCELED || server->energy.page_rate_hz == 0 ||
+	    server->energy.page_wanted == NULL)
 		return;
-	energy_sample_all(server);
+	/* Only the registers some page shows: a page of the package energy does not make msrd
+	 * read DRAM and core energy ten thousand times a second. */
+	energy_sample_some(server, server->energy.page_wanted);
 	server->energy.page_samples++;
 	arm(server);
 }
@@ -423,4 +436,6 @@ void energy_pages_free(struct msrd *server)
 		page_free(page, ENERGY_PAGE_DEAD);
 	}
 	server->energy.page_rate_hz = 0;
+	free(server->energy.page_wanted);
+	server->energy.page_wanted = NULL;
 }

@@ -5,7 +5,8 @@
  * multishot recv (buffers picked from one shared provided-buffer ring, so an idle client holds
  * no receive memory), sends, MSR I/O on device-backed backends, the signalfd read, and a tick
  * timeout that runs only while something has a deadline. One io_uring_enter per turn submits
- * what the previous turn queued and waits for the next completions. The energy sampler and each
+ * what the previous turn queued and waits for the next completions; a turn that queued replies
+ * waits for their completions and one more, so a request and its reply cost one enter. The energy sampler and each
  * schedule have a timeout of their own.
  */
 #include "server/server.h"
@@ -373,7 +374,17 @@ int loop_run(struct msrd *server)
 			server->done = true;
 			break;
 		}
-		status = io_uring_submit_and_wait(&loop->ring, 1);
+		if (loop->quiet_sends > 0) {
+			/* One enter submits the replies and waits for the next work; a send that
+			 * went out only in part is looked at after LOOP_QUIET_SEND_NS at most. */
+			struct __kernel_timespec limit = { .tv_nsec = LOOP_QUIET_SEND_NS };
+			unsigned wait = loop->quiet_sends + 1;
+			loop->quiet_sends = 0;
+			status = io_uring_submit_and_wait_timeout(&loop->ring, &cqe, wait, &limit,
+								  NULL);
+		} else {
+			status = io_uring_submit_and_wait(&loop->ring, 1);
+		}
 		if (status < 0 && status != -EINTR && status != -ETIME && status != -EBUSY) {
 			log_warn_errno(status, "io_uring_submit_and_wait");
 			break;

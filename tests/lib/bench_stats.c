@@ -68,3 +68,27 @@ long bench_process_status_kib(pid_t pid, const char *field)
 	fclose(status);
 	return kib;
 }
+
+long long bench_process_cpu_ticks(pid_t pid)
+{
+	char path[64], text[1024];
+	unsigned long long utime = 0, stime = 0;
+	const char *after_name;
+	FILE *stat;
+	size_t got;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	stat = fopen(path, "r");
+	if (stat == NULL)
+		return -1;
+	got = fread(text, 1, sizeof(text) - 1, stat);
+	fclose(stat);
+	text[got] = '\0';
+	/* Fields after the command name in parentheses: state is field 3, utime 14, stime 15. */
+	after_name = strrchr(text, ')');
+	if (after_name == NULL ||
+	    sscanf(after_name + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+		   &stime) != 2)
+		return -1;
+	return (long long)(utime + stime);
+}

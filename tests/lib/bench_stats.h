@@ -30,4 +30,7 @@ uint64_t bench_percentile_u64(const uint64_t *sorted, size_t count, unsigned per
 /* A "kB" field of /proc/PID/status (field with its colon, e.g. "VmRSS:"), or -1. */
 long bench_process_status_kib(pid_t pid, const char *field);
 
+/* A process's CPU time so far in clock ticks (utime + stime of /proc/PID/stat), or -1. */
+long long bench_process_cpu_ticks(pid_t pid);
+
 #endif

@@ -407,7 +407,10 @@ void energy_finish_reads(struct client *client, struct msr_op *ops, const uint8_
 				ops[i].status = -ENOMEM;
 				continue;
 			}
-			energy_coarsen(client->server, counter, &limit, previous, &raw, &total);
+			if (!energy_pages_coarse_reading(client->server, counter, &limit, &raw,
+							 &total))
+				energy_coarsen(client->server, counter, &limit, previous, &raw,
+					       &total);
 		}
 		ops[i].value = raw;
 		totals[i] = total;

@@ -68,6 +68,9 @@ static void page_free(struct msrd_energy_page *page, enum energy_page_state stat
 }
 
 /* Resolution in register units, at least one (as energy.c rounds round-trip readings). */
+static struct msrd_energy_page *find_page(struct msrd *server, uint32_t address, bool coarse,
+					  const struct policy_energy_limit *limit);
+
 static uint64_t resolution_units(uint8_t exponent, uint64_t resolution_uj)
 {
 	unsigned __int128 units = ((unsigned __int128)resolution_uj << exponent) /
@@ -127,6 +130,24 @@ static void publish_coarse(struct msrd *server, struct msrd_energy_page *page)
 		energy_page_put(&page->writer, i, last);
 	}
 	energy_page_end(&page->writer);
+}
+
+bool energy_pages_coarse_reading(struct msrd *server, const struct energy_counter *counter,
+				  const struct policy_energy_limit *limit, uint64_t *raw,
+				  uint64_t *total)
+{
+	struct msrd_energy_page *page = find_page(server, counter->address, true, limit);
+
+	if (page == NULL || !page->published)
+		return false;
+	for (uint32_t i = 0; i < page->count; i++) {
+		if (&server->energy.counters[page->counters[i]] != counter)
+			continue;
+		*raw = page->last[i].raw;
+		*total = page->last[i].total;
+		return true;
+	}
+	return false;
 }
 
 void energy_pages_publish(struct msrd *server)

@@ -619,6 +619,12 @@ void energy_pages_release_client(struct client *client);
  * policy (and are refused, or get a page as coarse as their new grant). */
 void energy_pages_policy_reloaded(struct msrd *server);
 void energy_pages_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe);
+/* A coarse reading of `counter` under `limit` when a coarse page of that setting is being
+ * published: its latest publication (true), so a client reading both its page and round trips
+ * still gets at most one new value per interval; false when there is no such page. */
+bool energy_pages_coarse_reading(struct msrd *server, const struct energy_counter *counter,
+				  const struct policy_energy_limit *limit, uint64_t *raw,
+				  uint64_t *total);
 /* Write the latest sample into every page (after energy_sample_all). */
 void energy_pages_publish(struct msrd *server);
 /* The page sampling period while pages are held; 0 otherwise. */

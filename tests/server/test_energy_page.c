@@ -4,7 +4,8 @@
  *    msrd samples for pages only while one is held (its log says when sampling starts and
  *    stops), at the rate asked for, cut to the policy's energy_page.max_rate_hz;
  *  - a coarse grant gets a page whose every total is a multiple of its resolution (in register
- *    units) and whose publications are at least its interval apart — while the fine page of the
+ *    units) and whose publications are at least its interval apart, and its round trips give the
+ *    page's publication meanwhile (one value per interval either way) — while the fine page of the
  *    same register, read in the same run, shows values that are not multiples (so a leak of
  *    fine values would be seen);
  *  - a page of a register the policy does not grant is refused, as is one of a register msrd
@@ -176,6 +177,18 @@ static int coarse_client(void *argument)
 	}
 	CHECK(publications >= 2);
 	CHECK(changes >= 1); /* at full simulated load a joule passes in well under 600 ms */
+	/* A round trip while the coarse page is published gives its publication, not a reading
+	 * of its own: page and round trips together still show one value per interval. */
+	for (int i = 0; i < 20; i++) {
+		struct energy_page_reading before, after;
+		uint64_t raw, total;
+		CHECK_EQ(energy_page_read(&reader, (uint32_t)index, &before), 0);
+		CHECK_EQ(haecer_energy_read(conn, 0, 0x611, &raw, &total), 0);
+		CHECK_EQ(energy_page_read(&reader, (uint32_t)index, &after), 0);
+		CHECK(total == before.total || total == after.total);
+		CHECK_EQ(raw, total & RAPL_ENERGY_COUNTER_MASK);
+		usleep(5000);
+	}
 	energy_page_detach(&reader);
 	haecer_close(conn);
 	return 0;

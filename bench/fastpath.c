@@ -2,7 +2,8 @@
  * bench/fastpath — energy readings without a round trip (msrd's energy page), in one run:
  *  - an energy read through the page (seqlock copy of one entry) against a plain load from a
  *    shared page (the floor: one 64-bit load from a MAP_SHARED memfd mapping) and against the
- *    exact round trip (ENERGY_READ);
+ *    exact round trip (ENERGY_READ): back-to-back reads (the key figures), and chains of
+ *    dependent reads (each one's latency) in the text;
  *  - msrd's CPU (utime + stime) while a page is held and sampled at 1 kHz and at 10 kHz, with
  *    msrd idle in the same run as the baseline;
  *  - the smallest region startEnergyRead/endEnergyRead (haecer_energy_start/end) measures within
@@ -79,7 +80,26 @@ static double page_read_ns(const struct energy_page_reader *reader)
 	return (double)bench_median_u64(rounds, ROUNDS) / PER_ROUND;
 }
 
-static double load_ns(void)
+/* The same, each read's index taken from the previous read's value (always 0): a chain of
+ * dependent reads, so the figure is one read's latency rather than how many overlap. */
+static volatile uint64_t zero_mask;
+
+static double page_read_chain_ns(const struct energy_page_reader *reader)
+{
+	static uint64_t rounds[ROUNDS];
+	struct energy_page_reading reading = { 0 };
+	uint64_t mask = zero_mask;
+
+	for (int round = 0; round < ROUNDS; round++) {
+		uint64_t start = bench_now_ns();
+		for (int i = 0; i < PER_ROUND; i++)
+			energy_page_read(reader, (uint32_t)(reading.total & mask), &reading);
+		rounds[round] = bench_now_ns() - start;
+	}
+	return (double)bench_median_u64(rounds, ROUNDS) / PER_ROUND;
+}
+
+static double load_ns(bool chain)
 {
 	static uint64_t rounds[ROUNDS];
 	int fd = memfd_create("bench-load", MFD_CLOEXEC);
@@ -92,12 +112,19 @@ static double load_ns(void)
 	if (word == MAP_FAILED)
 		die("mmap");
 	atomic_store(word, 42);
+	uint64_t mask = zero_mask, index = 0;
 	for (int round = 0; round < ROUNDS; round++) {
 		uint64_t start = bench_now_ns();
-		for (int i = 0; i < PER_ROUND; i++)
-			sink += atomic_load_explicit(word, memory_order_acquire);
+		if (chain) {
+			for (int i = 0; i < PER_ROUND; i++)
+				index = atomic_load_explicit(&word[index], memory_order_acquire) & mask;
+		} else {
+			for (int i = 0; i < PER_ROUND; i++)
+				sink += atomic_load_explicit(word, memory_order_acquire);
+		}
 		rounds[round] = bench_now_ns() - start;
 	}
+	sink += index;
 	__asm__ volatile("" : : "r"(sink));
 	munmap(word, 4096);
 	close(fd);
@@ -237,7 +264,7 @@ int main(void)
 	struct haecer_energy_page_info info;
 	struct energy_page_reader reader;
 	struct haecer_conn *conn;
-	double page, load, roundtrip, idle, sample1k, sample10k, watts, before, after;
+	double page, load, page_chain, load_chain, roundtrip, idle, sample1k, sample10k, watts, before, after;
 	int fd;
 
 	unsetenv("HAECER_VALGRIND");
@@ -251,7 +278,9 @@ int main(void)
 		die("setting up");
 	close(fd);
 	page = page_read_ns(&reader);
-	load = load_ns();
+	load = load_ns(false);
+	page_chain = page_read_chain_ns(&reader);
+	load_chain = load_ns(true);
 	roundtrip = roundtrip_ns(conn);
 	energy_page_detach(&reader);
 	haecer_close(conn);
@@ -259,6 +288,8 @@ int main(void)
 	printf("  through the page (seqlock copy): median %.1f ns\n", page);
 	printf("  plain load from a shared page:   median %.1f ns (page / load = %.2f)\n", load,
 	       page / load);
+	printf("  dependent reads (each index from the previous value): page %.1f ns, load %.1f ns "
+	       "(page / load = %.2f)\n", page_chain, load_chain, page_chain / load_chain);
 	printf("  round trip (ENERGY_READ):        median %.0f ns (round trip / page = %.0f)\n",
 	       roundtrip, roundtrip / page);
 

@@ -15,7 +15,8 @@
  * System calls per read, counted exactly: a client process pinned to msrd's CPU makes READs
  * while strace -c -f counts every system call of both processes (strace is slow: only the
  * counts are taken from that run, never a time); the count is divided by the reads. The same-CPU
- * latencies are measured without strace.
+ * latencies are measured without strace. The key is the simulated CPU's (this benchmark's msrd);
+ * the text also gives the count against the msr backend on stand-in device files.
  *
  * Last line: read_ns=… pingpong_ns=… ratio_pingpong=… batch8_ratio=… clients1_ops=…
  * clients16_ops=… clients256_ops=… clients1000_ops=… kib_per_client=… handle8_ratio=…
@@ -545,14 +546,15 @@ static long summary_calls(const char *path, const char *name)
 	return found;
 }
 
-static void counted_client(int go, int done, int cpu)
+static void counted_client(const struct msrd_server *target, int go, int done, int cpu)
 {
 	struct haecer_conn *conn;
 	uint64_t value;
 	char byte;
 
 	bench_pin(0, cpu);
-	if (haecer_connect(server.socket_path, &conn) < 0 || haecer_msr_read(conn, 0, ADDRESS, &value) < 0)
+	if (haecer_connect(target->socket_path, &conn) < 0 ||
+	    haecer_msr_read(conn, 0, ADDRESS, &value) < 0)
 		_exit(1);
 	if (write(done, "r", 1) != 1 || read(go, &byte, 1) != 1)
 		_exit(1);
@@ -565,7 +567,7 @@ static void counted_client(int go, int done, int cpu)
 }
 
 /* Every system call of a co-located client and msrd over COUNTED_READS reads, from strace. */
-static struct syscall_count count_syscalls(int cpu)
+static struct syscall_count count_syscalls(const struct msrd_server *target, int cpu)
 {
 	struct syscall_count out = { 0 };
 	char summary[PATH_MAX + 32], msrd_pid[16], client_pid[16];
@@ -574,16 +576,16 @@ static struct syscall_count count_syscalls(int cpu)
 	char byte;
 	long total, enters;
 
-	snprintf(summary, sizeof(summary), "%s/strace-summary", server.dir);
+	snprintf(summary, sizeof(summary), "%s/strace-summary", target->dir);
 	if (pipe(go) < 0 || pipe(done) < 0)
 		die("pipe");
 	client = fork();
 	if (client == 0)
-		counted_client(go[0], done[1], cpu);
+		counted_client(target, go[0], done[1], cpu);
 	if (read(done[0], &byte, 1) != 1)
 		die("counted client");
-	bench_pin(server.pid, cpu);
-	snprintf(msrd_pid, sizeof(msrd_pid), "%d", (int)server.pid);
+	bench_pin(target->pid, cpu);
+	snprintf(msrd_pid, sizeof(msrd_pid), "%d", (int)target->pid);
 	snprintf(client_pid, sizeof(client_pid), "%d", (int)client);
 	tracer = fork();
 	if (tracer == 0) {
@@ -599,7 +601,7 @@ static struct syscall_count count_syscalls(int cpu)
 	if (write(go[1], "e", 1) != 1)
 		die("counted client exit");
 	waitpid(client, NULL, 0);
-	bench_pin(server.pid, -1);
+	bench_pin(target->pid, -1);
 	close(go[0]);
 	close(go[1]);
 	close(done[0]);
@@ -618,6 +620,30 @@ static struct syscall_count count_syscalls(int cpu)
 	return out;
 }
 
+/* The same count against msrd's msr backend on a stand-in device tree (regular files with the
+ * msr driver's read-at-offset interface): its reads are io_uring READs of the device. */
+static struct syscall_count count_syscalls_msr_backend(int cpu)
+{
+	static struct msrd_server device_server;
+	static char tree[PATH_MAX + 8];
+	const char *arguments[] = { "--backend", "msr", "--dev-root", tree, "--log-level", "notice",
+				    NULL };
+	struct syscall_count out = { 0 };
+
+	if (msrd_prepare(&device_server, policy) < 0)
+		return out;
+	snprintf(tree, sizeof(tree), "%s/root", device_server.dir);
+	if (harness_standin_msr_tree(tree, 2, 1u << 16) < 0 ||
+	    msrd_launch(&device_server, arguments) < 0) {
+		msrd_kill(&device_server);
+		return out;
+	}
+	out = count_syscalls(&device_server, cpu);
+	if (msrd_stop(&device_server) < 0)
+		die("the msr-backend msrd did not stop cleanly");
+	return out;
+}
+
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge",
@@ -630,7 +656,7 @@ int main(void)
 	struct latencies cross, same;
 	struct schedule_figures schedule, timer_floor;
 	struct cpu_use idle;
-	struct syscall_count syscalls;
+	struct syscall_count syscalls, syscalls_device;
 	double cpu_seconds;
 	long cpus;
 	double kib;
@@ -648,13 +674,17 @@ int main(void)
 	measure_latencies(conn, 0, cpus > 1 ? 1 : 0, &cross);
 	measure_latencies(conn, 0, 0, &same);
 	haecer_close(conn);
-	syscalls = count_syscalls(0);
+	syscalls = count_syscalls(&server, 0);
+	syscalls_device = count_syscalls_msr_backend(0);
 	print_latencies(cpus > 1 ? "client and servers on different CPUs" : "one CPU", &cross);
 	if (cpus > 1)
 		print_latencies("client and servers on the same CPU", &same);
 	printf("system calls per READ, client and msrd on one CPU (strace -c -f over %d reads): "
 	       "%.3f, of which msrd's io_uring_enter %.3f\n", COUNTED_READS, syscalls.total,
 	       syscalls.server);
+	printf("  the same with msrd's msr backend on stand-in device files (its reads are io_uring "
+	       "READs): %.3f, io_uring_enter %.3f\n", syscalls_device.total,
+	       syscalls_device.server);
 	/* The idle-client figure first, on a server whose buffers have seen one client only. */
 	kib = kib_per_idle_client();
 	printf("server memory per idle client:  %.2f KiB (RSS with %u idle clients)\n", kib,

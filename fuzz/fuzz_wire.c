@@ -64,6 +64,8 @@ ADAPT(slot_program, struct wire_slot_program)
 ADAPT(slot_ids, struct wire_slot_ids)
 ADAPT(schedule_start, struct wire_schedule_start)
 ADAPT(schedule_started, struct wire_schedule_started)
+ADAPT(energy_page_request, struct wire_energy_page_request)
+ADAPT(energy_page, struct wire_energy_page)
 
 /* Messages of one or two plain integers. */
 struct pair {
@@ -157,6 +159,9 @@ static const struct codec codecs[] = {
 	  sizeof(struct wire_schedule_start) },
 	{ "schedule_started", decode_schedule_started, encode_schedule_started,
 	  sizeof(struct wire_schedule_started) },
+	{ "energy_page_request", decode_energy_page_request, encode_energy_page_request,
+	  sizeof(struct wire_energy_page_request) },
+	{ "energy_page", decode_energy_page, encode_energy_page, sizeof(struct wire_energy_page) },
 	{ "u64", decode_u64, encode_u64, sizeof(struct pair) },
 	{ "u32", decode_u32, encode_u32, sizeof(struct pair) },
 	{ "read_reply", decode_read_reply, encode_u64, sizeof(struct pair) },

@@ -682,8 +682,8 @@ int main(void)
 	printf("system calls per READ, client and msrd on one CPU (strace -c -f over %d reads): "
 	       "%.3f, of which msrd's io_uring_enter %.3f\n", COUNTED_READS, syscalls.total,
 	       syscalls.server);
-	printf("  the same with msrd's msr backend on stand-in device files (its reads are io_uring "
-	       "READs): %.3f, io_uring_enter %.3f\n", syscalls_device.total,
+	printf("  the same with msrd's msr backend on stand-in device files (a READ's device read "
+	       "linked to its reply's send): %.3f, io_uring_enter %.3f\n", syscalls_device.total,
 	       syscalls_device.server);
 	/* The idle-client figure first, on a server whose buffers have seen one client only. */
 	kib = kib_per_idle_client();

@@ -645,6 +645,41 @@ void client_flush(struct client *client)
 	start_send(client);
 }
 
+bool client_idle_output(const struct client *client)
+{
+	return !client->closing && !client->send_armed && !client->draining &&
+	       !client->peer_closed && client->pending.used == 0 &&
+	       client->sending_offset >= client->sending.used && client->fd_mark_count == 0 &&
+	       client->input_used == 0 && !client_blocked(client);
+}
+
+uint8_t *client_queue_linked(struct client *client, const uint8_t *frame, size_t length)
+{
+	uint8_t *space = client_reply_space(client, length);
+
+	if (space == NULL)
+		return NULL;
+	memcpy(space, frame, length);
+	client_reply_commit(client, length, -1);
+	refill_sending(client);
+	return client->sending.data;
+}
+
+void client_send_linked(struct client *client)
+{
+	struct io_uring_sqe *sqe = loop_sqe(&client->server->loop);
+
+	io_uring_prep_send(sqe, client->fd, client->sending.data, client->sending.used,
+			   MSG_NOSIGNAL);
+	io_uring_sqe_set_data64(sqe, loop_user_data(client, TAG_SEND, 0));
+	client->server->loop.quiet_sends++;
+	client->linked_send = true;
+	client->send_armed = true;
+	client->sqes_in_flight++;
+	client->send_started_ns = msrd_now_ns();
+	loop_want_tick(client->server);
+}
+
 void client_on_send(struct client *client, const struct io_uring_cqe *cqe)
 {
 	bool carried_fd = loop_index_of(io_uring_cqe_get_data64(cqe)) == 1;
@@ -656,6 +691,19 @@ void client_on_send(struct client *client, const struct io_uring_cqe *cqe)
 		free(client->fd_send);
 		client->fd_send = NULL;
 	}
+	if (client->linked_send && cqe->res == -ECANCELED && !client->closing) {
+		/* Its device read failed: the reply it would have sent is dropped; the error
+		 * reply queued behind it goes out instead. */
+		client->linked_send = false;
+		client->stream_queued -= client->sending.used;
+		client->sending.used = 0;
+		client->sending_offset = 0;
+		client->replies_sending = 0;
+		start_send(client);
+		client_sqe_done(client);
+		return;
+	}
+	client->linked_send = false;
 	if (cqe->res <= 0) {
 		if (!client->closing) {
 			char reason[96];

@@ -120,7 +120,8 @@ static int setup_buffers(struct loop *loop)
  * io_uring operations never pass through seccomp: an msrd taken over could open, create, link
  * or unlink files or open internet sockets through its ring while the filter refuses the same
  * system calls. So the ring is created disabled and restricted, before it is enabled, to the
- * operations, SQE flags and registrations msrd uses; anything else completes with -EACCES.
+ * operations, SQE flags (hard links for write batches, soft links for a device read and its
+ * reply, provided buffers) and registrations msrd uses; anything else completes with -EACCES.
  */
 static const uint8_t allowed_operations[] = {
 	IORING_OP_ACCEPT,  IORING_OP_RECV,    IORING_OP_SEND,           IORING_OP_SENDMSG,
@@ -149,7 +150,7 @@ static int restrict_ring(struct loop *loop)
 		restrictions[count++].sqe_op = allowed_operations[i];
 	}
 	restrictions[count].opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED;
-	restrictions[count++].sqe_flags = IOSQE_IO_HARDLINK | IOSQE_BUFFER_SELECT;
+	restrictions[count++].sqe_flags = IOSQE_IO_HARDLINK | IOSQE_IO_LINK | IOSQE_BUFFER_SELECT;
 	restrictions[count].opcode = IORING_RESTRICTION_REGISTER_OP;
 	restrictions[count++].register_op = IORING_UNREGISTER_PBUF_RING; /* at loop_exit */
 	status = ring_register(loop, IORING_REGISTER_RESTRICTIONS, restrictions, count);

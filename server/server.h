@@ -266,6 +266,8 @@ struct client {
 	bool refusal_logged;           /* the current request's refusal has its log line */
 	bool closing;                  /* disconnected; retired when the last SQE completes, freed
 					* at the end of that loop turn */
+	bool linked_send;              /* its send in flight is linked behind a device read: a
+					* failed read cancels it, and its reply is then dropped */
 } __attribute__((aligned(16)));
 
 int client_accept(struct msrd *server, int fd);
@@ -276,6 +278,15 @@ void client_resume(struct client *client);
 /* Start sending queued replies (called once per loop turn for clients marked dirty). */
 void client_flush(struct client *client);
 void client_rearm_recv(struct client *client);
+/* Whether a reply could be sent at once, with nothing queued or in flight before it and no
+ * input waiting behind the request (what a read linked to its reply's send needs). */
+bool client_idle_output(const struct client *client);
+/* A reply sent as the second SQE of a chain (only when client_idle_output()): queue the frame
+ * (`length` bytes at `frame`) and get the address it will be sent from (NULL when the client is
+ * being dropped); the caller then prepares the chain's first SQE (IOSQE_IO_LINK) and calls
+ * client_send_linked right after, with room for both reserved (loop_reserve). */
+uint8_t *client_queue_linked(struct client *client, const uint8_t *frame, size_t length);
+void client_send_linked(struct client *client);
 
 /* Reserve room for a reply frame of at most `max_length` bytes (header included) at the end of
  * the pending output; NULL when the queue is over its hard limit (the client is then closed). */

@@ -410,6 +410,9 @@ int stat_session_open(const struct stat_options *options, struct stat_session *s
 		*status = STAT_EXIT_FAILED;
 		return error;
 	}
+	/* A command's span is measured between two readings: they must be exact at the moment
+	 * they are taken, not up to a sampling period old as energy page readings are. */
+	haecer_context_set_energy_exact(session->ctx, true);
 	error = choose_scope(options, session, status);
 	if (error < 0)
 		return error;

@@ -328,3 +328,41 @@ int haecer_sim_energy_truth(struct haecer_conn *conn, uint32_t package, uint32_t
 	};
 	return 0;
 }
+
+int haecer_sim_energy_at(struct haecer_conn *conn, uint32_t package, uint32_t domain,
+			 uint64_t at_ns, struct haecer_sim_energy_at *out)
+{
+	struct wire_sim_energy_at_request request = {
+		.package = package, .domain = domain, .at_ns = at_ns};
+	struct wire_writer writer = haecer__begin(conn);
+	struct wire_sim_energy_at answer;
+	struct haecer_reply reply;
+	int status;
+
+	wire_put_sim_energy_at_request(&writer, &request);
+	status = haecer__call_checked(conn, WIRE_OP_SIM_ENERGY_AT, &writer, &reply);
+	if (status < 0)
+		return status;
+	if (wire_get_sim_energy_at(reply.payload, reply.length, &answer) < 0)
+		return -EPROTO;
+	*out = (struct haecer_sim_energy_at){
+		.at_ns = answer.at_ns,
+		.joules = answer.joules,
+		.last_update_ns = answer.last_update_ns,
+		.watts = (double)answer.power_uw / 1e6,
+		.smi_count = answer.smi_count,
+	};
+	return 0;
+}
+
+int haecer_sim_power_trace(struct haecer_conn *conn, const char *text)
+{
+	struct wire_writer writer = haecer__begin(conn);
+	struct haecer_reply reply;
+	size_t length = strlen(text);
+
+	if (length > WIRE_MAX_PAYLOAD)
+		return -EMSGSIZE;
+	wire_put_bytes(&writer, text, length);
+	return haecer__call_checked(conn, WIRE_OP_SIM_POWER_TRACE, &writer, &reply);
+}

@@ -55,6 +55,8 @@ enum wire_op {
 	WIRE_OP_SIM_ADVANCE = 0x0030,
 	WIRE_OP_SIM_SET_LOAD = 0x0031,
 	WIRE_OP_SIM_ENERGY_TRUTH = 0x0032,
+	WIRE_OP_SIM_ENERGY_AT = 0x0033,
+	WIRE_OP_SIM_POWER_TRACE = 0x0034,
 	/* 0x0040-0x004f: counter slots */
 	WIRE_OP_SLOT_ALLOC = 0x0040,
 	WIRE_OP_SLOT_PROGRAM = 0x0041,
@@ -240,6 +242,7 @@ struct wire_machine_info {
 #define WIRE_MACHINE_TSC_SOURCE_SHIFT 8    /* bits 11:8: where tsc_hz came from (enum
 					    * tsc_source of hw/msr.h), 0 unknown */
 #define WIRE_MACHINE_TSC_SOURCE_MASK 0xF00u
+#define WIRE_MACHINE_VIRTUAL_TIME 0x8u /* simulated time moves only by SIM_ADVANCE */
 #define WIRE_MACHINE_INFO_FIXED_SIZE 212u
 
 struct wire_read_request {
@@ -350,6 +353,22 @@ struct wire_sim_truth {
 	uint64_t last_update_ns;
 };
 #define WIRE_SIM_TRUTH_SIZE 32u
+
+struct wire_sim_energy_at_request {
+	uint32_t package;
+	uint32_t domain;
+	uint64_t at_ns;                /* a simulated time at or before now */
+};
+#define WIRE_SIM_ENERGY_AT_REQUEST_SIZE 16u
+struct wire_sim_energy_at {
+	uint64_t at_ns;
+	double joules;                 /* energy since the start, at at_ns */
+	uint64_t last_update_ns;       /* the domain's latest register update at or before at_ns */
+	uint64_t power_uw;             /* power at at_ns */
+	uint64_t smi_count;            /* SMIs begun at or before at_ns */
+};
+#define WIRE_SIM_ENERGY_AT_SIZE 40u
+/* SIM_POWER_TRACE: the payload is the trace text itself (no NUL), reply empty. */
 
 
 /* ---- counter slots ---- */
@@ -495,6 +514,12 @@ void wire_put_sim_truth_request(struct wire_writer *writer,
 int wire_get_sim_truth_request(const void *payload, size_t length,
 			       struct wire_sim_truth_request *out);
 void wire_put_sim_truth(struct wire_writer *writer, const struct wire_sim_truth *message);
+void wire_put_sim_energy_at_request(struct wire_writer *writer,
+				    const struct wire_sim_energy_at_request *message);
+int wire_get_sim_energy_at_request(const void *payload, size_t length,
+				   struct wire_sim_energy_at_request *out);
+void wire_put_sim_energy_at(struct wire_writer *writer, const struct wire_sim_energy_at *message);
+int wire_get_sim_energy_at(const void *payload, size_t length, struct wire_sim_energy_at *out);
 int wire_get_sim_truth(const void *payload, size_t length, struct wire_sim_truth *out);
 
 void wire_put_slot_alloc(struct wire_writer *writer, const struct wire_slot_alloc *message);

@@ -465,6 +465,53 @@ int wire_get_sim_truth(const void *payload, size_t length, struct wire_sim_truth
 	return wire_reader_finish(&reader);
 }
 
+void wire_put_sim_energy_at_request(struct wire_writer *writer,
+				    const struct wire_sim_energy_at_request *message)
+{
+	wire_put_u32(writer, message->package);
+	wire_put_u32(writer, message->domain);
+	wire_put_u64(writer, message->at_ns);
+}
+
+int wire_get_sim_energy_at_request(const void *payload, size_t length,
+				   struct wire_sim_energy_at_request *out)
+{
+	struct wire_reader reader;
+
+	wire_reader_init(&reader, payload, length);
+	out->package = wire_get_u32(&reader);
+	out->domain = wire_get_u32(&reader);
+	out->at_ns = wire_get_u64(&reader);
+	return wire_reader_finish(&reader);
+}
+
+void wire_put_sim_energy_at(struct wire_writer *writer, const struct wire_sim_energy_at *message)
+{
+	uint64_t bits;
+
+	memcpy(&bits, &message->joules, sizeof(bits));
+	wire_put_u64(writer, message->at_ns);
+	wire_put_u64(writer, bits);
+	wire_put_u64(writer, message->last_update_ns);
+	wire_put_u64(writer, message->power_uw);
+	wire_put_u64(writer, message->smi_count);
+}
+
+int wire_get_sim_energy_at(const void *payload, size_t length, struct wire_sim_energy_at *out)
+{
+	struct wire_reader reader;
+	uint64_t bits;
+
+	wire_reader_init(&reader, payload, length);
+	out->at_ns = wire_get_u64(&reader);
+	bits = wire_get_u64(&reader);
+	memcpy(&out->joules, &bits, sizeof(bits));
+	out->last_update_ns = wire_get_u64(&reader);
+	out->power_uw = wire_get_u64(&reader);
+	out->smi_count = wire_get_u64(&reader);
+	return wire_reader_finish(&reader);
+}
+
 /* ---- counter slots ---- */
 
 void wire_put_slot_alloc(struct wire_writer *writer, const struct wire_slot_alloc *message)

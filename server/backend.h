@@ -43,6 +43,9 @@ struct backend_options {
 	bool allow_sim_fallback;   /* auto: the simulated CPU when no device is usable (opt-in) */
 	uint64_t sim_access_step_ns; /* virtual time: advance this much per register access, so a
 				      * loop waiting for the next 1 ms energy update ends */
+	bool sim_ideal;            /* exact CPU: updates every 1 ms in phase, SMIs take no time */
+	uint64_t sim_seed;         /* seeds the rough behaviour (replayable) */
+	const char *sim_power_script; /* power trace file (format in server/sim_power.c), may be NULL */
 };
 
 /* What the machine offers, from CPUID and the unit registers (real or simulated). */
@@ -68,6 +71,7 @@ struct machine_info {
 	bool amd_perfmon_v2;        /* CPUID Fn8000_0022 EAX[0]: PerfCntrGlobalCtl gates counting */
 	bool nmi_watchdog;          /* kernel.nmi_watchdog is on (it holds a cycles counter) */
 	bool simulated;
+	bool sim_virtual_time;      /* simulated time moves only when a client advances it */
 };
 
 /* One register access of a batch. */
@@ -161,6 +165,7 @@ struct sim_energy_truth {
 	unsigned __int128 femtojoules; /* exact: energy since the start in 1e-15 J (= µW * ns) */
 	uint64_t power_microwatts;  /* current power: idle + (max - idle) * mean load */
 	uint32_t energy_exponent;   /* unit of the register: 2^-energy_exponent J */
+	uint64_t smi_count;         /* SMIs since the start (also on models without MSR_SMI_COUNT) */
 };
 /* -ENXIO for a package beyond the model, -ENOENT for a domain it lacks. For the per-core AMD
  * domain this is the first core of the package; backend_sim_energy_truth_cpu names any. */
@@ -169,5 +174,15 @@ int backend_sim_energy_truth(const struct msr_backend *backend, uint32_t package
 /* Ground truth of the domain instance `cpu` reads (its package's, or its core's). */
 int backend_sim_energy_truth_cpu(const struct msr_backend *backend, uint32_t cpu,
 				 enum rapl_domain domain, struct sim_energy_truth *out);
+
+/* The same at a past simulated time at_ns (now_ns = at_ns; units_at_update is 0): -ERANGE when
+ * at_ns lies ahead or before the power changes the simulator remembers (a few seconds at 1 ms
+ * load sampling). */
+int backend_sim_energy_at(const struct msr_backend *backend, uint32_t package,
+			  enum rapl_domain domain, uint64_t at_ns, struct sim_energy_truth *out);
+
+/* Replace the power trace (format in server/sim_power.c; "" = every domain follows its load
+ * again). -EINVAL (and a log line naming `where` and the line) when it is malformed. */
+int backend_sim_power_trace(struct msr_backend *backend, const char *text, const char *where);
 
 #endif

@@ -9,6 +9,7 @@
 #include "server/server.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -576,6 +577,88 @@ static void handle_sim_truth(struct client *client, const struct wire_header *he
 	dispatch_reply_end(client, space, header, &writer, -1);
 }
 
+static void handle_sim_energy_at(struct client *client, const struct wire_header *header,
+				 const uint8_t *payload, size_t length)
+{
+	struct wire_sim_energy_at_request request;
+	struct sim_energy_truth truth;
+	struct wire_sim_energy_at wire;
+	struct wire_writer writer;
+	uint8_t *space;
+	int status;
+
+	if (wire_get_sim_energy_at_request(payload, length, &request) < 0) {
+		dispatch_malformed(client, header, length);
+		return;
+	}
+	if (!sim_allowed(client, header))
+		return;
+	if (request.domain >= RAPL_DOMAIN_COUNT) {
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
+				   "no RAPL domain %u", request.domain);
+		return;
+	}
+	status = backend_sim_energy_at(client->server->backend, request.package,
+				       (enum rapl_domain)request.domain, request.at_ns, &truth);
+	if (status == -ERANGE) {
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
+				   "%llu ns is ahead of the simulated time or older than the power "
+				   "changes it remembers", (unsigned long long)request.at_ns);
+		return;
+	}
+	if (status < 0) {
+		reply_sim_failure(client, header, status);
+		return;
+	}
+	wire = (struct wire_sim_energy_at){
+		.at_ns = truth.now_ns,
+		.joules = truth.joules,
+		.last_update_ns = truth.last_update_ns,
+		.power_uw = truth.power_microwatts,
+		.smi_count = truth.smi_count,
+	};
+	space = dispatch_reply_begin(client, WIRE_SIM_ENERGY_AT_SIZE, &writer);
+	if (space == NULL)
+		return;
+	wire_put_sim_energy_at(&writer, &wire);
+	dispatch_reply_end(client, space, header, &writer, -1);
+}
+
+/* The payload is the trace text; msrd copies it to add the NUL its parser wants. */
+static void handle_sim_power_trace(struct client *client, const struct wire_header *header,
+				   const uint8_t *payload, size_t length)
+{
+	char *text;
+	int status;
+
+	if (!sim_allowed(client, header))
+		return;
+	if (memchr(payload, '\0', length) != NULL) {
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
+				   "a power trace is text without NUL bytes");
+		return;
+	}
+	text = malloc(length + 1);
+	if (text == NULL) {
+		reply_sim_failure(client, header, -ENOMEM);
+		return;
+	}
+	memcpy(text, payload, length);
+	text[length] = '\0';
+	status = backend_sim_power_trace(client->server->backend, text, "(request)");
+	free(text);
+	if (status == -EINVAL) {
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
+				   "the power trace is malformed (msrd's log names the line)");
+		return;
+	}
+	if (status < 0) {
+		reply_sim_failure(client, header, status);
+		return;
+	}
+	dispatch_reply_empty(client, header);
+}
+
 void dispatch_frame(struct client *client, const struct wire_header *header,
 		    const uint8_t *payload, size_t length)
 {
@@ -618,6 +701,12 @@ void dispatch_frame(struct client *client, const struct wire_header *header,
 		break;
 	case WIRE_OP_SIM_ENERGY_TRUTH:
 		handle_sim_truth(client, header, payload, length);
+		break;
+	case WIRE_OP_SIM_ENERGY_AT:
+		handle_sim_energy_at(client, header, payload, length);
+		break;
+	case WIRE_OP_SIM_POWER_TRACE:
+		handle_sim_power_trace(client, header, payload, length);
 		break;
 	case WIRE_OP_SLOT_ALLOC:
 		slots_handle_alloc(client, header, payload, length);

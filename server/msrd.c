@@ -121,7 +121,8 @@ static int encode_machine_info(struct msrd *server)
 		     (machine->pmc_full_width_writes ? WIRE_MACHINE_PMC_FULL_WIDTH : 0) |
 		     (machine->simulated ? WIRE_MACHINE_SIMULATED : 0) |
 		     (((uint32_t)machine->tsc_source << WIRE_MACHINE_TSC_SOURCE_SHIFT) &
-		      WIRE_MACHINE_TSC_SOURCE_MASK);
+		      WIRE_MACHINE_TSC_SOURCE_MASK) |
+		     (machine->sim_virtual_time ? WIRE_MACHINE_VIRTUAL_TIME : 0);
 	wire.rapl_power_unit = machine->rapl_power_unit;
 	wire.tsc_hz = machine->tsc_hz;
 	for (size_t i = 0; i < RAPL_DOMAIN_COUNT && i < WIRE_RAPL_DOMAINS; i++) {

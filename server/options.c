@@ -50,6 +50,9 @@ enum option_id {
 	OPT_USER,
 	OPT_SOCKET_OWNER,
 	OPT_SECCOMP,
+	OPT_SIM_IDEAL,
+	OPT_SIM_SEED,
+	OPT_SIM_POWER_SCRIPT,
 };
 
 static const struct option long_options[] = {
@@ -63,6 +66,9 @@ static const struct option long_options[] = {
 	{ "sim-load-script", required_argument, NULL, OPT_SIM_LOAD_SCRIPT },
 	{ "sim-access-step-ns", required_argument, NULL, OPT_SIM_ACCESS_STEP },
 	{ "sim-late-energy-reads", required_argument, NULL, OPT_SIM_LATE_ENERGY_READS },
+	{ "sim-ideal", no_argument, NULL, OPT_SIM_IDEAL },
+	{ "sim-seed", required_argument, NULL, OPT_SIM_SEED },
+	{ "sim-power-script", required_argument, NULL, OPT_SIM_POWER_SCRIPT },
 	{ "models-dir", required_argument, NULL, OPT_MODELS_DIR },
 	{ "dev-root", required_argument, NULL, OPT_DEV_ROOT },
 	{ "foreground", no_argument, NULL, 'f' },
@@ -136,6 +142,10 @@ void options_usage(FILE *out)
 		"                             watchdog), pmcN, pmcN@MS (taken at MS ms), comma-separated\n"
 		"  --sim-late-energy-reads N  every Nth read of an energy register returns the value\n"
 		"                             of a read N-1 reads earlier, as a late completion would\n"
+		"  --sim-ideal                exact simulated CPU: energy updates every 1 ms in phase,\n"
+		"                             SMIs take no time (default: rough, as the model says)\n"
+		"  --sim-seed N               seed of the rough simulation (replays it; 0: from the clock)\n"
+		"  --sim-power-script FILE    power trace for the simulated CPU's RAPL domains\n"
 		"Limits:\n"
 		"  --max-clients N            connected clients (default 8192)\n"
 		"  --max-rings-per-client N   rings one connection may create or open (default 64)\n"
@@ -243,6 +253,7 @@ static const struct number_option number_options[] = {
 	{ OPT_MAX_SCHEDULES_PER_UID, "--max-schedules-per-uid", 10, 1, 100000 },
 	{ OPT_SIM_ACCESS_STEP, "--sim-access-step-ns", 10, 0, 1000000000ull },
 	{ OPT_SIM_LATE_ENERGY_READS, "--sim-late-energy-reads", 10, 3, 1000000ull },
+	{ OPT_SIM_SEED, "--sim-seed", 0, 0, UINT64_MAX },
 };
 
 static void store_number(struct msrd_config *config, int id, unsigned long long value)
@@ -264,6 +275,7 @@ static void store_number(struct msrd_config *config, int id, unsigned long long 
 	case OPT_MAX_SCHEDULES_PER_UID: config->max_schedules_per_uid = (unsigned)value; break;
 	case OPT_SIM_ACCESS_STEP: config->backend.sim_access_step_ns = value; break;
 	case OPT_SIM_LATE_ENERGY_READS: config->backend.sim_late_energy_reads = (uint32_t)value; break;
+	case OPT_SIM_SEED: config->backend.sim_seed = value; break;
 	default: break;
 	}
 }
@@ -313,6 +325,8 @@ static int parse_one(struct msrd_config *config, int id, const char *argument)
 	case OPT_ALLOW_SIM_FALLBACK: config->backend.allow_sim_fallback = true; return 0;
 	case OPT_SIM_KERNEL_COUNTERS: config->backend.sim_kernel_counters = argument; return 0;
 	case OPT_SIM_LOAD_SCRIPT: config->backend.sim_load_script = argument; return 0;
+	case OPT_SIM_IDEAL: config->backend.sim_ideal = true; return 0;
+	case OPT_SIM_POWER_SCRIPT: config->backend.sim_power_script = argument; return 0;
 	case OPT_MODELS_DIR: config->backend.models_dir = argument; return 0;
 	case OPT_DEV_ROOT: config->backend.dev_root = argument; return 0;
 	case 'f': config->foreground = true; return 0;
@@ -393,6 +407,10 @@ int options_parse(int argc, char **argv, struct msrd_config *config)
 		return bad_option("%s", "--sim-late-energy-reads needs --backend sim");
 	if (config->backend.allow_sim_fallback && config->backend.kind != BACKEND_AUTO)
 		return bad_option("%s", "--allow-sim-fallback goes with --backend auto");
+	if ((config->backend.sim_ideal || config->backend.sim_seed ||
+	     config->backend.sim_power_script) && config->backend.kind != BACKEND_SIM)
+		return bad_option("%s", "--sim-ideal, --sim-seed and --sim-power-script need "
+				  "--backend sim");
 	if (config->backend.sim_access_step_ns != 0 && !config->backend.sim_virtual_time)
 		return bad_option("%s", "--sim-access-step-ns needs --sim-virtual-time");
 	return 0;

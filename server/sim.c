@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "server/sim_internal.h"
@@ -41,53 +42,108 @@ static uint64_t monotonic_raw_ns(void)
 	return (uint64_t)now.tv_sec * SIM_NS_PER_SECOND + (uint64_t)now.tv_nsec;
 }
 
-sim_u128 sim_cpu_busy_at(struct sim_cpu *cpu, uint64_t t)
+sim_u128 sim_cpu_busy_at(struct sim *sim, struct sim_cpu *cpu, uint64_t t)
 {
 	if (t > cpu->t) {
-		cpu->busy += (sim_u128)cpu->load * (t - cpu->t);
+		uint64_t running = (t - cpu->t) - sim_rough_smi_time(sim, cpu->t, t);
+
+		cpu->busy += (sim_u128)cpu->load * running;
 		cpu->t = t;
 	}
 	return cpu->busy;
 }
 
-static void domain_set_power(struct sim_domain *domain)
+/* Energy of the law from its start to seg_t0 + x (x <= seg_len for a ramp); differences of it
+ * telescope, so integrating in many pieces gives exactly the one-piece result. */
+static sim_u128 law_energy(const struct sim_power_law *law, uint64_t x)
 {
-	sim_u128 span = (sim_u128)domain->span_uw * domain->load_sum;
+	__int128 energy = (__int128)law->from_uw * x;
 
-	domain->power_uw = domain->idle_uw +
-			   (uint64_t)(span / ((sim_u128)domain->cpus * SIM_LOAD_ONE));
+	if (law->seg_len && law->to_uw != law->from_uw)
+		energy += ((__int128)law->to_uw - (__int128)law->from_uw) * ((__int128)x * x) /
+			  (2 * (__int128)law->seg_len);
+	return (sim_u128)energy;
 }
 
-/* Integrate the domain's constant power up to t, noting the energy at the last 1 ms boundary. */
-static void domain_advance(struct sim_domain *domain, uint64_t t)
+static uint64_t law_power(const struct sim_power_law *law, uint64_t t)
 {
-	uint64_t boundary = t - t % SIM_UPDATE_NS;
+	uint64_t x = t > law->seg_t0 ? t - law->seg_t0 : 0;
+
+	if (!law->seg_len || law->to_uw == law->from_uw)
+		return law->from_uw;
+	if (x >= law->seg_len)
+		return law->to_uw;
+	return (uint64_t)((__int128)law->from_uw +
+			  ((__int128)law->to_uw - (__int128)law->from_uw) * x /
+				  (__int128)law->seg_len);
+}
+
+/* Energy of the domain over [a, b], both within its current law. */
+static sim_u128 domain_energy(const struct sim_domain *domain, uint64_t a, uint64_t b)
+{
+	const struct sim_power_law *law = &domain->law;
+
+	return law_energy(law, b - law->seg_t0) - law_energy(law, a - law->seg_t0);
+}
+
+/* Integrate the domain's power up to t, noting the energy at its last register update <= t. */
+static void domain_advance(const struct sim *sim, struct sim_domain *domain, uint64_t t)
+{
+	uint64_t update;
 
 	if (t <= domain->t)
 		return;
-	if (boundary > domain->t)
-		domain->update_fj = domain->energy_fj +
-				    (sim_u128)domain->power_uw * (boundary - domain->t);
-	domain->energy_fj += (sim_u128)domain->power_uw * (t - domain->t);
+	if (sim_rough_last_update(sim, domain, t, &update) && update > domain->t) {
+		domain->update_fj = domain->energy_fj + domain_energy(domain, domain->t, update);
+		domain->update_ns = update;
+	}
+	domain->energy_fj += domain_energy(domain, domain->t, t);
 	domain->t = t;
 }
 
-/* Change one CPU's load. `exact`: at time t (objects are first brought up to t with the old
- * load); otherwise from each object's last observation on. */
-static void cpu_set_load(struct sim *sim, uint32_t index, uint32_t load, bool exact, uint64_t t)
+/* The domain's power follows `law` from domain->t on (the caller advanced it to there). */
+static void domain_set_law(struct sim_domain *domain, const struct sim_power_law *law)
+{
+	struct sim_history_entry *entry;
+
+	if (memcmp(&domain->law, law, sizeof(*law)) == 0)
+		return;
+	domain->law = *law;
+	entry = &domain->history[domain->history_count % SIM_HISTORY];
+	entry->t = domain->t;
+	entry->energy_fj = domain->energy_fj;
+	entry->law = *law;
+	domain->history_count++;
+}
+
+/* A load-driven domain: idle + (max - idle) x mean load of its CPUs, from domain->t on. */
+static void domain_set_power(struct sim_domain *domain)
+{
+	sim_u128 span = (sim_u128)domain->span_uw * domain->load_sum;
+	uint64_t power = domain->idle_uw +
+			 (uint64_t)(span / ((sim_u128)domain->cpus * SIM_LOAD_ONE));
+	struct sim_power_law law = { .seg_t0 = domain->t, .from_uw = power, .to_uw = power };
+
+	if (domain->traced)
+		return;
+	if (domain->law.seg_len == 0 && domain->law.from_uw == power)
+		return;
+	domain_set_law(domain, &law);
+}
+
+/* Change one CPU's load at time t (objects are first brought up to t with the old load). */
+static void cpu_set_load(struct sim *sim, uint32_t index, uint32_t load, uint64_t t)
 {
 	struct sim_cpu *cpu = &sim->cpus[index];
 
-	if (exact)
-		sim_cpu_busy_at(cpu, t);
+	sim_cpu_busy_at(sim, cpu, t);
 	for (uint32_t kind = 0; kind < RAPL_DOMAIN_COUNT; kind++) {
 		struct sim_domain *domain;
 
 		if (cpu->domain[kind] == SIM_NO_DOMAIN)
 			continue;
 		domain = &sim->domains[cpu->domain[kind]];
-		if (exact)
-			domain_advance(domain, t);
+		domain_advance(sim, domain, t);
 		domain->load_sum = domain->load_sum - cpu->load + load;
 		domain_set_power(domain);
 	}
@@ -104,7 +160,7 @@ static void timeline_enter(struct sim *sim, size_t timeline, size_t segment, uin
 	for (uint32_t cpu = 0; cpu < sim->cpu_count; cpu++) {
 		if (sim->cpus[cpu].source == SIM_LOAD_SCRIPT &&
 		    sim->script->cpu_timeline[cpu] == (int32_t)timeline)
-			cpu_set_load(sim, cpu, line->load[segment], true, t);
+			cpu_set_load(sim, cpu, line->load[segment], t);
 	}
 }
 
@@ -118,20 +174,84 @@ static void script_schedule(struct sim *sim)
 	}
 }
 
-/* Apply every scripted load change up to t, in time order. */
+static void script_step(struct sim *sim, uint64_t change)
+{
+	for (size_t i = 0; i < sim->script->timeline_count; i++) {
+		const struct sim_timeline *line = &sim->script->timelines[i];
+		struct sim_timeline_state *state = &sim->timeline_state[i];
+
+		if (line->count && state->segment_end == change)
+			timeline_enter(sim, i, (state->segment + 1) % line->count, change);
+	}
+	script_schedule(sim);
+}
+
+/* Domains of `kind` follow segment `segment` of the trace from t on (past the last: hold its
+ * end power; no trace for the kind: the load again). */
+static void power_enter(struct sim *sim, unsigned kind, size_t segment, uint64_t t)
+{
+	const struct sim_power_trace *trace = sim->power;
+	struct sim_power_state *state = &sim->power_state[kind];
+	size_t count = trace ? trace->count[kind] : 0;
+	struct sim_power_law law = { .seg_t0 = t };
+
+	state->segment = segment;
+	state->segment_end = UINT64_MAX;
+	if (segment < count) {
+		const struct sim_power_segment *now = &trace->segments[kind][segment];
+
+		law.from_uw = now->from_uw;
+		law.to_uw = now->to_uw;
+		law.seg_len = now->duration_ns;
+		state->segment_end = t + now->duration_ns;
+	} else if (count) {
+		law.from_uw = law.to_uw = trace->segments[kind][count - 1].to_uw;
+	}
+	for (uint32_t i = 0; i < sim->domain_count; i++) {
+		struct sim_domain *domain = &sim->domains[i];
+
+		if (domain->kind != kind)
+			continue;
+		domain_advance(sim, domain, t);
+		domain->traced = count != 0;
+		if (count)
+			domain_set_law(domain, &law);
+		else
+			domain_set_power(domain);
+	}
+}
+
+static void power_schedule(struct sim *sim)
+{
+	sim->next_power_change = UINT64_MAX;
+	for (unsigned kind = 0; kind < RAPL_DOMAIN_COUNT; kind++) {
+		if (sim->power_state[kind].segment_end < sim->next_power_change)
+			sim->next_power_change = sim->power_state[kind].segment_end;
+	}
+}
+
+static void power_step(struct sim *sim, uint64_t change)
+{
+	for (unsigned kind = 0; kind < RAPL_DOMAIN_COUNT; kind++) {
+		if (sim->power_state[kind].segment_end == change)
+			power_enter(sim, kind, sim->power_state[kind].segment + 1, change);
+	}
+	power_schedule(sim);
+}
+
+/* Apply every scripted load and power change up to t, in time order. */
 static void script_run_until(struct sim *sim, uint64_t t)
 {
-	while (sim->next_script_change <= t) {
-		uint64_t change = sim->next_script_change;
+	for (;;) {
+		uint64_t change = sim->next_script_change < sim->next_power_change ?
+					  sim->next_script_change : sim->next_power_change;
 
-		for (size_t i = 0; i < sim->script->timeline_count; i++) {
-			const struct sim_timeline *line = &sim->script->timelines[i];
-			struct sim_timeline_state *state = &sim->timeline_state[i];
-
-			if (line->count && state->segment_end == change)
-				timeline_enter(sim, i, (state->segment + 1) % line->count, change);
-		}
-		script_schedule(sim);
+		if (change > t)
+			return;
+		if (sim->next_script_change == change)
+			script_step(sim, change);
+		if (sim->next_power_change == change)
+			power_step(sim, change);
 	}
 }
 
@@ -148,7 +268,7 @@ static void host_sample(struct sim *sim, uint64_t t)
 	}
 	for (uint32_t cpu = 0; cpu < sim->cpu_count; cpu++) {
 		if (sim->cpus[cpu].source == SIM_LOAD_HOST)
-			cpu_set_load(sim, cpu, sim_host_load_of(sim->host, cpu), false, t);
+			cpu_set_load(sim, cpu, sim_host_load_of(sim->host, cpu), t);
 	}
 }
 
@@ -164,11 +284,19 @@ static uint64_t sim_observe(struct sim *sim, bool register_access)
 		if (now < sim->now)
 			now = sim->now;
 	}
+	if (register_access && sim->rough.on) {
+		/* An access during an SMI waits for its end: the CPU runs nothing meanwhile. */
+		uint64_t end = sim_rough_smi_end(sim, now);
+
+		while (!sim->virtual_time && end > now && monotonic_raw_ns() < end)
+			;
+		now = end;
+	}
 	sim->now = now;
 	script_run_until(sim, now);
 	if (sim->takeover_count > 0)
 		sim_kernel_run_until(sim, now);
-	if (sim->host && now - sim->host_sampled_at >= SIM_HOST_SAMPLE_NS)
+	if (sim->host && now - sim->host_sampled_at >= sim->rough.host_sample_ns)
 		host_sample(sim, now);
 	return now;
 }
@@ -213,7 +341,7 @@ static int rapl_access(struct sim *sim, struct sim_cpu *cpu, uint32_t address, u
 	kind = rapl_domain_of_address(address);
 	if (kind < 0 || cpu->domain[kind] == SIM_NO_DOMAIN)
 		return -ENOENT;
-	domain_advance(&sim->domains[cpu->domain[kind]], sim->now);
+	domain_advance(sim, &sim->domains[cpu->domain[kind]], sim->now);
 	*value = domain_units(&sim->domains[cpu->domain[kind]]) & RAPL_ENERGY_COUNTER_MASK;
 	late_completion(sim, &sim->domains[cpu->domain[kind]], value);
 	return 0;
@@ -240,9 +368,7 @@ static int read_time_register(struct sim *sim, struct sim_cpu *cpu, uint32_t add
 		return 0;
 	}
 	if (address == MSR_SMI_COUNT && sim->model->smi_count) {
-		uint64_t elapsed = sim->now - sim->start_ns;
-
-		*value = sim->smi_period_ns ? (elapsed / sim->smi_period_ns) & 0xFFFFFFFFull : 0;
+		*value = sim_rough_smi_count(sim, sim->now) & 0xFFFFFFFFull;
 		return 0;
 	}
 	return -ENOENT;
@@ -345,7 +471,7 @@ int sim_set_load(struct sim *sim, int cpu, double load)
 		if (cpu >= 0 && i != (uint32_t)cpu)
 			continue;
 		sim->cpus[i].source = SIM_LOAD_FIXED;
-		cpu_set_load(sim, i, fixed, true, now);
+		cpu_set_load(sim, i, fixed, now);
 	}
 	return 0;
 }
@@ -394,29 +520,112 @@ int sim_package_first_cpu(const struct sim *sim, uint32_t package)
 	return (int)(package * sim->model->cpus_per_package);
 }
 
+static double femtojoules_to_joules(sim_u128 femtojoules)
+{
+	return (double)(uint64_t)(femtojoules / FEMTOJOULES_PER_JOULE) +
+	       (double)(uint64_t)(femtojoules % FEMTOJOULES_PER_JOULE) /
+		       (double)FEMTOJOULES_PER_JOULE;
+}
+
+static int truth_domain(struct sim *sim, uint32_t cpu, enum rapl_domain kind,
+			struct sim_domain **out)
+{
+	if (cpu >= sim->cpu_count)
+		return -ENXIO;
+	if ((unsigned)kind >= RAPL_DOMAIN_COUNT || sim->cpus[cpu].domain[kind] == SIM_NO_DOMAIN)
+		return -ENOENT;
+	*out = &sim->domains[sim->cpus[cpu].domain[kind]];
+	return 0;
+}
+
 int sim_energy_truth(struct sim *sim, uint32_t cpu, enum rapl_domain kind,
 		     struct sim_energy_truth *out)
 {
 	struct sim_domain *domain;
 	uint64_t now;
+	int ret = truth_domain(sim, cpu, kind, &domain);
 
-	if (cpu >= sim->cpu_count)
-		return -ENXIO;
-	if ((unsigned)kind >= RAPL_DOMAIN_COUNT || sim->cpus[cpu].domain[kind] == SIM_NO_DOMAIN)
-		return -ENOENT;
+	if (ret < 0)
+		return ret;
 	now = sim_observe(sim, false);
-	domain = &sim->domains[sim->cpus[cpu].domain[kind]];
-	domain_advance(domain, now);
+	domain_advance(sim, domain, now);
 	out->now_ns = now;
-	out->joules = (double)(uint64_t)(domain->energy_fj / FEMTOJOULES_PER_JOULE) +
-		      (double)(uint64_t)(domain->energy_fj % FEMTOJOULES_PER_JOULE) /
-			      (double)FEMTOJOULES_PER_JOULE;
+	out->joules = femtojoules_to_joules(domain->energy_fj);
 	out->units_at_update = domain_units(domain);
-	out->last_update_ns = now - now % SIM_UPDATE_NS;
+	out->last_update_ns = domain->update_ns;
 	out->femtojoules = domain->energy_fj;
-	out->power_microwatts = domain->power_uw;
+	out->power_microwatts = law_power(&domain->law, now);
 	out->energy_exponent = domain->exponent;
+	out->smi_count = sim_rough_smi_count(sim, now);
 	return 0;
+}
+
+int sim_energy_at(struct sim *sim, uint32_t cpu, enum rapl_domain kind, uint64_t at_ns,
+		  struct sim_energy_truth *out)
+{
+	const struct sim_history_entry *entry = NULL;
+	struct sim_domain *domain;
+	uint64_t now, oldest, newest, low, high, update = 0;
+	sim_u128 energy;
+	int ret = truth_domain(sim, cpu, kind, &domain);
+
+	if (ret < 0)
+		return ret;
+	now = sim_observe(sim, false);
+	domain_advance(sim, domain, now);
+	newest = domain->history_count;
+	oldest = newest > SIM_HISTORY ? newest - SIM_HISTORY : 0;
+	if (at_ns > now || newest == 0 || domain->history[oldest % SIM_HISTORY].t > at_ns)
+		return -ERANGE;
+	/* The latest entry at or before at_ns: its law held from then until the next entry. */
+	low = oldest;
+	high = newest - 1;
+	while (low < high) {
+		uint64_t middle = low + (high - low + 1) / 2;
+
+		if (domain->history[middle % SIM_HISTORY].t <= at_ns)
+			low = middle;
+		else
+			high = middle - 1;
+	}
+	entry = &domain->history[low % SIM_HISTORY];
+	energy = entry->energy_fj + law_energy(&entry->law, at_ns - entry->law.seg_t0) -
+		 law_energy(&entry->law, entry->t - entry->law.seg_t0);
+	sim_rough_last_update(sim, domain, at_ns, &update);
+	*out = (struct sim_energy_truth){
+		.now_ns = at_ns,
+		.joules = femtojoules_to_joules(energy),
+		.last_update_ns = update,
+		.femtojoules = energy,
+		.power_microwatts = law_power(&entry->law, at_ns),
+		.energy_exponent = domain->exponent,
+		.smi_count = sim_rough_smi_count(sim, at_ns),
+	};
+	return 0;
+}
+
+/* Replace the power trace: the domains it names follow it from now on, the others their load. */
+int sim_power_trace(struct sim *sim, const char *text, const char *where)
+{
+	struct sim_power_trace *trace;
+	uint64_t now = sim_observe(sim, false);
+	int ret = sim_power_parse(sim, text, where, &trace);
+
+	if (ret < 0)
+		return ret;
+	sim_power_free(sim->power);
+	sim->power = trace;
+	sim->power_started = now;
+	for (unsigned kind = 0; kind < RAPL_DOMAIN_COUNT; kind++)
+		power_enter(sim, kind, 0, now);
+	power_schedule(sim);
+	return 0;
+}
+
+bool sim_is_rough(const struct sim *sim, uint64_t *seed)
+{
+	*seed = sim->rough.seed;
+	return sim->rough.on;
 }
 
 const struct machine_info *sim_machine_info(const struct sim *sim)
@@ -434,6 +643,17 @@ static uint64_t watts_to_microwatts(double watts)
 static uint32_t domain_exponent(const struct sim_model *model, const struct sim_model_domain *d)
 {
 	return d->energy_exponent ? *d->energy_exponent : RAPL_UNIT_ENERGY(model->rapl->unit);
+}
+
+static uint64_t domain_phase(const struct sim *sim, enum rapl_domain kind)
+{
+	const struct sim_model_rough *rough = sim->model->rough;
+
+	for (unsigned i = 0; sim->rough.on && i < rough->phases_count; i++) {
+		if (rough->phases[i].domain == kind)
+			return rough->phases[i].phase_ns;
+	}
+	return 0;
 }
 
 /* One instance per package (per core for AMD's core energy); each CPU learns its instances. */
@@ -462,17 +682,24 @@ static int build_domains(struct sim *sim)
 
 			*domain = (struct sim_domain){
 				.kind = config->domain,
+				.index = sim->domain_count,
+				.phase_ns = domain_phase(sim, config->domain),
 				.exponent = domain_exponent(model, config),
 				.idle_uw = watts_to_microwatts(config->idle_watts),
 				.span_uw = watts_to_microwatts(config->max_watts) -
 					   watts_to_microwatts(config->idle_watts),
 				.cpus = group,
 				.t = sim->start_ns,
+				.law = { .seg_t0 = sim->start_ns, .from_uw = UINT64_MAX },
+				.history = calloc(SIM_HISTORY, sizeof(struct sim_history_entry)),
 			};
-			domain_set_power(domain);
-			for (uint32_t cpu = first; cpu < first + group; cpu++)
-				sim->cpus[cpu].domain[config->domain] = sim->domain_count;
+			if (!domain->history)
+				return -ENOMEM;
 			sim->domain_count++;
+			domain_set_power(domain);
+			sim_rough_last_update(sim, domain, sim->start_ns, &domain->update_ns);
+			for (uint32_t cpu = first; cpu < first + group; cpu++)
+				sim->cpus[cpu].domain[config->domain] = domain->index;
 		}
 	}
 	return 0;
@@ -565,6 +792,7 @@ static void fill_info(struct sim *sim, const char *name)
 	info->pmc_full_width_writes = sim->pmu.full_width_writes;
 	info->amd_perfmon_v2 = sim->pmu.perfmon_v2;
 	info->simulated = true;
+	info->sim_virtual_time = sim->virtual_time;
 }
 
 /* Host load from <dev_root>/proc/stat when the tree has one (tests), else /proc/stat. */
@@ -586,13 +814,47 @@ static int open_host_load(struct sim *sim, const char *dev_root)
 	/* The first sample is the load since boot: a fair start until the next one. */
 	sim->host_sampled_at = sim->start_ns;
 	for (uint32_t cpu = 0; cpu < sim->cpu_count; cpu++)
-		cpu_set_load(sim, cpu, sim_host_load_of(sim->host, cpu), false, sim->start_ns);
+		cpu_set_load(sim, cpu, sim_host_load_of(sim->host, cpu), sim->start_ns);
 	return 0;
+}
+
+static int load_power_script(struct sim *sim, const char *path)
+{
+	char *text = NULL;
+	size_t size = 0;
+	FILE *file = fopen(path, "re");
+	FILE *memory;
+	char chunk[4096];
+	size_t got;
+	int ret = 0;
+
+	if (!file) {
+		ret = -errno;
+		log_warn_errno(ret, "sim: power script %s", path);
+		return ret;
+	}
+	memory = open_memstream(&text, &size);
+	if (!memory) {
+		fclose(file);
+		return -ENOMEM;
+	}
+	while ((got = fread(chunk, 1, sizeof(chunk), file)) > 0 && size < (1u << 24))
+		fwrite(chunk, 1, got, memory);
+	if (ferror(file) || size >= (1u << 24))
+		ret = -EINVAL;
+	fclose(file);
+	if (fclose(memory) != 0 && ret == 0)
+		ret = -ENOMEM;
+	if (ret == 0)
+		ret = sim_power_trace(sim, text, path);
+	free(text);
+	return ret;
 }
 
 static int sim_start(struct sim *sim, const struct backend_options *options, const char *name,
 		     char *why, size_t why_size)
 {
+	uint64_t seed;
 	int ret;
 
 	sim->virtual_time = options->sim_virtual_time;
@@ -601,7 +863,19 @@ static int sim_start(struct sim *sim, const struct backend_options *options, con
 	sim->start_ns = sim->virtual_time ? 0 : monotonic_raw_ns();
 	sim->now = sim->start_ns;
 	sim->next_script_change = UINT64_MAX;
-	sim->smi_period_ns = (uint64_t)sim->model->smi_period_ms * SIM_UPDATE_NS;
+	sim->next_power_change = UINT64_MAX;
+	for (unsigned kind = 0; kind < RAPL_DOMAIN_COUNT; kind++)
+		sim->power_state[kind].segment_end = UINT64_MAX;
+	seed = options->sim_seed;
+	if (seed == 0)
+		seed = monotonic_raw_ns() ^ ((uint64_t)getpid() << 32);
+	sim_rough_configure(sim, options->sim_ideal, seed);
+	if (sim->rough.on)
+		log_info("sim: model %s, rough (seed %llu: --sim-seed replays it)", name,
+			 (unsigned long long)seed);
+	else
+		log_info("sim: model %s, ideal (energy updates every 1 ms in phase, SMIs take no "
+			 "time)", name);
 	if (sim->model->rapl)
 		sim->unit_address = sim_model_is_amd(sim->model) ? MSR_AMD_RAPL_POWER_UNIT :
 								   MSR_RAPL_POWER_UNIT;
@@ -621,6 +895,12 @@ static int sim_start(struct sim *sim, const struct backend_options *options, con
 	if (ret == 0)
 		ret = sim_kernel_configure(sim, options->sim_kernel_counters, why, why_size);
 	sim->info.nmi_watchdog = sim->kernel_nmi_watchdog;
+	if (ret == 0 && options->sim_power_script) {
+		ret = load_power_script(sim, options->sim_power_script);
+		if (ret < 0)
+			snprintf(why, why_size, "sim: power script %s is invalid (see the log)",
+				 options->sim_power_script);
+	}
 	if (ret == 0 && options->sim_load_script) {
 		ret = sim_load_script(sim, options->sim_load_script);
 		if (ret < 0)
@@ -663,7 +943,10 @@ void sim_close(struct sim *sim)
 	if (!sim)
 		return;
 	script_release(sim);
+	sim_power_free(sim->power);
 	sim_host_load_close(sim->host);
+	for (uint32_t i = 0; sim->domains && i < sim->domain_count; i++)
+		free(sim->domains[i].history);
 	for (uint32_t cpu = 0; sim->cpus && cpu < sim->cpu_count; cpu++)
 		free(sim->cpus[cpu].registers);
 	free(sim->cpus);

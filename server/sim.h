@@ -7,6 +7,7 @@
 #ifndef HAECER_SERVER_SIM_H
 #define HAECER_SERVER_SIM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,14 @@ int sim_set_load(struct sim *sim, int cpu, double load);
 int sim_load_script(struct sim *sim, const char *path);
 int sim_energy_truth(struct sim *sim, uint32_t cpu, enum rapl_domain domain,
 		     struct sim_energy_truth *out);
+/* The energy of the domain instance `cpu` reads at a past time at_ns (<= now): -ERANGE when
+ * at_ns is in the future or older than the power changes the simulator remembers. */
+int sim_energy_at(struct sim *sim, uint32_t cpu, enum rapl_domain kind, uint64_t at_ns,
+		  struct sim_energy_truth *out);
+/* Replace the power trace (format in server/sim_power.c) from now on; "" clears it. */
+int sim_power_trace(struct sim *sim, const char *text, const char *where);
+/* Whether the rough behaviour is on, and its seed. */
+bool sim_is_rough(const struct sim *sim, uint64_t *seed);
 /* The first CPU of `package`, or -ENXIO. */
 int sim_package_first_cpu(const struct sim *sim, uint32_t package);
 

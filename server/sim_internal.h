@@ -18,8 +18,9 @@
 #include "server/sim_model.h"
 
 #define SIM_NS_PER_SECOND 1000000000ull
-#define SIM_UPDATE_NS 1000000ull      /* RAPL energy registers change every 1 ms */
-#define SIM_HOST_SAMPLE_NS 100000000ull /* /proc/stat is read at most every 100 ms */
+#define SIM_UPDATE_NS 1000000ull      /* ideal: RAPL energy registers change every 1 ms */
+#define SIM_HOST_SAMPLE_NS 100000000ull /* ideal: /proc/stat is read at most every 100 ms */
+#define SIM_HISTORY 4096u             /* power changes remembered per domain (SIM_ENERGY_AT) */
 #define SIM_BUSY_PER_SECOND ((unsigned __int128)SIM_NS_PER_SECOND * SIM_LOAD_ONE)
 #define SIM_NO_DOMAIN UINT32_MAX
 
@@ -33,18 +34,40 @@ struct sim_counter {
 	uint64_t mask;          /* 2^width - 1 */
 };
 
+/* Power of a domain from seg_t0 on: from_uw, moving linearly to to_uw over seg_len ns (a ramp of
+ * a power trace), constant when seg_len is 0. */
+struct sim_power_law {
+	uint64_t seg_t0;
+	uint64_t from_uw;
+	uint64_t to_uw;
+	uint64_t seg_len;
+};
+
+/* The power law in force from time t on, and the energy at t: SIM_ENERGY_AT looks back. */
+struct sim_history_entry {
+	uint64_t t;
+	sim_u128 energy_fj;
+	struct sim_power_law law;
+};
+
 /* One instance of a RAPL domain: a (package, domain) pair, or one core for AMD's core energy. */
 struct sim_domain {
 	enum rapl_domain kind;
+	uint32_t index;         /* position in sim->domains: selects its jitter */
 	uint32_t exponent;      /* J = units * 2^-exponent */
 	uint64_t idle_uw;
 	uint64_t span_uw;       /* max - idle */
 	uint32_t cpus;          /* CPUs whose load drives this domain */
 	uint64_t load_sum;      /* sum of their loads (SIM_LOAD_ONE each when busy) */
-	uint64_t power_uw;
+	bool traced;            /* a power trace sets the power, not the load */
+	struct sim_power_law law;
+	uint64_t phase_ns;      /* offset of its update grid */
 	uint64_t t;             /* energy is integrated up to this time */
 	sim_u128 energy_fj;     /* consumed up to t */
-	sim_u128 update_fj;     /* consumed up to the last 1 ms update boundary <= t */
+	sim_u128 update_fj;     /* consumed up to the last register update <= t */
+	uint64_t update_ns;     /* time of that update */
+	struct sim_history_entry *history; /* ring of SIM_HISTORY */
+	uint64_t history_count; /* entries ever written */
 	uint64_t reads;         /* reads of its status register (late-completion option) */
 	uint64_t held;          /* the value read at the start of the current late cycle */
 };
@@ -93,6 +116,7 @@ struct sim_pmu {
 	uint64_t perf_capabilities;
 	uint64_t evtsel_valid, fixed_ctrl_valid, global_ctrl_valid, ovf_ctrl_valid;
 	uint64_t cycles_rate, ref_cycles_rate, instructions_rate;
+	uint64_t ref_xclk_rate;  /* event 3CH/01H */
 	uint32_t user_permille;
 	struct sim_event_rate *events;
 	uint32_t event_count;
@@ -111,9 +135,39 @@ struct sim_kernel_takeover {
 	bool done;
 };
 #define SIM_MAX_TAKEOVERS 8u
+/* A power trace (server/sim_power.c): per RAPL domain kind, segments played once from the time
+ * the trace was loaded; after the last one the power holds its end value. */
+struct sim_power_segment {
+	uint64_t duration_ns;
+	uint64_t from_uw, to_uw;
+};
+
+struct sim_power_trace {
+	struct sim_power_segment *segments[RAPL_DOMAIN_COUNT];
+	size_t count[RAPL_DOMAIN_COUNT];
+};
+
+struct sim_power_state {
+	size_t segment;          /* current segment; == count when done (holding) */
+	uint64_t segment_end;    /* UINT64_MAX when holding */
+};
+
+/* The rough behaviour in force (DESIGN.md section 6); all zero for the ideal CPU. */
+struct sim_rough {
+	bool on;
+	uint64_t seed;
+	uint64_t update_interval_ns;
+	enum sim_jitter_distribution jitter;
+	uint64_t jitter_spread_ns;
+	uint64_t smi_offset_ns;  /* first SMI's grid point after the start */
+	uint64_t smi_min_ns, smi_max_ns;
+	uint64_t smi_jitter_ns;
+	uint64_t host_sample_ns;
+};
 
 struct sim {
 	struct sim_model *model;
+	struct sim_rough rough;
 	struct machine_info info;
 	bool virtual_time;
 	uint64_t access_step_ns;
@@ -136,10 +190,34 @@ struct sim {
 	struct sim_script *script;
 	struct sim_timeline_state *timeline_state;
 	uint64_t next_script_change;
+	struct sim_power_trace *power;
+	struct sim_power_state power_state[RAPL_DOMAIN_COUNT];
+	uint64_t power_started;
+	uint64_t next_power_change;
 };
 
-/* Busy time of `cpu` brought up to `t`. */
-sim_u128 sim_cpu_busy_at(struct sim_cpu *cpu, uint64_t t);
+/* Busy time of `cpu` brought up to `t` (SMIs run nothing: their time is not busy). */
+sim_u128 sim_cpu_busy_at(struct sim *sim, struct sim_cpu *cpu, uint64_t t);
+
+/* ---- sim_rough.c: the update grid, SMIs, the seeded draws ---- */
+/* Configure sim->rough from the model (rough unless `ideal` or the model has no rough part). */
+void sim_rough_configure(struct sim *sim, bool ideal, uint64_t seed);
+/* Time of the latest register update of `domain` at or before t; false when none yet. */
+bool sim_rough_last_update(const struct sim *sim, const struct sim_domain *domain, uint64_t t,
+			   uint64_t *update_ns);
+/* SMIs that began at or before t since the start. */
+uint64_t sim_rough_smi_count(const struct sim *sim, uint64_t t);
+/* The end of the SMI that holds t, or t when none does. */
+uint64_t sim_rough_smi_end(const struct sim *sim, uint64_t t);
+/* Time SMIs took within [a, b). */
+uint64_t sim_rough_smi_time(const struct sim *sim, uint64_t a, uint64_t b);
+
+/* ---- sim_power.c: power traces ---- */
+/* Parse a trace (format in configs/models/README.md) for this model's domains. `where` names the
+ * source in log lines. An empty text gives an empty trace. */
+int sim_power_parse(const struct sim *sim, const char *text, const char *where,
+		    struct sim_power_trace **out);
+void sim_power_free(struct sim_power_trace *trace);
 
 /* ---- sim_kernel.c ---- */
 /* Apply --sim-kernel-counters SPEC (0, or -EINVAL with `why`). */

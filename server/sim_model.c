@@ -89,6 +89,42 @@ static const cyaml_schema_value_t register_entry = {
 	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct sim_model_register, register_fields),
 };
 
+static const cyaml_strval_t jitter_names[] = {
+	{ "uniform", SIM_JITTER_UNIFORM },
+	{ "normal", SIM_JITTER_NORMAL },
+};
+
+static const cyaml_schema_field_t phase_fields[] = {
+	CYAML_FIELD_ENUM("domain", CYAML_FLAG_DEFAULT, struct sim_model_phase, domain,
+			 domain_names, sizeof(domain_names) / sizeof(domain_names[0])),
+	CYAML_FIELD_UINT("phase_ns", CYAML_FLAG_DEFAULT, struct sim_model_phase, phase_ns),
+	CYAML_FIELD_END
+};
+
+static const cyaml_schema_value_t phase_entry = {
+	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct sim_model_phase, phase_fields),
+};
+
+static const cyaml_schema_field_t rough_fields[] = {
+	CYAML_FIELD_UINT("update_interval_ns", CYAML_FLAG_DEFAULT, struct sim_model_rough,
+			 update_interval_ns),
+	CYAML_FIELD_ENUM("jitter", CYAML_FLAG_DEFAULT, struct sim_model_rough, jitter,
+			 jitter_names, sizeof(jitter_names) / sizeof(jitter_names[0])),
+	CYAML_FIELD_UINT("jitter_spread_ns", CYAML_FLAG_DEFAULT, struct sim_model_rough,
+			 jitter_spread_ns),
+	CYAML_FIELD_SEQUENCE("phases", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct sim_model_rough, phases, &phase_entry, 0, RAPL_DOMAIN_COUNT),
+	CYAML_FIELD_UINT("smi_min_cycles", CYAML_FLAG_OPTIONAL, struct sim_model_rough,
+			 smi_min_cycles),
+	CYAML_FIELD_UINT("smi_max_cycles", CYAML_FLAG_OPTIONAL, struct sim_model_rough,
+			 smi_max_cycles),
+	CYAML_FIELD_UINT("smi_jitter_us", CYAML_FLAG_OPTIONAL, struct sim_model_rough,
+			 smi_jitter_us),
+	CYAML_FIELD_UINT("host_sample_us", CYAML_FLAG_DEFAULT, struct sim_model_rough,
+			 host_sample_us),
+	CYAML_FIELD_END
+};
+
 static const cyaml_schema_value_t cpuid_entry = {
 	CYAML_VALUE_UINT(CYAML_FLAG_DEFAULT, uint32_t),
 };
@@ -125,6 +161,9 @@ static const cyaml_schema_field_t model_fields[] = {
 	CYAML_FIELD_BOOL("perfmon_v2", CYAML_FLAG_OPTIONAL, struct sim_model, perfmon_v2),
 	CYAML_FIELD_BOOL("smi_count", CYAML_FLAG_OPTIONAL, struct sim_model, smi_count),
 	CYAML_FIELD_UINT("smi_period_ms", CYAML_FLAG_OPTIONAL, struct sim_model, smi_period_ms),
+	CYAML_FIELD_UINT("ref_xclk_hz", CYAML_FLAG_OPTIONAL, struct sim_model, ref_xclk_hz),
+	CYAML_FIELD_MAPPING_PTR("rough", CYAML_FLAG_OPTIONAL, struct sim_model, rough,
+				rough_fields),
 	CYAML_FIELD_BOOL("aperf_mperf", CYAML_FLAG_OPTIONAL, struct sim_model, aperf_mperf),
 	CYAML_FIELD_BOOL_PTR("tsx", CYAML_FLAG_OPTIONAL, struct sim_model, tsx),
 	CYAML_FIELD_MAPPING_PTR("pmu", CYAML_FLAG_OPTIONAL, struct sim_model, pmu, pmu_fields),
@@ -309,8 +348,37 @@ static const char *check_topology(const struct sim_model *model)
 		return "core_hz: must be 1 MHz..20 GHz";
 	if (model->tsc_hz < 1000000 || model->tsc_hz > 20000000000ull)
 		return "tsc_hz: must be 1 MHz..20 GHz";
-	if (model->smi_period_ms && !model->smi_count)
-		return "smi_period_ms: needs smi_count: true";
+	if (model->smi_period_ms > 60000)
+		return "smi_period_ms: at most 60000";
+	if (model->ref_xclk_hz > model->tsc_hz)
+		return "ref_xclk_hz: at most tsc_hz";
+	return NULL;
+}
+
+/* The grid must keep updates in order (|jitter| < interval / 2) and SMIs apart. */
+static const char *check_rough(const struct sim_model *model)
+{
+	const struct sim_model_rough *rough = model->rough;
+	uint64_t smi_max_ns;
+
+	if (!rough)
+		return NULL;
+	if (rough->update_interval_ns < 100000 || rough->update_interval_ns > 100000000)
+		return "rough.update_interval_ns: must be 100 us..100 ms";
+	if (rough->jitter_spread_ns >= rough->update_interval_ns / 2)
+		return "rough.jitter_spread_ns: must be below half the update interval";
+	for (unsigned i = 0; i < rough->phases_count; i++) {
+		if (rough->phases[i].phase_ns >= rough->update_interval_ns)
+			return "rough.phases: phase_ns must be below the update interval";
+	}
+	if (rough->smi_min_cycles > rough->smi_max_cycles)
+		return "rough.smi_min_cycles: must not exceed smi_max_cycles";
+	smi_max_ns = (uint64_t)rough->smi_max_cycles * 1000000000ull / model->tsc_hz;
+	if (model->smi_period_ms &&
+	    smi_max_ns + 2000ull * rough->smi_jitter_us >= model->smi_period_ms * 1000000ull / 2)
+		return "rough: an SMI and its jitter must fit in half of smi_period_ms";
+	if (rough->host_sample_us < 100 || rough->host_sample_us > 1000000)
+		return "rough.host_sample_us: must be 100 us..1 s";
 	return NULL;
 }
 
@@ -435,6 +503,8 @@ static const char *check_model(const struct sim_model *model)
 	}
 	if (!problem)
 		problem = check_rapl(model);
+	if (!problem)
+		problem = check_rough(model);
 	return problem;
 }
 

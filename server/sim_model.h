@@ -53,6 +53,29 @@ struct sim_model_register {
 	uint64_t write_mask;        /* bits a write may change; others must be written unchanged */
 };
 
+/* How rough the simulated CPU is (configs/models/README.md, "rough"); absent: exact. */
+enum sim_jitter_distribution {
+	SIM_JITTER_UNIFORM = 0,    /* uniform in [-spread, +spread] */
+	SIM_JITTER_NORMAL = 1,     /* normal, sigma = spread / 3, truncated at +-spread */
+};
+
+struct sim_model_phase {
+	enum rapl_domain domain;
+	unsigned phase_ns;          /* offset of this domain's update grid */
+};
+
+struct sim_model_rough {
+	unsigned update_interval_ns;       /* mean distance of energy-register updates */
+	enum sim_jitter_distribution jitter;
+	unsigned jitter_spread_ns;         /* bound of an update's offset from its grid point */
+	struct sim_model_phase *phases;
+	unsigned phases_count;
+	unsigned smi_min_cycles;           /* TSC cycles one SMI stops the CPU for */
+	unsigned smi_max_cycles;
+	unsigned smi_jitter_us;            /* an SMI's start varies this much around its period */
+	unsigned host_sample_us;           /* how often the host's per-CPU load is sampled */
+};
+
 struct sim_model {
 	char *description;
 	char *vendor;
@@ -75,6 +98,8 @@ struct sim_model {
 				     * gates counting, clear at start (Linux's idle perf) */
 	bool smi_count;             /* MSR_SMI_COUNT exists */
 	unsigned smi_period_ms;     /* one simulated SMI per period; 0 = none */
+	uint64_t ref_xclk_hz;       /* rate of event 0x3C umask 0x01 (REF_XCLK); 0 = tsc_hz */
+	struct sim_model_rough *rough; /* NULL: the model has no rough settings */
 	bool aperf_mperf;           /* IA32_MPERF 0xE7 / IA32_APERF 0xE8 exist */
 	struct sim_model_pmu *pmu;
 	struct sim_model_rapl *rapl;

@@ -133,7 +133,10 @@ static int configure_events(struct sim_pmu *pmu, const struct sim_model *model)
 
 	ret |= add_event(pmu, ebx, ARCH_EVENT_CORE_CYCLES, 0x3C, 0x00, pmu->cycles_rate);
 	ret |= add_event(pmu, ebx, ARCH_EVENT_INSTRUCTIONS, 0xC0, 0x00, instructions);
-	ret |= add_event(pmu, ebx, ARCH_EVENT_REFERENCE_CYCLES, 0x3C, 0x01, pmu->ref_cycles_rate);
+	/* The architectural event 3CH/01H counts REF_XCLK (100 MHz on Sandy Bridge to Skylake:
+	 * SDM vol. 3B, the model-specific event tables, CPU_CLK_THREAD_UNHALTED.REF_XCLK), while
+	 * fixed counter 2 (CPU_CLK_UNHALTED.REF_TSC) counts at the TSC rate. */
+	ret |= add_event(pmu, ebx, ARCH_EVENT_REFERENCE_CYCLES, 0x3C, 0x01, pmu->ref_xclk_rate);
 	ret |= add_event(pmu, ebx, ARCH_EVENT_LLC_REFERENCES, 0x2E, 0x4F,
 			 per_kinst_rate(instructions, rates->llc_references_per_kinst));
 	ret |= add_event(pmu, ebx, ARCH_EVENT_LLC_MISSES, 0x2E, 0x41,
@@ -177,6 +180,7 @@ int sim_pmu_configure(struct sim *sim)
 	if (model->pmu) {
 		pmu->cycles_rate = model->core_hz;
 		pmu->ref_cycles_rate = model->tsc_hz;
+		pmu->ref_xclk_rate = model->ref_xclk_hz ? model->ref_xclk_hz : model->tsc_hz;
 		pmu->instructions_rate = (uint64_t)llround((double)model->core_hz * model->pmu->ipc);
 		pmu->user_permille = (uint32_t)lround(model->pmu->user_share * 1000.0);
 	}
@@ -319,7 +323,7 @@ static int read_global(struct sim *sim, struct sim_cpu *cpu, uint32_t address, u
 		*value = cpu->global_ctrl;
 		return 0;
 	case MSR_IA32_PERF_GLOBAL_STATUS:
-		counters_reprogram(sim, cpu, sim_cpu_busy_at(cpu, sim->now));
+		counters_reprogram(sim, cpu, sim_cpu_busy_at(sim, cpu, sim->now));
 		*value = cpu->global_status;
 		return 0;
 	case MSR_IA32_PERF_GLOBAL_OVF_CTRL:
@@ -341,11 +345,11 @@ static int intel_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, ui
 	}
 	if (in_range(address, MSR_IA32_PMC0, pmu->gp_count, &index) ||
 	    (pmu->full_width_writes && in_range(address, MSR_IA32_A_PMC0, pmu->gp_count, &index))) {
-		*value = sim_counter_value(&cpu->gp[index], sim_cpu_busy_at(cpu, sim->now));
+		*value = sim_counter_value(&cpu->gp[index], sim_cpu_busy_at(sim, cpu, sim->now));
 		return 0;
 	}
 	if (in_range(address, MSR_IA32_FIXED_CTR0, pmu->fixed_count, &index)) {
-		*value = sim_counter_value(&cpu->fixed[index], sim_cpu_busy_at(cpu, sim->now));
+		*value = sim_counter_value(&cpu->fixed[index], sim_cpu_busy_at(sim, cpu, sim->now));
 		return 0;
 	}
 	if (address == MSR_IA32_PERF_CAPABILITIES && pmu->perf_capabilities) {
@@ -422,7 +426,7 @@ static int amd_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint
 	if (!amd_counter(&sim->pmu, address, &control, &index))
 		return -ENOENT;
 	*value = control ? cpu->evtsel[index] :
-			   sim_counter_value(&cpu->gp[index], sim_cpu_busy_at(cpu, sim->now));
+			   sim_counter_value(&cpu->gp[index], sim_cpu_busy_at(sim, cpu, sim->now));
 	return 0;
 }
 
@@ -441,7 +445,7 @@ int sim_pmu_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_
 	struct sim_counter *free_running = aperf_mperf(sim, cpu, address);
 
 	if (free_running) {
-		*value = sim_counter_value(free_running, sim_cpu_busy_at(cpu, sim->now));
+		*value = sim_counter_value(free_running, sim_cpu_busy_at(sim, cpu, sim->now));
 		return 0;
 	}
 	return sim->pmu.amd ? amd_read(sim, cpu, address, value) :
@@ -456,7 +460,7 @@ static int write_control(struct sim *sim, struct sim_cpu *cpu, uint64_t *control
 
 	if (value & ~valid)
 		return -EIO;
-	busy = sim_cpu_busy_at(cpu, sim->now);
+	busy = sim_cpu_busy_at(sim, cpu, sim->now);
 	counters_reprogram(sim, cpu, busy);
 	*control = value;
 	counters_reprogram(sim, cpu, busy);
@@ -469,7 +473,7 @@ static int write_control(struct sim *sim, struct sim_cpu *cpu, uint64_t *control
 static int write_counter(struct sim *sim, struct sim_cpu *cpu, struct sim_counter *counter,
 			 uint64_t status_bit, uint64_t value)
 {
-	sim_u128 busy = sim_cpu_busy_at(cpu, sim->now);
+	sim_u128 busy = sim_cpu_busy_at(sim, cpu, sim->now);
 
 	if (counter_rebase(counter, busy) && sim->pmu.version >= 2)
 		cpu->global_status |= status_bit;
@@ -493,7 +497,7 @@ static int write_global(struct sim *sim, struct sim_cpu *cpu, uint32_t address, 
 	case MSR_IA32_PERF_GLOBAL_OVF_CTRL:
 		if (value & ~pmu->ovf_ctrl_valid)
 			return -EIO;
-		counters_reprogram(sim, cpu, sim_cpu_busy_at(cpu, sim->now));
+		counters_reprogram(sim, cpu, sim_cpu_busy_at(sim, cpu, sim->now));
 		cpu->global_status &= ~value;
 		return 0;
 	default:

@@ -41,10 +41,13 @@ static inline void test_quiet_logs(void)
 	log_init("test", getenv("HAECER_TEST_VERBOSE") ? LOG_LEVEL_DEBUG : LOG_LEVEL_ERROR, false);
 }
 
-/* The simulated CPU in virtual time from the model files of `models_dir`, every CPU idle.
- * Aborts the test when it does not open. */
-static inline struct msr_backend *open_virtual_sim_from(const char *models_dir, const char *model,
-							 uint64_t access_step_ns)
+/* The seed of the rough simulated CPU in these tests: the same roughness every run. */
+#define TEST_SIM_SEED 12ull
+
+/* The simulated CPU in virtual time from the model files of `models_dir`, every CPU idle; rough
+ * (seed TEST_SIM_SEED) unless `ideal`. Aborts the test when it does not open. */
+static inline struct msr_backend *open_virtual_sim_mode(const char *models_dir, const char *model,
+							 uint64_t access_step_ns, bool ideal)
 {
 	struct backend_options options = {
 		.kind = BACKEND_SIM,
@@ -52,6 +55,8 @@ static inline struct msr_backend *open_virtual_sim_from(const char *models_dir, 
 		.models_dir = models_dir,
 		.sim_virtual_time = true,
 		.sim_access_step_ns = access_step_ns,
+		.sim_ideal = ideal,
+		.sim_seed = TEST_SIM_SEED,
 	};
 	struct msr_backend *backend = NULL;
 	char why[512] = "";
@@ -63,6 +68,19 @@ static inline struct msr_backend *open_virtual_sim_from(const char *models_dir, 
 		abort();
 	}
 	return backend;
+}
+
+/* The rough simulated CPU (the default). */
+static inline struct msr_backend *open_virtual_sim_from(const char *models_dir, const char *model,
+							 uint64_t access_step_ns)
+{
+	return open_virtual_sim_mode(models_dir, model, access_step_ns, false);
+}
+
+/* The ideal one, for tests of exact values: updates every 1 ms in phase, SMIs take no time. */
+static inline struct msr_backend *open_ideal_sim(const char *model, uint64_t access_step_ns)
+{
+	return open_virtual_sim_mode(test_models_dir(), model, access_step_ns, true);
 }
 
 /* The same with the shipped models. */

@@ -34,7 +34,7 @@ static uint64_t expected_register(unsigned __int128 femtojoules, uint32_t expone
  * against the truth at the last boundary. */
 static void check_domain(const char *model, enum rapl_domain domain)
 {
-	struct msr_backend *backend = open_virtual_sim(model, 0);
+	struct msr_backend *backend = open_ideal_sim(model, 0);
 	struct sim_energy_truth idle, busy, truth;
 	struct machine_info info;
 	unsigned __int128 at_boundary;
@@ -84,7 +84,7 @@ static void test_exact_on_every_domain(void **state)
  * of a package drive it: package 1 of Skylake-SP stays idle. */
 static void test_partial_load_and_packages(void **state)
 {
-	struct msr_backend *backend = open_virtual_sim("skylake-sp", 0);
+	struct msr_backend *backend = open_ideal_sim("skylake-sp", 0);
 	struct sim_energy_truth idle, package0, package1;
 	struct machine_info info;
 	uint64_t max_uw;
@@ -108,7 +108,7 @@ static void test_partial_load_and_packages(void **state)
 /* AMD's core energy is per core: the two threads of core 0 see one register, core 1 another. */
 static void test_amd_core_energy_is_per_core(void **state)
 {
-	struct msr_backend *backend = open_virtual_sim("zen3", 0);
+	struct msr_backend *backend = open_ideal_sim("zen3", 0);
 	struct sim_energy_truth core0, core1;
 
 	(void)state;

@@ -26,7 +26,7 @@ static void count_cycles(struct msr_backend *backend, uint32_t cpu)
 
 static void test_timelines_repeat(void **state)
 {
-	struct msr_backend *backend = open_virtual_sim("sandybridge", 0);
+	struct msr_backend *backend = open_ideal_sim("sandybridge", 0);
 
 	(void)state;
 	assert_int_equal(backend_sim_load_script(backend, script_file(
@@ -53,7 +53,8 @@ static void test_script_from_options(void **state)
 {
 	struct backend_options options = {
 		.kind = BACKEND_SIM, .sim_model = "sandybridge", .models_dir = test_models_dir(),
-		.sim_virtual_time = true, .sim_load_script = script_file("cpu 0-1,3: 1 1.0\n"),
+		.sim_virtual_time = true, .sim_ideal = true,
+		.sim_load_script = script_file("cpu 0-1,3: 1 1.0\n"),
 	};
 	struct msr_backend *backend;
 
@@ -84,7 +85,7 @@ static void test_malformed_scripts(void **state)
 		"cpu 0: 10 1\ncpu 0-1: 10 1\n", /* CPU 0 in two sets */
 		"cpu 3-1: 10 1\n",
 	};
-	struct msr_backend *backend = open_virtual_sim("sandybridge", 0);
+	struct msr_backend *backend = open_ideal_sim("sandybridge", 0);
 	char missing[PATH_MAX];
 
 	(void)state;

@@ -12,7 +12,7 @@
 
 static void check_steps(const char *model, uint32_t address, enum rapl_domain domain)
 {
-	struct msr_backend *backend = open_virtual_sim(model, 0);
+	struct msr_backend *backend = open_ideal_sim(model, 0);
 	struct sim_energy_truth truth;
 	uint64_t previous = read_or_die(backend, 0, address);
 
@@ -48,7 +48,7 @@ static void test_update_step_every_model(void **state)
 /* What a calibrated start-of-measurement does: spin until the register changes. */
 static void test_polling_loop_ends_with_access_step(void **state)
 {
-	struct msr_backend *backend = open_virtual_sim("sandybridge", 1000);
+	struct msr_backend *backend = open_ideal_sim("sandybridge", 1000);
 	uint64_t first, value, now_ns;
 	unsigned reads = 1;
 

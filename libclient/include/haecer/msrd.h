@@ -115,6 +115,7 @@ const char *haecer_msrd_strerror(int negative_errno);
 
 /* "CPUID 0x15", "MSR_PLATFORM_INFO", "calibration against CLOCK_MONOTONIC_RAW", ... (static). */
 const char *haecer_tsc_source_name(unsigned source);
+#define HAECER_MACHINE_VIRTUAL_TIME 0x8u /* simulated time moves only by haecer_sim_advance */
 
 struct haecer_machine_info {
 	char vendor[16];            /* CPUID leaf 0: "GenuineIntel", "AuthenticAMD" */
@@ -405,6 +406,24 @@ struct haecer_sim_truth {
 /* Ground truth of one RAPL domain (enum rapl_domain of hw/msr.h) of one package. */
 int haecer_sim_energy_truth(struct haecer_conn *conn, uint32_t package, uint32_t domain,
 			    struct haecer_sim_truth *out);
+
+/* The simulator's energy of a domain at a past simulated time (CLOCK_MONOTONIC_RAW ns in real
+ * time): what a region really cost, from its two ends' timestamps. -EINVAL when at_ns lies ahead
+ * or before the power changes msrd remembers (a few seconds at 1 ms load sampling). */
+struct haecer_sim_energy_at {
+	uint64_t at_ns;
+	double joules;              /* energy since the simulation started, at at_ns */
+	uint64_t last_update_ns;    /* the domain's latest register update at or before at_ns */
+	double watts;               /* power at at_ns */
+	uint64_t smi_count;         /* SMIs begun at or before at_ns (also without MSR_SMI_COUNT) */
+};
+int haecer_sim_energy_at(struct haecer_conn *conn, uint32_t package, uint32_t domain,
+			 uint64_t at_ns, struct haecer_sim_energy_at *out);
+
+/* Impose a power trace on the simulated RAPL domains from now on (steps and ramps per domain;
+ * format in msrd(8) and configs/models/README.md); "" gives every domain back to its load.
+ * -EINVAL for a malformed trace (msrd's log names the line). */
+int haecer_sim_power_trace(struct haecer_conn *conn, const char *text);
 
 #ifdef __cplusplus
 }

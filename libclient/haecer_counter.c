@@ -467,6 +467,7 @@ static void describe_energy_counter(struct haecer_counter *counter, uint32_t cpu
 	info->counter_address = rapl->domain->energy_msr;
 	info->enabled = true;
 	counter->width_mask = RAPL_ENERGY_COUNTER_MASK;
+	counter->rapl_domain = (unsigned)rapl_domain_of_address(rapl->domain->energy_msr);
 }
 
 int haecer_counter_open_energy(struct haecer_context *ctx, int cpu, unsigned domain,

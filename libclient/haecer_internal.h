@@ -75,7 +75,9 @@ struct haecer_context {
 
 /* Where an energy region's samples come from: one poll of the register. */
 struct energy_sample {
-	uint64_t tsc;
+	uint64_t tsc;               /* when the register was read (estimate) */
+	uint64_t before;            /* when the poll was sent */
+	uint64_t after;             /* when it returned */
 	uint64_t total;             /* 64-bit energy value, as haecer_counter_read returns */
 	uint64_t smi;               /* MSR_SMI_COUNT, when the model has it */
 	bool smi_exact;             /* smi was read */
@@ -94,7 +96,11 @@ struct haecer_counter {
 	bool region_counter;        /* opened by startEnergyRead, freed with the context */
 	bool calibrated;
 	double joules_per_tick;
-	bool smi_unreadable;        /* the policy refuses MSR_SMI_COUNT: count SMIs by TSC gaps */
+	bool smi_unreadable;        /* the policy refuses MSR_SMI_COUNT: the SMI count is unknown */
+	unsigned rapl_domain;       /* energy counters: enum rapl_domain of hw/msr.h */
+	uint64_t typical_gap;       /* energy regions: ticks between two polls, moving average */
+	uint64_t reading_value;     /* haecer_counter_read_energy: the previous reading */
+	uint64_t reading_ns;        /* and when (CLOCK_MONOTONIC_RAW), 0 before the first */
 	struct ring_producer ring;
 	int32_t page_entry;         /* its entry on the energy page; -1 not looked up yet */
 	int host_cpu;               /* event counters: the CPU the thread was pinned to, or -1 */

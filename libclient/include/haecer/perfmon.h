@@ -310,40 +310,76 @@ int haecer_counter_monitor(struct haecer_counter *counter, uint16_t major, uint1
 struct haecer_energy_region {
 	/* private */
 	uint64_t start_total;
-	uint64_t start_tsc;
+	uint64_t start_tsc;         /* startEnergyRead returned */
+	uint64_t start_update_tsc;  /* the update it synchronised to (estimate) */
+	uint64_t start_poll_tsc;    /* the poll that saw it */
 	uint64_t start_smi;
 	bool active;
 };
 
+/* smi_count when it cannot be known: no MSR_SMI_COUNT (AMD) or the policy refuses it. */
+#define HAECER_SMI_UNKNOWN UINT32_MAX
+
 struct haecer_energy_result {
 	double joules;              /* region energy: raw_joules - wait_joules */
 	double raw_joules;          /* register difference between the two synchronised updates */
-	double wait_joules;         /* the estimated energy of waiting for the closing update */
-	double joules_per_tick;     /* the calibration used (per TSC tick while polling) */
-	uint64_t region_ticks;      /* TSC ticks from the start update to the end call */
-	uint64_t wait_ticks;        /* TSC ticks spent waiting for the closing update */
-	double seconds;             /* region_ticks / TSC frequency (0 when msrd knows none) */
-	uint32_t tsc_source;        /* where that frequency came from: HAECER_TSC_* of msrd.h */
-	uint32_t smi_count;         /* SMIs during the measurement (start update .. end update) */
-	bool smi_count_exact;       /* from MSR_SMI_COUNT; false: TSC gaps seen while polling */
+	double wait_joules;         /* the estimated energy outside the region: from the start
+				     * update to startEnergyRead's return and from the end call to
+				     * the closing update, at the power of the wait */
+	double joules_per_tick;     /* that power: measured over the update interval after the
+				     * closing update (per TSC tick) */
+	double uncertainty_joules;  /* +- what the method cannot resolve: one energy unit at each
+				     * end and the polls' timing blur at the updates */
+	uint64_t region_ticks;      /* TSC ticks from startEnergyRead's return to the end call */
+	uint64_t wait_ticks;        /* TSC ticks from the end call to the closing update (est.) */
+	uint64_t lead_ticks;        /* TSC ticks from the start update (est.) to the return */
+	uint64_t detected_wait_ticks; /* from the end call to the poll that saw the update */
+	uint64_t start_tsc, end_tsc; /* the region's ends on the TSC (simulated TSC on a sim) */
+	uint64_t first_poll_tsc;    /* the poll that saw the start update (estimate of its read) */
+	uint64_t last_poll_tsc;     /* the poll that saw the closing update (smi_count spans the
+				     * two) */
+	double seconds;             /* region_ticks / TSC frequency */
+	uint32_t smi_count;         /* SMIs from the start update to the closing update (a region
+				     * with any was disturbed: filter it), or HAECER_SMI_UNKNOWN */
+	bool smi_count_exact;       /* from MSR_SMI_COUNT; false: smi_count is HAECER_SMI_UNKNOWN */
+	uint32_t tsc_source;        /* where the TSC frequency came from: HAECER_TSC_* of msrd.h */
 	bool simulated;             /* measured on msrd's simulated CPU: invented, not real joules */
 };
 
 /* Wait for the next update of the energy register (polling it through msrd), then remember it:
- * the region starts at that update. The first call on a domain calibrates the energy cost of
- * polling (over a few updates). Time comes from the TSC: rdtsc on real hardware, the simulated
- * TSC (read in the same msrd batch as the energy register) with a simulated CPU, so time and
- * energy share one clock also in virtual time. -ETIMEDOUT when the register does not change
- * within HAECER_ENERGY_TIMEOUT_MS of wall-clock time. */
+ * the region starts when this returns. Time comes from the TSC: rdtsc on real hardware, the
+ * simulated TSC with a simulated CPU (from CLOCK_MONOTONIC_RAW in real time; read through msrd
+ * in virtual time). -ETIMEDOUT when the register does not change within
+ * HAECER_ENERGY_TIMEOUT_MS of wall-clock time. */
 int haecer_energy_start(struct haecer_counter *energy, struct haecer_energy_region *region);
 
-/* Poll until the next update, and subtract the calibrated energy of the polling from the
- * difference: e = (E_end - E_start) - (t_detected - t_end_called) * joules_per_tick. */
+/* Poll until the next update, then through one more update interval to measure the power of
+ * this polling now, and subtract the energy spent outside the region at that power:
+ * e = (E_end - E_start) - (lead + wait) * joules_per_tick. Takes one to two update intervals
+ * (about 1-2 ms). */
 int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region *region,
 		      struct haecer_energy_result *result);
 
-/* Measure (again) the energy per TSC tick of polling this counter's register over `updates`
- * updates (0: the default, 4) and keep it for its regions. */
+/* An energy reading with what it cannot tell: the register changes only at its updates (about
+ * every 1 ms), so a difference of two readings is off by up to one update's energy, and a reading
+ * shows the energy of an update up to age_max_ns ago. */
+struct haecer_energy_reading {
+	uint64_t value;             /* as haecer_counter_read (units) */
+	double joules;              /* value * unit */
+	double update_joules;       /* one update's energy (+ one unit): the +- of a difference */
+	double watts_estimated;     /* the power it assumes: since the previous reading when that
+				     * is 10 ms or more ago, else the domain's maximum */
+	uint64_t age_max_ns;        /* the update shown is at most this old (1 ms + 50 us + the
+				     * round trip; an SMI can add to it) */
+};
+
+/* Read an energy counter with its uncertainty (one msrd round trip). */
+int haecer_counter_read_energy(struct haecer_counter *counter,
+			       struct haecer_energy_reading *out);
+
+/* Measure the energy per TSC tick of polling this counter's register over `updates` updates
+ * (0: the default, 4). Regions do not use it (each measures its own wait's power); it tells
+ * what polling costs now. */
 int haecer_energy_calibrate(struct haecer_counter *energy, unsigned updates,
 			    double *joules_per_tick);
 

@@ -1,0 +1,339 @@
+/*
+ * bench/fidelity — how close the measurement methods come to the truth on the rough simulated
+ * CPU: the real msrd (simulated Sandy Bridge in real time, rough, seed FIDELITY_SEED), the real
+ * library, the simulator's exact energy at the two ends of every measurement (SIM_ENERGY_AT) as
+ * the truth.
+ *
+ *   readCounter over 10 ms, 100 ms and 1 s, started at a random phase of the 1 ms update: mean,
+ *   p95 and max of the error against the truth between the middles of the two reads' round
+ *   trips, in % (and the p95 in J beside one update's energy, haecer_counter_read_energy's +-);
+ *
+ *   startEnergyRead/endEnergyRead on regions of 100 us, 300 us, 1 ms and 2.5 ms (a busy loop) at
+ *   a constant 30 W, and right after the package power stepped to 45 W (x1.5) or 15 W (x0.5):
+ *   median and p95 of |error| against the truth from startEnergyRead's return to the
+ *   endEnergyRead call. Regions an SMI hit (the result says so) are filtered, as the library
+ *   tells callers to, and counted. Beside each: the seed's method as the library did it before
+ *   (one calibration of the polling power at the first startEnergyRead, kept for the process
+ *   life; no lead correction), computed from the same regions (raw energy, the detecting poll's
+ *   wait, the calibration made at 30 W at the start) — the baseline of this run;
+ *
+ *   SMIs: counted by the regions vs begun in the same windows by the simulator.
+ *
+ * Power comes from a power trace on the package domain (the host's load does not reach it).
+ * The program runs on host CPU 0, msrd on CPU 1. The machine may be loaded by others: round
+ * trips then grow and so do the short-region errors; the table shows the median round trip.
+ *
+ * Last line: read10ms_p95_pct=… read100ms_p95_pct=… short100us_med_pct=… short300us_p95_pct=…
+ * step1ms_p95_pct=… smi_detected=N smi_true=N
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "haecer/msrd.h"
+#include "haecer/perfmon.h"
+#include "hw/msr.h"
+#include "tests/lib/bench_stats.h"
+#include "tests/lib/msrd_harness.h"
+#include "tests/lib/text_file.h"
+
+#define FIDELITY_SEED "12"
+#define TSC_HZ 2500000000.0     /* sandybridge */
+#define BASE_WATTS 30.0
+#define REGIONS 120             /* per region length and power condition */
+#define MAX_SAMPLES 400
+
+enum condition { CONSTANT, STEP_UP, STEP_DOWN, CONDITIONS };
+
+static const char *const condition_names[CONDITIONS] = { "constant 30 W", "step x1.5",
+							 "step x0.5" };
+static const double condition_watts[CONDITIONS] = { BASE_WATTS, BASE_WATTS * 1.5,
+						    BASE_WATTS * 0.5 };
+static const uint64_t region_ns[] = { 100000, 300000, 1000000, 2500000 };
+#define LENGTHS (sizeof(region_ns) / sizeof(region_ns[0]))
+
+static struct msrd_server server;
+static struct haecer_conn *conn;
+
+static void die(const char *what, int error)
+{
+	fprintf(stderr, "bench/fidelity: %s: %s (%s)\n", what, haecer_strerror(error),
+		haecer_error_detail());
+	haecer_shutdown();
+	msrd_kill(&server);
+	exit(1);
+}
+
+static void check(int error, const char *what)
+{
+	if (error < 0)
+		die(what, error);
+}
+
+static char *read_policy(void)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/configs/policies/default.yaml", harness_source_dir());
+	return harness_read_text(path, 65536);
+}
+
+static void set_power(double watts)
+{
+	char trace[64];
+
+	snprintf(trace, sizeof(trace), "pkg: 3600000 %.3f\n", watts);
+	check(haecer_sim_power_trace(conn, trace), "power trace");
+}
+
+static double energy_at(uint64_t ns, uint64_t *smi)
+{
+	struct haecer_sim_energy_at at;
+
+	check(haecer_sim_energy_at(conn, 0, RAPL_DOMAIN_PKG, ns, &at), "SIM_ENERGY_AT");
+	if (smi)
+		*smi = at.smi_count;
+	return at.joules;
+}
+
+/* CLOCK_MONOTONIC_RAW: the simulated CPU's time in real-time mode. */
+static uint64_t now_raw_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static void spin_until(uint64_t ns)
+{
+	while (now_raw_ns() < ns)
+		;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The p-th percentile of |values| (sorted copy). */
+static double abs_percentile(const double *values, size_t count, double p)
+{
+	double sorted[MAX_SAMPLES * 2];
+
+	if (count == 0)
+		return NAN;
+	for (size_t i = 0; i < count; i++)
+		sorted[i] = fabs(values[i]);
+	qsort(sorted, count, sizeof(double), compare_double);
+	return sorted[(size_t)ceil(p / 100.0 * (double)count) - 1];
+}
+
+static double median(const double *values, size_t count)
+{
+	double sorted[MAX_SAMPLES * 2];
+
+	if (count == 0)
+		return NAN;
+	memcpy(sorted, values, count * sizeof(double));
+	qsort(sorted, count, sizeof(double), compare_double);
+	return count % 2 ? sorted[count / 2] : (sorted[count / 2 - 1] + sorted[count / 2]) / 2;
+}
+
+/* ---- readCounter ---- */
+
+struct read_row {
+	uint64_t span_ns;
+	size_t count;
+	double error_pct[MAX_SAMPLES];
+	double error_j[MAX_SAMPLES];
+	double update_j;
+};
+
+static void read_span(struct haecer_counter *pkg, struct read_row *row)
+{
+	struct haecer_energy_reading first, last;
+	uint64_t a0, a1, b0, b1;
+	double truth, measured;
+
+	/* A random phase against the 1 ms update grid. */
+	spin_until(now_raw_ns() + (uint64_t)(rand() % 1000) * 1000);
+	a0 = now_raw_ns();
+	check(haecer_counter_read_energy(pkg, &first), "read");
+	a1 = now_raw_ns();
+	spin_until(a0 + row->span_ns);
+	b0 = now_raw_ns();
+	check(haecer_counter_read_energy(pkg, &last), "read");
+	b1 = now_raw_ns();
+	truth = energy_at(b0 + (b1 - b0) / 2, NULL) - energy_at(a0 + (a1 - a0) / 2, NULL);
+	measured = last.joules - first.joules;
+	row->error_pct[row->count] = 100.0 * (measured - truth) / truth;
+	row->error_j[row->count] = measured - truth;
+	row->update_j = last.update_joules;
+	row->count++;
+}
+
+static void print_read_row(const struct read_row *row)
+{
+	double sum = 0.0, max = 0.0;
+
+	for (size_t i = 0; i < row->count; i++) {
+		sum += row->error_pct[i];
+		if (fabs(row->error_pct[i]) > max)
+			max = fabs(row->error_pct[i]);
+	}
+	printf("readCounter %-6s %4zu  mean %+7.3f %%  p95 %7.3f %%  max %7.3f %%  "
+	       "p95 %.5f J (one update: +-%.5f J)\n",
+	       row->span_ns == 1000000000ull ? "1 s" : row->span_ns == 100000000ull ? "100 ms" : "10 ms",
+	       row->count, sum / (double)row->count, abs_percentile(row->error_pct, row->count, 95),
+	       max, abs_percentile(row->error_j, row->count, 95), row->update_j);
+}
+
+/* ---- regions ---- */
+
+struct region_cell {
+	size_t count, smi_hit;
+	double error_pct[MAX_SAMPLES];
+	double old_pct[MAX_SAMPLES];
+};
+
+struct region_totals {
+	uint64_t smi_detected, smi_true;
+	double lifetime_per_tick;   /* the old method's calibration */
+};
+
+static void one_region(struct haecer_counter *pkg, uint64_t length, enum condition condition,
+		       struct region_totals *totals, struct region_cell *cell)
+{
+	struct haecer_energy_region region;
+	struct haecer_energy_result result;
+	double truth, old;
+	uint64_t start_ns, end_ns, smi_start, smi_end;
+
+	set_power(condition_watts[condition]);
+	check(haecer_energy_start(pkg, &region), "startEnergyRead");
+	spin_until(now_raw_ns() + length);
+	check(haecer_energy_end(pkg, &region, &result), "endEnergyRead");
+	start_ns = (uint64_t)llround((double)result.start_tsc * 1e9 / TSC_HZ);
+	end_ns = (uint64_t)llround((double)result.end_tsc * 1e9 / TSC_HZ);
+	truth = energy_at(end_ns, NULL) - energy_at(start_ns, NULL);
+	/* The SMIs the simulator began between the two polls the result's count comes from. */
+	energy_at((uint64_t)llround((double)result.first_poll_tsc * 1e9 / TSC_HZ), &smi_start);
+	energy_at((uint64_t)llround((double)result.last_poll_tsc * 1e9 / TSC_HZ), &smi_end);
+	totals->smi_true += smi_end - smi_start;
+	old = result.raw_joules - (double)result.detected_wait_ticks * totals->lifetime_per_tick;
+	if (result.smi_count_exact)
+		totals->smi_detected += result.smi_count;
+	if (result.smi_count_exact && result.smi_count > 0) {
+		cell->smi_hit++;
+		return;
+	}
+	cell->error_pct[cell->count] = 100.0 * (result.joules - truth) / truth;
+	if (getenv("FIDELITY_VERBOSE") && fabs(cell->error_pct[cell->count]) > 50.0)
+		fprintf(stderr, "outlier %llu us %s: %+.1f %% raw %.6f wait %.6f (lead %llu wait "
+			"%llu ticks) +-%.6f truth %.6f power %.2f W region %.1f us\n",
+			(unsigned long long)(length / 1000), condition_names[condition],
+			cell->error_pct[cell->count], result.raw_joules, result.wait_joules,
+			(unsigned long long)result.lead_ticks, (unsigned long long)result.wait_ticks,
+			result.uncertainty_joules, truth, result.joules_per_tick * TSC_HZ,
+			result.seconds * 1e6);
+	cell->old_pct[cell->count] = 100.0 * (old - truth) / truth;
+	cell->count++;
+}
+
+int main(void)
+{
+	const char *arguments[] = {"--backend", "sim", "--sim-model", "sandybridge", "--sim-seed",
+				   FIDELITY_SEED, "--log-level", "notice", NULL};
+	static struct read_row reads[3] = { { .span_ns = 10000000 }, { .span_ns = 100000000 },
+					    { .span_ns = 1000000000 } };
+	static struct region_cell cells[LENGTHS][CONDITIONS];
+	const size_t read_counts[3] = { 200, 60, 6 };
+	struct region_totals totals = { 0 };
+	struct haecer_context *ctx;
+	struct haecer_counter *pkg;
+	uint64_t rtt[200];
+	char *policy = read_policy();
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	double key_short100_med = 0, key_short300_p95 = 0, key_step1ms_p95 = 0;
+
+	unsetenv("HAECER_VALGRIND");
+	if (policy == NULL || msrd_start(&server, policy, arguments) < 0) {
+		fprintf(stderr, "bench/fidelity: cannot start msrd with the default policy\n");
+		free(policy);
+		return 1;
+	}
+	free(policy);
+	setenv(HAECER_SOCKET_ENV, server.socket_path, 1);
+	bench_pin(server.pid, cpus > 1 ? 1 : 0);
+	bench_pin(0, 0);
+	srand(12);
+	check(haecer_connect(server.socket_path, &conn), "connect");
+	check(haecer_default_context(&ctx), "context");
+	check(haecer_counter_open_energy(ctx, 0, RAPL_DOMAIN_PKG, &pkg), "energy counter");
+	set_power(BASE_WATTS);
+	for (size_t i = 0; i < 200; i++) {
+		uint64_t value, before = now_raw_ns();
+
+		check(haecer_counter_read(pkg, &value), "read");
+		rtt[i] = now_raw_ns() - before;
+	}
+	check(haecer_energy_calibrate(pkg, 4, &totals.lifetime_per_tick), "calibrate");
+
+	printf("rough simulated Sandy Bridge (seed %s), real time; median round trip %llu ns; "
+	       "old-method calibration %.2f W\n", FIDELITY_SEED,
+	       (unsigned long long)bench_median_u64(rtt, 200), totals.lifetime_per_tick * TSC_HZ);
+	for (size_t r = 0; r < 3; r++) {
+		for (size_t i = 0; i < read_counts[r]; i++)
+			read_span(pkg, &reads[r]);
+		print_read_row(&reads[r]);
+	}
+	for (size_t i = 0; i < REGIONS; i++) {
+		for (size_t l = 0; l < LENGTHS; l++) {
+			for (int c = 0; c < CONDITIONS; c++)
+				one_region(pkg, region_ns[l], (enum condition)c, &totals,
+					   &cells[l][c]);
+		}
+	}
+	printf("%-8s %-14s %4s %5s | new: %9s %9s | old: %9s %9s\n", "region", "power", "n",
+	       "SMI", "median %", "p95 |%|", "median %", "p95 |%|");
+	for (size_t l = 0; l < LENGTHS; l++) {
+		for (int c = 0; c < CONDITIONS; c++) {
+			const struct region_cell *cell = &cells[l][c];
+			double med = median(cell->error_pct, cell->count);
+			double p95 = abs_percentile(cell->error_pct, cell->count, 95);
+
+			printf("%5.0f us %-14s %4zu %5zu | new: %+9.2f %9.2f | old: %+9.2f %9.2f\n",
+			       (double)region_ns[l] / 1000.0, condition_names[c], cell->count,
+			       cell->smi_hit, med, p95, median(cell->old_pct, cell->count),
+			       abs_percentile(cell->old_pct, cell->count, 95));
+			if (region_ns[l] == 100000 && c == CONSTANT)
+				key_short100_med = med;
+			if (region_ns[l] == 300000 && p95 > key_short300_p95)
+				key_short300_p95 = p95;
+			if (region_ns[l] == 1000000 && c != CONSTANT && p95 > key_step1ms_p95)
+				key_step1ms_p95 = p95;
+		}
+	}
+	printf("SMIs: %llu counted by the regions, %llu begun in their windows (simulator)\n",
+	       (unsigned long long)totals.smi_detected, (unsigned long long)totals.smi_true);
+	haecer_counter_free(pkg);
+	haecer_close(conn);
+	haecer_shutdown();
+	if (msrd_stop(&server) < 0)
+		return 1;
+	printf("read10ms_p95_pct=%.3f read100ms_p95_pct=%.3f short100us_med_pct=%.2f "
+	       "short300us_p95_pct=%.2f step1ms_p95_pct=%.2f smi_detected=%llu smi_true=%llu\n",
+	       abs_percentile(reads[0].error_pct, reads[0].count, 95),
+	       abs_percentile(reads[1].error_pct, reads[1].count, 95), key_short100_med,
+	       key_short300_p95, key_step1ms_p95, (unsigned long long)totals.smi_detected,
+	       (unsigned long long)totals.smi_true);
+	return 0;
+}

@@ -147,6 +147,8 @@ static int flat_build(struct flat *flat)
 
 /* ---- the text table ---- */
 
+#define UPDATE_SECONDS 0.001 /* RAPL updates "approximately every 1 ms" (SDM vol. 3B 14.9.3) */
+
 struct cell {
 	char text[40];
 	bool partial;
@@ -193,7 +195,7 @@ static void print_header(FILE *out, const struct flat *flat, int name_width)
 							       : haecer__region_column_name(c);
 		fprintf(out, " %*s %*s", column_width(c), name, column_width(c), "self");
 		if (c == REGION_COLUMN_ENERGY)
-			fprintf(out, " %9s", "watts");
+			fprintf(out, " %9s %11s", "watts", "+-J/call");
 	}
 	fprintf(out, "\n");
 }
@@ -217,11 +219,16 @@ static bool print_row(FILE *out, const struct flat *flat, size_t index, int name
 		fprintf(out, " %*s %*s", column_width(c), inclusive.text, column_width(c), self.text);
 		if (c != REGION_COLUMN_ENERGY)
 			continue;
-		if (node->counted[REGION_COLUMN_ENERGY] > 0 && node->inclusive[REGION_COLUMN_TIME] > 0)
-			fprintf(out, " %9.3f", (double)node->inclusive[REGION_COLUMN_ENERGY] /
-						       (double)node->inclusive[REGION_COLUMN_TIME]);
-		else
-			fprintf(out, " %9s", "-");
+		if (node->counted[REGION_COLUMN_ENERGY] > 0 && node->inclusive[REGION_COLUMN_TIME] > 0) {
+			double watts = (double)node->inclusive[REGION_COLUMN_ENERGY] /
+				       (double)node->inclusive[REGION_COLUMN_TIME];
+
+			/* A call's energy is a difference of two register readings, each up to
+			 * one update (about 1 ms) old: off by up to one update's energy. */
+			fprintf(out, " %9.3f %11.6f", watts, watts * UPDATE_SECONDS);
+		} else {
+			fprintf(out, " %9s %11s", "-", "-");
+		}
 	}
 	if (node->open > 0)
 		fprintf(out, "  (%llu open, not counted)", (unsigned long long)node->open);
@@ -250,6 +257,9 @@ static void write_text(FILE *out, const struct flat *flat)
 	if (partial)
 		fprintf(out, "* measured in only some of the calls (refused or unreadable in the "
 			"others)\n");
+	if (flat->columns > REGION_COLUMN_ENERGY)
+		fprintf(out, "+-J/call: the energy registers change about every 1 ms, so one call's "
+			"energy is off by up to one update's energy (watts x 1 ms)\n");
 }
 
 /* ---- Callgrind ---- */

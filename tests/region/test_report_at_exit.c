@@ -46,6 +46,8 @@ static void test_report_into_files(void **state)
 	assert_non_null(strstr(text, "\nouter "));
 	assert_non_null(strstr(text, "\n  inner "));
 	assert_non_null(strstr(text, "(1 open, not counted)"));
+	/* Each region's energy states its +- (one update's energy per call). */
+	assert_non_null(strstr(text, "+-J/call"));
 	assert_null(strstr(text, "child-only"));
 	assert_non_null(strstr(text, "haecer regions of pid "));
 	cg_read(callgrind, &file);

@@ -436,6 +436,8 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 		called = first.tsc;
 	if (error == 0)
 		error = wait_for_update(energy, &first, &closing);
+	if (error < 0)
+		return error;
 	/* The power of the same polling right after: between two sharp updates (the closing one
 	 * or a later one, and the next sharp one), at most SHARP_TRIES updates on. */
 	from = closing;

@@ -361,8 +361,8 @@ int haecer_sim_power_trace(struct haecer_conn *conn, const char *text)
 	struct haecer_reply reply;
 	size_t length = strlen(text);
 
-	if (length > WIRE_MAX_PAYLOAD)
+	if (length > WIRE_SIM_POWER_TRACE_MAX)
 		return -EMSGSIZE;
-	wire_put_bytes(&writer, text, length);
+	wire_put_sim_power_trace(&writer, text, (uint32_t)length);
 	return haecer__call_checked(conn, WIRE_OP_SIM_POWER_TRACE, &writer, &reply);
 }

@@ -368,7 +368,9 @@ struct wire_sim_energy_at {
 	uint64_t smi_count;            /* SMIs begun at or before at_ns */
 };
 #define WIRE_SIM_ENERGY_AT_SIZE 40u
-/* SIM_POWER_TRACE: the payload is the trace text itself (no NUL), reply empty. */
+/* SIM_POWER_TRACE: u32 length, then that many bytes of trace text (no NUL); reply empty. */
+#define WIRE_SIM_POWER_TRACE_HEADER_SIZE 4u
+#define WIRE_SIM_POWER_TRACE_MAX (WIRE_MAX_PAYLOAD - WIRE_SIM_POWER_TRACE_HEADER_SIZE)
 
 
 /* ---- counter slots ---- */
@@ -520,6 +522,11 @@ int wire_get_sim_energy_at_request(const void *payload, size_t length,
 				   struct wire_sim_energy_at_request *out);
 void wire_put_sim_energy_at(struct wire_writer *writer, const struct wire_sim_energy_at *message);
 int wire_get_sim_energy_at(const void *payload, size_t length, struct wire_sim_energy_at *out);
+void wire_put_sim_power_trace(struct wire_writer *writer, const char *text, uint32_t length);
+/* The text of a SIM_POWER_TRACE payload (not NUL-terminated) and its length; -EINVAL when the
+ * length does not match the payload or the text holds a NUL byte. */
+int wire_get_sim_power_trace(const void *payload, size_t length, const char **text,
+			     uint32_t *text_length);
 int wire_get_sim_truth(const void *payload, size_t length, struct wire_sim_truth *out);
 
 void wire_put_slot_alloc(struct wire_writer *writer, const struct wire_slot_alloc *message);

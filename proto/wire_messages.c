@@ -512,6 +512,29 @@ int wire_get_sim_energy_at(const void *payload, size_t length, struct wire_sim_e
 	return wire_reader_finish(&reader);
 }
 
+void wire_put_sim_power_trace(struct wire_writer *writer, const char *text, uint32_t length)
+{
+	wire_put_u32(writer, length);
+	wire_put_bytes(writer, text, length);
+}
+
+int wire_get_sim_power_trace(const void *payload, size_t length, const char **text,
+			     uint32_t *text_length)
+{
+	struct wire_reader reader;
+	uint32_t count;
+
+	if (length < WIRE_SIM_POWER_TRACE_HEADER_SIZE)
+		return -EINVAL;
+	wire_reader_init(&reader, payload, WIRE_SIM_POWER_TRACE_HEADER_SIZE);
+	count = wire_get_u32(&reader);
+	if (wire_reader_finish(&reader) < 0 || count != length - WIRE_SIM_POWER_TRACE_HEADER_SIZE)
+		return -EINVAL;
+	*text = (const char *)payload + WIRE_SIM_POWER_TRACE_HEADER_SIZE;
+	*text_length = count;
+	return memchr(*text, '\0', count) ? -EINVAL : 0;
+}
+
 /* ---- counter slots ---- */
 
 void wire_put_slot_alloc(struct wire_writer *writer, const struct wire_slot_alloc *message)

@@ -624,27 +624,28 @@ static void handle_sim_energy_at(struct client *client, const struct wire_header
 	dispatch_reply_end(client, space, header, &writer, -1);
 }
 
-/* The payload is the trace text; msrd copies it to add the NUL its parser wants. */
+/* msrd copies the text to add the NUL its parser wants. */
 static void handle_sim_power_trace(struct client *client, const struct wire_header *header,
 				   const uint8_t *payload, size_t length)
 {
+	const char *trace;
+	uint32_t trace_length;
 	char *text;
 	int status;
 
-	if (!sim_allowed(client, header))
-		return;
-	if (memchr(payload, '\0', length) != NULL) {
-		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
-				   "a power trace is text without NUL bytes");
+	if (wire_get_sim_power_trace(payload, length, &trace, &trace_length) < 0) {
+		dispatch_malformed(client, header, length);
 		return;
 	}
-	text = malloc(length + 1);
+	if (!sim_allowed(client, header))
+		return;
+	text = malloc((size_t)trace_length + 1);
 	if (text == NULL) {
 		reply_sim_failure(client, header, -ENOMEM);
 		return;
 	}
-	memcpy(text, payload, length);
-	text[length] = '\0';
+	memcpy(text, trace, trace_length);
+	text[trace_length] = '\0';
 	status = backend_sim_power_trace(client->server->backend, text, "(request)");
 	free(text);
 	if (status == -EINVAL) {

@@ -72,7 +72,7 @@ static void test_batch_read(void **state)
 
 int main(void)
 {
-	const char *arguments[] = {"--sim-virtual-time", NULL};
+	const char *arguments[] = {"--sim-virtual-time", "--sim-ideal", NULL}; /* exact counts */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_set_reads_together, libclient_full_load),
 		cmocka_unit_test_setup(test_batch_read, libclient_full_load),

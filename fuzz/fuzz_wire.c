@@ -58,6 +58,8 @@ ADAPT(ring_key, struct wire_ring_key)
 ADAPT(sim_set_load, struct wire_sim_set_load)
 ADAPT(sim_truth_request, struct wire_sim_truth_request)
 ADAPT(sim_truth, struct wire_sim_truth)
+ADAPT(sim_energy_at_request, struct wire_sim_energy_at_request)
+ADAPT(sim_energy_at, struct wire_sim_energy_at)
 ADAPT(slot_alloc, struct wire_slot_alloc)
 ADAPT(slot, struct wire_slot)
 ADAPT(slot_program, struct wire_slot_program)
@@ -150,6 +152,10 @@ static const struct codec codecs[] = {
 	{ "sim_truth_request", decode_sim_truth_request, encode_sim_truth_request,
 	  sizeof(struct wire_sim_truth_request) },
 	{ "sim_truth", decode_sim_truth, encode_sim_truth, sizeof(struct wire_sim_truth) },
+	{ "sim_energy_at_request", decode_sim_energy_at_request, encode_sim_energy_at_request,
+	  sizeof(struct wire_sim_energy_at_request) },
+	{ "sim_energy_at", decode_sim_energy_at, encode_sim_energy_at,
+	  sizeof(struct wire_sim_energy_at) },
 	{ "slot_alloc", decode_slot_alloc, encode_slot_alloc, sizeof(struct wire_slot_alloc) },
 	{ "slot", decode_slot, encode_slot, sizeof(struct wire_slot) },
 	{ "slot_program", decode_slot_program, encode_slot_program,

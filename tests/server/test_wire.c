@@ -64,6 +64,10 @@ static void test_fixed_messages(void **state)
 	struct wire_write_request write = { 3, 0x611, 0x8000000000000001ull }, write_out;
 	struct wire_ring_key key = { 1, 2, 3 }, key_out;
 	struct wire_sim_truth truth = { 5, 1.25, 7, 8 }, truth_out;
+	struct wire_sim_energy_at_request at_request = { 1, 2, 3 }, at_request_out;
+	struct wire_sim_energy_at at = { 5, 2.5, 7, 8, 9 }, at_out;
+	const char *trace_text;
+	uint32_t trace_length;
 	struct wire_ring_entry entry = { 1, 2, 3, 64, 1, -5, 2, 4096 }, entry_out;
 
 	(void)state;
@@ -93,6 +97,31 @@ static void test_fixed_messages(void **state)
 	wire_put_sim_truth(&writer, &truth);
 	CHECK_EXACT(wire_get_sim_truth, WIRE_SIM_TRUTH_SIZE, &truth_out);
 	assert_true(truth_out.joules == 1.25);
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_sim_energy_at_request(&writer, &at_request);
+	CHECK_EXACT(wire_get_sim_energy_at_request, WIRE_SIM_ENERGY_AT_REQUEST_SIZE,
+		    &at_request_out);
+	assert_int_equal(at_request_out.at_ns, 3);
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_sim_energy_at(&writer, &at);
+	CHECK_EXACT(wire_get_sim_energy_at, WIRE_SIM_ENERGY_AT_SIZE, &at_out);
+	assert_true(at_out.joules == 2.5);
+	assert_int_equal(at_out.smi_count, 9);
+
+	/* A power trace: its length must be the payload's rest, and no NUL inside. */
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_sim_power_trace(&writer, "pkg: 1 2\n", 9);
+	assert_int_equal(wire_get_sim_power_trace(buffer, writer.used, &trace_text, &trace_length), 0);
+	assert_int_equal(trace_length, 9);
+	assert_memory_equal(trace_text, "pkg: 1 2\n", 9);
+	assert_int_equal(wire_get_sim_power_trace(buffer, writer.used - 1, &trace_text,
+						  &trace_length), -EINVAL);
+	assert_int_equal(wire_get_sim_power_trace(buffer, 3, &trace_text, &trace_length), -EINVAL);
+	buffer[6] = '\0';
+	assert_int_equal(wire_get_sim_power_trace(buffer, writer.used, &trace_text, &trace_length),
+			 -EINVAL);
 
 	wire_writer_init(&writer, buffer, sizeof(buffer));
 	wire_put_ring_entry(&writer, &entry);

@@ -345,7 +345,7 @@ int haecer_energy_start(struct haecer_counter *energy, struct haecer_energy_regi
 	region->start_total = at.after.total;
 	region->start_update_tsc = at.tsc;
 	region->start_tsc = at.after.after;
-	region->start_poll_tsc = at.after.tsc;
+	region->start_poll_tsc = at.after.after;
 	region->start_smi = at.after.smi;
 	region->active = true;
 	return 0;
@@ -404,7 +404,7 @@ static void region_result(const struct haecer_counter *energy,
 	result->detected_wait_ticks = closing->after.tsc - called;
 	result->start_tsc = region->start_tsc;
 	result->first_poll_tsc = region->start_poll_tsc;
-	result->last_poll_tsc = closing->after.tsc;
+	result->last_poll_tsc = closing->after.after;
 	result->end_tsc = called;
 	result->smi_count_exact = closing->after.smi_exact;
 	/* MSR_SMI_COUNT is 32 bits wide; counted from the start update to the closing one. */

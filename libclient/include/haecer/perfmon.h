@@ -312,7 +312,7 @@ struct haecer_energy_region {
 	uint64_t start_total;
 	uint64_t start_tsc;         /* startEnergyRead returned */
 	uint64_t start_update_tsc;  /* the update it synchronised to (estimate) */
-	uint64_t start_poll_tsc;    /* the poll that saw it */
+	uint64_t start_poll_tsc;    /* when the poll that saw it returned */
 	uint64_t start_smi;
 	bool active;
 };
@@ -335,9 +335,9 @@ struct haecer_energy_result {
 	uint64_t lead_ticks;        /* TSC ticks from the start update (est.) to the return */
 	uint64_t detected_wait_ticks; /* from the end call to the poll that saw the update */
 	uint64_t start_tsc, end_tsc; /* the region's ends on the TSC (simulated TSC on a sim) */
-	uint64_t first_poll_tsc;    /* the poll that saw the start update (estimate of its read) */
-	uint64_t last_poll_tsc;     /* the poll that saw the closing update (smi_count spans the
-				     * two) */
+	uint64_t first_poll_tsc;    /* when the poll that saw the start update returned */
+	uint64_t last_poll_tsc;     /* when the poll that saw the closing update returned
+				     * (smi_count spans the two polls' reads) */
 	double seconds;             /* region_ticks / TSC frequency */
 	uint32_t smi_count;         /* SMIs from the start update to the closing update (a region
 				     * with any was disturbed: filter it), or HAECER_SMI_UNKNOWN */

@@ -253,6 +253,34 @@ static void test_power_trace_steps_and_ramps(void **state)
 	backend_close(backend);
 }
 
+/* --sim-power-script: the trace plays from the start; a malformed one stops the backend. */
+static void test_power_script_option(void **state)
+{
+	char dir[] = "/tmp/haecer-rough-XXXXXX";
+	char path[PATH_MAX], why[256] = "";
+	struct backend_options options = {
+		.kind = BACKEND_SIM, .sim_model = "sandybridge", .models_dir = test_models_dir(),
+		.sim_virtual_time = true, .sim_seed = TEST_SIM_SEED, .sim_power_script = path,
+	};
+	struct msr_backend *backend = NULL;
+	struct sim_energy_truth truth;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/power", dir);
+	assert_int_equal(harness_write_file(path, "# steps\npkg: 2 20\npkg: 1 40 # then up\n",
+					    0644), 0);
+	assert_int_equal(backend_open(&options, &backend, why, sizeof(why)), 0);
+	assert_int_equal(backend_sim_advance(backend, 2500000), 0);
+	assert_int_equal(backend_sim_energy_truth(backend, 0, RAPL_DOMAIN_PKG, &truth), 0);
+	assert_true(truth.femtojoules == (unsigned __int128)60000000000000ull); /* 40 + 20 mJ */
+	backend_close(backend);
+	assert_int_equal(harness_write_file(path, "pkg: 2\n", 0644), 0);
+	assert_int_equal(backend_open(&options, &backend, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "power script"));
+	harness_remove_tree(dir);
+}
+
 static void test_energy_at_past_times(void **state)
 {
 	struct msr_backend *backend = open_seeded(TEST_SIM_SEED, 0);
@@ -324,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_access_waits_for_smi),
 		cmocka_unit_test(test_power_follows_load_within_a_millisecond),
 		cmocka_unit_test(test_power_trace_steps_and_ramps),
+		cmocka_unit_test(test_power_script_option),
 		cmocka_unit_test(test_energy_at_past_times),
 		cmocka_unit_test(test_seed_replays),
 		cmocka_unit_test(test_ideal_is_exact),

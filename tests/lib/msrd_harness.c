@@ -110,6 +110,16 @@ static bool arguments_name_backend(const char *const *arguments)
 	return false;
 }
 
+static bool runs_simulated_cpu(const char *const *arguments)
+{
+	for (size_t i = 0; arguments != NULL && arguments[i] != NULL; i++) {
+		if (strcmp(arguments[i], "--backend") == 0 && arguments[i + 1] != NULL &&
+		    strcmp(arguments[i + 1], "sim") == 0)
+			return true;
+	}
+	return false;
+}
+
 /* Build the command line: [valgrind ...] msrd <harness options> <test options>. */
 static size_t build_command(const struct msrd_server *server, int ready_fd,
 			    const char *const *arguments, char storage[][PATH_MAX + 32],
@@ -146,10 +156,18 @@ static size_t build_command(const struct msrd_server *server, int ready_fd,
 			: server->valgrind			? "off"
 								: "enforce";
 	/* The simulated CPU is always asked for by name (msrd never falls back to it unasked);
-	 * a test that wants another backend says so. */
-	if (!arguments_name_backend(arguments)) {
+	 * a test that wants another backend says so. A rough simulated CPU rolls the same dice in
+	 * every run (a test's own --sim-seed, later, wins): virtual-time tests are then
+	 * deterministic. */
+	bool named = arguments_name_backend(arguments);
+
+	if (!named) {
 		argv[count++] = "--backend";
 		argv[count++] = "sim";
+	}
+	if (!named || runs_simulated_cpu(arguments)) {
+		argv[count++] = "--sim-seed";
+		argv[count++] = HARNESS_SIM_SEED;
 	}
 	for (size_t i = 0; arguments != NULL && arguments[i] != NULL; i++) {
 		if (count + 1 >= MAX_ARGUMENTS)

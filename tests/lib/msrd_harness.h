@@ -10,6 +10,9 @@
  *
  * run_as() runs a function in a child process under another uid/gid/groups (tests run as root).
  *
+ * With --backend sim among a test's arguments the harness passes --sim-seed HARNESS_SIM_SEED
+ * first, so the rough simulated CPU is the same in every run (a test's own --sim-seed wins).
+ *
  * msrd keeps its journal in that directory (--state-dir) and runs with its system call filter
  * enforced (--seccomp enforce), except under valgrind, whose own system calls the filter would
  * refuse (--seccomp off).
@@ -26,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#define HARNESS_SIM_SEED "12"
 
 struct msrd_server {
 	char dir[PATH_MAX];

@@ -219,10 +219,12 @@ static void one_region(struct haecer_counter *pkg, uint64_t length, enum conditi
 
 	set_power(condition_watts[condition]);
 	check(haecer_energy_start(pkg, &region), "startEnergyRead");
-	spin_until(now_raw_ns() + length);
+	/* The region, by this program's clock (the simulator's in real time): from
+	 * startEnergyRead's return to the endEnergyRead call. */
+	start_ns = now_raw_ns();
+	spin_until(start_ns + length);
+	end_ns = now_raw_ns();
 	check(haecer_energy_end(pkg, &region, &result), "endEnergyRead");
-	start_ns = (uint64_t)llround((double)result.start_tsc * 1e9 / TSC_HZ);
-	end_ns = (uint64_t)llround((double)result.end_tsc * 1e9 / TSC_HZ);
 	truth = energy_at(end_ns, NULL) - energy_at(start_ns, NULL);
 	/* The SMIs the simulator began between the two polls the result's count comes from. */
 	energy_at((uint64_t)llround((double)result.first_poll_tsc * 1e9 / TSC_HZ), &smi_start);

@@ -46,6 +46,7 @@
 #define UPDATE_LATE_NS 50000ull
 /* How many updates a region end waits for sharp ones before it takes what it has. */
 #define SHARP_TRIES 8u
+#define WAIT_UPDATES_MAX 32u
 /* A detection is sharp when its two polls were at most this much further apart than typical
  * (2x, plus 10 us of slack): a preempted msrd or client blurs the update time. */
 #define SHARP_FACTOR 2u
@@ -421,7 +422,7 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 	struct energy_sample first;
 	struct update_seen closing, from, next;
 	struct haecer_context *ctx;
-	uint64_t called = 0;
+	uint64_t called = 0, wait_updates;
 	double per_tick = 0.0;
 	int error;
 
@@ -439,16 +440,22 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 	if (error < 0)
 		return error;
 	/* The power of the same polling right after: between two sharp updates (the closing one
-	 * or a later one, and the next sharp one), at most SHARP_TRIES updates on. */
+	 * or a later one, and a sharp one at least as far on as the wait was long, so that the
+	 * blur of the two update times weighs no more on the wait's energy than on one update's),
+	 * at most SHARP_TRIES updates (plus the wait's length in updates) on. */
+	wait_updates = (closing.tsc - called) / (energy->ctx->machine.tsc_hz / 1000u + 1);
+	if (wait_updates > WAIT_UPDATES_MAX)
+		wait_updates = WAIT_UPDATES_MAX;
 	from = closing;
 	next = closing;
-	for (unsigned tries = 0; error == 0 && tries < SHARP_TRIES; tries++) {
+	for (unsigned tries = 0; error == 0 && tries < SHARP_TRIES + wait_updates; tries++) {
 		struct energy_sample last = next.after;
 
 		error = wait_for_update(energy, &last, &next);
 		if (error == 0 && !(sharp(energy, &from) && clean(&from)))
 			from = next;
-		else if (error == 0 && sharp(energy, &next) && clean(&next))
+		else if (error == 0 && sharp(energy, &next) && clean(&next) &&
+			 next.tsc - from.tsc >= closing.tsc - called)
 			break;
 	}
 	if (error == 0 && next.tsc == from.tsc)

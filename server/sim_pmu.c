@@ -383,7 +383,7 @@ static int amd_global_read(struct sim *sim, struct sim_cpu *cpu, uint32_t addres
 {
 	switch (address) {
 	case MSR_AMD_PERF_CNTR_GLOBAL_STATUS:
-		counters_reprogram(sim, cpu, sim_cpu_busy_at(cpu, sim->now));
+		counters_reprogram(sim, cpu, sim_cpu_busy_at(sim, cpu, sim->now));
 		*value = cpu->global_status;
 		return 0;
 	case MSR_AMD_PERF_CNTR_GLOBAL_CTL:
@@ -408,7 +408,7 @@ static int amd_global_write(struct sim *sim, struct sim_cpu *cpu, uint32_t addre
 	case MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR:
 		if (value & ~sim->pmu.global_ctrl_valid)
 			return -EIO;
-		counters_reprogram(sim, cpu, sim_cpu_busy_at(cpu, sim->now));
+		counters_reprogram(sim, cpu, sim_cpu_busy_at(sim, cpu, sim->now));
 		cpu->global_status &= ~value;
 		return 0;
 	default:

@@ -175,16 +175,14 @@ int haecer__page_reading(struct haecer_counter *counter, struct energy_page_read
 int haecer__page_sample(struct haecer_counter *counter, struct energy_sample *sample)
 {
 	struct energy_page_reading reading;
-	uint64_t tsc_hz = counter->ctx->machine.tsc_hz;
-	uint64_t since;
 	int error = haecer__page_reading(counter, &reading);
 
 	if (error < 0)
 		return error;
-	since = haecer__monotonic_raw_ns() - reading.sample_ns;
 	sample->total = haecer__fold_energy(counter, reading.raw, &reading.total);
-	sample->tsc = reading.sample_tsc +
-		      (uint64_t)((unsigned __int128)since * tsc_hz / NS_PER_SECOND);
+	/* The register was read when msrd sampled it, not now: an energy region must not take a
+	 * value up to one sampling period old for a fresh one. */
+	sample->tsc = sample->before = sample->after = reading.sample_tsc;
 	sample->smi = 0;
 	sample->smi_exact = false;
 	return 0;

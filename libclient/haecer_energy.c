@@ -479,7 +479,7 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 			       struct haecer_energy_reading *out)
 {
 	struct haecer_context *ctx;
-	uint64_t value, before, after, previous_value, previous_ns;
+	uint64_t value, before, after, age = 0, at, doubt, previous_value, previous_ns;
 	double watts, max_watts;
 	unsigned domain;
 	int error;
@@ -491,17 +491,21 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 	if (error < 0)
 		return error;
 	before = haecer__monotonic_raw_ns();
-	error = haecer_counter_read(counter, &value);
+	error = haecer_counter_read_aged(counter, &value, &age);
 	after = haecer__monotonic_raw_ns();
 	if (error < 0)
 		return error;
 	error = haecer__counter_lock(counter, &ctx);
 	if (error < 0)
 		return error;
-	previous_value = counter->reading_value;
-	previous_ns = counter->reading_ns;
-	counter->reading_value = value;
-	counter->reading_ns = before + (after - before) / 2;
+	/* When the value was true: msrd's sample behind a page reading, else somewhere in the
+	 * round trip (its whole length is the doubt). */
+	at = after > age ? after - age : 0;
+	doubt = counter->reading_from_page ? after - at : after - before;
+	previous_value = counter->energy_previous_value;
+	previous_ns = counter->energy_previous_ns;
+	counter->energy_previous_value = value;
+	counter->energy_previous_ns = at;
 	domain = counter->rapl_domain;
 	max_watts = domain < HAECER_RAPL_DOMAINS ?
 			    (double)ctx->machine.rapl_max_power_mw[domain] / 1000.0 : 0.0;
@@ -509,14 +513,13 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 	/* The power of one update interval: from the previous reading when it is long enough
 	 * ago (10 updates) to average out the steps, else the domain's maximum. */
 	watts = max_watts;
-	if (previous_ns && counter->reading_ns - previous_ns >= 10 * UPDATE_NS &&
-	    value >= previous_value)
+	if (previous_ns && at - previous_ns >= 10 * UPDATE_NS && value >= previous_value)
 		watts = (double)(value - previous_value) * counter->info.unit /
-			((double)(counter->reading_ns - previous_ns) / 1e9);
+			((double)(at - previous_ns) / 1e9);
 	out->value = value;
 	out->joules = (double)value * counter->info.unit;
 	out->update_joules = watts * (double)UPDATE_NS / 1e9 + counter->info.unit;
-	out->age_max_ns = UPDATE_NS + UPDATE_LATE_NS + (after - before);
+	out->age_max_ns = UPDATE_NS + UPDATE_LATE_NS + doubt;
 	out->watts_estimated = watts;
 	return 0;
 }

@@ -99,8 +99,8 @@ struct haecer_counter {
 	bool smi_unreadable;        /* the policy refuses MSR_SMI_COUNT: the SMI count is unknown */
 	unsigned rapl_domain;       /* energy counters: enum rapl_domain of hw/msr.h */
 	uint64_t typical_gap;       /* energy regions: ticks between two polls, moving average */
-	uint64_t reading_value;     /* haecer_counter_read_energy: the previous reading */
-	uint64_t reading_ns;        /* and when (CLOCK_MONOTONIC_RAW), 0 before the first */
+	uint64_t energy_previous_value; /* haecer_counter_read_energy: the previous reading */
+	uint64_t energy_previous_ns; /* and when it was true (CLOCK_MONOTONIC_RAW), 0 before */
 	struct ring_producer ring;
 	int32_t page_entry;         /* its entry on the energy page; -1 not looked up yet */
 	int host_cpu;               /* event counters: the CPU the thread was pinned to, or -1 */

@@ -46,6 +46,7 @@ struct haecer_page {
 	bool mapped;
 	bool unavailable;           /* refused, or unusable: round trips for this register */
 	uint64_t stale_after_ns;    /* a LIVE page's sample older than this: msrd is gone */
+	uint64_t period_ns;         /* msrd's sampling period of the page */
 	struct energy_page_reader reader;
 };
 

@@ -16,6 +16,7 @@ libck-dev
 libpfm4-dev
 libseccomp-dev
 libcap-dev
+libdw-dev
 gnuplot-nox
 prometheus
 curl

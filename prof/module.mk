@@ -1,0 +1,11 @@
+# prof/: haecer-prof, the energy profiler (record, report, calm), linked against libhaecer and
+# elfutils' libdw (symbols, inlined frames, source lines).
+PROF_SOURCES := $(wildcard prof/*.c)
+DW_LIBS = $(call pkg_libs,libdw)
+$(BUILD)/haecer-prof: $(call objects_of,$(PROF_SOURCES)) $(BUILD)/libhaecer.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(HAECER_LDLIBS) $(DW_LIBS)
+PROGRAMS += $(BUILD)/haecer-prof
+
+# Test programs the profiler samples: frame pointers and debug information, so call chains and
+# lines are known.
+$(BUILD)/tests/prof/%.o: CFLAGS += -fno-omit-frame-pointer -g

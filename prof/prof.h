@@ -1,0 +1,235 @@
+/*
+ * prof/prof.h — haecer-prof: where the energy of an unmodified program goes, per thread, per
+ * function and per call path (private to the tool).
+ *
+ * record: the program runs under perf_event_open task-clock sampling (one event per CPU,
+ * inherited by its threads, each with its mmap ring: the kernel refuses to map an inherited
+ * per-task event) while msrd reads every RAPL domain of every package into a ring on a schedule
+ * (seed 003's energy samples). Both go, as they are, into one data file; nothing is attributed
+ * while the program runs, so the profiler's own work stays small (seed 003 §3: calmness).
+ *
+ * report: each energy interval of a package is split among the program's samples taken on that
+ * package during it, each sample standing for `period` ns of its thread's CPU time there, in
+ * proportion to CPU time against the package's capacity (interval × its CPUs); what is left is
+ * what other processes and idle drew and is reported as such, never spread over the program.
+ */
+#ifndef HAECER_PROF_H
+#define HAECER_PROF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define PROF_DEFAULT_FILE "haecer-prof.data"
+#define PROF_DEFAULT_HZ 1000u
+#define PROF_MAX_HZ 10000u
+#define PROF_MAX_DOMAINS 7u      /* enum rapl_domain */
+#define PROF_MAX_PACKAGES 16u
+#define PROF_MAX_FRAMES 128u
+
+/* ---- the data file: a header, then typed records ---- */
+
+#define PROF_FILE_MAGIC "HAECPRF1"
+
+enum prof_record_type {
+	PROF_REC_META = 1,    /* "key=value\n" text */
+	PROF_REC_SAMPLE = 2,  /* struct prof_sample + ips[nr] */
+	PROF_REC_MMAP = 3,    /* struct prof_mmap + file name */
+	PROF_REC_COMM = 4,    /* struct prof_comm */
+	PROF_REC_ENERGY = 5,  /* struct prof_energy */
+	PROF_REC_CPUSTAT = 6, /* struct prof_cpustat */
+	PROF_REC_LOST = 7,    /* uint64_t samples the kernel dropped */
+};
+
+struct prof_record_head {
+	uint32_t type;
+	uint32_t size; /* payload bytes after this head */
+};
+
+struct prof_sample {
+	uint32_t pid, tid;
+	uint64_t time_ns; /* CLOCK_MONOTONIC_RAW */
+	uint64_t period_ns; /* task-clock ns this sample stands for */
+	uint32_t cpu;
+	uint32_t nr;      /* user call chain entries that follow, innermost first */
+	uint64_t ips[];
+};
+
+struct prof_mmap {
+	uint32_t pid, tid;
+	uint64_t addr, len, pgoff;
+	char filename[];
+};
+
+struct prof_comm {
+	uint32_t pid, tid;
+	char comm[16];
+};
+
+struct prof_energy {
+	uint64_t time_ns;   /* CLOCK_MONOTONIC_RAW, msrd's timestamp of the set */
+	uint32_t package;
+	uint32_t domain;    /* enum rapl_domain */
+	double joules;      /* msrd's 64-bit total in joules */
+};
+
+struct prof_cpustat {
+	uint64_t time_ns;
+	uint32_t cpu;
+	uint32_t reserved;
+	uint64_t busy_ticks;  /* /proc/stat user..steal, USER_HZ */
+	uint64_t total_ticks;
+};
+
+/* Writing. */
+struct prof_writer {
+	FILE *file;
+	int error; /* first -errno */
+};
+int prof_writer_open(struct prof_writer *writer, const char *path);
+void prof_write(struct prof_writer *writer, uint32_t type, const void *a, size_t a_size,
+		const void *b, size_t b_size);
+int prof_writer_close(struct prof_writer *writer);
+
+/* Reading: the whole file in memory, records walked in order. */
+struct prof_data {
+	unsigned char *bytes;
+	size_t size;
+	char *meta;       /* concatenated META text, NUL-terminated */
+};
+int prof_data_load(const char *path, struct prof_data *data);
+void prof_data_free(struct prof_data *data);
+/* Next record at *offset: 1 and type/payload/size, 0 at the end, -EBADMSG when torn. */
+int prof_data_next(const struct prof_data *data, size_t *offset, uint32_t *type,
+		   const void **payload, uint32_t *size);
+/* META value of key (a malloc'ed copy) or NULL. */
+char *prof_meta_get(const struct prof_data *data, const char *key);
+
+/* ---- record ---- */
+
+struct prof_record_options {
+	unsigned hz;
+	const char *output;
+	const char *socket;   /* NULL: $HAECER_SOCKET / default */
+	char *const *command;
+	bool quiet;
+};
+/* Runs the command and writes the data file; returns the command's exit status (0..255), or
+ * 128 + signal, or a negative errno when the profile could not be taken. */
+int prof_record(const struct prof_record_options *options);
+
+/* ---- symbols ---- */
+
+struct prof_frame {
+	const char *function;  /* interned */
+	const char *file;      /* interned, "??" unknown */
+	uint32_t line;
+	bool inlined;          /* an inlined frame (its caller follows in the chain) */
+};
+struct prof_symbols;
+int prof_symbols_open(const struct prof_data *data, struct prof_symbols **out);
+void prof_symbols_close(struct prof_symbols *symbols);
+/* The frames at `ip` of process pid, innermost first (inlined frames first, then the function
+ * they are inlined into); `return_address` looks up ip - 1. Returns how many (<= max, >= 1). */
+size_t prof_symbols_lookup(struct prof_symbols *symbols, uint32_t pid, uint64_t ip,
+			   bool return_address, struct prof_frame *frames, size_t max);
+/* Interned string (lives as long as the symbols). */
+const char *prof_intern(struct prof_symbols *symbols, const char *text);
+
+/* ---- the profile: attribution and aggregation ---- */
+
+struct prof_path_node {
+	const char *function;             /* interned; NULL at the root */
+	struct prof_path_node *parent;
+	struct prof_path_node *child, *sibling;
+	double self_joules;     /* PKG-first domain */
+	double total_joules;    /* filled by prof_profile_build */
+	uint64_t self_samples;
+	uint64_t total_samples;
+};
+
+struct prof_function {
+	const char *name;
+	const char *file;
+	uint32_t line;          /* the first line seen of it */
+	double self_joules[PROF_MAX_DOMAINS];
+	double total_joules[PROF_MAX_DOMAINS];
+	uint64_t self_samples, total_samples;
+	uint64_t self_ns, total_ns;
+	/* self cost per source line */
+	uint32_t *lines;
+	double *line_joules;
+	size_t line_count, line_cap;
+	/* callees: inclusive cost by callee and call-site line */
+	struct prof_call *calls;
+	size_t call_count, call_cap;
+	uint64_t mark; /* recursion guard while charging one sample */
+};
+
+struct prof_call {
+	size_t callee;  /* index into functions */
+	uint32_t line;  /* call site line in the caller */
+	uint64_t count; /* samples */
+	double joules;
+};
+
+struct prof_thread {
+	uint32_t pid, tid;
+	char comm[16];
+	uint64_t samples;
+	uint64_t cpu_ns;
+	double joules[PROF_MAX_DOMAINS];
+};
+
+struct prof_profile {
+	/* what the file says */
+	char *command;
+	char *sim_model;       /* NULL: real hardware */
+	unsigned hz;
+	uint32_t domain_mask;
+	int primary_domain;    /* the domain whose energy weighs the call paths (PKG first) */
+	uint32_t package_count;
+	uint64_t start_ns, end_ns;
+	uint64_t lost_samples;
+	uint64_t samples, attributed_samples, truncated_samples;
+	uint64_t program_ns;
+	/* energy */
+	double package_joules[PROF_MAX_DOMAINS];  /* measured, every package, over the run */
+	double program_joules[PROF_MAX_DOMAINS];  /* charged to the program's samples */
+	double other_joules[PROF_MAX_DOMAINS];    /* other processes and idle */
+	double other_busy_share;                  /* of the host CPUs' time: others' busy share */
+	double idle_share;
+	/* results */
+	struct prof_thread *threads;
+	size_t thread_count;
+	struct prof_function *functions;
+	size_t function_count;
+	struct prof_path_node root;
+	struct prof_symbols *symbols;
+	char notes[1024];
+};
+
+int prof_profile_build(const struct prof_data *data, struct prof_profile *profile);
+void prof_profile_free(struct prof_profile *profile);
+const char *prof_domain_name(int domain);
+
+/* ---- report ---- */
+
+enum prof_format { PROF_TEXT, PROF_FOLDED, PROF_CALLGRIND, PROF_JSON, PROF_SVG };
+int prof_report(const struct prof_profile *profile, enum prof_format format, FILE *out);
+int prof_report_svg(const struct prof_profile *profile, FILE *out);
+
+/* ---- calm ---- */
+
+struct prof_calm_options {
+	unsigned hz;
+	unsigned runs;
+	const char *socket;
+	char *const *command;
+};
+int prof_calm(const struct prof_calm_options *options);
+
+void prof_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,697 @@
+/*
+ * prof/record.c — haecer-prof record: run the program under task-clock sampling and record
+ * msrd's energy readings of every package and domain beside the samples.
+ *
+ * Order matters for what is measured: the child is forked and waits on a pipe; the sampling
+ * events (disabled, enable_on_exec) and the energy schedule are set up; the first energy set is
+ * in the ring; only then does the child exec. So the first interval begins before the program's
+ * first instruction, and the last ends after its exit (the loop waits for one more set).
+ *
+ * The recorder itself only copies records (every 10 ms) and never pins or touches the child.
+ */
+#include "prof/prof.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "haecer/msrd.h"
+#include "hw/msr.h"
+#include "shm/ring.h"
+
+#define PERF_DATA_PAGES 128u
+#define POLL_MS 10
+#define RING_MAJOR_DEFAULT 42u
+#define RING_MAJOR_ENV "HAECER_PROF_RING_MAJOR"
+#define ENERGY_CAPACITY 65536u
+#define FIRST_SET_WAIT_MS 2000
+#define EXIT_CODE_CANNOT_RUN 127
+
+struct perf_cpu {
+	int fd;
+	void *base;
+	size_t bytes;
+};
+
+struct energy_op {
+	uint32_t package;
+	uint32_t domain;
+};
+
+struct recorder {
+	struct prof_writer writer;
+	struct perf_cpu *cpus;
+	int cpu_count;
+	unsigned char *record_buffer;
+	uint64_t lost;
+	uint64_t samples;
+	/* energy */
+	struct haecer_conn *conn;
+	struct haecer_machine_info machine;
+	struct energy_op ops[HAECER_SCHEDULE_MAX_OPS];
+	uint32_t op_count;
+	uint32_t schedule_id;
+	bool schedule_running;
+	struct ring_consumer energy;
+	bool energy_attached;
+	struct ring_record *energy_records;
+	uint64_t energy_sets;
+	uint64_t energy_lost;
+	uint64_t last_energy_ns;
+};
+
+static uint64_t now_raw_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static void meta(struct recorder *recorder, const char *format, ...)
+	__attribute__((format(printf, 2, 3)));
+static void meta(struct recorder *recorder, const char *format, ...)
+{
+	char line[4096];
+	va_list args;
+	int length;
+
+	va_start(args, format);
+	length = vsnprintf(line, sizeof(line) - 1, format, args);
+	va_end(args);
+	if (length < 0)
+		return;
+	if ((size_t)length > sizeof(line) - 2)
+		length = sizeof(line) - 2;
+	line[length++] = '\n';
+	prof_write(&recorder->writer, PROF_REC_META, line, (size_t)length, NULL, 0);
+}
+
+/* ---- /proc/stat: what the host CPUs did, to tell other processes from idle ---- */
+
+static void record_cpustat(struct recorder *recorder)
+{
+	FILE *file = fopen("/proc/stat", "r");
+	char line[512];
+	uint64_t now = now_raw_ns();
+
+	if (!file)
+		return;
+	while (fgets(line, sizeof(line), file)) {
+		unsigned cpu;
+		unsigned long long v[8] = { 0 };
+		if (strncmp(line, "cpu", 3) != 0 || line[3] < '0' || line[3] > '9')
+			continue;
+		if (sscanf(line + 3, "%u %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1],
+			   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) < 5)
+			continue;
+		struct prof_cpustat stat = { .time_ns = now, .cpu = cpu };
+		stat.busy_ticks = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+		stat.total_ticks = stat.busy_ticks + v[3] + v[4];
+		prof_write(&recorder->writer, PROF_REC_CPUSTAT, &stat, sizeof(stat), NULL, 0);
+	}
+	fclose(file);
+}
+
+/* ---- perf ---- */
+
+static int perf_open(const struct perf_event_attr *attr, pid_t pid, int cpu)
+{
+	long fd = syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static int open_sampling(struct recorder *recorder, pid_t child, unsigned hz)
+{
+	struct perf_event_attr attr;
+	long pages = PERF_DATA_PAGES;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	int error = 0;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_TASK_CLOCK;
+	attr.sample_period = 1000000000ull / hz;
+	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			   PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
+	attr.disabled = 1;
+	attr.enable_on_exec = 1;
+	attr.inherit = 1;
+	attr.exclude_kernel = 1;
+	attr.exclude_hv = 1;
+	attr.exclude_callchain_kernel = 1;
+	attr.mmap = 1;
+	attr.comm = 1;
+	attr.use_clockid = 1;
+	attr.clockid = CLOCK_MONOTONIC_RAW;
+	attr.wakeup_events = 64;
+
+	recorder->cpu_count = (int)sysconf(_SC_NPROCESSORS_CONF);
+	recorder->cpus = calloc((size_t)recorder->cpu_count, sizeof(*recorder->cpus));
+	if (!recorder->cpus)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < recorder->cpu_count; cpu++)
+		recorder->cpus[cpu].fd = -1;
+	/* One event per CPU: the kernel does not let an inherited per-task event be mapped. */
+	for (int cpu = 0; cpu < recorder->cpu_count; cpu++) {
+		struct perf_cpu *slot = &recorder->cpus[cpu];
+		int fd = perf_open(&attr, child, cpu);
+		if (fd == -ENODEV || fd == -ENOENT)
+			continue; /* offline CPU */
+		if (fd < 0) {
+			error = fd;
+			prof_error("perf_event_open (task clock, CPU %d) failed: %s%s", cpu,
+				   strerror(-fd),
+				   fd == -EACCES || fd == -EPERM
+					   ? " (see /proc/sys/kernel/perf_event_paranoid: 2 or lower "
+					     "is needed; the preloaded-timer fallback is not built)"
+					   : "");
+			return error;
+		}
+		slot->fd = fd;
+		slot->bytes = (size_t)(pages + 1) * page;
+		slot->base = mmap(NULL, slot->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (slot->base == MAP_FAILED) {
+			error = -errno;
+			slot->base = NULL;
+			prof_error("cannot map the sample ring of CPU %d: %s", cpu, strerror(-error));
+			return error;
+		}
+	}
+	recorder->record_buffer = malloc(65536);
+	return recorder->record_buffer ? 0 : -ENOMEM;
+}
+
+static void handle_perf_record(struct recorder *recorder, const struct perf_event_header *header)
+{
+	const unsigned char *body = (const unsigned char *)(header + 1);
+	size_t size = header->size - sizeof(*header);
+
+	switch (header->type) {
+	case PERF_RECORD_SAMPLE: {
+		/* ip, pid/tid, time, cpu/res, period, nr, ips[nr] */
+		uint64_t fixed[6], ips[PROF_MAX_FRAMES];
+		struct prof_sample sample;
+		uint32_t nr = 0;
+		if (size < sizeof(fixed))
+			return;
+		memcpy(fixed, body, sizeof(fixed));
+		uint64_t chain = fixed[5];
+		if (chain > (size - sizeof(fixed)) / 8)
+			return;
+		for (uint64_t i = 0; i < chain && nr < PROF_MAX_FRAMES; i++) {
+			uint64_t ip;
+			memcpy(&ip, body + sizeof(fixed) + i * 8, 8);
+			if (ip >= (uint64_t)-4095) /* PERF_CONTEXT_* marker */
+				continue;
+			ips[nr++] = ip;
+		}
+		if (nr == 0)
+			ips[nr++] = fixed[0];
+		sample.pid = (uint32_t)fixed[1];
+		sample.tid = (uint32_t)(fixed[1] >> 32);
+		sample.time_ns = fixed[2];
+		sample.cpu = (uint32_t)fixed[3];
+		sample.period_ns = fixed[4];
+		sample.nr = nr;
+		prof_write(&recorder->writer, PROF_REC_SAMPLE, &sample, sizeof(sample), ips, nr * 8u);
+		recorder->samples++;
+		return;
+	}
+	case PERF_RECORD_MMAP: {
+		struct prof_mmap map;
+		uint32_t ids[2];
+		uint64_t ranges[3];
+		if (size < 32)
+			return;
+		memcpy(ids, body, 8);
+		memcpy(ranges, body + 8, 24);
+		map.pid = ids[0];
+		map.tid = ids[1];
+		map.addr = ranges[0];
+		map.len = ranges[1];
+		map.pgoff = ranges[2];
+		size_t name_length = strnlen((const char *)body + 32, size - 32);
+		prof_write(&recorder->writer, PROF_REC_MMAP, &map, sizeof(map), body + 32,
+			   name_length);
+		return;
+	}
+	case PERF_RECORD_COMM: {
+		struct prof_comm comm;
+		if (size < 8)
+			return;
+		memset(&comm, 0, sizeof(comm));
+		memcpy(&comm.pid, body, 4);
+		memcpy(&comm.tid, body + 4, 4);
+		size_t name_length = strnlen((const char *)body + 8, size - 8);
+		memcpy(comm.comm, body + 8, name_length < 15 ? name_length : 15);
+		prof_write(&recorder->writer, PROF_REC_COMM, &comm, sizeof(comm), NULL, 0);
+		return;
+	}
+	case PERF_RECORD_LOST: {
+		uint64_t lost[2];
+		if (size >= sizeof(lost)) {
+			memcpy(lost, body, sizeof(lost));
+			recorder->lost += lost[1];
+		}
+		return;
+	}
+	default:
+		return;
+	}
+}
+
+static void drain_perf(struct recorder *recorder)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	for (int cpu = 0; cpu < recorder->cpu_count; cpu++) {
+		struct perf_cpu *slot = &recorder->cpus[cpu];
+		if (!slot->base)
+			continue;
+		struct perf_event_mmap_page *control = slot->base;
+		const unsigned char *data = (const unsigned char *)slot->base + page;
+		uint64_t data_size = slot->bytes - page;
+		uint64_t head = __atomic_load_n(&control->data_head, __ATOMIC_ACQUIRE);
+		uint64_t tail = control->data_tail;
+
+		while (head - tail >= sizeof(struct perf_event_header)) {
+			struct perf_event_header header;
+			for (size_t i = 0; i < sizeof(header); i++)
+				((unsigned char *)&header)[i] = data[(tail + i) % data_size];
+			if (header.size < sizeof(header) || header.size > head - tail)
+				break;
+			for (size_t i = 0; i < header.size; i++)
+				recorder->record_buffer[i] = data[(tail + i) % data_size];
+			handle_perf_record(recorder,
+					   (const struct perf_event_header *)recorder->record_buffer);
+			tail += header.size;
+		}
+		__atomic_store_n(&control->data_tail, tail, __ATOMIC_RELEASE);
+	}
+}
+
+static void close_sampling(struct recorder *recorder)
+{
+	for (int cpu = 0; cpu < recorder->cpu_count && recorder->cpus; cpu++) {
+		if (recorder->cpus[cpu].base)
+			munmap(recorder->cpus[cpu].base, recorder->cpus[cpu].bytes);
+		if (recorder->cpus[cpu].fd >= 0)
+			close(recorder->cpus[cpu].fd);
+	}
+	free(recorder->cpus);
+	recorder->cpus = NULL;
+	free(recorder->record_buffer);
+	recorder->record_buffer = NULL;
+}
+
+/* ---- energy through msrd ---- */
+
+static const char *backend_name(uint16_t backend)
+{
+	switch (backend) {
+	case HAECER_BACKEND_MSR: return "msr";
+	case HAECER_BACKEND_MSR_SAFE: return "msr-safe";
+	case HAECER_BACKEND_SIM: return "sim";
+	default: return "unknown";
+	}
+}
+
+/* Whether msrd lets this client read domain `domain` of the package through cpu. */
+static bool energy_readable(struct haecer_conn *conn, uint32_t cpu, uint32_t address)
+{
+	uint64_t raw, total;
+
+	return haecer_energy_read(conn, cpu, address, &raw, &total) == 0;
+}
+
+static int start_energy(struct recorder *recorder, const char *socket, uint64_t period_ns)
+{
+	struct haecer_msr_op ops[HAECER_SCHEDULE_MAX_OPS];
+	struct haecer_schedule_spec spec;
+	const char *major_text = getenv(RING_MAJOR_ENV);
+	uint32_t instance;
+	int status, fd;
+
+	status = haecer_connect(socket, &recorder->conn);
+	if (status < 0) {
+		prof_error("cannot connect to msrd (%s): %s; energy comes from msrd", 
+			   socket ? socket : (getenv(HAECER_SOCKET_ENV) ? getenv(HAECER_SOCKET_ENV)
+								     : HAECER_DEFAULT_SOCKET),
+			   haecer_msrd_strerror(status));
+		return status;
+	}
+	status = haecer_machine_info(recorder->conn, &recorder->machine);
+	if (status < 0) {
+		prof_error("msrd machine info: %s", haecer_conn_error(recorder->conn));
+		return status;
+	}
+	const struct haecer_machine_info *machine = &recorder->machine;
+	for (uint32_t package = 0; package < machine->package_count &&
+				   package < PROF_MAX_PACKAGES; package++) {
+		uint32_t cpu = 0;
+		while (cpu < machine->cpu_count && machine->cpu_package[cpu] != package)
+			cpu++;
+		if (cpu == machine->cpu_count)
+			continue;
+		for (int domain = 0; domain < RAPL_DOMAIN_COUNT; domain++) {
+			/* AMD core energy counts one core, not the package. */
+			if (!(machine->rapl_domains & (1u << domain)) ||
+			    domain == RAPL_DOMAIN_AMD_CORE)
+				continue;
+			uint32_t address = rapl_energy_status_address((enum rapl_domain)domain);
+			if (recorder->op_count == HAECER_SCHEDULE_MAX_OPS ||
+			    !energy_readable(recorder->conn, cpu, address))
+				continue;
+			ops[recorder->op_count] = (struct haecer_msr_op){
+				.kind = HAECER_MSR_ENERGY_READ, .cpu = cpu, .address = address };
+			recorder->ops[recorder->op_count++] =
+				(struct energy_op){ .package = package, .domain = (uint32_t)domain };
+		}
+	}
+	if (recorder->op_count == 0) {
+		prof_error("msrd lets this user read no RAPL energy register");
+		return -EPERM;
+	}
+	memset(&spec, 0, sizeof(spec));
+	spec.period_ns = period_ns;
+	spec.major = (uint16_t)(major_text ? strtoul(major_text, NULL, 0) : RING_MAJOR_DEFAULT);
+	spec.minor = (uint16_t)getpid();
+	spec.capacity = ENERGY_CAPACITY;
+	status = haecer_batch_register(recorder->conn, ops, recorder->op_count, &spec.handle);
+	if (status < 0) {
+		prof_error("msrd refused the energy batch: %s", haecer_conn_error(recorder->conn));
+		return status;
+	}
+	status = haecer_schedule_start(recorder->conn, &spec, &recorder->schedule_id, &instance);
+	haecer_batch_release(recorder->conn, spec.handle);
+	if (status < 0) {
+		prof_error("msrd refused the energy schedule (ring major %u, %s to choose another): "
+			   "%s", spec.major, RING_MAJOR_ENV, haecer_conn_error(recorder->conn));
+		return status;
+	}
+	recorder->schedule_running = true;
+	status = haecer_ring_open(recorder->conn, spec.major, spec.minor, instance, NULL, &fd);
+	if (status < 0) {
+		prof_error("cannot open the energy ring: %s", haecer_conn_error(recorder->conn));
+		return status;
+	}
+	status = ring_consumer_attach(&recorder->energy, fd);
+	close(fd);
+	if (status < 0) {
+		prof_error("cannot attach to the energy ring: %s", strerror(-status));
+		return status;
+	}
+	recorder->energy_attached = true;
+	recorder->energy_records = calloc(ENERGY_CAPACITY, sizeof(*recorder->energy_records));
+	return recorder->energy_records ? 0 : -ENOMEM;
+}
+
+static void drain_energy(struct recorder *recorder, bool final)
+{
+	ssize_t got;
+
+	if (!recorder->energy_attached)
+		return;
+	do {
+		got = final ? ring_consume_final(&recorder->energy, recorder->energy_records,
+						 ENERGY_CAPACITY, &recorder->energy_lost)
+			    : ring_consume(&recorder->energy, recorder->energy_records,
+					   ENERGY_CAPACITY, &recorder->energy_lost);
+		for (ssize_t i = 0; i < got; i++) {
+			const struct ring_record *record = &recorder->energy_records[i];
+			if (record->counter_id >= recorder->op_count)
+				continue;
+			const struct energy_op *op = &recorder->ops[record->counter_id];
+			struct prof_energy energy = {
+				.time_ns = record->timestamp,
+				.package = op->package,
+				.domain = op->domain,
+				.joules = ldexp((double)record->value, -record->unit_exponent),
+			};
+			prof_write(&recorder->writer, PROF_REC_ENERGY, &energy, sizeof(energy), NULL,
+				   0);
+			if (record->counter_id == 0)
+				recorder->energy_sets++;
+			recorder->last_energy_ns = record->timestamp;
+		}
+	} while (got > 0);
+}
+
+static void stop_energy(struct recorder *recorder)
+{
+	if (recorder->schedule_running)
+		haecer_schedule_stop(recorder->conn, recorder->schedule_id);
+	recorder->schedule_running = false;
+	drain_energy(recorder, true);
+	if (recorder->energy_attached)
+		ring_consumer_detach(&recorder->energy);
+	recorder->energy_attached = false;
+	free(recorder->energy_records);
+	recorder->energy_records = NULL;
+	haecer_close(recorder->conn);
+	recorder->conn = NULL;
+}
+
+static void write_machine_meta(struct recorder *recorder, const struct haecer_server_info *info)
+{
+	const struct haecer_machine_info *machine = &recorder->machine;
+	char list[4096];
+	size_t used = 0;
+	long host_cpus = sysconf(_SC_NPROCESSORS_CONF);
+
+	meta(recorder, "backend=%s", backend_name(info->backend));
+	if (info->backend == HAECER_BACKEND_SIM || (machine->flags & HAECER_MACHINE_SIMULATED))
+		meta(recorder, "sim_model=%s", machine->sim_model[0] ? machine->sim_model : "?");
+	meta(recorder, "cpu_model=%s", machine->model_name);
+	meta(recorder, "packages=%u", machine->package_count);
+	/* Host CPU n counts for the package of CPU n of msrd's machine (the simulated CPU n
+	 * follows host CPU n). */
+	list[0] = '\0';
+	for (long cpu = 0; cpu < host_cpus && used < sizeof(list) - 16; cpu++)
+		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%u", cpu ? "," : "",
+					 (uint32_t)cpu < machine->cpu_count
+						 ? machine->cpu_package[cpu]
+						 : 0u);
+	meta(recorder, "host_cpu_packages=%s", list);
+	uint32_t mask = 0;
+	for (uint32_t i = 0; i < recorder->op_count; i++)
+		mask |= 1u << recorder->ops[i].domain;
+	meta(recorder, "domains=0x%x", mask);
+}
+
+/* ---- the child ---- */
+
+static void ignore_signal(int signal_number)
+{
+	(void)signal_number;
+}
+
+static void __attribute__((noreturn)) run_child(char *const *command, int go, int report)
+{
+	char byte = 0;
+	int error;
+
+	/* Wait until the parent has set up sampling and energy (or gave up: EOF). */
+	while (read(go, &byte, 1) < 0 && errno == EINTR)
+		;
+	if (byte != 'g')
+		_exit(EXIT_CODE_CANNOT_RUN);
+	execvp(command[0], command);
+	error = errno;
+	if (write(report, &error, sizeof(error)) < 0) {
+		/* nothing left to tell the parent with */
+	}
+	_exit(EXIT_CODE_CANNOT_RUN);
+}
+
+static int wait_first_energy(struct recorder *recorder)
+{
+	for (int waited = 0; waited < FIRST_SET_WAIT_MS; waited += 2) {
+		drain_energy(recorder, false);
+		if (recorder->energy_sets > 0)
+			return 0;
+		usleep(2000);
+	}
+	prof_error("msrd's energy schedule produced nothing in %d ms", FIRST_SET_WAIT_MS);
+	return -ETIMEDOUT;
+}
+
+int prof_record(const struct prof_record_options *options)
+{
+	struct recorder recorder;
+	struct sigaction action, saved[2];
+	int go_pipe[2] = { -1, -1 }, report_pipe[2] = { -1, -1 };
+	uint64_t period_ns = 1000000000ull / options->hz;
+	uint64_t energy_period_ns = period_ns < HAECER_SCHEDULE_MIN_PERIOD_NS
+					    ? HAECER_SCHEDULE_MIN_PERIOD_NS
+					    : period_ns;
+	int status = 0, raw_status = 0, exec_errno = 0;
+	pid_t child = -1;
+	bool exited = false;
+
+	memset(&recorder, 0, sizeof(recorder));
+	status = prof_writer_open(&recorder.writer, options->output);
+	if (status < 0) {
+		prof_error("cannot write %s: %s", options->output, strerror(-status));
+		return status;
+	}
+	if (pipe2(go_pipe, O_CLOEXEC) < 0 || pipe2(report_pipe, O_CLOEXEC) < 0) {
+		status = -errno;
+		prof_error("pipe: %s", strerror(errno));
+		goto out;
+	}
+	status = start_energy(&recorder, options->socket, energy_period_ns);
+	if (status < 0)
+		goto out;
+
+	memset(&action, 0, sizeof(action));
+	action.sa_handler = ignore_signal;
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGINT, &action, &saved[0]);
+	sigaction(SIGQUIT, &action, &saved[1]);
+	fflush(NULL);
+	child = fork();
+	if (child == 0) {
+		sigaction(SIGINT, &saved[0], NULL);
+		sigaction(SIGQUIT, &saved[1], NULL);
+		close(go_pipe[1]);
+		close(report_pipe[0]);
+		run_child(options->command, go_pipe[0], report_pipe[1]);
+	}
+	close(go_pipe[0]);
+	go_pipe[0] = -1;
+	close(report_pipe[1]);
+	report_pipe[1] = -1;
+	if (child < 0) {
+		status = -errno;
+		prof_error("fork: %s", strerror(errno));
+		goto out;
+	}
+	status = open_sampling(&recorder, child, options->hz);
+	if (status < 0)
+		goto out;
+
+	meta(&recorder, "version=1");
+	{
+		char line[3000];
+		size_t used = 0;
+		line[0] = '\0';
+		for (char *const *word = options->command; *word && used < sizeof(line) - 2; word++)
+			used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%s",
+						 word == options->command ? "" : " ", *word);
+		meta(&recorder, "command=%s", line);
+	}
+	meta(&recorder, "frequency_hz=%u", options->hz);
+	meta(&recorder, "period_ns=%" PRIu64, period_ns);
+	meta(&recorder, "energy_period_ns=%" PRIu64, energy_period_ns);
+	meta(&recorder, "unwinding=frame-pointer");
+	write_machine_meta(&recorder, haecer_server_info(recorder.conn));
+	status = wait_first_energy(&recorder);
+	if (status < 0)
+		goto out;
+	record_cpustat(&recorder);
+	meta(&recorder, "start_ns=%" PRIu64, now_raw_ns());
+	if (write(go_pipe[1], "g", 1) != 1) {
+		status = -errno;
+		goto out;
+	}
+	close(go_pipe[1]);
+	go_pipe[1] = -1;
+	{
+		ssize_t got;
+		do {
+			got = read(report_pipe[0], &exec_errno, sizeof(exec_errno));
+		} while (got < 0 && errno == EINTR);
+		if (got != (ssize_t)sizeof(exec_errno))
+			exec_errno = 0;
+	}
+
+	struct pollfd *fds = calloc((size_t)recorder.cpu_count, sizeof(*fds));
+	if (!fds) {
+		status = -ENOMEM;
+		goto out;
+	}
+	while (!exited) {
+		nfds_t count = 0;
+		for (int cpu = 0; cpu < recorder.cpu_count; cpu++)
+			if (recorder.cpus[cpu].fd >= 0)
+				fds[count++] = (struct pollfd){ .fd = recorder.cpus[cpu].fd,
+								.events = POLLIN };
+		poll(fds, count, POLL_MS);
+		drain_perf(&recorder);
+		drain_energy(&recorder, false);
+		pid_t done = waitpid(child, &raw_status, WNOHANG);
+		if (done == child)
+			exited = true;
+	}
+	free(fds);
+	uint64_t exit_ns = now_raw_ns();
+	meta(&recorder, "end_ns=%" PRIu64, exit_ns);
+	record_cpustat(&recorder);
+	/* One more energy set after the exit closes the last interval. */
+	for (int waited = 0; waited < 500 && recorder.last_energy_ns < exit_ns + energy_period_ns;
+	     waited += 2) {
+		usleep(2000);
+		drain_energy(&recorder, false);
+	}
+	drain_perf(&recorder);
+	stop_energy(&recorder);
+	if (exec_errno) {
+		prof_error("cannot run '%s': %s", options->command[0], strerror(exec_errno));
+		status = EXIT_CODE_CANNOT_RUN;
+	} else {
+		status = WIFEXITED(raw_status) ? WEXITSTATUS(raw_status)
+					       : 128 + WTERMSIG(raw_status);
+	}
+	meta(&recorder, "exit_status=%d", status);
+	meta(&recorder, "lost_samples=%" PRIu64, recorder.lost);
+	meta(&recorder, "lost_energy_records=%" PRIu64, recorder.energy_lost);
+	if (!options->quiet)
+		fprintf(stderr,
+			"haecer-prof: %" PRIu64 " samples, %" PRIu64 " energy sets%s into %s\n",
+			recorder.samples, recorder.energy_sets,
+			recorder.lost ? " (samples lost: the ring overflowed)" : "",
+			options->output);
+	sigaction(SIGINT, &saved[0], NULL);
+	sigaction(SIGQUIT, &saved[1], NULL);
+out:
+	if (child > 0 && !exited) {
+		/* Set-up failed: the child sees EOF on its pipe and exits without running. */
+		if (go_pipe[1] >= 0) {
+			close(go_pipe[1]);
+			go_pipe[1] = -1;
+		}
+		waitpid(child, NULL, 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		if (go_pipe[i] >= 0)
+			close(go_pipe[i]);
+		if (report_pipe[i] >= 0)
+			close(report_pipe[i]);
+	}
+	close_sampling(&recorder);
+	if (recorder.conn)
+		stop_energy(&recorder);
+	int closed = prof_writer_close(&recorder.writer);
+	if (status >= 0 && closed < 0) {
+		prof_error("writing %s failed: %s", options->output, strerror(-closed));
+		status = closed;
+	}
+	return status;
+}

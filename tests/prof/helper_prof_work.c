@@ -1,0 +1,153 @@
+/*
+ * A program with known behaviour for haecer-prof's tests (built with frame pointers, -g):
+ *
+ *   helper_prof_work functions SECONDS   one thread: burn_heavy 3 ms, burn_light 1 ms, repeat
+ *   helper_prof_work threads SECONDS     thread "heavy" busy all the time, thread "light" busy
+ *                                        1 ms in every 2 ms
+ *   helper_prof_work sleeper SECONDS     thread "busy" busy, thread "sleepy" busy 1 ms in
+ *                                        every 20 ms
+ *
+ * It prints its own truth, the CPU time each function and thread really used
+ * (CLOCK_THREAD_CPUTIME_ID), as `truth function NAME NS` and `truth thread NAME TID NS`, so a test
+ * can compare the profile's shares with what happened rather than with what was intended.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static uint64_t wall_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static volatile uint64_t sink;
+
+/* Spin on arithmetic for `ns` of this thread's CPU time; the clock is read only every few
+ * thousand iterations so nearly every sample lands in the caller's own code. */
+static __attribute__((noinline)) void spin(uint64_t ns)
+{
+	uint64_t end = thread_cpu_ns() + ns, x = sink;
+
+	while (thread_cpu_ns() < end)
+		for (int i = 0; i < 20000; i++)
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+	sink = x;
+}
+
+static uint64_t heavy_ns, light_ns;
+
+static __attribute__((noinline)) void burn_heavy(void)
+{
+	uint64_t start = thread_cpu_ns();
+
+	spin(3000000);
+	heavy_ns += thread_cpu_ns() - start;
+}
+
+static __attribute__((noinline)) void burn_light(void)
+{
+	uint64_t start = thread_cpu_ns();
+
+	spin(1000000);
+	light_ns += thread_cpu_ns() - start;
+}
+
+struct worker {
+	const char *name;
+	uint64_t busy_ns, period_ns; /* busy this much of every period; period 0: always */
+	uint64_t until_ns;
+	pid_t tid;
+	uint64_t cpu_ns;
+};
+
+static __attribute__((noinline)) void work_loop(struct worker *worker)
+{
+	while (wall_ns() < worker->until_ns) {
+		if (worker->period_ns == 0) {
+			spin(1000000);
+			continue;
+		}
+		uint64_t start = wall_ns();
+		spin(worker->busy_ns);
+		uint64_t used = wall_ns() - start;
+		if (used < worker->period_ns) {
+			struct timespec pause = { 0, (long)(worker->period_ns - used) };
+			nanosleep(&pause, NULL);
+		}
+	}
+}
+
+static void *worker_main(void *argument)
+{
+	struct worker *worker = argument;
+
+	pthread_setname_np(pthread_self(), worker->name);
+	worker->tid = (pid_t)syscall(SYS_gettid);
+	work_loop(worker);
+	worker->cpu_ns = thread_cpu_ns();
+	return NULL;
+}
+
+static int two_threads(struct worker *a, struct worker *b)
+{
+	pthread_t threads[2];
+
+	if (pthread_create(&threads[0], NULL, worker_main, a) != 0 ||
+	    pthread_create(&threads[1], NULL, worker_main, b) != 0)
+		return 1;
+	pthread_join(threads[0], NULL);
+	pthread_join(threads[1], NULL);
+	printf("truth thread %s %d %llu\n", a->name, (int)a->tid, (unsigned long long)a->cpu_ns);
+	printf("truth thread %s %d %llu\n", b->name, (int)b->tid, (unsigned long long)b->cpu_ns);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s functions|threads|sleeper SECONDS\n", argv[0]);
+		return 2;
+	}
+	uint64_t duration = (uint64_t)(atof(argv[2]) * 1e9);
+	uint64_t until = wall_ns() + duration;
+
+	if (strcmp(argv[1], "functions") == 0) {
+		while (wall_ns() < until) {
+			burn_heavy();
+			burn_light();
+		}
+		printf("truth function burn_heavy %llu\n", (unsigned long long)heavy_ns);
+		printf("truth function burn_light %llu\n", (unsigned long long)light_ns);
+		return 0;
+	}
+	if (strcmp(argv[1], "threads") == 0) {
+		struct worker heavy = { .name = "heavy", .until_ns = until };
+		struct worker light = { .name = "light", .busy_ns = 1000000, .period_ns = 2000000,
+					.until_ns = until };
+		return two_threads(&heavy, &light);
+	}
+	if (strcmp(argv[1], "sleeper") == 0) {
+		struct worker busy = { .name = "busy", .until_ns = until };
+		struct worker sleepy = { .name = "sleepy", .busy_ns = 1000000,
+					 .period_ns = 20000000, .until_ns = until };
+		return two_threads(&busy, &sleepy);
+	}
+	fprintf(stderr, "unknown mode %s\n", argv[1]);
+	return 2;
+}

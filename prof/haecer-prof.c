@@ -18,13 +18,13 @@
 #define EXIT_USAGE 2
 
 static const char usage_text[] =
-	"usage: haecer-prof record [-F HZ] [-o FILE] [--socket PATH] [-q] -- COMMAND [ARGS]\n"
+	"usage: haecer-prof record [-F HZ] [-o FILE] [-E MS] [--socket PATH] [-q] -- COMMAND [ARGS]\n"
 	"       haecer-prof report [-i FILE] [--format text|folded|callgrind|json|svg] [-o OUT]\n"
 	"       haecer-prof calm [-F HZ] [-n RUNS] [--socket PATH] -- COMMAND [ARGS]\n"
 	"\n"
 	"record  run COMMAND, sample its threads' call stacks HZ times per second of CPU time\n"
 	"        (default 1000) and msrd's energy readings of every package and RAPL domain,\n"
-	"        into FILE (default ./" PROF_DEFAULT_FILE ")\n"
+	"        into FILE (default ./" PROF_DEFAULT_FILE "), energy every MS ms (default 10)\n"
 	"report  charge each energy interval to the program's threads by CPU-time share and show\n"
 	"        per thread, function and call path; folded = FlameGraph lines weighted in uJ\n"
 	"calm    run COMMAND RUNS times without and with the profiler (default 5): time and\n"
@@ -56,14 +56,23 @@ static int record_main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "energy-period", required_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct prof_record_options record = { .hz = PROF_DEFAULT_HZ, .output = PROF_DEFAULT_FILE };
 	int option;
 
 	optind = 1;
-	while ((option = getopt_long(argc, argv, "+F:o:q", options, NULL)) != -1) {
+	while ((option = getopt_long(argc, argv, "+F:o:qE:", options, NULL)) != -1) {
 		switch (option) {
+		case 'E': {
+			char *end;
+			unsigned long ms = strtoul(optarg, &end, 10);
+			if (*optarg == '\0' || *end || ms < 1 || ms > 10000)
+				return usage("-E: an energy period from 1 to 10000 ms");
+			record.energy_period_ns = ms * 1000000ull;
+			break;
+		}
 		case 'F':
 			if (parse_hz(optarg, &record.hz) < 0)
 				return usage("-F: a rate from 1 to 10000 Hz");

@@ -24,6 +24,7 @@
 #define PROF_DEFAULT_FILE "haecer-prof.data"
 #define PROF_DEFAULT_HZ 1000u
 #define PROF_MAX_HZ 10000u
+#define PROF_DEFAULT_ENERGY_PERIOD_NS 10000000ull
 #define PROF_MAX_DOMAINS 7u      /* enum rapl_domain */
 #define PROF_MAX_PACKAGES 16u
 #define PROF_MAX_FRAMES 128u
@@ -40,6 +41,7 @@ enum prof_record_type {
 	PROF_REC_ENERGY = 5,  /* struct prof_energy */
 	PROF_REC_CPUSTAT = 6, /* struct prof_cpustat */
 	PROF_REC_LOST = 7,    /* uint64_t samples the kernel dropped */
+	PROF_REC_TASK_TIME = 8, /* struct prof_task_time: task-clock ns of a thread on a CPU */
 };
 
 struct prof_record_head {
@@ -72,6 +74,17 @@ struct prof_energy {
 	uint32_t package;
 	uint32_t domain;    /* enum rapl_domain */
 	double joules;      /* msrd's 64-bit total in joules */
+};
+
+/* The kernel's task clock of one thread on one CPU (PERF_RECORD_READ at its exit, inherit_stat);
+ * tid 0: the whole event of that CPU (every thread) read after the program exited. Samples
+ * arrive a little less often than every period (the timer re-arms from when it ran, not when
+ * it was due), so the report scales each thread's samples on a CPU to its exact time there. */
+struct prof_task_time {
+	uint32_t pid, tid;
+	uint32_t cpu;
+	uint32_t reserved;
+	uint64_t ns;
 };
 
 struct prof_cpustat {
@@ -113,6 +126,7 @@ struct prof_record_options {
 	const char *output;
 	const char *socket;   /* NULL: $HAECER_SOCKET / default */
 	char *const *command;
+	uint64_t energy_period_ns; /* 0: PROF_DEFAULT_ENERGY_PERIOD_NS (never below a sample) */
 	bool quiet;
 };
 /* Runs the command and writes the data file; returns the command's exit status (0..255), or

@@ -3,8 +3,9 @@
  *
  * For every package and every interval between two of msrd's energy sets, each domain's energy
  * E is split over CPU time: the package offers (interval length × its CPUs) of it; every sample
- * of the program taken on one of those CPUs in the interval stands for `period` ns of one
- * thread's CPU time and is charged E × period / capacity. What the program did not use of the
+ * of the program taken on one of those CPUs stands for `period` ns of one thread's CPU time
+ * (scaled to the thread's exact task clock there), used just before the sample, and is charged
+ * E × (its part of the interval) / capacity for each interval that span covers. What the program did not use of the
  * capacity — other processes and idle — keeps its energy and is reported as "other/idle",
  * never spread over the program. (Samples are a systematic 1-in-period sample of each thread's
  * CPU time; when jitter puts more sample time into an interval than it has, the samples of
@@ -22,6 +23,16 @@
 #include "hw/msr.h"
 
 #define FUNCTION_HASH 4096u
+#define TASK_HASH 8192u
+#define MAX_HOST_CPUS 1024u
+
+/* Samples against the kernel's exact task clock, per thread and CPU. */
+struct task_cpu {
+	uint32_t tid, cpu;
+	bool used;
+	bool exact;
+	double sampled_ns, actual_ns;
+};
 
 struct series {
 	uint64_t *time_ns;
@@ -38,7 +49,80 @@ struct builder {
 	uint32_t package_cpus[PROF_MAX_PACKAGES];
 	size_t function_index[FUNCTION_HASH]; /* index + 1, 0 = empty */
 	uint64_t sample_number;
+	uint32_t main_tid;
+	struct task_cpu tasks[TASK_HASH];
+	double cpu_total_ns[MAX_HOST_CPUS];
+	bool scaled_out_of_range;
 };
+
+static struct task_cpu *task_of(struct builder *builder, uint32_t tid, uint32_t cpu)
+{
+	size_t slot = (size_t)((tid * 2654435761u) ^ (cpu * 40503u)) & (TASK_HASH - 1);
+
+	for (size_t probes = 0; probes < TASK_HASH; probes++) {
+		struct task_cpu *task = &builder->tasks[slot];
+		if (!task->used) {
+			*task = (struct task_cpu){ .tid = tid, .cpu = cpu, .used = true };
+			return task;
+		}
+		if (task->tid == tid && task->cpu == cpu)
+			return task;
+		slot = (slot + 1) & (TASK_HASH - 1);
+	}
+	return NULL;
+}
+
+/* Threads that exited report their task clock per CPU (PERF_RECORD_READ); the program's main
+ * thread does not (its events are the ones we opened), and the kernel does not always deliver
+ * an exiting thread's record. Per CPU, what the event's total leaves after the reported threads
+ * is shared by the others in proportion to their samples. */
+static void settle_task_times(struct builder *builder)
+{
+	for (uint32_t cpu = 0; cpu < MAX_HOST_CPUS; cpu++) {
+		if (builder->cpu_total_ns[cpu] <= 0)
+			continue;
+		double known = 0, unknown_sampled = 0;
+		for (size_t i = 0; i < TASK_HASH; i++) {
+			const struct task_cpu *task = &builder->tasks[i];
+			if (!task->used || task->cpu != cpu)
+				continue;
+			if (task->exact)
+				known += task->actual_ns;
+			else
+				unknown_sampled += task->sampled_ns;
+		}
+		double remaining = builder->cpu_total_ns[cpu] - known;
+		if (remaining <= 0 || unknown_sampled <= 0)
+			continue;
+		for (size_t i = 0; i < TASK_HASH; i++) {
+			struct task_cpu *task = &builder->tasks[i];
+			if (!task->used || task->cpu != cpu || task->exact)
+				continue;
+			task->actual_ns = task->sampled_ns * remaining / unknown_sampled;
+			task->exact = true;
+		}
+	}
+}
+
+/* The CPU time one sample of tid on cpu stands for: its period scaled so the thread's samples
+ * there add up to its exact task clock. On an overloaded host the timer loses many samples (a
+ * third and more); a factor beyond 1/2..3 means the records disagree, and the plain period is
+ * used, with a note. */
+static double sample_ns(struct builder *builder, const struct prof_sample *sample)
+{
+	struct task_cpu *task = task_of(builder, sample->tid, sample->cpu);
+
+	if (!task || !task->exact || task->sampled_ns <= 0)
+		return (double)sample->period_ns;
+	double factor = task->actual_ns / task->sampled_ns;
+	/* A thread with few samples on a CPU is off by up to a period or two either way. */
+	if (task->actual_ns > 3.0 * task->sampled_ns + 2.0 * (double)sample->period_ns ||
+	    task->actual_ns < 0.5 * task->sampled_ns - 2.0 * (double)sample->period_ns) {
+		builder->scaled_out_of_range = true;
+		return (double)sample->period_ns;
+	}
+	return (double)sample->period_ns * factor;
+}
 
 const char *prof_domain_name(int domain)
 {
@@ -98,6 +182,38 @@ static double interval_joules(const struct series *series, int domain, size_t k)
 	double delta = series->joules[domain][k] - series->joules[domain][k - 1];
 
 	return isnan(delta) || delta < 0 ? 0.0 : delta;
+}
+
+/* A sample stands for the `ns` of CPU time its thread used before its timestamp: that span is
+ * laid over the energy intervals it covers. Without joules: add the CPU time to each interval's
+ * program time (pass 1). With joules: the sample's share of each interval's energy against the
+ * interval's capacity (or its program time, should jitter put more there than it has). Returns
+ * whether any part of the span lay inside the intervals. */
+static bool spread(const struct builder *builder, struct series *series, uint32_t package,
+		   uint64_t end_ns, double ns, double *joules)
+{
+	size_t k = interval_of(series, end_ns);
+	double cpus = builder->package_cpus[package] ? builder->package_cpus[package] : 1;
+	double left = ns, cursor = (double)end_ns;
+	bool inside = k != 0;
+
+	while (k >= 1 && left > 0) {
+		double start = (double)series->time_ns[k - 1];
+		double overlap = cursor - start < left ? cursor - start : left;
+		if (!joules) {
+			series->program_ns[k] += overlap;
+		} else {
+			double capacity = ((double)series->time_ns[k] - start) * cpus;
+			if (series->program_ns[k] > capacity)
+				capacity = series->program_ns[k];
+			for (unsigned d = 0; d < PROF_MAX_DOMAINS; d++)
+				joules[d] += interval_joules(series, (int)d, k) * overlap / capacity;
+		}
+		left -= overlap;
+		cursor = start;
+		k--;
+	}
+	return inside;
 }
 
 static struct prof_thread *thread_of(struct prof_profile *profile, uint32_t pid, uint32_t tid)
@@ -223,7 +339,7 @@ static bool is_chain_root(const char *name)
 }
 
 /* Charge one sample: its frames, root first, get `joules` (per domain). */
-static void charge(struct builder *builder, const struct prof_sample *sample,
+static void charge(struct builder *builder, const struct prof_sample *sample, uint64_t ns,
 		   const double *joules)
 {
 	struct prof_profile *profile = builder->profile;
@@ -255,7 +371,7 @@ static void charge(struct builder *builder, const struct prof_sample *sample,
 			for (unsigned d = 0; d < PROF_MAX_DOMAINS; d++)
 				function->total_joules[d] += joules[d];
 			function->total_samples++;
-			function->total_ns += sample->period_ns;
+			function->total_ns += ns;
 		}
 		if (outer != SIZE_MAX)
 			add_call(profile, &profile->functions[outer], function, outer_line,
@@ -266,7 +382,7 @@ static void charge(struct builder *builder, const struct prof_sample *sample,
 			for (unsigned d = 0; d < PROF_MAX_DOMAINS; d++)
 				function->self_joules[d] += joules[d];
 			function->self_samples++;
-			function->self_ns += sample->period_ns;
+			function->self_ns += ns;
 			add_line(function, frames[i].line, joules[primary]);
 		}
 	}
@@ -313,6 +429,9 @@ static void read_meta(struct builder *builder, const struct prof_data *data)
 	free(text);
 	if ((text = prof_meta_get(data, "end_ns")))
 		profile->end_ns = strtoull(text, NULL, 10);
+	free(text);
+	if ((text = prof_meta_get(data, "pid")))
+		builder->main_tid = (uint32_t)strtoul(text, NULL, 10);
 	free(text);
 	if ((text = prof_meta_get(data, "lost_samples")))
 		profile->lost_samples = strtoull(text, NULL, 10);
@@ -402,6 +521,22 @@ int prof_profile_build(const struct prof_data *data, struct prof_profile *profil
 			if (energy->package < PROF_MAX_PACKAGES &&
 			    (error = series_add(&builder->packages[energy->package], energy)) < 0)
 				goto out;
+		} else if (type == PROF_REC_TASK_TIME && size >= sizeof(struct prof_task_time)) {
+			const struct prof_task_time *time = payload;
+			if (time->tid == 0 && time->cpu < MAX_HOST_CPUS) {
+				builder->cpu_total_ns[time->cpu] = (double)time->ns;
+			} else if (time->tid != 0) {
+				struct task_cpu *task = task_of(builder, time->tid, time->cpu);
+				if (task) {
+					task->actual_ns += (double)time->ns;
+					task->exact = true;
+				}
+			}
+		} else if (type == PROF_REC_SAMPLE && size >= sizeof(struct prof_sample)) {
+			const struct prof_sample *sample = payload;
+			struct task_cpu *task = task_of(builder, sample->tid, sample->cpu);
+			if (task)
+				task->sampled_ns += (double)sample->period_ns;
 		} else if (type == PROF_REC_COMM && size >= sizeof(struct prof_comm)) {
 			const struct prof_comm *comm = payload;
 			struct prof_thread *thread = thread_of(profile, comm->pid, comm->tid);
@@ -415,6 +550,7 @@ int prof_profile_build(const struct prof_data *data, struct prof_profile *profil
 		error = more;
 		goto out;
 	}
+	settle_task_times(builder);
 	for (uint32_t p = 0; p < PROF_MAX_PACKAGES; p++) {
 		struct series *series = &builder->packages[p];
 		if (series->count == 0)
@@ -435,10 +571,8 @@ int prof_profile_build(const struct prof_data *data, struct prof_profile *profil
 		const struct prof_sample *sample = payload;
 		uint32_t package = sample->cpu < builder->host_cpus ? builder->host_package[sample->cpu]
 								  : 0;
-		struct series *series = &builder->packages[package];
-		size_t k = interval_of(series, sample->time_ns);
-		if (k)
-			series->program_ns[k] += (double)sample->period_ns;
+		spread(builder, &builder->packages[package], package, sample->time_ns,
+		       sample_ns(builder, sample), NULL);
 	}
 
 	/* Pass 2: charge each sample its part of its interval's energy. */
@@ -452,31 +586,23 @@ int prof_profile_build(const struct prof_data *data, struct prof_profile *profil
 		double joules[PROF_MAX_DOMAINS] = { 0 };
 		uint32_t package = sample->cpu < builder->host_cpus ? builder->host_package[sample->cpu]
 								  : 0;
-		struct series *series = &builder->packages[package];
-		size_t k = interval_of(series, sample->time_ns);
+		double ns = sample_ns(builder, sample);
 		profile->samples++;
-		profile->program_ns += sample->period_ns;
-		if (k) {
-			double capacity = (double)(series->time_ns[k] - series->time_ns[k - 1]) *
-					  (builder->package_cpus[package] ? builder->package_cpus[package]
-									  : 1);
-			if (series->program_ns[k] > capacity)
-				capacity = series->program_ns[k];
-			for (unsigned d = 0; d < PROF_MAX_DOMAINS; d++) {
-				joules[d] = interval_joules(series, (int)d, k) *
-					    (double)sample->period_ns / capacity;
+		profile->program_ns += (uint64_t)ns;
+		if (spread(builder, &builder->packages[package], package, sample->time_ns, ns,
+			   joules)) {
+			for (unsigned d = 0; d < PROF_MAX_DOMAINS; d++)
 				profile->program_joules[d] += joules[d];
-			}
 			profile->attributed_samples++;
 		}
 		struct prof_thread *thread = thread_of(profile, sample->pid, sample->tid);
 		if (thread) {
 			thread->samples++;
-			thread->cpu_ns += sample->period_ns;
+			thread->cpu_ns += (uint64_t)ns;
 			for (unsigned d = 0; d < PROF_MAX_DOMAINS; d++)
 				thread->joules[d] += joules[d];
 		}
-		charge(builder, sample, joules);
+		charge(builder, sample, (uint64_t)ns, joules);
 	}
 	for (unsigned d = 0; d < PROF_MAX_DOMAINS; d++) {
 		profile->other_joules[d] = profile->package_joules[d] - profile->program_joules[d];
@@ -488,8 +614,14 @@ int prof_profile_build(const struct prof_data *data, struct prof_profile *profil
 	cpu_shares(builder, data);
 	if (profile->samples > profile->attributed_samples)
 		snprintf(profile->notes, sizeof(profile->notes),
-			 "%llu samples fell outside the energy intervals and carry no energy",
+			 "%llu samples fell outside the energy intervals and carry no energy; ",
 			 (unsigned long long)(profile->samples - profile->attributed_samples));
+	if (builder->scaled_out_of_range) {
+		size_t used = strlen(profile->notes);
+		snprintf(profile->notes + used, sizeof(profile->notes) - used,
+			 "some threads' samples disagree with their task clock by a factor over 2: "
+			 "their samples count one period each");
+	}
 out:
 	for (uint32_t p = 0; p < PROF_MAX_PACKAGES; p++) {
 		free(builder->packages[p].time_ns);

@@ -157,6 +157,7 @@ static int open_sampling(struct recorder *recorder, pid_t child, unsigned hz)
 	attr.exclude_callchain_kernel = 1;
 	attr.mmap = 1;
 	attr.comm = 1;
+	attr.inherit_stat = 1;
 	attr.use_clockid = 1;
 	attr.clockid = CLOCK_MONOTONIC_RAW;
 	attr.wakeup_events = 64;
@@ -197,7 +198,8 @@ static int open_sampling(struct recorder *recorder, pid_t child, unsigned hz)
 	return recorder->record_buffer ? 0 : -ENOMEM;
 }
 
-static void handle_perf_record(struct recorder *recorder, const struct perf_event_header *header)
+static void handle_perf_record(struct recorder *recorder, int cpu,
+			       const struct perf_event_header *header)
 {
 	const unsigned char *body = (const unsigned char *)(header + 1);
 	size_t size = header->size - sizeof(*header);
@@ -263,6 +265,16 @@ static void handle_perf_record(struct recorder *recorder, const struct perf_even
 		prof_write(&recorder->writer, PROF_REC_COMM, &comm, sizeof(comm), NULL, 0);
 		return;
 	}
+	case PERF_RECORD_READ: {
+		struct prof_task_time task = { .cpu = (uint32_t)cpu };
+		if (size < 16)
+			return;
+		memcpy(&task.pid, body, 4);
+		memcpy(&task.tid, body + 4, 4);
+		memcpy(&task.ns, body + 8, 8);
+		prof_write(&recorder->writer, PROF_REC_TASK_TIME, &task, sizeof(task), NULL, 0);
+		return;
+	}
 	case PERF_RECORD_LOST: {
 		uint64_t lost[2];
 		if (size >= sizeof(lost)) {
@@ -298,11 +310,23 @@ static void drain_perf(struct recorder *recorder)
 				break;
 			for (size_t i = 0; i < header.size; i++)
 				recorder->record_buffer[i] = data[(tail + i) % data_size];
-			handle_perf_record(recorder,
+			handle_perf_record(recorder, cpu,
 					   (const struct perf_event_header *)recorder->record_buffer);
 			tail += header.size;
 		}
 		__atomic_store_n(&control->data_tail, tail, __ATOMIC_RELEASE);
+	}
+}
+
+/* Each CPU's event counts every thread's task clock there (its own and its inherited ones'). */
+static void record_task_totals(struct recorder *recorder)
+{
+	for (int cpu = 0; cpu < recorder->cpu_count; cpu++) {
+		struct prof_task_time task = { .cpu = (uint32_t)cpu };
+		if (recorder->cpus[cpu].fd < 0 ||
+		    read(recorder->cpus[cpu].fd, &task.ns, sizeof(task.ns)) != sizeof(task.ns))
+			continue;
+		prof_write(&recorder->writer, PROF_REC_TASK_TIME, &task, sizeof(task), NULL, 0);
 	}
 }
 
@@ -538,9 +562,16 @@ int prof_record(const struct prof_record_options *options)
 	struct sigaction action, saved[2];
 	int go_pipe[2] = { -1, -1 }, report_pipe[2] = { -1, -1 };
 	uint64_t period_ns = 1000000000ull / options->hz;
-	uint64_t energy_period_ns = period_ns < HAECER_SCHEDULE_MIN_PERIOD_NS
-					    ? HAECER_SCHEDULE_MIN_PERIOD_NS
-					    : period_ns;
+	/* RAPL counters (and the simulated ones) move about once a millisecond: an interval of one
+	 * millisecond holds zero, one or two updates, an error of up to 100 % each that only
+	 * averages out slowly. Ten updates per interval keep it near 10 %, and the samples inside
+	 * an interval still say who used it. */
+	uint64_t energy_period_ns = options->energy_period_ns ? options->energy_period_ns
+							      : PROF_DEFAULT_ENERGY_PERIOD_NS;
+	if (energy_period_ns < period_ns)
+		energy_period_ns = period_ns;
+	if (energy_period_ns < HAECER_SCHEDULE_MIN_PERIOD_NS)
+		energy_period_ns = HAECER_SCHEDULE_MIN_PERIOD_NS;
 	int status = 0, raw_status = 0, exec_errno = 0;
 	pid_t child = -1;
 	bool exited = false;
@@ -597,6 +628,7 @@ int prof_record(const struct prof_record_options *options)
 						 word == options->command ? "" : " ", *word);
 		meta(&recorder, "command=%s", line);
 	}
+	meta(&recorder, "pid=%d", (int)child);
 	meta(&recorder, "frequency_hz=%u", options->hz);
 	meta(&recorder, "period_ns=%" PRIu64, period_ns);
 	meta(&recorder, "energy_period_ns=%" PRIu64, energy_period_ns);
@@ -651,6 +683,7 @@ int prof_record(const struct prof_record_options *options)
 		drain_energy(&recorder, false);
 	}
 	drain_perf(&recorder);
+	record_task_totals(&recorder);
 	stop_energy(&recorder);
 	if (exec_errno) {
 		prof_error("cannot run '%s': %s", options->command[0], strerror(exec_errno));

@@ -220,6 +220,20 @@ void prof_symbols_close(struct prof_symbols *symbols)
 	free(symbols);
 }
 
+/* A relative source name is relative to the compilation directory; tools that open the file
+ * (callgrind_annotate, KCachegrind) need it whole. */
+static const char *whole_path(struct prof_symbols *symbols, const char *file, const char *dir)
+{
+	char joined[4096];
+
+	if (!file)
+		return NULL;
+	if (file[0] == '/' || !dir || !dir[0])
+		return prof_intern(symbols, file);
+	snprintf(joined, sizeof(joined), "%s/%s", dir, file);
+	return prof_intern(symbols, joined);
+}
+
 static const char *call_file(Dwarf_Die *cu, Dwarf_Die *die)
 {
 	Dwarf_Attribute attribute;
@@ -260,7 +274,8 @@ static size_t resolve(struct prof_symbols *symbols, Dwfl *dwfl, uint64_t ip,
 	}
 	Dwfl_Line *source = dwfl_module_getsrc(module, ip);
 	if (source)
-		file = dwfl_lineinfo(source, NULL, &line, NULL, NULL, NULL);
+		file = whole_path(symbols, dwfl_lineinfo(source, NULL, &line, NULL, NULL, NULL),
+				  dwfl_line_comp_dir(source));
 	symbol = dwfl_module_addrname(module, ip);
 
 	Dwarf_Addr bias = 0;
@@ -285,7 +300,9 @@ static size_t resolve(struct prof_symbols *symbols, Dwfl *dwfl, uint64_t ip,
 		if (tag == DW_TAG_subprogram)
 			break;
 		/* The next frame out is where this one was inlined. */
-		here_file = call_file(cu, &scopes[i]);
+		Dwarf_Attribute comp_dir;
+		here_file = whole_path(symbols, call_file(cu, &scopes[i]),
+				       dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &comp_dir)));
 		here_line = call_line(&scopes[i]);
 	}
 	free(scopes);

@@ -1,0 +1,301 @@
+/*
+ * haecer-prof charges functions and threads what the simulator says they drew.
+ *
+ * msrd runs the simulated CPU with a constant scripted load, so the package draws a constant
+ * power P whatever else the host does (other tests' load does not reach it), and P comes from
+ * the simulator's ground truth (its exact energy integral over a span of its time). By the
+ * method (seed 003 §4) a function or thread that used c ns of CPU time on a package of n CPUs is
+ * due P × c / n; the program prints the CPU time each function and thread really used
+ * (CLOCK_THREAD_CPUTIME_ID). Each one's share of the charges must be its share of the CPU time
+ * within 5 %, give or take one sampling period's worth (the sampler cannot resolve less), and
+ * together they must be charged what they are due within 10 %: two functions with a 3:1 busy split, two
+ * threads on one package (one busy, one half busy), and a thread that mostly sleeps (it is
+ * charged its CPU time, not its wall time). What the program did not use is "other/idle", and
+ * program + other/idle is the whole package energy the report measured.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "haecer/msrd.h"
+#include "hw/msr.h"
+#include "tests/lib/msrd_harness.h"
+#include "tests/lib/policy_text.h"
+#include "tests/lib/test_check.h"
+#include "tests/lib/tool_argv.h"
+
+#define HZ "1000"
+#define PERIOD_NS 1000000.0
+
+static const char policy[] =
+	POLICY_HEADER
+	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"
+	"  - {name: PKG_ENERGY, address: 0x611, read: true, set: rapl}\n"
+	"  - {name: PP0_ENERGY, address: 0x639, read: true, set: rapl}\n"
+	"  - {name: PP1_ENERGY, address: 0x641, read: true, set: rapl}\n"
+	"rules:\n"
+	"  - match: {uid: 0}\n"
+	"    allow: [rapl]\n"
+	"    create_rings: [1-99]\n"
+	"    monitor_rings: [1-99]\n"
+	"    capabilities: [sim_control]\n";
+
+static struct msrd_server server;
+static struct haecer_conn *conn;
+static char data_path[PATH_MAX + 32];
+static char tool[PATH_MAX], helper[PATH_MAX];
+static double seconds = 1.5;
+
+/* Package watts of the simulated CPU from its ground truth, over `span_ms` of its time. */
+static int truth_watts(double *watts)
+{
+	struct haecer_sim_truth before, after;
+
+	if (haecer_sim_energy_truth(conn, 0, RAPL_DOMAIN_PKG, &before) < 0)
+		return -1;
+	usleep(300000);
+	if (haecer_sim_energy_truth(conn, 0, RAPL_DOMAIN_PKG, &after) < 0 ||
+	    after.now_ns <= before.now_ns)
+		return -1;
+	*watts = (after.joules - before.joules) / ((after.now_ns - before.now_ns) / 1e9);
+	return 0;
+}
+
+static int run_tool(const char *const *arguments, char **out)
+{
+	const char *argv[32];
+	size_t count = harness_valgrind_prefix(argv);
+
+	argv[count++] = tool;
+	for (size_t i = 0; arguments[i] && count < 31; i++)
+		argv[count++] = arguments[i];
+	argv[count] = NULL;
+	char *err = NULL;
+	int status = harness_run(argv, out, &err);
+	if (status != 0)
+		fprintf(stderr, "%s %s exited %d:\n%s\n", tool, arguments[0], status, err ? err : "");
+	free(err);
+	return status;
+}
+
+/* The truth line `truth KIND NAME ... NS` for NAME: its last number. */
+static double truth_ns(const char *truth, const char *kind, const char *name, int *tid)
+{
+	char pattern[96];
+	snprintf(pattern, sizeof(pattern), "truth %s %s ", kind, name);
+	const char *line = strstr(truth, pattern);
+	if (!line)
+		return -1;
+	line += strlen(pattern);
+	if (tid) {
+		*tid = atoi(line);
+		line = strchr(line, ' ');
+		if (!line)
+			return -1;
+	}
+	return atof(line);
+}
+
+/* Inclusive energy of `function` from folded lines: the weight of every path through it. */
+static double folded_joules(const char *folded, const char *function)
+{
+	char frame[128];
+	double total = 0;
+
+	snprintf(frame, sizeof(frame), "%s", function);
+	for (const char *line = folded; line && *line;) {
+		const char *end = strchr(line, '\n');
+		size_t length = end ? (size_t)(end - line) : strlen(line);
+		const char *space = memrchr(line, ' ', length);
+		for (const char *at = line; space && at < space;) {
+			const char *next = memchr(at, ';', (size_t)(space - at));
+			size_t frame_length = (size_t)((next ? next : space) - at);
+			if (frame_length == strlen(frame) && memcmp(at, frame, frame_length) == 0) {
+				total += atof(space + 1) / 1e6;
+				break;
+			}
+			at = next ? next + 1 : space;
+		}
+		line = end ? end + 1 : NULL;
+	}
+	return total;
+}
+
+/* Energy of thread `tid` from the text report's per-thread table. */
+static double thread_joules(const char *text, int tid)
+{
+	const char *table = strstr(text, "Per thread");
+	char key[32];
+
+	if (!table)
+		return -1;
+	snprintf(key, sizeof(key), "\n%10d ", tid);
+	const char *row = strstr(table, key);
+	if (!row)
+		return -1;
+	char name[32];
+	unsigned long long samples;
+	double cpu, joules;
+	if (sscanf(row, "%*d %31s %llu %lf %lf", name, &samples, &cpu, &joules) != 4)
+		return -1;
+	return joules;
+}
+
+/* charged[i] for work that used cpu_ns[i]: each one's share of the charges within 5 % (plus one
+ * sampling period: the sampler resolves no less) of its share of the CPU time, and the sum
+ * within 10 % of what the simulator's power makes due (the kernel's task clock, which the
+ * samples are scaled to, runs a few per cent ahead of the threads' own CPU clocks when the host
+ * is overloaded). */
+static int close_to(const char *const *names, const double *charged, const double *cpu_ns,
+		    size_t count, double watts, int cpus)
+{
+	double charged_sum = 0, cpu_sum = 0;
+
+	for (size_t i = 0; i < count; i++) {
+		charged_sum += charged[i];
+		cpu_sum += cpu_ns[i];
+	}
+	for (size_t i = 0; i < count; i++)
+		fprintf(stderr, "%-12s charged %.4f J (%.2f %%), CPU time %.3f s (%.2f %%)\n", names[i],
+			charged[i], 100 * charged[i] / charged_sum, cpu_ns[i] / 1e9,
+			100 * cpu_ns[i] / cpu_sum);
+	double due = watts * cpu_sum / 1e9 / cpus;
+	fprintf(stderr, "together    charged %.4f J, due %.4f J\n", charged_sum, due);
+	CHECK(charged_sum > 0);
+	for (size_t i = 0; i < count; i++) {
+		double share = charged[i] / charged_sum, truth = cpu_ns[i] / cpu_sum;
+		CHECK(fabs(share - truth) <= 0.05 * truth + PERIOD_NS / cpu_sum);
+	}
+	CHECK(fabs(charged_sum - due) <= 0.10 * due);
+	return 0;
+}
+
+static int record(const char *mode, char **truth)
+{
+	char duration[32];
+	snprintf(duration, sizeof(duration), "%.2f", seconds);
+	const char *arguments[] = { "record", "-q", "-F", HZ, "-o", data_path, "--", helper, mode,
+				    duration, NULL };
+	return run_tool(arguments, truth);
+}
+
+static int report(const char *format, char **out)
+{
+	const char *arguments[] = { "report", "-i", data_path, "--format", format, NULL };
+	return run_tool(arguments, out);
+}
+
+static int check_functions(double watts, int cpus)
+{
+	char *truth = NULL, *folded = NULL, *text = NULL;
+	int failed = 1;
+
+	CHECK(record("functions", &truth) == 0);
+	if (report("folded", &folded) != 0 || report("text", &text) != 0)
+		goto out;
+	double heavy = truth_ns(truth, "function", "burn_heavy", NULL);
+	double light = truth_ns(truth, "function", "burn_light", NULL);
+	if (heavy <= 0 || light <= 0 || !strstr(text, "SIMULATED CPU")) {
+		fprintf(stderr, "no truth or no simulated marker:\n%s\n%s\n", truth, text);
+		goto out;
+	}
+	const char *names[] = { "burn_heavy", "burn_light" };
+	double charged[] = { folded_joules(folded, "burn_heavy"), folded_joules(folded, "burn_light") };
+	double used[] = { heavy, light };
+	if (close_to(names, charged, used, 2, watts, cpus)) {
+		fprintf(stderr, "%s\n", text);
+		goto out;
+	}
+	/* program + other/idle = everything measured */
+	double program, other, total;
+	const char *row = strstr(text, "  program ");
+	const char *other_row = strstr(text, "  other/idle ");
+	const char *total_row = strstr(text, "  total ");
+	if (!row || !other_row || !total_row || sscanf(row, " program %lf", &program) != 1 ||
+	    sscanf(other_row, " other/idle %lf", &other) != 1 ||
+	    sscanf(total_row, " total %lf", &total) != 1 ||
+	    fabs(program + other - total) > 1e-5 * total || other <= 0) {
+		fprintf(stderr, "program/other/total do not add up:\n%s\n", text);
+		goto out;
+	}
+	failed = 0;
+out:
+	free(truth);
+	free(folded);
+	free(text);
+	return failed;
+}
+
+static int check_threads(const char *mode, const char *first, const char *second, double watts,
+			 int cpus)
+{
+	char *truth = NULL, *text = NULL;
+	int failed = 1, tid_first = 0, tid_second = 0;
+
+	CHECK(record(mode, &truth) == 0);
+	if (report("text", &text) != 0)
+		goto out;
+	double first_ns = truth_ns(truth, "thread", first, &tid_first);
+	double second_ns = truth_ns(truth, "thread", second, &tid_second);
+	if (first_ns <= 0 || second_ns <= 0) {
+		fprintf(stderr, "no truth:\n%s\n", truth);
+		goto out;
+	}
+	const char *names[] = { first, second };
+	double charged[] = { thread_joules(text, tid_first), thread_joules(text, tid_second) };
+	double used[] = { first_ns, second_ns };
+	if (close_to(names, charged, used, 2, watts, cpus)) {
+		fprintf(stderr, "%s\n", text);
+		goto out;
+	}
+	failed = 0;
+out:
+	free(truth);
+	free(text);
+	return failed;
+}
+
+int main(void)
+{
+	char script[PATH_MAX + 32];
+	double watts;
+	int failed = 1;
+	int cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
+
+	if (harness_small_scale())
+		seconds = 0.6;
+	snprintf(tool, sizeof(tool), "%s/haecer-prof", harness_build_dir());
+	snprintf(helper, sizeof(helper), "%s/tests/prof/helper_prof_work", harness_build_dir());
+	if (msrd_prepare(&server, policy) < 0)
+		return 1;
+	snprintf(script, sizeof(script), "%s/load.txt", server.dir);
+	snprintf(data_path, sizeof(data_path), "%s/prof.data", server.dir);
+	/* One constant load: the simulated package's power does not follow the host's. */
+	CHECK(harness_write_file(script, "1000 0.5\n", 0644) == 0);
+	const char *const arguments[] = { "--backend", "sim", "--sim-model", "sandybridge",
+					  "--sim-load-script", script, NULL };
+	if (msrd_launch(&server, arguments) < 0)
+		return 1;
+	setenv(HAECER_SOCKET_ENV, server.socket_path, 1);
+	if (haecer_connect(server.socket_path, &conn) < 0 || truth_watts(&watts) < 0) {
+		fprintf(stderr, "no ground truth from the simulator\n");
+		goto out;
+	}
+	fprintf(stderr, "simulated package: %.3f W; %d host CPUs\n", watts, cpus);
+	if (check_functions(watts, cpus) ||
+	    check_threads("threads", "heavy", "light", watts, cpus) ||
+	    check_threads("sleeper", "busy", "sleepy", watts, cpus))
+		goto out;
+	failed = 0;
+out:
+	haecer_close(conn);
+	if (failed) {
+		msrd_kill(&server);
+		return 1;
+	}
+	return msrd_stop(&server) == 0 ? 0 : 1;
+}

@@ -726,5 +726,8 @@ out:
 		prof_error("writing %s failed: %s", options->output, strerror(-closed));
 		status = closed;
 	}
+	/* No half profile is left behind to be reported as if it were one. */
+	if (status < 0)
+		unlink(options->output);
 	return status;
 }

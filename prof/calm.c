@@ -1,13 +1,482 @@
 /*
- * prof/calm.c — haecer-prof calm (seed 003 §3.2): is the profile to be trusted?
+ * prof/calm.c — haecer-prof calm (seed 003 §3.2): does profiling change what it measures?
+ *
+ * The command runs RUNS times plainly and RUNS times under `haecer-prof record`, interleaved
+ * (plain, profiled, plain, ...) so a drift of the machine hits both alike. For each run: wall
+ * time, the energy of every package (primary domain, msrd's 64-bit totals read before and
+ * after), and — through an msrd schedule of APERF (0xE8) and MPERF (0xE7) of each host CPU every
+ * 10 ms — the effective frequency of every CPU in every epoch it was not halted. A profiled
+ * run's time and energy are the program's own, exec to exit, from its profile (the recorder's
+ * set-up and last reading are not the program's); a plain run's are fork to exit
+ * (TSC rate × ΔAPERF / ΔMPERF). CHAPPIE's criteria: time and energy within 5 %, and the two
+ * frequency distributions (binned by the Freedman–Diaconis rule over both) correlated with a
+ * Pearson coefficient of at least 0.9. The last line is key=value for scripts.
  */
 #include "prof/prof.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "haecer/msrd.h"
+#include "hw/msr.h"
+#include "shm/ring.h"
+
+#define EPOCH_NS 10000000ull
+#define MAX_FREQ_CPUS 7u
+#define CALM_TIME_PCT 5.0
+#define CALM_ENERGY_PCT 5.0
+#define CALM_PCC 0.9
+
+struct samples {
+	double *values;
+	size_t count, capacity;
+};
+
+static int samples_add(struct samples *samples, double value)
+{
+	if (samples->count == samples->capacity) {
+		size_t capacity = samples->capacity ? samples->capacity * 2 : 256;
+		double *grown = realloc(samples->values, capacity * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		samples->values = grown;
+		samples->capacity = capacity;
+	}
+	samples->values[samples->count++] = value;
+	return 0;
+}
+
+struct calm {
+	struct haecer_conn *conn;
+	struct haecer_machine_info machine;
+	uint32_t energy_cpu[PROF_MAX_PACKAGES];
+	uint32_t energy_address;
+	uint32_t package_count;
+	/* frequency */
+	bool frequency;
+	uint32_t freq_cpus;
+	struct ring_consumer ring;
+	struct ring_record *records;
+	uint64_t last_aperf[MAX_FREQ_CPUS], last_mperf[MAX_FREQ_CPUS];
+	bool have_last[MAX_FREQ_CPUS];
+	struct samples freq[2];
+	struct samples seconds[2], joules[2];
+};
+
+static uint64_t now_raw_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static int energy_total(struct calm *calm, double *joules)
+{
+	double total = 0;
+
+	for (uint32_t p = 0; p < calm->package_count; p++) {
+		uint64_t raw, value;
+		int status = haecer_energy_read(calm->conn, calm->energy_cpu[p], calm->energy_address,
+						&raw, &value);
+		if (status < 0)
+			return status;
+		unsigned exponent = RAPL_UNIT_ENERGY(calm->machine.rapl_power_unit);
+		int domain = rapl_domain_of_address(calm->energy_address);
+		if (domain >= 0 && calm->machine.rapl_energy_exponent[domain])
+			exponent = calm->machine.rapl_energy_exponent[domain];
+		total += ldexp((double)value, -(int)exponent);
+	}
+	*joules = total;
+	return 0;
+}
+
+static int setup(struct calm *calm, const char *socket)
+{
+	int status = haecer_connect(socket, &calm->conn);
+
+	if (status < 0) {
+		prof_error("calm: cannot connect to msrd: %s", haecer_msrd_strerror(status));
+		return status;
+	}
+	status = haecer_machine_info(calm->conn, &calm->machine);
+	if (status < 0)
+		return status;
+	const struct haecer_machine_info *machine = &calm->machine;
+	calm->energy_address = machine->rapl_domains & (1u << RAPL_DOMAIN_AMD_PKG)
+				       ? MSR_AMD_PKG_ENERGY_STATUS
+				       : MSR_PKG_ENERGY_STATUS;
+	for (uint32_t p = 0; p < machine->package_count && p < PROF_MAX_PACKAGES; p++) {
+		uint32_t cpu = 0;
+		while (cpu < machine->cpu_count && machine->cpu_package[cpu] != p)
+			cpu++;
+		if (cpu < machine->cpu_count)
+			calm->energy_cpu[calm->package_count++] = cpu;
+	}
+	double probe;
+	status = energy_total(calm, &probe);
+	if (status < 0) {
+		prof_error("calm: msrd does not let this user read package energy: %s",
+			   haecer_conn_error(calm->conn));
+		return status;
+	}
+
+	/* Frequency: APERF and MPERF of the host's CPUs, if the policy grants them. */
+	struct haecer_msr_op ops[2 * MAX_FREQ_CPUS];
+	long host = sysconf(_SC_NPROCESSORS_ONLN);
+	calm->freq_cpus = (uint32_t)(host < (long)MAX_FREQ_CPUS ? host : (long)MAX_FREQ_CPUS);
+	if (calm->freq_cpus > machine->cpu_count)
+		calm->freq_cpus = machine->cpu_count;
+	for (uint32_t cpu = 0; cpu < calm->freq_cpus; cpu++) {
+		ops[2 * cpu] = (struct haecer_msr_op){ .kind = HAECER_MSR_READ, .cpu = cpu,
+						       .address = MSR_IA32_APERF };
+		ops[2 * cpu + 1] = (struct haecer_msr_op){ .kind = HAECER_MSR_READ, .cpu = cpu,
+							   .address = MSR_IA32_MPERF };
+	}
+	struct haecer_schedule_spec spec = { .period_ns = EPOCH_NS, .major = 42,
+					     .minor = (uint16_t)(getpid() + 1), .capacity = 1 << 16 };
+	const char *major = getenv("HAECER_PROF_RING_MAJOR");
+	if (major)
+		spec.major = (uint16_t)strtoul(major, NULL, 0);
+	uint32_t schedule, instance;
+	int fd;
+	if (haecer_batch_register(calm->conn, ops, 2 * calm->freq_cpus, &spec.handle) < 0) {
+		fprintf(stderr, "haecer-prof calm: frequency not measured: %s\n",
+			haecer_conn_error(calm->conn));
+		return 0;
+	}
+	status = haecer_schedule_start(calm->conn, &spec, &schedule, &instance);
+	haecer_batch_release(calm->conn, spec.handle);
+	if (status < 0 ||
+	    haecer_ring_open(calm->conn, spec.major, spec.minor, instance, NULL, &fd) < 0) {
+		fprintf(stderr, "haecer-prof calm: frequency not measured: %s\n",
+			haecer_conn_error(calm->conn));
+		return 0;
+	}
+	status = ring_consumer_attach(&calm->ring, fd);
+	close(fd);
+	calm->records = calloc(1 << 16, sizeof(*calm->records));
+	calm->frequency = status == 0 && calm->records;
+	return 0;
+}
+
+/* Epochs since the last call: those inside [from, to] count for `mode`. */
+static void collect_frequency(struct calm *calm, int mode, uint64_t from, uint64_t to)
+{
+	ssize_t got;
+	uint64_t lost = 0;
+
+	if (!calm->frequency)
+		return;
+	while ((got = ring_consume(&calm->ring, calm->records, 1 << 16, &lost)) > 0) {
+		for (ssize_t i = 0; i + 1 < got; i++) {
+			const struct ring_record *aperf = &calm->records[i];
+			const struct ring_record *mperf = &calm->records[i + 1];
+			if (aperf->counter_id % 2 != 0 || mperf->counter_id != aperf->counter_id + 1)
+				continue;
+			uint32_t cpu = aperf->counter_id / 2;
+			i++;
+			if (cpu >= MAX_FREQ_CPUS)
+				continue;
+			uint64_t da = aperf->value - calm->last_aperf[cpu];
+			uint64_t dm = mperf->value - calm->last_mperf[cpu];
+			bool usable = calm->have_last[cpu] && dm > 0 && aperf->timestamp >= from &&
+				      aperf->timestamp <= to;
+			calm->last_aperf[cpu] = aperf->value;
+			calm->last_mperf[cpu] = mperf->value;
+			calm->have_last[cpu] = true;
+			if (usable)
+				samples_add(&calm->freq[mode],
+					    (double)calm->machine.tsc_hz * (double)da / (double)dm /
+						    1e6);
+		}
+	}
+}
+
+/* Package energy (primary domain, every package) at `when`, interpolated from the profile's
+ * energy records. */
+static double energy_at(const struct prof_data *data, uint64_t when, bool *found)
+{
+	double total = 0, last_j[PROF_MAX_PACKAGES] = { 0 };
+	uint64_t last_t[PROF_MAX_PACKAGES] = { 0 };
+	bool done[PROF_MAX_PACKAGES] = { false };
+	int domain = -1;
+	size_t offset = 8;
+	uint32_t type, size;
+	const void *payload;
+
+	*found = false;
+	while (prof_data_next(data, &offset, &type, &payload, &size) > 0) {
+		if (type != PROF_REC_ENERGY || size < sizeof(struct prof_energy))
+			continue;
+		const struct prof_energy *energy = payload;
+		if (domain < 0)
+			domain = (int)energy->domain; /* the first op: PKG where there is one */
+		if ((int)energy->domain != domain || energy->package >= PROF_MAX_PACKAGES ||
+		    done[energy->package])
+			continue;
+		uint32_t p = energy->package;
+		if (energy->time_ns >= when && last_t[p] != 0) {
+			double fraction = (double)(when - last_t[p]) /
+					  (double)(energy->time_ns - last_t[p]);
+			total += last_j[p] + fraction * (energy->joules - last_j[p]);
+			done[p] = true;
+			*found = true;
+		}
+		last_t[p] = energy->time_ns;
+		last_j[p] = energy->joules;
+	}
+	return total;
+}
+
+/* The profiled program's own time (exec to exit) and energy over it, from its data file: the
+ * recorder's set-up before the exec and its last energy reading after the exit are not the
+ * program's. */
+static int profiled_window(const char *path, double *seconds, double *joules)
+{
+	struct prof_data data;
+	int status = prof_data_load(path, &data);
+	bool found_start, found_end;
+
+	if (status < 0)
+		return status;
+	char *start_text = prof_meta_get(&data, "start_ns");
+	char *end_text = prof_meta_get(&data, "end_ns");
+	status = -EBADMSG;
+	if (start_text && end_text) {
+		uint64_t start = strtoull(start_text, NULL, 10), end = strtoull(end_text, NULL, 10);
+		double before = energy_at(&data, start, &found_start);
+		double after = energy_at(&data, end, &found_end);
+		if (found_start && found_end && end > start) {
+			*seconds = (end - start) / 1e9;
+			*joules = after - before;
+			status = 0;
+		}
+	}
+	free(start_text);
+	free(end_text);
+	prof_data_free(&data);
+	return status;
+}
+
+static int run_once(struct calm *calm, const struct prof_calm_options *options, int mode,
+		    const char *data_path)
+{
+	char hz[16];
+	const char *profiled[8];
+	char *const *argv = options->command;
+	size_t count = 0;
+	double before, after;
+	int raw;
+
+	snprintf(hz, sizeof(hz), "%u", options->hz);
+	if (mode == 1) {
+		profiled[count++] = "haecer-prof";
+		profiled[count++] = "record";
+		profiled[count++] = "-q";
+		profiled[count++] = "-F";
+		profiled[count++] = hz;
+		profiled[count++] = "-o";
+		profiled[count++] = data_path;
+		profiled[count++] = "--";
+	}
+	collect_frequency(calm, mode, 0, 0); /* what came before does not count */
+	if (energy_total(calm, &before) < 0)
+		return -EIO;
+	uint64_t start = now_raw_ns();
+	fflush(NULL);
+	pid_t child = fork();
+	if (child == 0) {
+		if (mode == 1) {
+			size_t words = 0;
+			while (argv[words])
+				words++;
+			const char **all = calloc(count + words + 1, sizeof(*all));
+			if (!all)
+				_exit(127);
+			memcpy(all, profiled, count * sizeof(*all));
+			memcpy(all + count, argv, words * sizeof(*all));
+			execv("/proc/self/exe", (char *const *)all);
+		} else {
+			execvp(argv[0], argv);
+		}
+		_exit(127);
+	}
+	if (child < 0)
+		return -errno;
+	while (waitpid(child, &raw, 0) < 0 && errno == EINTR)
+		;
+	uint64_t end = now_raw_ns();
+	if (energy_total(calm, &after) < 0)
+		return -EIO;
+	usleep(2 * EPOCH_NS / 1000);
+	collect_frequency(calm, mode, start, end);
+	if (!WIFEXITED(raw) || WEXITSTATUS(raw) != 0) {
+		prof_error("calm: '%s' failed (%s run)", argv[0], mode ? "profiled" : "plain");
+		return -ECHILD;
+	}
+	double seconds = (end - start) / 1e9, joules = after - before;
+	if (mode == 1 && profiled_window(data_path, &seconds, &joules) < 0) {
+		prof_error("calm: the profile of the run is unreadable");
+		return -EBADMSG;
+	}
+	samples_add(&calm->seconds[mode], seconds);
+	samples_add(&calm->joules[mode], joules);
+	return 0;
+}
+
+static double mean_of(const struct samples *samples)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < samples->count; i++)
+		sum += samples->values[i];
+	return samples->count ? sum / samples->count : 0;
+}
+
+static double sd_of(const struct samples *samples)
+{
+	double mean = mean_of(samples), sum = 0;
+
+	for (size_t i = 0; i < samples->count; i++)
+		sum += (samples->values[i] - mean) * (samples->values[i] - mean);
+	return samples->count > 1 ? sqrt(sum / (samples->count - 1)) : 0;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* Pearson correlation of the two distributions' PMFs over Freedman–Diaconis bins of both;
+ * returns NAN when there is nothing to compare, 1 when both sit in one bin. */
+static double frequency_pcc(struct calm *calm, size_t *bins_out)
+{
+	struct samples *a = &calm->freq[0], *b = &calm->freq[1];
+	size_t n = a->count + b->count;
+
+	*bins_out = 0;
+	if (a->count < 2 || b->count < 2)
+		return NAN;
+	double *all = malloc(n * sizeof(*all));
+	if (!all)
+		return NAN;
+	memcpy(all, a->values, a->count * sizeof(*all));
+	memcpy(all + a->count, b->values, b->count * sizeof(*all));
+	qsort(all, n, sizeof(*all), compare_double);
+	double low = all[0], high = all[n - 1];
+	double iqr = all[(3 * n) / 4] - all[n / 4];
+	free(all);
+	double width = 2 * iqr / cbrt((double)n);
+	if (high - low <= 1e-6 * fabs(high) || width <= 0) {
+		*bins_out = 1;
+		return 1.0;
+	}
+	size_t bins = (size_t)ceil((high - low) / width);
+	if (bins < 2)
+		bins = 2;
+	if (bins > 1000)
+		bins = 1000;
+	double *pa = calloc(bins, sizeof(double)), *pb = calloc(bins, sizeof(double));
+	double pcc = NAN;
+	if (!pa || !pb)
+		goto out;
+	for (size_t i = 0; i < a->count; i++) {
+		size_t bin = (size_t)((a->values[i] - low) / (high - low) * (double)(bins - 1) + 0.5);
+		pa[bin] += 1.0 / a->count;
+	}
+	for (size_t i = 0; i < b->count; i++) {
+		size_t bin = (size_t)((b->values[i] - low) / (high - low) * (double)(bins - 1) + 0.5);
+		pb[bin] += 1.0 / b->count;
+	}
+	double ma = 1.0 / bins, sab = 0, saa = 0, sbb = 0;
+	for (size_t i = 0; i < bins; i++) {
+		sab += (pa[i] - ma) * (pb[i] - ma);
+		saa += (pa[i] - ma) * (pa[i] - ma);
+		sbb += (pb[i] - ma) * (pb[i] - ma);
+	}
+	pcc = saa > 0 && sbb > 0 ? sab / sqrt(saa * sbb) : NAN;
+	*bins_out = bins;
+out:
+	free(pa);
+	free(pb);
+	return pcc;
+}
 
 int prof_calm(const struct prof_calm_options *options)
 {
-	(void)options;
-	prof_error("calm: not built yet");
-	return -ENOSYS;
+	struct calm calm;
+	char data_path[] = "/tmp/haecer-prof-calm-XXXXXX";
+	int status, fd = mkstemp(data_path);
+
+	memset(&calm, 0, sizeof(calm));
+	if (fd < 0) {
+		prof_error("calm: cannot create a temporary file: %s", strerror(errno));
+		return -errno;
+	}
+	close(fd);
+	status = setup(&calm, options->socket);
+	if (status < 0)
+		goto out;
+	for (unsigned run = 0; run < options->runs && status == 0; run++) {
+		status = run_once(&calm, options, 0, data_path);
+		if (status == 0)
+			status = run_once(&calm, options, 1, data_path);
+	}
+	if (status < 0)
+		goto out;
+
+	bool simulated = calm.machine.flags & HAECER_MACHINE_SIMULATED;
+	double t0 = mean_of(&calm.seconds[0]), t1 = mean_of(&calm.seconds[1]);
+	double e0 = mean_of(&calm.joules[0]), e1 = mean_of(&calm.joules[1]);
+	double time_pct = t0 > 0 ? 100 * (t1 - t0) / t0 : NAN;
+	double energy_pct = e0 > 0 ? 100 * (e1 - e0) / e0 : NAN;
+	size_t bins;
+	double pcc = frequency_pcc(&calm, &bins);
+	printf("haecer-prof calm: %u runs each, interleaved, profiled at %u Hz%s\n", options->runs,
+	       options->hz, simulated ? "; SIMULATED CPU: energies and frequencies from a model" : "");
+	printf("%-10s %14s %14s %10s\n", "", "plain", "profiled", "overhead");
+	printf("%-10s %8.4f ± %-6.4f %8.4f ± %-6.4f %+8.2f %%\n", "time s", t0,
+	       sd_of(&calm.seconds[0]), t1, sd_of(&calm.seconds[1]), time_pct);
+	printf("%-10s %8.4f ± %-6.4f %8.4f ± %-6.4f %+8.2f %%   (every package, whole machine)\n",
+	       "energy J", e0, sd_of(&calm.joules[0]), e1, sd_of(&calm.joules[1]), energy_pct);
+	if (calm.frequency)
+		printf("frequency: %zu and %zu CPU epochs of %llu ms, mean %.0f and %.0f MHz, "
+		       "PMF correlation %.3f over %zu Freedman-Diaconis bins\n",
+		       calm.freq[0].count, calm.freq[1].count, EPOCH_NS / 1000000ull,
+		       mean_of(&calm.freq[0]), mean_of(&calm.freq[1]), pcc, bins);
+	else
+		printf("frequency: not measured (msrd does not grant APERF/MPERF)\n");
+	bool calm_time = fabs(time_pct) <= CALM_TIME_PCT;
+	bool calm_energy = fabs(energy_pct) <= CALM_ENERGY_PCT;
+	bool calm_freq = !calm.frequency || isnan(pcc) || pcc >= CALM_PCC;
+	bool is_calm = calm_time && calm_energy && calm_freq;
+	printf("verdict: %s (time %s, energy %s, frequency %s; thresholds %.0f %%, %.0f %%, "
+	       "PCC %.1f)\n",
+	       is_calm ? "calm: the profile can be trusted" : "NOT calm: profiling disturbed the run",
+	       calm_time ? "ok" : "off", calm_energy ? "ok" : "off",
+	       !calm.frequency || isnan(pcc) ? "unknown" : calm_freq ? "ok" : "off", CALM_TIME_PCT,
+	       CALM_ENERGY_PCT, CALM_PCC);
+	printf("overhead_time_pct=%.3f overhead_energy_pct=%.3f freq_pcc=%.3f calm=%s\n", time_pct,
+	       energy_pct, pcc, is_calm ? "yes" : "no");
+out:
+	unlink(data_path);
+	if (calm.frequency)
+		ring_consumer_detach(&calm.ring);
+	free(calm.records);
+	for (int mode = 0; mode < 2; mode++) {
+		free(calm.freq[mode].values);
+		free(calm.seconds[mode].values);
+		free(calm.joules[mode].values);
+	}
+	haecer_close(calm.conn);
+	return status;
 }

@@ -174,6 +174,7 @@ struct prof_function {
 	/* self cost per source line */
 	uint32_t *lines;
 	double *line_joules;
+	uint64_t *line_samples;
 	size_t line_count, line_cap;
 	/* callees: inclusive cost by callee and call-site line */
 	struct prof_call *calls;

@@ -267,6 +267,7 @@ static void add_line(struct prof_function *function, uint32_t line, double joule
 	for (size_t i = 0; i < function->line_count; i++) {
 		if (function->lines[i] == line) {
 			function->line_joules[i] += joules;
+			function->line_samples[i]++;
 			return;
 		}
 	}
@@ -280,10 +281,15 @@ static void add_line(struct prof_function *function, uint32_t line, double joule
 		if (!values)
 			return;
 		function->line_joules = values;
+		uint64_t *counts = realloc(function->line_samples, cap * sizeof(*counts));
+		if (!counts)
+			return;
+		function->line_samples = counts;
 		function->line_cap = cap;
 	}
 	function->lines[function->line_count] = line;
-	function->line_joules[function->line_count++] = joules;
+	function->line_joules[function->line_count] = joules;
+	function->line_samples[function->line_count++] = 1;
 }
 
 static void add_call(struct prof_profile *profile, struct prof_function *caller,
@@ -656,6 +662,7 @@ void prof_profile_free(struct prof_profile *profile)
 	for (size_t i = 0; i < profile->function_count; i++) {
 		free(profile->functions[i].lines);
 		free(profile->functions[i].line_joules);
+		free(profile->functions[i].line_samples);
 		free(profile->functions[i].calls);
 	}
 	free(profile->functions);

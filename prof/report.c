@@ -196,10 +196,8 @@ static void callgrind_report(const struct prof_profile *profile, FILE *out)
 		const struct prof_function *function = &profile->functions[i];
 		fprintf(out, "fl=%s\nfn=%s\n", function->file, function->name);
 		for (size_t l = 0; l < function->line_count; l++) {
-			/* samples per line are not kept: the whole self count goes on the first */
 			fprintf(out, "%u %lld %" PRIu64 "\n", function->lines[l],
-				microjoules(function->line_joules[l]),
-				l == 0 ? function->self_samples : 0);
+				microjoules(function->line_joules[l]), function->line_samples[l]);
 		}
 		for (size_t c = 0; c < function->call_count; c++) {
 			const struct prof_call *call = &function->calls[c];

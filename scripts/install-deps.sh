@@ -21,6 +21,8 @@ gnuplot-nox
 prometheus
 curl
 strace
+chromium
+python3
 "
 
 missing=""

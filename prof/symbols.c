@@ -257,6 +257,27 @@ static uint32_t call_line(Dwarf_Die *die)
 	return (uint32_t)line;
 }
 
+/* The compilation unit holding ip when the module has no address index: clang (14) writes no
+ * .debug_aranges, and libdwfl then finds no unit (eu-addr2line neither). */
+static Dwarf_Die *scan_for_unit(Dwfl_Module *module, uint64_t ip, Dwarf_Addr *bias,
+				Dwarf_Die *storage)
+{
+	Dwarf *dwarf = dwfl_module_getdwarf(module, bias);
+	Dwarf_Off offset = 0, next;
+	size_t header;
+
+	if (!dwarf)
+		return NULL;
+	while (dwarf_next_unit(dwarf, offset, &next, &header, NULL, NULL, NULL, NULL, NULL, NULL) ==
+	       0) {
+		if (dwarf_offdie(dwarf, offset + header, storage) &&
+		    dwarf_haspc(storage, ip - *bias) == 1)
+			return storage;
+		offset = next;
+	}
+	return NULL;
+}
+
 static size_t resolve(struct prof_symbols *symbols, Dwfl *dwfl, uint64_t ip,
 		      struct prof_frame *frames, size_t max)
 {
@@ -279,7 +300,18 @@ static size_t resolve(struct prof_symbols *symbols, Dwfl *dwfl, uint64_t ip,
 	symbol = dwfl_module_addrname(module, ip);
 
 	Dwarf_Addr bias = 0;
+	Dwarf_Die unit;
 	Dwarf_Die *cu = dwfl_module_addrdie(module, ip, &bias);
+	if (!cu)
+		cu = scan_for_unit(module, ip, &bias, &unit);
+	if (cu && !source) {
+		Dwarf_Line *unit_line = dwarf_getsrc_die(cu, ip - bias);
+		Dwarf_Attribute comp_dir;
+		if (unit_line && dwarf_lineno(unit_line, &line) == 0)
+			file = whole_path(symbols, dwarf_linesrc(unit_line, NULL, NULL),
+					  dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir,
+								      &comp_dir)));
+	}
 	Dwarf_Die *scopes = NULL;
 	int scope_count = cu ? dwarf_getscopes(cu, ip - bias, &scopes) : 0;
 	const char *here_file = file;

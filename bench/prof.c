@@ -1,0 +1,196 @@
+/*
+ * bench/prof — what profiling costs and how well it attributes: `haecer-prof calm` at 100 Hz,
+ * 1 kHz and 4 kHz (a fixed amount of work run plainly and under `haecer-prof record`,
+ * interleaved: the plain runs are the same-run baseline), and the attribution error of a
+ * 1 kHz profile: two leaf functions with a 3:1 split of the work, each one's share of the
+ * program's energy against its share of the CPU time it really used (CLOCK_THREAD_CPUTIME_ID),
+ * the larger relative error of the two.
+ *
+ * Starts a real msrd (simulated Sandy Bridge following the host's load, default policy) through
+ * the test harness; HAECER_BUILD and HAECER_SOURCE say where msrd, haecer-prof and the policy
+ * are. The workload is this program itself (`prof work`).
+ *
+ * Last line: overhead_time_pct_1k=… overhead_energy_pct_1k=… attribution_err_pct=…
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "haecer/msrd.h"
+#include "tests/lib/msrd_harness.h"
+#include "tests/lib/text_file.h"
+
+#define RUNS "5"
+#define ROUNDS 150
+#define UNIT_ITERATIONS 400000
+
+static volatile uint64_t sink;
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static __attribute__((noinline)) void heavy_leaf(void)
+{
+	uint64_t x = sink;
+
+	for (int i = 0; i < 3 * UNIT_ITERATIONS; i++)
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+	sink = x;
+}
+
+static __attribute__((noinline)) void light_leaf(void)
+{
+	uint64_t x = sink;
+
+	for (int i = 0; i < UNIT_ITERATIONS; i++)
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+	sink = x;
+}
+
+/* The workload: a fixed amount of work, with its own truth on stdout. */
+static int work(void)
+{
+	uint64_t heavy = 0, light = 0;
+
+	for (int round = 0; round < ROUNDS; round++) {
+		uint64_t start = thread_cpu_ns();
+		heavy_leaf();
+		uint64_t middle = thread_cpu_ns();
+		light_leaf();
+		light += thread_cpu_ns() - middle;
+		heavy += middle - start;
+	}
+	printf("truth heavy_leaf %llu\ntruth light_leaf %llu\n", (unsigned long long)heavy,
+	       (unsigned long long)light);
+	return 0;
+}
+
+static char self_path[PATH_MAX], tool[PATH_MAX];
+
+static int calm(const char *hz, double *time_pct, double *energy_pct)
+{
+	const char *argv[] = { tool, "calm", "-n", RUNS, "-F", hz, "--", self_path, "work", NULL };
+	char *out = NULL, *err = NULL;
+	int status = harness_run(argv, &out, &err);
+	const char *last = out ? strstr(out, "overhead_time_pct=") : NULL;
+
+	if (status != 0 || !last ||
+	    sscanf(last, "overhead_time_pct=%lf overhead_energy_pct=%lf", time_pct, energy_pct) != 2) {
+		fprintf(stderr, "haecer-prof calm -F %s failed (%d): %s\n", hz, status, err);
+		free(out);
+		free(err);
+		return -1;
+	}
+	/* the table, without the workload's truth lines */
+	const char *table = strstr(out, "haecer-prof calm:");
+	printf("%s", table ? table : out);
+	free(out);
+	free(err);
+	return 0;
+}
+
+static double folded_self(const char *folded, const char *leaf)
+{
+	char needle[64];
+	double total = 0;
+
+	snprintf(needle, sizeof(needle), "%s ", leaf);
+	for (const char *line = folded; line && *line;) {
+		const char *end = strchr(line, '\n');
+		const char *space = end ? memrchr(line, ' ', (size_t)(end - line)) : NULL;
+		size_t length = strlen(leaf);
+		if (space && (size_t)(space - line) >= length &&
+		    memcmp(space - length, leaf, length) == 0 &&
+		    (space - length == line || space[-(long)length - 1] == ';'))
+			total += atof(space + 1);
+		line = end ? end + 1 : NULL;
+	}
+	return total;
+}
+
+static int attribution(const char *dir, double *error_pct)
+{
+	char data[PATH_MAX + 16];
+	snprintf(data, sizeof(data), "%s/bench.data", dir);
+	const char *record[] = { tool, "record", "-q", "-F", "1000", "-o", data, "--", self_path,
+				 "work", NULL };
+	const char *report[] = { tool, "report", "-i", data, "--format", "folded", NULL };
+	char *truth = NULL, *folded = NULL;
+	int failed = -1;
+
+	if (harness_run(record, &truth, NULL) != 0 || harness_run(report, &folded, NULL) != 0)
+		goto out;
+	const char *h = strstr(truth, "truth heavy_leaf "), *l = strstr(truth, "truth light_leaf ");
+	if (!h || !l)
+		goto out;
+	double heavy_ns = atof(h + 17), light_ns = atof(l + 17);
+	double heavy_uj = folded_self(folded, "heavy_leaf"), light_uj = folded_self(folded, "light_leaf");
+	if (heavy_uj + light_uj <= 0)
+		goto out;
+	double heavy_share = heavy_uj / (heavy_uj + light_uj);
+	double heavy_truth = heavy_ns / (heavy_ns + light_ns);
+	double light_error = fabs((1 - heavy_share) - (1 - heavy_truth)) / (1 - heavy_truth);
+	double heavy_error = fabs(heavy_share - heavy_truth) / heavy_truth;
+	*error_pct = 100 * (heavy_error > light_error ? heavy_error : light_error);
+	printf("attribution at 1 kHz: heavy_leaf %.2f %% of the two leaves' energy (CPU time "
+	       "%.2f %%), light_leaf %.2f %% (%.2f %%)\n",
+	       100 * heavy_share, 100 * heavy_truth, 100 * (1 - heavy_share), 100 * (1 - heavy_truth));
+	failed = 0;
+out:
+	if (failed)
+		fprintf(stderr, "the 1 kHz profile could not be taken or read\n");
+	free(truth);
+	free(folded);
+	return failed;
+}
+
+int main(int argc, char **argv)
+{
+	struct msrd_server server;
+	double time_pct[3], energy_pct[3], error_pct = NAN;
+	static const char *const rates[3] = { "100", "1000", "4000" };
+	char policy_path[PATH_MAX];
+	int failed = 1;
+
+	if (argc == 2 && strcmp(argv[1], "work") == 0)
+		return work();
+	ssize_t length = readlink("/proc/self/exe", self_path, sizeof(self_path) - 1);
+	if (length <= 0)
+		return 1;
+	self_path[length] = '\0';
+	snprintf(tool, sizeof(tool), "%s/haecer-prof", harness_build_dir());
+	snprintf(policy_path, sizeof(policy_path), "%s/configs/policies/default.yaml",
+		 harness_source_dir());
+	char *policy = harness_read_text(policy_path, 65536);
+	const char *const arguments[] = { "--backend", "sim", "--sim-model", "sandybridge", NULL };
+	if (!policy || msrd_start(&server, policy, arguments) < 0) {
+		free(policy);
+		return 1;
+	}
+	free(policy);
+	setenv(HAECER_SOCKET_ENV, server.socket_path, 1);
+	for (int i = 0; i < 3; i++)
+		if (calm(rates[i], &time_pct[i], &energy_pct[i]) < 0)
+			goto out;
+	if (attribution(server.dir, &error_pct) < 0)
+		goto out;
+	printf("overhead at 100 Hz: time %.2f %%, energy %.2f %%; at 4 kHz: time %.2f %%, energy "
+	       "%.2f %% (SIMULATED CPU following the host's load)\n",
+	       time_pct[0], energy_pct[0], time_pct[2], energy_pct[2]);
+	printf("overhead_time_pct_1k=%.3f overhead_energy_pct_1k=%.3f attribution_err_pct=%.3f\n",
+	       time_pct[1], energy_pct[1], error_pct);
+	failed = 0;
+out:
+	msrd_stop(&server);
+	return failed;
+}

@@ -375,8 +375,12 @@ static double frequency_pcc(struct calm *calm, size_t *bins_out)
 	double low = all[0], high = all[n - 1];
 	double iqr = all[(3 * n) / 4] - all[n / 4];
 	free(all);
+	/* No finer than 1 MHz: the ratio of two counters read a few microseconds apart is not
+	 * exact to more than that, and a constant clock should land in one bin. */
 	double width = 2 * iqr / cbrt((double)n);
-	if (high - low <= 1e-6 * fabs(high) || width <= 0) {
+	if (width < 1.0)
+		width = 1.0;
+	if (high - low < 1.0) {
 		*bins_out = 1;
 		return 1.0;
 	}

@@ -186,8 +186,11 @@ static void collect_frequency(struct calm *calm, int mode, uint64_t from, uint64
 				continue;
 			uint64_t da = aperf->value - calm->last_aperf[cpu];
 			uint64_t dm = mperf->value - calm->last_mperf[cpu];
-			bool usable = calm->have_last[cpu] && dm > 0 && aperf->timestamp >= from &&
-				      aperf->timestamp <= to;
+			/* An epoch the CPU was halted nearly all of says nothing about its clock:
+			 * a ratio of a few cycles is noise. */
+			double min_active = (double)calm->machine.tsc_hz * (EPOCH_NS / 1e9) * 0.01;
+			bool usable = calm->have_last[cpu] && (double)dm >= min_active &&
+				      aperf->timestamp >= from && aperf->timestamp <= to;
 			calm->last_aperf[cpu] = aperf->value;
 			calm->last_mperf[cpu] = mperf->value;
 			calm->have_last[cpu] = true;

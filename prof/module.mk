@@ -9,3 +9,11 @@ PROGRAMS += $(BUILD)/haecer-prof
 # Test programs the profiler samples: frame pointers and debug information, so call chains and
 # lines are known.
 $(BUILD)/tests/prof/%.o: CFLAGS += -fno-omit-frame-pointer -g
+
+# libhaecer-instrument.so: the -finstrument-functions runtime, preloaded or linked; it carries
+# the libhaecer objects it needs so a preload needs nothing else.
+INSTRUMENT_SOURCES := $(wildcard prof/instrument/*.c)
+$(BUILD)/libhaecer-instrument.so: $(call objects_of,$(INSTRUMENT_SOURCES)) $(HAECER_LIBRARY_OBJECTS)
+	$(CC) $(LDFLAGS) -shared $(HAECER_SHARED_FLAGS) -o $@ $^ $(HAECER_LDLIBS) $(DW_LIBS)
+PROGRAMS += $(BUILD)/libhaecer-instrument.so
+$(BUILD)/tests/prof/helper_instrumented.o: CFLAGS += -finstrument-functions

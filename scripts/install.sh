@@ -94,6 +94,10 @@ install_libraries() {
 	install -D -m 0755 "$build/libhaecer.so" "$destdir$libdir/$soname.0.0"
 	ln -sfn "$soname.0.0" "$destdir$libdir/$soname"
 	ln -sfn "$soname" "$destdir$libdir/libhaecer.so"
+	# haecer-prof's -finstrument-functions runtime, for LD_PRELOAD
+	[ -f "$build/libhaecer-instrument.so" ] &&
+		put "$build/libhaecer-instrument.so" "$libdir" 0755
+	return 0
 }
 
 install_development() {

@@ -305,7 +305,14 @@ static int run_once(struct calm *calm, const struct prof_calm_options *options, 
 				_exit(127);
 			memcpy(all, profiled, count * sizeof(*all));
 			memcpy(all + count, argv, words * sizeof(*all));
-			execv("/proc/self/exe", (char *const *)all);
+			/* readlink, not exec of /proc/self/exe: under valgrind that link is
+			 * the valgrind tool, the readlink answer is this program */
+			char self[4096];
+			ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+			if (length <= 0)
+				_exit(127);
+			self[length] = '\0';
+			execv(self, (char *const *)all);
 		} else {
 			execvp(argv[0], argv);
 		}

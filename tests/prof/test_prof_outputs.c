@@ -2,7 +2,7 @@
  * Every haecer-prof output is read back by its real consumer: JSON by python3's strict parser
  * (and its numbers agree with the text report and the folded lines), folded lines have the
  * FlameGraph shape `frame;frame WEIGHT` (root first, integer microjoules) and add up to the
- * program's energy, the Callgrind file is read by callgrind_annotate, which annotates the hot
+ * program's energy, with the always-inlined hot loop as a frame of its own under its caller, the Callgrind file is read by callgrind_annotate, which annotates the hot
  * source line of the sampled program with its energy, and the SVG flame graph is drawn by a
  * headless chromium into a PNG in which the flame's colours cover a real area (that part is
  * skipped, and said so, without chromium). A report of a missing or foreign file fails clearly,
@@ -83,8 +83,11 @@ static const char check_json[] =
 	"assert abs(e['program']['PKG'] + e['other_idle']['PKG'] - e['total']['PKG']) < 1e-6\n"
 	"paths = sum(p['joules'] for p in d['paths'])\n"
 	"assert abs(paths - e['program']['PKG']) <= 1e-6 * max(1, paths), (paths, e)\n"
-	"f = [x for x in d['functions'] if x['name'] == 'burn_heavy']\n"
-	"assert f and f[0]['file'].endswith('helper_prof_work.c') and f[0]['line'] > 0, f\n"
+	"for name in ('burn_heavy', 'mix'):\n"
+	"    f = [x for x in d['functions'] if x['name'] == name]\n"
+	"    assert f and f[0]['file'].endswith('helper_prof_work.c') and f[0]['line'] > 0, f\n"
+	"mix = [x for x in d['functions'] if x['name'] == 'mix'][0]\n"
+	"assert mix['self_joules']['PKG'] > 0.5 * e['program']['PKG'], mix\n"
 	"assert all(t['joules']['PKG'] >= 0 for t in d['threads'])\n"
 	"print(round(e['program']['PKG'] * 1e6))\n";
 
@@ -141,7 +144,8 @@ static int check_folded(const char *folded, long long program_uj)
 	CHECK(through_main >= sum * 9 / 10);
 	/* each line is rounded to a microjoule */
 	CHECK(llabs(sum - program_uj) <= (long long)lines);
-	CHECK(strstr(folded, ";burn_heavy;spin ") && strstr(folded, ";burn_light;spin "));
+	/* the hot loop is inlined into spin: its own frame, called from spin */
+	CHECK(strstr(folded, ";burn_heavy;spin;mix ") && strstr(folded, ";burn_light;spin;mix "));
 	return 0;
 }
 

@@ -18,7 +18,8 @@
 #define EXIT_USAGE 2
 
 static const char usage_text[] =
-	"usage: haecer-prof record [-F HZ] [-o FILE] [-E MS] [--socket PATH] [-q] -- COMMAND [ARGS]\n"
+	"usage: haecer-prof record [-F HZ] [-o FILE] [-E MS] [--call-graph fp|dwarf]\n"
+	"                          [--socket PATH] [-q] -- COMMAND [ARGS]\n"
 	"       haecer-prof report [-i FILE] [--format text|folded|callgrind|json|svg] [-o OUT]\n"
 	"       haecer-prof calm [-F HZ] [-n RUNS] [--socket PATH] -- COMMAND [ARGS]\n"
 	"\n"
@@ -57,6 +58,7 @@ static int record_main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "energy-period", required_argument, NULL, 'E' },
+		{ "call-graph", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct prof_record_options record = { .hz = PROF_DEFAULT_HZ, .output = PROF_DEFAULT_FILE };
@@ -65,6 +67,19 @@ static int record_main(int argc, char **argv)
 	optind = 1;
 	while ((option = getopt_long(argc, argv, "+F:o:qE:", options, NULL)) != -1) {
 		switch (option) {
+		case 'g':
+			if (strcmp(optarg, "fp") == 0) {
+				record.dwarf_unwind = false;
+			} else if (strcmp(optarg, "dwarf") == 0) {
+#ifdef __x86_64__
+				record.dwarf_unwind = true;
+#else
+				return usage("--call-graph dwarf: x86-64 only");
+#endif
+			} else {
+				return usage("--call-graph: fp or dwarf");
+			}
+			break;
 		case 'E': {
 			char *end;
 			unsigned long ms = strtoul(optarg, &end, 10);

@@ -17,3 +17,4 @@ $(BUILD)/libhaecer-instrument.so: $(call objects_of,$(INSTRUMENT_SOURCES)) $(HAE
 	$(CC) $(LDFLAGS) -shared $(HAECER_SHARED_FLAGS) -o $@ $^ $(HAECER_LDLIBS) $(DW_LIBS)
 PROGRAMS += $(BUILD)/libhaecer-instrument.so
 $(BUILD)/tests/prof/helper_instrumented.o: CFLAGS += -finstrument-functions
+$(BUILD)/tests/prof/helper_prof_nofp.o: CFLAGS += -fomit-frame-pointer

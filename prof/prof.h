@@ -42,6 +42,7 @@ enum prof_record_type {
 	PROF_REC_CPUSTAT = 6, /* struct prof_cpustat */
 	PROF_REC_LOST = 7,    /* uint64_t samples the kernel dropped */
 	PROF_REC_TASK_TIME = 8, /* struct prof_task_time: task-clock ns of a thread on a CPU */
+	PROF_REC_USER_STACK = 9, /* struct prof_user_stack + stack bytes, for the SAMPLE before it */
 };
 
 struct prof_record_head {
@@ -87,6 +88,17 @@ struct prof_task_time {
 	uint64_t ns;
 };
 
+/* --call-graph dwarf: the user registers and a copy of the top of the user stack at a sample
+ * (x86-64: perf's AX BX CX DX SI DI BP SP IP R8..R15 order), unwound at report time with the
+ * modules' CFI (.eh_frame / .debug_frame), which needs no frame pointers. */
+#define PROF_USER_REGS 17u
+#define PROF_USER_STACK_BYTES 8192u
+struct prof_user_stack {
+	uint64_t regs[PROF_USER_REGS];
+	uint64_t size; /* stack bytes that follow, copied from regs[SP] up */
+	unsigned char data[];
+};
+
 struct prof_cpustat {
 	uint64_t time_ns;
 	uint32_t cpu;
@@ -127,6 +139,7 @@ struct prof_record_options {
 	const char *socket;   /* NULL: $HAECER_SOCKET / default */
 	char *const *command;
 	uint64_t energy_period_ns; /* 0: PROF_DEFAULT_ENERGY_PERIOD_NS (never below a sample) */
+	bool dwarf_unwind;    /* --call-graph dwarf: copy user stacks for CFI unwinding */
 	bool quiet;
 };
 /* Runs the command and writes the data file; returns the command's exit status (0..255), or
@@ -148,6 +161,11 @@ void prof_symbols_close(struct prof_symbols *symbols);
  * they are inlined into); `return_address` looks up ip - 1. Returns how many (<= max, >= 1). */
 size_t prof_symbols_lookup(struct prof_symbols *symbols, uint32_t pid, uint64_t ip,
 			   bool return_address, struct prof_frame *frames, size_t max);
+/* Unwind a copied user stack with CFI: the return addresses, innermost first (the first is
+ * the sampled ip). Returns how many, 0 when it could not (the caller keeps the frame-pointer
+ * chain). */
+size_t prof_symbols_unwind(struct prof_symbols *symbols, uint32_t pid, uint32_t tid,
+			   const struct prof_user_stack *stack, uint64_t *ips, size_t max);
 /* Interned string (lives as long as the symbols). */
 const char *prof_intern(struct prof_symbols *symbols, const char *text);
 
@@ -208,6 +226,7 @@ struct prof_profile {
 	uint64_t start_ns, end_ns;
 	uint64_t lost_samples;
 	uint64_t samples, attributed_samples, truncated_samples;
+	uint64_t unwound_samples;  /* call chains from CFI unwinding (--call-graph dwarf) */
 	uint64_t program_ns;
 	/* energy */
 	double package_joules[PROF_MAX_DOMAINS];  /* measured, every package, over the run */

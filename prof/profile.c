@@ -50,6 +50,8 @@ struct builder {
 	size_t function_index[FUNCTION_HASH]; /* index + 1, 0 = empty */
 	uint64_t sample_number;
 	uint32_t main_tid;
+	/* a sample with its call chain replaced by the unwound one */
+	uint64_t unwound[(sizeof(struct prof_sample) + 7) / 8 + PROF_MAX_FRAMES];
 	struct task_cpu tasks[TASK_HASH];
 	double cpu_total_ns[MAX_HOST_CPUS];
 	bool scaled_out_of_range;
@@ -589,6 +591,26 @@ int prof_profile_build(const struct prof_data *data, struct prof_profile *profil
 		const struct prof_sample *sample = payload;
 		if (sample->nr > (size - sizeof(*sample)) / 8)
 			continue;
+		/* --call-graph dwarf: the user stack copied with the sample follows it */
+		size_t peek = offset;
+		uint32_t next_type, next_size;
+		const void *next;
+		if (prof_data_next(data, &peek, &next_type, &next, &next_size) > 0 &&
+		    next_type == PROF_REC_USER_STACK && next_size >= sizeof(struct prof_user_stack)) {
+			const struct prof_user_stack *stack = next;
+			if (stack->size <= next_size - sizeof(*stack)) {
+				struct prof_sample *copy = (struct prof_sample *)builder->unwound;
+				*copy = *sample;
+				size_t count = prof_symbols_unwind(profile->symbols, sample->pid,
+								   sample->tid, stack, copy->ips,
+								   PROF_MAX_FRAMES);
+				if (count > 0) {
+					copy->nr = (uint32_t)count;
+					sample = copy;
+					profile->unwound_samples++;
+				}
+			}
+		}
 		double joules[PROF_MAX_DOMAINS] = { 0 };
 		uint32_t package = sample->cpu < builder->host_cpus ? builder->host_package[sample->cpu]
 								  : 0;

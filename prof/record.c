@@ -56,6 +56,7 @@ struct recorder {
 	struct perf_cpu *cpus;
 	int cpu_count;
 	unsigned char *record_buffer;
+	bool dwarf;
 	uint64_t lost;
 	uint64_t samples;
 	/* energy */
@@ -135,10 +136,13 @@ static int perf_open(const struct perf_event_attr *attr, pid_t pid, int cpu)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-static int open_sampling(struct recorder *recorder, pid_t child, unsigned hz)
+/* perf's x86-64 user registers AX..IP (0-8) and R8..R15 (16-23): what CFI unwinding needs. */
+#define X86_64_UNWIND_REGS 0xff01ffull
+
+static int open_sampling(struct recorder *recorder, pid_t child, unsigned hz, bool dwarf)
 {
 	struct perf_event_attr attr;
-	long pages = PERF_DATA_PAGES;
+	long pages = dwarf ? 8 * PERF_DATA_PAGES : PERF_DATA_PAGES;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	int error = 0;
 
@@ -155,6 +159,11 @@ static int open_sampling(struct recorder *recorder, pid_t child, unsigned hz)
 	attr.exclude_kernel = 1;
 	attr.exclude_hv = 1;
 	attr.exclude_callchain_kernel = 1;
+	if (dwarf) {
+		attr.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		attr.sample_regs_user = X86_64_UNWIND_REGS;
+		attr.sample_stack_user = PROF_USER_STACK_BYTES;
+	}
 	attr.mmap = 1;
 	attr.comm = 1;
 	attr.inherit_stat = 1;
@@ -198,6 +207,34 @@ static int open_sampling(struct recorder *recorder, pid_t child, unsigned hz)
 	return recorder->record_buffer ? 0 : -ENOMEM;
 }
 
+/* After the call chain: regs_user (abi, then one u64 per register of the mask) and stack_user
+ * (size, the bytes, dyn_size: how many of them are valid). */
+static void handle_user_stack(struct recorder *recorder, const unsigned char *body, size_t size,
+			      size_t offset)
+{
+	struct prof_user_stack stack;
+	uint64_t abi, bytes, valid;
+
+	if (offset + 8 > size)
+		return;
+	memcpy(&abi, body + offset, 8);
+	offset += 8;
+	if (abi == PERF_SAMPLE_REGS_ABI_NONE || offset + sizeof(stack.regs) > size)
+		return; /* a kernel thread, or no user state */
+	memcpy(stack.regs, body + offset, sizeof(stack.regs));
+	offset += sizeof(stack.regs);
+	if (offset + 8 > size)
+		return;
+	memcpy(&bytes, body + offset, 8);
+	offset += 8;
+	if (bytes == 0 || bytes > size - offset || offset + bytes + 8 > size)
+		return;
+	memcpy(&valid, body + offset + bytes, 8);
+	stack.size = valid < bytes ? valid : bytes;
+	prof_write(&recorder->writer, PROF_REC_USER_STACK, &stack, sizeof(stack), body + offset,
+		   (size_t)stack.size);
+}
+
 static void handle_perf_record(struct recorder *recorder, int cpu,
 			       const struct perf_event_header *header)
 {
@@ -233,6 +270,9 @@ static void handle_perf_record(struct recorder *recorder, int cpu,
 		sample.nr = nr;
 		prof_write(&recorder->writer, PROF_REC_SAMPLE, &sample, sizeof(sample), ips, nr * 8u);
 		recorder->samples++;
+		if (recorder->dwarf)
+			handle_user_stack(recorder, body, size,
+					  sizeof(fixed) + (size_t)chain * 8);
 		return;
 	}
 	case PERF_RECORD_MMAP: {
@@ -614,7 +654,8 @@ int prof_record(const struct prof_record_options *options)
 		prof_error("fork: %s", strerror(errno));
 		goto out;
 	}
-	status = open_sampling(&recorder, child, options->hz);
+	recorder.dwarf = options->dwarf_unwind;
+	status = open_sampling(&recorder, child, options->hz, options->dwarf_unwind);
 	if (status < 0)
 		goto out;
 
@@ -632,7 +673,7 @@ int prof_record(const struct prof_record_options *options)
 	meta(&recorder, "frequency_hz=%u", options->hz);
 	meta(&recorder, "period_ns=%" PRIu64, period_ns);
 	meta(&recorder, "energy_period_ns=%" PRIu64, energy_period_ns);
-	meta(&recorder, "unwinding=frame-pointer");
+	meta(&recorder, "unwinding=%s", options->dwarf_unwind ? "dwarf" : "frame-pointer");
 	write_machine_meta(&recorder, haecer_server_info(recorder.conn));
 	status = wait_first_energy(&recorder);
 	if (status < 0)

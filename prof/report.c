@@ -69,11 +69,16 @@ static void text_header(const struct prof_profile *profile, FILE *out)
 		fprintf(out, "SIMULATED CPU (msrd's sim backend, model %s): these energies come "
 			     "from a model, not from hardware\n",
 			profile->sim_model);
-	fprintf(out,
-		"%" PRIu64 " samples at %u Hz (%" PRIu64 " lost), %.3f s CPU time; frame-pointer "
-		"call chains, %" PRIu64 " truncated (code without frame pointers, "
-		"or deeper than %u)\n",
-		profile->samples, profile->hz, profile->lost_samples, profile->program_ns / 1e9,
+	fprintf(out, "%" PRIu64 " samples at %u Hz (%" PRIu64 " lost), %.3f s CPU time; ",
+		profile->samples, profile->hz, profile->lost_samples, profile->program_ns / 1e9);
+	if (profile->unwound_samples)
+		fprintf(out, "call chains by CFI unwinding of the copied user stack (%" PRIu64
+			     " samples; the rest by frame pointers)",
+			profile->unwound_samples);
+	else
+		fprintf(out, "frame-pointer call chains");
+	fprintf(out, ", %" PRIu64 " truncated (no frame pointers or CFI, a stack deeper than "
+		     "the copy, or over %u frames)\n",
 		profile->truncated_samples, PROF_MAX_FRAMES);
 	if (profile->notes[0])
 		fprintf(out, "note: %s\n", profile->notes);
@@ -275,6 +280,7 @@ static void json_report(const struct prof_profile *profile, FILE *out)
 		fputs("null", out);
 	fprintf(out, ",\n  \"frequency_hz\": %u,\n  \"primary_domain\": \"%s\",\n", profile->hz,
 		prof_domain_name(profile->primary_domain));
+	fprintf(out, "  \"unwound_samples\": %" PRIu64 ",\n", profile->unwound_samples);
 	fprintf(out, "  \"samples\": %" PRIu64 ", \"attributed_samples\": %" PRIu64
 		     ", \"lost_samples\": %" PRIu64 ", \"truncated_samples\": %" PRIu64 ",\n",
 		profile->samples, profile->attributed_samples, profile->lost_samples,

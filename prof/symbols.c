@@ -20,9 +20,19 @@
 
 #define MAX_INLINE 16u
 
+/* The sample being unwound: what the thread callbacks answer with. */
+struct unwind_state {
+	const struct prof_user_stack *stack;
+	uint32_t tid;
+	uint64_t *ips;
+	size_t count, max;
+};
+
 struct process {
 	uint32_t pid;
 	Dwfl *dwfl;
+	bool attached;       /* dwfl_attach_state done (once per Dwfl) */
+	struct unwind_state *unwind;
 };
 
 struct cached {
@@ -149,6 +159,7 @@ static Dwfl *process_dwfl(struct prof_symbols *symbols, const struct prof_data *
 	symbols->processes = grown;
 	Dwfl *dwfl = dwfl_begin(&callbacks);
 	symbols->processes[symbols->process_count++] = (struct process){ .pid = pid, .dwfl = dwfl };
+	/* (unwind state is allocated on the first unwind) */
 	if (!dwfl)
 		return NULL;
 	dwfl_report_begin(dwfl);
@@ -209,9 +220,11 @@ void prof_symbols_close(struct prof_symbols *symbols)
 {
 	if (!symbols)
 		return;
-	for (size_t i = 0; i < symbols->process_count; i++)
+	for (size_t i = 0; i < symbols->process_count; i++) {
 		if (symbols->processes[i].dwfl)
 			dwfl_end(symbols->processes[i].dwfl);
+		free(symbols->processes[i].unwind);
+	}
 	free(symbols->processes);
 	free(symbols->cache);
 	for (size_t i = 0; i < symbols->string_size; i++)
@@ -354,6 +367,98 @@ static size_t resolve(struct prof_symbols *symbols, Dwfl *dwfl, uint64_t ip,
 		};
 	}
 	return count;
+}
+
+/* ---- CFI unwinding of copied user stacks ---- */
+
+static pid_t unwind_next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
+{
+	struct unwind_state *state = dwfl_arg;
+
+	(void)dwfl;
+	if (*thread_argp)
+		return 0;
+	*thread_argp = state;
+	return (pid_t)state->tid;
+}
+
+static bool unwind_get_thread(Dwfl *dwfl, pid_t tid, void *dwfl_arg, void **thread_argp)
+{
+	(void)dwfl;
+	(void)tid;
+	*thread_argp = dwfl_arg;
+	return true;
+}
+
+/* Only the copied stack is memory we have; anything else ends the unwinding there. */
+static bool unwind_memory_read(Dwfl *dwfl, Dwarf_Addr address, Dwarf_Word *result,
+			       void *dwfl_arg)
+{
+	const struct unwind_state *state = dwfl_arg;
+	uint64_t sp = state->stack->regs[7];
+
+	(void)dwfl;
+	if (address < sp || address - sp > state->stack->size ||
+	    state->stack->size - (address - sp) < sizeof(*result))
+		return false;
+	memcpy(result, state->stack->data + (address - sp), sizeof(*result));
+	return true;
+}
+
+static bool unwind_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	const struct unwind_state *state = thread_arg;
+	const uint64_t *r = state->stack->regs; /* perf: AX BX CX DX SI DI BP SP IP R8..R15 */
+	/* DWARF x86-64: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
+	Dwarf_Word dwarf[17] = { r[0], r[3], r[2], r[1], r[4], r[5], r[6], r[7],
+				 r[9], r[10], r[11], r[12], r[13], r[14], r[15], r[16], r[8] };
+
+	return dwfl_thread_state_registers(thread, 0, 17, dwarf);
+}
+
+static const Dwfl_Thread_Callbacks unwind_callbacks = {
+	.next_thread = unwind_next_thread,
+	.get_thread = unwind_get_thread,
+	.memory_read = unwind_memory_read,
+	.set_initial_registers = unwind_initial_registers,
+};
+
+static int unwind_frame(Dwfl_Frame *frame, void *arg)
+{
+	struct unwind_state *state = arg;
+	Dwarf_Addr pc;
+	bool activation;
+
+	if (!dwfl_frame_pc(frame, &pc, &activation) || state->count == state->max)
+		return DWARF_CB_ABORT;
+	/* a caller's pc is its return address; the lookup takes one off for those */
+	state->ips[state->count++] = pc;
+	return DWARF_CB_OK;
+}
+
+size_t prof_symbols_unwind(struct prof_symbols *symbols, uint32_t pid, uint32_t tid,
+			   const struct prof_user_stack *stack, uint64_t *ips, size_t max)
+{
+	struct process *process = NULL;
+
+	for (size_t i = 0; i < symbols->process_count; i++)
+		if (symbols->processes[i].pid == pid)
+			process = &symbols->processes[i];
+	if (!process || !process->dwfl)
+		return 0;
+	if (!process->unwind && !(process->unwind = calloc(1, sizeof(*process->unwind))))
+		return 0;
+	*process->unwind = (struct unwind_state){ .stack = stack, .tid = tid, .ips = ips,
+						  .max = max };
+	if (!process->attached) {
+		if (!dwfl_attach_state(process->dwfl, NULL, (pid_t)pid, &unwind_callbacks,
+				       process->unwind))
+			return 0;
+		process->attached = true;
+	}
+	/* An error at the end of the chain is the usual way it ends: keep what was found. */
+	dwfl_getthread_frames(process->dwfl, (pid_t)tid, unwind_frame, process->unwind);
+	return process->unwind->count;
 }
 
 size_t prof_symbols_lookup(struct prof_symbols *symbols, uint32_t pid, uint64_t ip,

@@ -350,6 +350,29 @@ static double mean_of(const struct samples *samples)
 	return samples->count ? sum / samples->count : 0;
 }
 
+static int compare_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static double median_of(const struct samples *samples)
+{
+	if (samples->count == 0)
+		return 0;
+	double *sorted = malloc(samples->count * sizeof(*sorted));
+	if (!sorted)
+		return mean_of(samples);
+	memcpy(sorted, samples->values, samples->count * sizeof(*sorted));
+	qsort(sorted, samples->count, sizeof(*sorted), compare_double);
+	size_t middle = samples->count / 2;
+	double median = samples->count % 2 ? sorted[middle]
+					   : (sorted[middle - 1] + sorted[middle]) / 2;
+	free(sorted);
+	return median;
+}
+
 static double sd_of(const struct samples *samples)
 {
 	double mean = mean_of(samples), sum = 0;
@@ -359,12 +382,7 @@ static double sd_of(const struct samples *samples)
 	return samples->count > 1 ? sqrt(sum / (samples->count - 1)) : 0;
 }
 
-static int compare_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
 
-	return x < y ? -1 : x > y ? 1 : 0;
-}
 
 /* Pearson correlation of the two distributions' PMFs over Freedman–Diaconis bins of both;
  * returns NAN when there is nothing to compare, 1 when both sit in one bin. */
@@ -449,18 +467,20 @@ int prof_calm(const struct prof_calm_options *options)
 		goto out;
 
 	bool simulated = calm.machine.flags & HAECER_MACHINE_SIMULATED;
-	double t0 = mean_of(&calm.seconds[0]), t1 = mean_of(&calm.seconds[1]);
-	double e0 = mean_of(&calm.joules[0]), e1 = mean_of(&calm.joules[1]);
+	/* Medians: one run that another process slowed should not decide the verdict. */
+	double t0 = median_of(&calm.seconds[0]), t1 = median_of(&calm.seconds[1]);
+	double e0 = median_of(&calm.joules[0]), e1 = median_of(&calm.joules[1]);
 	double time_pct = t0 > 0 ? 100 * (t1 - t0) / t0 : NAN;
 	double energy_pct = e0 > 0 ? 100 * (e1 - e0) / e0 : NAN;
 	size_t bins;
 	double pcc = frequency_pcc(&calm, &bins);
 	printf("haecer-prof calm: %u runs each, interleaved, profiled at %u Hz%s\n", options->runs,
 	       options->hz, simulated ? "; SIMULATED CPU: energies and frequencies from a model" : "");
-	printf("%-10s %14s %14s %10s\n", "", "plain", "profiled", "overhead");
-	printf("%-10s %8.4f ± %-6.4f %8.4f ± %-6.4f %+8.2f %%\n", "time s", t0,
+	printf("%-10s %23s %23s %10s\n", "", "plain: median (sd)", "profiled: median (sd)",
+	       "overhead");
+	printf("%-10s %14.4f (%6.4f) %14.4f (%6.4f) %+8.2f %%\n", "time s", t0,
 	       sd_of(&calm.seconds[0]), t1, sd_of(&calm.seconds[1]), time_pct);
-	printf("%-10s %8.4f ± %-6.4f %8.4f ± %-6.4f %+8.2f %%   (every package, whole machine)\n",
+	printf("%-10s %14.4f (%6.4f) %14.4f (%6.4f) %+8.2f %%   (every package, whole machine)\n",
 	       "energy J", e0, sd_of(&calm.joules[0]), e1, sd_of(&calm.joules[1]), energy_pct);
 	if (calm.frequency)
 		printf("frequency: %zu and %zu CPU epochs of %llu ms, mean %.0f and %.0f MHz, "

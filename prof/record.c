@@ -614,7 +614,7 @@ int prof_record(const struct prof_record_options *options)
 		energy_period_ns = HAECER_SCHEDULE_MIN_PERIOD_NS;
 	int status = 0, raw_status = 0, exec_errno = 0;
 	pid_t child = -1;
-	bool exited = false;
+	bool exited = false, signals_caught = false;
 
 	memset(&recorder, 0, sizeof(recorder));
 	status = prof_writer_open(&recorder.writer, options->output);
@@ -636,6 +636,7 @@ int prof_record(const struct prof_record_options *options)
 	sigemptyset(&action.sa_mask);
 	sigaction(SIGINT, &action, &saved[0]);
 	sigaction(SIGQUIT, &action, &saved[1]);
+	signals_caught = true;
 	fflush(NULL);
 	child = fork();
 	if (child == 0) {
@@ -742,9 +743,11 @@ int prof_record(const struct prof_record_options *options)
 			recorder.samples, recorder.energy_sets,
 			recorder.lost ? " (samples lost: the ring overflowed)" : "",
 			options->output);
-	sigaction(SIGINT, &saved[0], NULL);
-	sigaction(SIGQUIT, &saved[1], NULL);
 out:
+	if (signals_caught) {
+		sigaction(SIGINT, &saved[0], NULL);
+		sigaction(SIGQUIT, &saved[1], NULL);
+	}
 	if (child > 0 && !exited) {
 		/* Set-up failed: the child sees EOF on its pipe and exits without running. */
 		if (go_pipe[1] >= 0) {

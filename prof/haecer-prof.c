@@ -9,6 +9,7 @@
  * could not be taken or read.
  */
 #include "prof/prof.h"
+#include "tools/common/toolopt.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -18,7 +19,8 @@
 #define EXIT_USAGE 2
 
 static const char usage_text[] =
-	"usage: haecer-prof record [-F HZ] [-o FILE] [-E MS] [--call-graph fp|dwarf]\n"
+	"usage: haecer-prof --help | --version\n"
+	"       haecer-prof record [-F HZ] [-o FILE] [-E MS] [--call-graph fp|dwarf]\n"
 	"                          [--socket PATH] [-q] -- COMMAND [ARGS]\n"
 	"       haecer-prof report [-i FILE] [--format text|folded|callgrind|json|svg] [-o OUT]\n"
 	"       haecer-prof calm [-F HZ] [-n RUNS] [--socket PATH] -- COMMAND [ARGS]\n"
@@ -206,8 +208,13 @@ static int calm_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	tool_init("haecer-prof");
 	if (argc < 2)
 		return usage(NULL);
+	if (strcmp(argv[1], "--version") == 0) {
+		tool_print_version();
+		return 0;
+	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		fputs(usage_text, stdout);
 		return 0;

@@ -2,7 +2,8 @@
 # elfutils' libdw (symbols, inlined frames, source lines).
 PROF_SOURCES := $(wildcard prof/*.c)
 DW_LIBS = $(call pkg_libs,libdw)
-$(BUILD)/haecer-prof: $(call objects_of,$(PROF_SOURCES)) $(BUILD)/libhaecer.a
+$(BUILD)/haecer-prof: $(call objects_of,$(PROF_SOURCES)) $(BUILD)/libhaecer-tools.a \
+		$(BUILD)/libhaecer.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(HAECER_LDLIBS) $(DW_LIBS)
 PROGRAMS += $(BUILD)/haecer-prof
 

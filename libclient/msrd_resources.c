@@ -47,16 +47,13 @@ int haecer_slot_program(struct haecer_conn *conn, uint32_t slot_id, uint64_t con
 	return haecer__call_checked(conn, WIRE_OP_SLOT_PROGRAM, &writer, &reply);
 }
 
-/* SLOT_CONTROL and SLOT_READ requests: a word (action or flags) and the ids. */
+/* SLOT_CONTROL and SLOT_READ requests: a word (action or flags) and the ids, encoded by proto
+ * from the caller's array. */
 static int put_ids(struct wire_writer *writer, uint16_t word, const uint32_t *ids, size_t count)
 {
 	if (count == 0 || count > WIRE_MAX_SLOT_IDS)
 		return -EINVAL;
-	wire_put_u16(writer, word);
-	wire_put_u16(writer, 0);
-	wire_put_u32(writer, (uint32_t)count);
-	for (size_t i = 0; i < count; i++)
-		wire_put_u32(writer, ids[i]);
+	wire_put_slot_id_list(writer, word, ids, (uint32_t)count);
 	return 0;
 }
 

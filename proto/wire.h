@@ -537,6 +537,10 @@ void wire_put_slot_program(struct wire_writer *writer, const struct wire_slot_pr
 int wire_get_slot_program(const void *payload, size_t length, struct wire_slot_program *out);
 /* -EINVAL for a count of 0 or over WIRE_MAX_SLOT_IDS, or a non-zero reserved field. */
 void wire_put_slot_ids(struct wire_writer *writer, const struct wire_slot_ids *message);
+/* The same request from the caller's own array of ids (count capped at WIRE_MAX_SLOT_IDS), for
+ * clients that should not copy up to 1 KiB of ids into a struct wire_slot_ids first. */
+void wire_put_slot_id_list(struct wire_writer *writer, uint16_t action, const uint32_t *ids,
+			   uint32_t count);
 int wire_get_slot_ids(const void *payload, size_t length, struct wire_slot_ids *out);
 /* SLOT_READ reply: header then count values; checks the exact length for `count`. */
 void wire_put_slot_values(struct wire_writer *writer, const uint64_t *values, uint32_t count);

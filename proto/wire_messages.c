@@ -608,15 +608,21 @@ int wire_get_slot_program(const void *payload, size_t length, struct wire_slot_p
 	return finish_with_reserved(&reader, reserved);
 }
 
-void wire_put_slot_ids(struct wire_writer *writer, const struct wire_slot_ids *message)
+void wire_put_slot_id_list(struct wire_writer *writer, uint16_t action, const uint32_t *ids,
+			   uint32_t count)
 {
-	uint32_t count = message->count <= WIRE_MAX_SLOT_IDS ? message->count : WIRE_MAX_SLOT_IDS;
-
-	wire_put_u16(writer, message->action);
+	if (count > WIRE_MAX_SLOT_IDS)
+		count = WIRE_MAX_SLOT_IDS;
+	wire_put_u16(writer, action);
 	wire_put_u16(writer, 0);
 	wire_put_u32(writer, count);
 	for (uint32_t i = 0; i < count; i++)
-		wire_put_u32(writer, message->ids[i]);
+		wire_put_u32(writer, ids[i]);
+}
+
+void wire_put_slot_ids(struct wire_writer *writer, const struct wire_slot_ids *message)
+{
+	wire_put_slot_id_list(writer, message->action, message->ids, message->count);
 }
 
 int wire_get_slot_ids(const void *payload, size_t length, struct wire_slot_ids *out)

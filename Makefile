@@ -2,6 +2,8 @@
 #
 #   make               gcc build into build/
 #   make SANITIZE=1    clang ASan+UBSan build into build-asan/
+#   make SANITIZE=thread   clang ThreadSanitizer build into build-tsan/ (scripts/check.sh builds
+#                      and runs the threaded tests there)
 #   make check         install missing packages, build both, run every test (and valgrind set)
 #   make demo          install missing packages, build, run the demo
 #   make bench         build and run the benchmarks under bench/ (not the soak)
@@ -14,6 +16,11 @@ ifeq ($(SANITIZE),1)
 BUILD    ?= build-asan
 CC       := clang
 SANITIZER_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+OPTIMIZE ?= -O1
+else ifeq ($(SANITIZE),thread)
+BUILD    ?= build-tsan
+CC       := clang
+SANITIZER_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
 OPTIMIZE ?= -O1
 else
 BUILD    ?= build
@@ -30,10 +37,16 @@ PREFIX   ?= /usr/local
 VERSION  := 0.2.0
 AR       ?= ar
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
-CPPFLAGS += -D_GNU_SOURCE -I. -Ilibclient/include -DHAECER_VERSION='"$(VERSION)"'
+
+# What the build needs, kept apart from CPPFLAGS, CFLAGS and LDFLAGS, which belong to whoever
+# runs make (Kbuild's KBUILD_CFLAGS habit): `make CFLAGS=-O0` changes the optimisation and keeps
+# the language standard, the warnings, -fPIC, -pthread, the dependency files and the sanitizer.
+# The user's flags come after ours, so they win where they conflict; the optimisation level is
+# in the default CFLAGS only. tests/build/test_make_flags checks it.
+HAECER_CPPFLAGS = -D_GNU_SOURCE -I. -Ilibclient/include -DHAECER_VERSION='"$(VERSION)"'
+HAECER_CFLAGS   = -std=gnu11 $(WARNINGS) -fPIC -pthread -MMD -MP $(SANITIZER_FLAGS)
+HAECER_LDFLAGS  = -pthread $(SANITIZER_FLAGS)
 CFLAGS   ?= $(OPTIMIZE) -g
-CFLAGS   += -std=gnu11 $(WARNINGS) -fPIC -pthread -MMD -MP $(SANITIZER_FLAGS)
-LDFLAGS  += -pthread $(SANITIZER_FLAGS)
 
 # Library flags come from pkg-config, evaluated lazily so that `make check` can install the
 # packages before anything asks for them.
@@ -60,7 +73,7 @@ objects_of = $(patsubst %.c,$(BUILD)/%.o,$(1))
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) $(HAECER_CPPFLAGS) $(CPPFLAGS) $(HAECER_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/%.a:
 	@mkdir -p $(@D)
@@ -105,7 +118,7 @@ install: all
 	HAECER_VERSION=$(VERSION) scripts/install.sh "$(BUILD)" "$(DESTDIR)$(PREFIX)"
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -2,5 +2,5 @@
 BENCH_SOURCES := $(wildcard bench/*.c)
 BENCH_BINARIES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SOURCES))
 $(BENCH_BINARIES): $(BUILD)/bench/%: $(BUILD)/bench/%.o $(ALL_ARCHIVES)
-	$(CC) $(LDFLAGS) -o $@ $< $(ALL_ARCHIVES) $(ALL_LDLIBS) $(CK_LIBS)
+	$(CC) $(HAECER_LDFLAGS) $(LDFLAGS) -o $@ $< $(ALL_ARCHIVES) $(ALL_LDLIBS) $(CK_LIBS)
 BENCH_PROGRAMS += $(BENCH_BINARIES)

@@ -2,5 +2,5 @@
 EXAMPLE_SOURCES := $(wildcard examples/*.c)
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLE_SOURCES))
 $(EXAMPLES): $(BUILD)/examples/%: $(BUILD)/examples/%.o $(BUILD)/libhaecer.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(HAECER_LDLIBS)
+	$(CC) $(HAECER_LDFLAGS) $(LDFLAGS) -o $@ $^ $(HAECER_LDLIBS)
 PROGRAMS += $(EXAMPLES)

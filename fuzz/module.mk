@@ -17,14 +17,14 @@ FUZZ_ARCHIVES := $(BUILD)/libmsrd.a $(BUILD)/libhaecer-policy.a $(BUILD)/libhaec
 		 $(BUILD)/libhaecer-shm.a $(BUILD)/libhaecer-common.a
 
 # Targets that need the shipped models and policies find the source tree here.
-$(BUILD)/fuzz/%.o: CPPFLAGS += -DFUZZ_SOURCE_DIR='"$(CURDIR)"'
+$(BUILD)/fuzz/%.o: HAECER_CPPFLAGS += -DFUZZ_SOURCE_DIR='"$(CURDIR)"'
 $(FUZZ_BINARIES): $(BUILD)/fuzz/%: $(BUILD)/fuzz/%.o $(FUZZ_ARCHIVES)
-	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(URING_LIBS) $(CYAML_LIBS) $(CAP_LIBS) \
-		$(SECCOMP_LIBS) -lm
+	$(CC) $(HAECER_LDFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(URING_LIBS) $(CYAML_LIBS) \
+		$(CAP_LIBS) $(SECCOMP_LIBS) -lm
 
 # The generated seeds (fuzz/seeds.c says when to run it); not part of any default target.
 $(BUILD)/fuzz/seeds: $(BUILD)/fuzz/seeds.o $(BUILD)/libhaecer-proto.a $(BUILD)/libhaecer-shm.a
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(CC) $(HAECER_LDFLAGS) $(LDFLAGS) -o $@ $^
 
 .PHONY: fuzz fuzz-binaries
 fuzz-binaries: $(FUZZ_BINARIES)

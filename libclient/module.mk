@@ -7,8 +7,8 @@ HAECER_VERSION_SCRIPT := libclient/haecer.map
 HAECER_LIBRARY_OBJECTS := $(call objects_of,$(HAECER_LIBRARY_SOURCES))
 HAECER_LDLIBS = $(PFM_LIBS) -lm
 # Sanitizer runtimes are linked into executables, not shared libraries, so a sanitized
-# libhaecer.so legitimately has undefined __asan_* symbols.
-ifeq ($(SANITIZE),1)
+# libhaecer.so legitimately has undefined __asan_* (__tsan_*) symbols.
+ifneq ($(SANITIZE),0)
 HAECER_SHARED_FLAGS :=
 else
 HAECER_SHARED_FLAGS := -Wl,--no-undefined
@@ -16,6 +16,7 @@ endif
 
 $(BUILD)/libhaecer.a: $(HAECER_LIBRARY_OBJECTS)
 $(BUILD)/libhaecer.so: $(HAECER_LIBRARY_OBJECTS) $(HAECER_VERSION_SCRIPT)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,libhaecer.so.1 -Wl,--version-script=$(HAECER_VERSION_SCRIPT) \
-		$(HAECER_SHARED_FLAGS) -o $@ $(HAECER_LIBRARY_OBJECTS) $(HAECER_LDLIBS)
+	$(CC) $(HAECER_LDFLAGS) $(LDFLAGS) -shared -Wl,-soname,libhaecer.so.1 \
+		-Wl,--version-script=$(HAECER_VERSION_SCRIPT) $(HAECER_SHARED_FLAGS) -o $@ \
+		$(HAECER_LIBRARY_OBJECTS) $(HAECER_LDLIBS)
 PROGRAMS += $(BUILD)/libhaecer.a $(BUILD)/libhaecer.so

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Every test, from a fresh clone: the gcc build, the clang ASan+UBSan build, then the valgrind set,
-# then a short run of each fuzz target (make fuzz).
+# Every test, from a fresh clone: the gcc build, the clang ASan+UBSan build, the threaded tests
+# in a clang ThreadSanitizer build, then the valgrind set, then a short run of each fuzz target
+# (make fuzz).
 # Called by `make check` after the packages are installed; .ci/run calls `make check`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,30 @@ scripts/run-tests.sh build || status=1
 echo "== tests: ASan+UBSan build"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	scripts/run-tests.sh build-asan || status=1
+echo "== tests: ThreadSanitizer build (clang, build-tsan/), the threaded code only"
+# The code where threads share memory: the rings (threads pushing and consuming), the library
+# (contexts and regions used from many threads, the public ring API posting beside reads) and
+# haecer-mon following a ring. Only these tests and what they start are built: the build and the
+# runs add about 7 s on two idle cores.
+tsan_tests=(shm/test_ring_threads shm/test_ring_stress shm/test_ring_hostile
+	    region/test_threads events/test_pfm_threads libclient/test_ring_api mon/test_follow)
+tsan_targets=(build-tsan/msrd build-tsan/haecer-mon)
+for test in "${tsan_tests[@]}"; do
+	[ -f "tests/$test.c" ] || continue
+	tsan_targets+=("build-tsan/tests/$test")
+	for helper in tests/"${test%%/*}"/helper_*.c; do
+		[ -f "$helper" ] && tsan_targets+=("build-tsan/${helper%.c}")
+	done
+done
+if make -j"$jobs" SANITIZE=thread $(printf '%s\n' "${tsan_targets[@]}" | sort -u); then
+	for test in "${tsan_tests[@]}"; do
+		[ -f "tests/$test.c" ] || continue
+		TSAN_OPTIONS=halt_on_error=1 HAECER_TEST_SCALE=small \
+			scripts/run-tests.sh build-tsan "$test" || status=1
+	done
+else
+	status=1
+fi
 echo "== tests: valgrind memcheck (gcc build, small scale)"
 scripts/run-tests.sh build --valgrind || status=1
 echo "== libFuzzer smoke run (clang, build-fuzz/, 15 s per target)"

@@ -3,7 +3,7 @@
  *
  *   msr       /dev/cpu/N/msr of the Linux msr driver: pread/pwrite of 8 bytes at offset = address
  *   msr-safe  /dev/cpu/N/msr_safe of LLNL's msr-safe, and its batch ioctl on /dev/cpu/msr_batch
- *   sim       a simulated CPU described by configs/models/NAME.yaml (DESIGN.md section 6)
+ *   sim       a simulated CPU described by configs/models/NAME.yaml (configs/models/README.md)
  *
  * Every device path is looked up under options->dev_root, so tests point the real code at
  * stand-in files with the same read/write-at-offset interface.
@@ -83,7 +83,7 @@ struct msr_op {
 	int32_t status;  /* 0 or -errno, filled by the backend */
 };
 
-/* What limits the real device on this machine (DESIGN/issue "resource management"). */
+/* What limits the real device on this machine (msrd(8), "device limit:" lines at start). */
 struct backend_diagnosis {
 	bool msr_device_present;    /* dev/cpu/0/msr exists */
 	bool msr_module_loaded;     /* sys/module/msr exists */

@@ -10,6 +10,6 @@ MSRD_LDLIBS = $(URING_LIBS) $(CYAML_LIBS) $(CAP_LIBS) $(SECCOMP_LIBS) -lm
 
 ifneq ($(wildcard $(SERVER_MAIN)),)
 $(BUILD)/msrd: $(BUILD)/server/msrd.o $(MSRD_ARCHIVES)
-	$(CC) $(LDFLAGS) -o $@ $^ $(MSRD_LDLIBS)
+	$(CC) $(HAECER_LDFLAGS) $(LDFLAGS) -o $@ $^ $(MSRD_LDLIBS)
 PROGRAMS += $(BUILD)/msrd
 endif

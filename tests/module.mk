@@ -8,6 +8,6 @@ $(BUILD)/libhaecer-testlib.a: $(call objects_of,$(TESTLIB_SOURCES))
 
 TEST_BINARIES := $(patsubst %.c,$(BUILD)/%,$(TEST_SOURCES) $(TEST_HELPER_SOURCES))
 $(TEST_BINARIES): $(BUILD)/tests/%: $(BUILD)/tests/%.o $(ALL_ARCHIVES)
-	$(CC) $(LDFLAGS) -o $@ $< $(ALL_ARCHIVES) $(ALL_LDLIBS)
+	$(CC) $(HAECER_LDFLAGS) $(LDFLAGS) -o $@ $< $(ALL_ARCHIVES) $(ALL_LDLIBS)
 TEST_PROGRAMS += $(TEST_BINARIES)
 PROGRAMS += $(BUILD)/libhaecer-testlib.a

@@ -9,5 +9,5 @@ $(BUILD)/libhaecer-tools.a: $(call objects_of,$(wildcard tools/common/*.c))
 .SECONDEXPANSION:
 $(TOOLS): $(BUILD)/%: $(BUILD)/tools/%.o $$(call objects_of,$$(call tool_extra_sources,$$*)) \
 		$(BUILD)/libhaecer-tools.a $(BUILD)/libhaecer.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(HAECER_LDLIBS)
+	$(CC) $(HAECER_LDFLAGS) $(LDFLAGS) -o $@ $^ $(HAECER_LDLIBS)
 PROGRAMS += $(TOOLS)

@@ -335,7 +335,9 @@ int haecer__counter_new(struct haecer_context *ctx, struct haecer_counter **out)
 		pool = counter->next;
 		generation = counter->generation;
 	}
-	id = next_counter_id++;
+	id = next_counter_id;
+	/* Ids wrap below the ring's application-event bit (and skip 0). */
+	next_counter_id = next_counter_id + 1 < HAECER__RING_EVENT_BIT ? next_counter_id + 1 : 1;
 	pthread_mutex_unlock(&pool_lock);
 	if (counter == NULL) {
 		counter = malloc(sizeof(*counter));

@@ -25,6 +25,9 @@
 #define HAECER_INTERNAL __attribute__((visibility("hidden")))
 
 #define HAECER_DETAIL_SIZE 320u
+/* Bit 31 of a ring record's counter_id marks an application event (haecer_ring.c); counter ids
+ * stay below it. */
+#define HAECER__RING_EVENT_BIT 0x80000000u
 #define NS_PER_SECOND 1000000000ull
 
 /* The plan of one haecer_counter_read_many: which counters go to the synchronized slot read,

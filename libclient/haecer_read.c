@@ -308,7 +308,19 @@ static int attach_ring(struct haecer_counter *counter, const struct haecer_ring_
 	counter->info.major = spec->major;
 	counter->info.minor = spec->minor;
 	counter->info.ring_instance = entry.instance;
+	counter->info.ring_capacity = spec->capacity;
 	return 0;
+}
+
+/* Rings hold a power of two of records (a mask, not a division, finds a slot): the smallest
+ * one that holds `wanted`. info.ring_capacity tells the caller what it got. */
+static uint32_t ring_capacity_for(uint32_t wanted)
+{
+	uint32_t capacity = RING_MIN_CAPACITY;
+
+	while (capacity < wanted)
+		capacity <<= 1;
+	return capacity;
 }
 
 int haecer_counter_monitor(struct haecer_counter *counter, uint16_t major, uint16_t minor,
@@ -320,10 +332,10 @@ int haecer_counter_monitor(struct haecer_counter *counter, uint16_t major, uint1
 
 	if (capacity == 0)
 		capacity = HAECER_MONITOR_DEFAULT_CAPACITY;
-	if (capacity < RING_MIN_CAPACITY || capacity > RING_MAX_CAPACITY ||
-	    (capacity & (capacity - 1)) != 0)
-		return haecer__fail(-EINVAL, "ring capacity %u is not a power of two in %u-%u",
-				    capacity, RING_MIN_CAPACITY, RING_MAX_CAPACITY);
+	if (capacity > RING_MAX_CAPACITY)
+		return haecer__fail(-EINVAL, "ring capacity %u is over %u records", capacity,
+				    RING_MAX_CAPACITY);
+	capacity = ring_capacity_for(capacity);
 	error = haecer__counter_lock(counter, &ctx);
 	if (error < 0)
 		return error;
@@ -345,4 +357,5 @@ void haecer__ring_detach(struct haecer_counter *counter)
 		return;
 	ring_producer_detach(&counter->ring);
 	counter->info.monitored = false;
+	counter->info.ring_capacity = 0;
 }

@@ -225,7 +225,7 @@ int setupFerretMonitor(PerfCounter *ctr, uint16_t major, uint16_t minor)
 
 	if (counter == NULL)
 		return haecer__fail(-EBADF, "setupFerretMonitor of an invalid or freed counter");
-	return haecer_counter_monitor(counter, major, minor, HAECER_MONITOR_DEFAULT_CAPACITY);
+	return haecer_counter_monitor(counter, major, minor, HAECER_FERRET_SEED_CAPACITY);
 }
 
 void startEnergyRead(RAPLCounter domain)

@@ -3,7 +3,8 @@
  * they compete for counters like separate clients; counters on explicit model CPUs (the
  * simulated skylake-sp has 64 CPUs in 2 packages, more than this host), energy per package;
  * HAECER_CPU_CURRENT is the host CPU modulo the model's CPU count; closing a context returns
- * its counters.
+ * its counters. A ring capacity that is not a power of two is rounded up, and the counter's
+ * info says to what; one over 2^26 is refused.
  */
 #include <sched.h>
 
@@ -71,6 +72,14 @@ static void test_cpus_and_packages(void **state)
 	haecer_context_close(ctx);
 }
 
+static struct haecer_counter_info info_of(const struct haecer_counter *counter)
+{
+	struct haecer_counter_info info;
+
+	assert_int_equal(haecer_counter_info(counter, &info), 0);
+	return info;
+}
+
 static void test_bad_arguments(void **state)
 {
 	struct haecer_context *ctx;
@@ -85,7 +94,12 @@ static void test_bad_arguments(void **state)
 	assert_int_equal(haecer_counter_enable(NULL), -EBADF);
 	assert_int_equal(haecer_counter_monitor(NULL, 1, 1, 0), -EBADF);
 	assert_int_equal(haecer_counter_open_energy(ctx, 0, RAPL_PKG, &counter), 0);
-	assert_int_equal(haecer_counter_monitor(counter, 1, 1, 1000), -EINVAL);
+	assert_int_equal(haecer_counter_monitor(counter, 1, 1, (1u << 26) + 1), -EINVAL);
+	assert_false(info_of(counter).monitored);
+	/* Not a power of two: rounded up, and the info says to what. */
+	assert_int_equal(haecer_counter_monitor(counter, 1, 1, 1000), 0);
+	assert_true(info_of(counter).monitored);
+	assert_int_equal(info_of(counter).ring_capacity, 1024);
 	haecer_counter_free(NULL);
 	haecer_context_close(NULL);
 	haecer_context_close(ctx);

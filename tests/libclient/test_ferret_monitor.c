@@ -4,7 +4,8 @@
  * separate monitor process that opens the ring by (major, minor) reads exactly the values the
  * reads returned, in order, with the counter's id (energy: its unit exponent) and a
  * CLOCK_MONOTONIC_RAW timestamp taken within the read call. The ring header describes the
- * counter (name, kind, unit exponent, package, CPU) and holds 4096 records. A second attach is
+ * counter (name, kind, unit exponent, package, CPU) and holds 4096 records (the seed's 3000
+ * rounded up, as the counter's info says). A second attach is
  * -EEXIST; an invalid counter is -EBADF and creates no ring.
  */
 #include <limits.h>
@@ -107,6 +108,8 @@ static void attach(PerfCounter *ctr, struct expected *expected)
 	assert_int_equal(setupFerretMonitor(ctr, MAJOR, expected->minor), 0);
 	assert_int_equal(haecer_counter_info(haecer_perf_counter(ctr), &expected->info), 0);
 	assert_true(expected->info.monitored);
+	/* The seed's 3000-entry list, rounded up to a power of two. */
+	assert_int_equal(expected->info.ring_capacity, HAECER_MONITOR_DEFAULT_CAPACITY);
 	assert_int_equal(setupFerretMonitor(ctr, MAJOR, expected->minor), -EEXIST);
 }
 

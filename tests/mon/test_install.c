@@ -10,6 +10,7 @@
 
 #include <sys/stat.h>
 
+#include "tests/lib/install_stage.h"
 #include "tests/lib/msrd_group.h"
 #include "tests/lib/text_file.h"
 
@@ -38,27 +39,12 @@ static const char program[] =
 /* sh -c COMMAND with the staging directory in $STAGE; exit status, stdout in *out. */
 static int shell(const char *command, char **out)
 {
-	const char *argv[] = { "/bin/sh", "-c", command, NULL };
-	char *err = NULL;
-	int status;
-
-	setenv("STAGE", stage, 1);
-	setenv("BUILD", harness_build_dir(), 1);
-	setenv("SOURCE", harness_source_dir(), 1);
-	status = harness_run(argv, out, &err);
-	if (status != 0)
-		fprintf(stderr, "$ %s\nexit %d: %s\n", command, status, err);
-	free(err);
-	return status;
+	return stage_shell(stage, command, out);
 }
 
 static void install_into_stage(void)
 {
-	char *out = NULL;
-
-	assert_int_equal(shell("DESTDIR=\"$STAGE\" \"$SOURCE/scripts/install.sh\" \"$BUILD\" "
-			       "\"$STAGE" PREFIX "\"", &out), 0);
-	free(out);
+	assert_int_equal(stage_install(stage, PREFIX), 0);
 }
 
 /* Every installed path with its type, mode, size, link target and checksum. */

@@ -62,6 +62,7 @@
 
 #include <haecer/msrd.h>
 #include <haecer/region.h>
+#include <haecer/ring.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -172,6 +173,8 @@ struct haecer_counter_info {
 	bool monitored;             /* attached to a ring */
 	uint16_t major, minor;      /* the ring's key when monitored */
 	uint32_t ring_instance;
+	uint32_t ring_capacity;     /* records the ring holds when monitored: the capacity asked
+				     * for, rounded up to a power of two */
 	bool simulated;             /* msrd's CPU is simulated: the values are invented */
 };
 
@@ -313,14 +316,18 @@ int haecer_counter_info(const struct haecer_counter *counter, struct haecer_coun
 
 #define HAECER_MONITOR_DEFAULT_CAPACITY 4096u
 
-/* Attach the counter to a new ring in msrd's directory, key (major, minor), `capacity` records
- * (a power of two; 0 = HAECER_MONITOR_DEFAULT_CAPACITY). The ring header names the counter
- * (name, kind, unit exponent, package, cpu; clock CLOCK_MONOTONIC_RAW). From then on every read
- * of the counter pushes one record: value as returned, counter_id = info.id, unit_exponent
- * (energy), timestamp = CLOCK_MONOTONIC_RAW ns at the middle of the msrd round trip. The push
- * is the only cost added to a read (no system call). Monitors open the ring by (major, minor)
- * (haecer_ring_open, `haecer-mon follow`). -EEXIST when already monitored; -EPERM when the
- * policy does not grant the major for creating rings. */
+/* Attach the counter to a new ring in msrd's directory, key (major, minor), holding at least
+ * `capacity` records (0 = HAECER_MONITOR_DEFAULT_CAPACITY; at most 2^26). Rings hold a power of
+ * two of records: a capacity that is not one is rounded up (the seed's 3000 becomes 4096), and
+ * info.ring_capacity (haecer_counter_info) says what the ring holds. The ring header names the
+ * counter (name, kind, unit exponent, package, cpu; clock CLOCK_MONOTONIC_RAW). From then on
+ * every read of the counter pushes one record: value as returned, counter_id = info.id,
+ * unit_exponent (energy), timestamp = CLOCK_MONOTONIC_RAW ns at the middle of the msrd round
+ * trip. The push is the only cost added to a read (no system call). The program can post its
+ * own events into the same ring (haecer_ring_post of <haecer/ring.h>); monitors attach by
+ * (major, minor) (haecer_ring_attach, `haecer-mon follow`). -EEXIST when already monitored;
+ * -EPERM when the policy does not grant the major for creating rings; -EINVAL a capacity over
+ * 2^26. */
 int haecer_counter_monitor(struct haecer_counter *counter, uint16_t major, uint16_t minor,
 			   uint32_t capacity);
 

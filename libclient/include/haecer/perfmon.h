@@ -102,7 +102,11 @@ void simultaneousReadCounter(PerfCounter *ctr, unsigned long long *buffer, int c
 PerfCounter setupEnergyCounter(RAPLCounter type);
 double getEnergyUnit(void);
 
-/* Section 2.2.2. 0 or the error (-EBADF for an invalid counter). Capacity 4096 records. */
+/* Section 2.2.2. The seed's monitor holds a list of 3000 entries; rings hold a power of two,
+ * so the ring holds 4096 records (haecer_counter_monitor rounds up; haecer_counter_info of
+ * haecer_perf_counter(ctr) says ring_capacity 4096). 0 or the error (-EBADF for an invalid
+ * counter). */
+#define HAECER_FERRET_SEED_CAPACITY 3000u
 int setupFerretMonitor(PerfCounter *ctr, uint16_t major, uint16_t minor);
 
 /* Listing 5. Per thread and domain, on the package the calling thread runs on. endEnergyRead

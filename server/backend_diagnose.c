@@ -1,7 +1,7 @@
 /*
  * server/backend_diagnose.c — what stops msrd from using the real MSR device, and what the
- * operator can do about it (issue 5). Everything is looked up under options->dev_root, so a test
- * builds a stand-in tree that simulates each limitation.
+ * operator can do about it (msrd(8): the "device limit:" lines). Everything is looked up under
+ * options->dev_root, so a test builds a stand-in tree that simulates each limitation.
  *
  *   dev/cpu/0/msr                          the msr driver's device
  *   sys/module/msr                         the msr module is loaded (or built in)

@@ -1,5 +1,5 @@
 /*
- * server/devlimits.c — at start, say what limits the real MSR device on this machine (issue 5):
+ * server/devlimits.c — at start, say what limits the real MSR device on this machine (msrd(8)):
  * the msr module not loaded, no CAP_SYS_RAWIO, kernel lockdown, msr.allow_writes=off. One log
  * line per limitation, then what to do about them. backend_open then falls back (auto) or fails
  * (--backend msr) with the same advice in its own line.

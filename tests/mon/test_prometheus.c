@@ -5,7 +5,8 @@
  * (curl) the target must be up and the package energy series must arrive and increase.
  *
  * Skipped (77) only when Prometheus is not installed, or while msrd still answers ENERGY_READ
- * with -EOPNOTSUPP (issue 5's energy totals not landed yet): then there is no series to check.
+ * with -EOPNOTSUPP (an msrd without energy totals, HAECER_FEATURE_ENERGY): then there is no
+ * series to check.
  */
 #include "tests/mon/serve_test.h"
 
@@ -171,7 +172,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Whether msrd keeps energy totals yet (issue 5). */
+/* Whether msrd keeps energy totals (msrd(8), ENERGY_READ). */
 static int energy_api(void)
 {
 	struct haecer_conn *conn = NULL;

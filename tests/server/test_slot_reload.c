@@ -1,6 +1,6 @@
 /*
  * A policy reload takes back the counter slots whose registers the new policy no longer grants
- * their holder (issue 5's open end): at SIGHUP each such slot is released, its registers get
+ * their holder (msrd(8), "Counter slots"): at SIGHUP each such slot is released, its registers get
  * back what they held before it was taken, and the log says so; the client's next operation on
  * it fails with -ESTALE and a text that says why (SLOT_READ, SLOT_CONTROL, SLOT_PROGRAM, a batch
  * slot read; SLOT_FREE says it once, after which the id is unknown). A slot the new policy

@@ -1,6 +1,7 @@
 /*
  * The example monitor (examples/ring_monitor.c) builds against an installed haecer alone: the
- * library is installed into a temporary DESTDIR with scripts/install.sh, and the example is
+ * library is installed into a temporary DESTDIR with scripts/install.sh (with <haecer/ring.h>,
+ * <haecer/haecer.h> and haecer_ring(3)), and the example is
  * compiled with -std=c11 -Werror and nothing but `pkg-config --cflags --libs haecer` (no path
  * into the source tree). Run against the real msrd, it attaches to the ring of a producer
  * process that used setupFerretMonitor's seed capacity (3000, so 4096 records), and reports
@@ -29,6 +30,10 @@ static void install_and_build_monitor(void)
 	char *out = NULL;
 
 	assert_int_equal(stage_install(stage, PREFIX), 0);
+	assert_int_equal(stage_shell(stage, "cd \"$STAGE" PREFIX "\" && test -f include/haecer/ring.h "
+				     "&& test -f include/haecer/haecer.h "
+				     "&& test -f share/man/man3/haecer_ring.3", &out), 0);
+	free(out);
 	/* A sanitized build installs a sanitized library: the example is built the same way. */
 	assert_int_equal(stage_shell(stage,
 		"set -e; export PKG_CONFIG_PATH=\"$STAGE" PREFIX "/lib/pkgconfig\" "

@@ -22,7 +22,7 @@ echo "== tests: ThreadSanitizer build (clang, build-tsan/), the threaded code on
 # The code where threads share memory: the rings (threads pushing and consuming), the library
 # (contexts and regions used from many threads, the public ring API posting beside reads) and
 # haecer-mon following a ring. Only these tests and what they start are built: the build and the
-# runs add about 10 s on two cores (7 s idle, 13 s with the machine shared).
+# runs add 7 s on two idle cores (13-25 s measured with the machine shared).
 tsan_tests=(shm/test_ring_threads shm/test_ring_stress shm/test_ring_hostile
 	    region/test_threads events/test_pfm_threads libclient/test_ring_api mon/test_follow)
 tsan_targets=(build-tsan/msrd build-tsan/haecer-mon)

@@ -4,7 +4,8 @@
  * by (major, minor) through msrd and reads both, in push order, with exact lost counts.
  *  - events beside readings: a monitor sees every reading (the value the read returned, the
  *    counter's id) and every event (its id and value, marked as an event) in the order they
- *    happened, timestamps inside the calls; the ring holds the seed's 3000 entries rounded up to
+ *    happened; an event's timestamp lies inside its post, a reading's when its value was true
+ *    (inside the read, or up to the reading's age before it returned); the ring holds the seed's 3000 entries rounded up to
  *    4096, and the counter's info says so;
  *  - threads: two threads post events while a third reads the counter and a reader thread
  *    follows the ring: nothing is lost in a ring big enough, each thread's events arrive in its
@@ -109,7 +110,7 @@ static void test_events_beside_readings(void **state)
 {
 	struct haecer_context *ctx;
 	struct haecer_counter *energy;
-	uint64_t before, after, value;
+	uint64_t before, after, value, age;
 
 	(void)state;
 	assert_int_equal(haecer_context_open(server.socket_path, &ctx), 0);
@@ -119,10 +120,12 @@ static void test_events_beside_readings(void **state)
 	assert_int_equal(haecer_counter_info(energy, &produced.info), 0);
 	assert_int_equal(produced.info.ring_capacity, 4096);
 	for (uint64_t i = 0; i < READS; i++) {
+		/* A reading is dated when its value was true: for a reading from msrd's energy
+		 * page that is msrd's sample, up to `age` before the call returned. */
 		before = monotonic_raw_ns();
-		assert_int_equal(haecer_counter_read(energy, &value), 0);
+		assert_int_equal(haecer_counter_read_aged(energy, &value, &age), 0);
 		after = monotonic_raw_ns();
-		expect(false, produced.info.id, value, before, after);
+		expect(false, produced.info.id, value, before - age, after);
 		if (i % EVENT_EVERY == 0) {
 			before = monotonic_raw_ns();
 			assert_int_equal(haecer_ring_post(energy, FRAME_EVENT, i), 0);

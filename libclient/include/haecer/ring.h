@@ -45,7 +45,9 @@ struct haecer_ring_reader;
 /* Post an application event into the ring of a monitored counter: one record {value, event_id,
  * timestamp}, timestamped in the ring's clock (CLOCK_MONOTONIC_RAW ns) when it is posted, in
  * order with the counter's readings (a reading and an event of the same thread keep their
- * order; those of different threads are ordered by the counter's lock). Costs one push into
+ * order; those of different threads are ordered by the counter's lock). Records are in push
+ * order; a reading is dated when its value was true (an energy reading from msrd's energy page
+ * at msrd's sample), so it may carry an earlier timestamp than an event pushed before it. Costs one push into
  * shared memory and the context's lock: no system call, no msrd round trip. Never blocks on a
  * monitor; -EAGAIN when the record was dropped (counted as lost for monitors, as for readings).
  * -EBADF an invalid or freed counter; -ENOTCONN the counter has no ring (not monitored);

@@ -4,18 +4,19 @@ PROF_SOURCES := $(wildcard prof/*.c)
 DW_LIBS = $(call pkg_libs,libdw)
 $(BUILD)/haecer-prof: $(call objects_of,$(PROF_SOURCES)) $(BUILD)/libhaecer-tools.a \
 		$(BUILD)/libhaecer.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(HAECER_LDLIBS) $(DW_LIBS)
+	$(CC) $(HAECER_LDFLAGS) $(LDFLAGS) -o $@ $^ $(HAECER_LDLIBS) $(DW_LIBS)
 PROGRAMS += $(BUILD)/haecer-prof
 
 # Test programs the profiler samples: frame pointers and debug information, so call chains and
 # lines are known.
-$(BUILD)/tests/prof/%.o: CFLAGS += -fno-omit-frame-pointer -g
+$(BUILD)/tests/prof/%.o: HAECER_CFLAGS += -fno-omit-frame-pointer -g
 
 # libhaecer-instrument.so: the -finstrument-functions runtime, preloaded or linked; it carries
 # the libhaecer objects it needs so a preload needs nothing else.
 INSTRUMENT_SOURCES := $(wildcard prof/instrument/*.c)
 $(BUILD)/libhaecer-instrument.so: $(call objects_of,$(INSTRUMENT_SOURCES)) $(HAECER_LIBRARY_OBJECTS)
-	$(CC) $(LDFLAGS) -shared $(HAECER_SHARED_FLAGS) -o $@ $^ $(HAECER_LDLIBS) $(DW_LIBS)
+	$(CC) $(HAECER_LDFLAGS) $(LDFLAGS) -shared $(HAECER_SHARED_FLAGS) -o $@ $^ $(HAECER_LDLIBS) \
+		$(DW_LIBS)
 PROGRAMS += $(BUILD)/libhaecer-instrument.so
-$(BUILD)/tests/prof/helper_instrumented.o: CFLAGS += -finstrument-functions
-$(BUILD)/tests/prof/helper_prof_nofp.o: CFLAGS += -fomit-frame-pointer
+$(BUILD)/tests/prof/helper_instrumented.o: HAECER_CFLAGS += -finstrument-functions
+$(BUILD)/tests/prof/helper_prof_nofp.o: HAECER_CFLAGS += -fomit-frame-pointer

@@ -117,7 +117,11 @@ static void test_simulated_cpu_falls_back(void **state)
 
 int main(void)
 {
-	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge", NULL };
+	/* The simulated CPUs are kept busy by a script, not by the host's load: a fixed counter
+	 * of an idle simulated CPU would not move between the two reads on a quiet host. */
+	char load_script[sizeof(root) + 16];
+	const char *arguments[] = { "--backend",	 "sim",	      "--sim-model", "sandybridge",
+				    "--sim-load-script", load_script, NULL };
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sysfs_values),
 		cmocka_unit_test(test_detection_on_a_real_cpu),
@@ -127,6 +131,8 @@ int main(void)
 
 	if (mkdtemp(root) == NULL)
 		return 1;
+	snprintf(load_script, sizeof(load_script), "%s/load", root);
+	tree_write_text(root, "load", "1000 1.0\n");
 	if (msrd_start(&server, POLICY_FIXED, arguments) < 0)
 		return 1;
 	failed = cmocka_run_group_tests(tests, NULL, NULL);

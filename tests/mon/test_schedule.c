@@ -38,7 +38,10 @@ static void check_record(const char *line, bool first, double max_watts)
 	assert_true(json_field(line, "counter", field, sizeof(field)));
 	assert_memory_equal(field, "PKG_ENERGY_STATUS@0", 20);
 	assert_true(json_field(line, "joules", field, sizeof(field)));
-	assert_true(strtod(field, NULL) > 0);
+	/* The register counts from 0 when the simulated CPU starts: a first reading taken before
+	 * its first update (about 1 ms, later under load) is legitimately 0 J. */
+	if (!(first ? strtod(field, NULL) >= 0 : strtod(field, NULL) > 0))
+		fail_msg("no energy in a record: %s", line);
 	if (first)
 		return;
 	assert_true(json_field(line, "watts", field, sizeof(field)));

@@ -14,9 +14,12 @@ $(BUILD)/tests/prof/%.o: HAECER_CFLAGS += -fno-omit-frame-pointer -g
 # libhaecer-instrument.so: the -finstrument-functions runtime, preloaded or linked; it carries
 # the libhaecer objects it needs so a preload needs nothing else.
 INSTRUMENT_SOURCES := $(wildcard prof/instrument/*.c)
-$(BUILD)/libhaecer-instrument.so: $(call objects_of,$(INSTRUMENT_SOURCES)) $(HAECER_LIBRARY_OBJECTS)
-	$(CC) $(HAECER_LDFLAGS) $(LDFLAGS) -shared $(HAECER_SHARED_FLAGS) -o $@ $^ $(HAECER_LDLIBS) \
-		$(DW_LIBS)
+INSTRUMENT_VERSION_SCRIPT := prof/instrument/instrument.map
+$(BUILD)/libhaecer-instrument.so: $(call objects_of,$(INSTRUMENT_SOURCES)) $(HAECER_LIBRARY_OBJECTS) \
+		$(INSTRUMENT_VERSION_SCRIPT)
+	$(CC) $(HAECER_LDFLAGS) $(LDFLAGS) -shared $(HAECER_SHARED_FLAGS) \
+		-Wl,--version-script=$(INSTRUMENT_VERSION_SCRIPT) -o $@ \
+		$(filter-out $(INSTRUMENT_VERSION_SCRIPT),$^) $(HAECER_LDLIBS) $(DW_LIBS)
 PROGRAMS += $(BUILD)/libhaecer-instrument.so
 $(BUILD)/tests/prof/helper_instrumented.o: HAECER_CFLAGS += -finstrument-functions
 $(BUILD)/tests/prof/helper_prof_nofp.o: HAECER_CFLAGS += -fomit-frame-pointer

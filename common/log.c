@@ -46,6 +46,65 @@ int log_level_parse(const char *name, enum log_level *out)
 	return -EINVAL;
 }
 
+const char *log_escape(char *out, size_t size, const char *text, size_t length)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t used = 0;
+
+	if (size == 0)
+		return out;
+	for (size_t i = 0; i < length && text[i] != '\0'; i++) {
+		unsigned char byte = (unsigned char)text[i];
+		char escaped[5];
+		size_t n = 0;
+		if (byte >= 0x20 && byte < 0x7f && byte != '"' && byte != '\\') {
+			escaped[n++] = (char)byte;
+		} else {
+			escaped[n++] = '\\';
+			if (byte == '\n' || byte == '\t' || byte == '\r') {
+				escaped[n++] = byte == '\n' ? 'n' : byte == '\t' ? 't' : 'r';
+			} else if (byte == '"' || byte == '\\') {
+				escaped[n++] = (char)byte;
+			} else {
+				escaped[n++] = 'x';
+				escaped[n++] = hex[byte >> 4];
+				escaped[n++] = hex[byte & 15];
+			}
+		}
+		if (used + n >= size)
+			break;
+		memcpy(out + used, escaped, n);
+		used += n;
+	}
+	out[used] = '\0';
+	return out;
+}
+
+bool log_ratelimit_pass(struct log_ratelimit *limit, uint64_t now_ns, uint64_t interval_ns,
+			uint32_t burst)
+{
+	if (limit->window_start_ns == 0 || now_ns - limit->window_start_ns >= interval_ns) {
+		limit->window_start_ns = now_ns != 0 ? now_ns : 1;
+		limit->printed = 0;
+	}
+	if (limit->printed < burst) {
+		limit->printed++;
+		return true;
+	}
+	limit->suppressed++;
+	return false;
+}
+
+/* The last line of defence: a control character that reached a line by a path that forgot
+ * log_escape still cannot end it. */
+static void neutralise_controls(char *line)
+{
+	for (; *line != '\0'; line++) {
+		if (((unsigned char)*line < 0x20 && *line != '\t') || *line == 0x7f)
+			*line = '?';
+	}
+}
+
 static void log_emit(enum log_level level, const char *format, va_list arguments,
 		     const char *suffix)
 {
@@ -59,6 +118,7 @@ static void log_emit(enum log_level level, const char *format, va_list arguments
 		return;
 	if (suffix != NULL && (size_t)length < sizeof(line))
 		snprintf(line + length, sizeof(line) - (size_t)length, ": %s", suffix);
+	neutralise_controls(line);
 	if (log_to_syslog) {
 		syslog(syslog_priorities[level], "%s", line);
 		return;

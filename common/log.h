@@ -7,6 +7,8 @@
 #define HAECER_COMMON_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 enum log_level {
 	LOG_LEVEL_ERROR = 0,
@@ -34,6 +36,24 @@ void log_message(enum log_level level, const char *format, ...)
 /* A warning with the text of a negative errno value appended: "what: No such file". */
 void log_warn_errno(int negative_errno, const char *format, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* Text from outside the process (a client's name, anything off the wire) made safe for one log
+ * line: printable ASCII but the quote and the backslash is copied, everything else becomes a C
+ * escape (backslash-n, backslash-quote, backslash-xNN...), so no byte of it can end the line,
+ * forge another one or hide what was sent. Reads at most `length` bytes of `text` (stops at a NUL); `out` is always terminated and cut, never
+ * mid-escape, when `size` is too small. Returns `out`, for use as a printf argument. */
+const char *log_escape(char *out, size_t size, const char *text, size_t length);
+
+/* printk_ratelimit for one kind of line: at most `burst` lines per `interval_ns`, the rest
+ * counted in `suppressed` for a summary line the caller prints. Zero-initialised is ready. */
+struct log_ratelimit {
+	uint64_t window_start_ns;
+	uint32_t printed;
+	uint64_t suppressed;
+};
+/* Whether one more line may be printed at `now_ns` (counted either way). */
+bool log_ratelimit_pass(struct log_ratelimit *limit, uint64_t now_ns, uint64_t interval_ns,
+			uint32_t burst);
 
 /* For impossible states only: log and abort. */
 void fatal(const char *format, ...) __attribute__((format(printf, 1, 2), noreturn));

@@ -179,6 +179,42 @@ void client_sqe_done(struct client *client)
 		client_retire(client);
 }
 
+#define REFUSAL_LOG_INTERVAL_NS (5ull * 1000000000ull)
+#define REFUSAL_LOG_UID_FACTOR 4u /* a uid's lines: those of a few of its connections */
+
+static void summarise_refusals(struct client *client)
+{
+	struct uid_account *account = client->account;
+
+	if (account == NULL || account->refusals.suppressed == 0)
+		return;
+	log_notice("refused: %llu more refusals of uid %u suppressed",
+		   (unsigned long long)account->refusals.suppressed, (unsigned)client->uid);
+	account->refusals.suppressed = 0;
+}
+
+bool client_refusal_loggable(struct client *client)
+{
+	struct uid_account *account = client->account;
+	unsigned burst = client->server->config->refusal_log_burst;
+	uint64_t now = msrd_now_ns();
+
+	if (burst == 0)
+		return true;
+	if (account != NULL && account->refusals.suppressed > 0 &&
+	    now - account->refusals.window_start_ns >= REFUSAL_LOG_INTERVAL_NS)
+		summarise_refusals(client);
+	if (!log_ratelimit_pass(&client->refusals, now, REFUSAL_LOG_INTERVAL_NS,
+				burst)) {
+		if (account != NULL)
+			account->refusals.suppressed++;
+		return false;
+	}
+	return account == NULL || log_ratelimit_pass(&account->refusals, now,
+						     REFUSAL_LOG_INTERVAL_NS,
+						     REFUSAL_LOG_UID_FACTOR * burst);
+}
+
 void client_close(struct client *client, const char *reason)
 {
 	uint64_t now = msrd_now_ns();
@@ -191,6 +227,7 @@ void client_close(struct client *client, const char *reason)
 	/* One uniform word, whatever the reason: tests and operators grep for it. */
 	snprintf(line, sizeof(line), "disconnected (%s)", reason);
 	log_client(client, LOG_LEVEL_INFO, line);
+	summarise_refusals(client);
 	for (uint16_t i = 0; i < client->ring_count; i++)
 		ringdir_release(&client->server->rings, client->rings[i].entry,
 				client->rings[i].producer, now);
@@ -513,7 +550,7 @@ void client_reply_error(struct client *client, uint16_t op, uint32_t request_id,
 	va_start(arguments, format);
 	vsnprintf(detail, sizeof(detail), format, arguments);
 	va_end(arguments);
-	if (!client->refusal_logged) {
+	if (!client->refusal_logged && client_refusal_loggable(client)) {
 		log_notice("refused: uid %u pid %d op %s: %s (%s)", (unsigned)client->uid,
 			   (int)client->pid, wire_op_name(op), detail, wire_status_text(status));
 		client->refusal_logged = true;

@@ -19,16 +19,19 @@ void dispatch_log_refusal(struct client *client, uint16_t op, uint32_t cpu, uint
 			  const char *reason)
 {
 	client->refusal_logged = true;
-	log_notice("refused: uid %u pid %d op %s cpu %u address 0x%x: %s", (unsigned)client->uid,
-		   (int)client->pid, wire_op_name(op), cpu, address, reason);
+	if (client_refusal_loggable(client))
+		log_notice("refused: uid %u pid %d op %s cpu %u address 0x%x: %s",
+			   (unsigned)client->uid, (int)client->pid, wire_op_name(op), cpu, address,
+			   reason);
 }
 
 static void log_ring_refusal(struct client *client, uint16_t op, uint16_t major,
 			     uint16_t minor, const char *reason)
 {
 	client->refusal_logged = true;
-	log_notice("refused: uid %u pid %d op %s ring %u.%u: %s", (unsigned)client->uid,
-		   (int)client->pid, wire_op_name(op), major, minor, reason);
+	if (client_refusal_loggable(client))
+		log_notice("refused: uid %u pid %d op %s ring %u.%u: %s", (unsigned)client->uid,
+			   (int)client->pid, wire_op_name(op), major, minor, reason);
 }
 
 void dispatch_malformed(struct client *client, const struct wire_header *header, size_t length)
@@ -112,8 +115,13 @@ static void handle_hello(struct client *client, const struct wire_header *header
 				   request.min_version, request.max_version, WIRE_VERSION);
 		return;
 	}
-	log_debug("client %u (uid %u pid %d) is \"%s\"", client->number, (unsigned)client->uid,
-		  (int)client->pid, request.client_name);
+	if (log_get_level() >= LOG_LEVEL_DEBUG) {
+		char name[4 * WIRE_NAME_MAX + 1];
+		log_debug("client %u (uid %u pid %d) is \"%s\"", client->number,
+			  (unsigned)client->uid, (int)client->pid,
+			  log_escape(name, sizeof(name), request.client_name,
+				     sizeof(request.client_name)));
+	}
 	hello = (struct wire_hello_reply){
 		.version = WIRE_VERSION,
 		.backend = (uint16_t)backend_kind(client->server->backend),

@@ -53,6 +53,7 @@ enum option_id {
 	OPT_SIM_IDEAL,
 	OPT_SIM_SEED,
 	OPT_SIM_POWER_SCRIPT,
+	OPT_REFUSAL_LOG_BURST,
 };
 
 static const struct option long_options[] = {
@@ -99,6 +100,7 @@ static const struct option long_options[] = {
 	{ "user", required_argument, NULL, OPT_USER },
 	{ "socket-owner", required_argument, NULL, OPT_SOCKET_OWNER },
 	{ "seccomp", required_argument, NULL, OPT_SECCOMP },
+	{ "refusal-log-burst", required_argument, NULL, OPT_REFUSAL_LOG_BURST },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -127,6 +129,8 @@ void options_usage(FILE *out)
 		"  -f, --foreground           stay in the foreground, log to stderr\n"
 		"  --log-level LEVEL          error, warn, notice (default), info, debug\n"
 		"  --ready-fd N               write one byte to descriptor N once listening\n"
+		"  --refusal-log-burst N      log at most N refusals per connection and 4 N per uid\n"
+		"                             every 5 s, and count the rest (default 10; 0: all)\n"
 		"Backend:\n"
 		"  --backend KIND             auto (default: msr, else msr-safe), msr, msr-safe or\n"
 		"                             sim (the simulated CPU: invented values)\n"
@@ -225,6 +229,7 @@ static void set_defaults(struct msrd_config *config)
 		.max_rings_per_uid = 1024,
 		.max_handles_per_uid = 1024,
 		.max_schedules_per_uid = 64,
+		.refusal_log_burst = 10,
 	};
 }
 
@@ -254,6 +259,7 @@ static const struct number_option number_options[] = {
 	{ OPT_SIM_ACCESS_STEP, "--sim-access-step-ns", 10, 0, 1000000000ull },
 	{ OPT_SIM_LATE_ENERGY_READS, "--sim-late-energy-reads", 10, 3, 1000000ull },
 	{ OPT_SIM_SEED, "--sim-seed", 0, 0, UINT64_MAX },
+	{ OPT_REFUSAL_LOG_BURST, "--refusal-log-burst", 10, 0, 1000000 },
 };
 
 static void store_number(struct msrd_config *config, int id, unsigned long long value)
@@ -276,6 +282,7 @@ static void store_number(struct msrd_config *config, int id, unsigned long long 
 	case OPT_SIM_ACCESS_STEP: config->backend.sim_access_step_ns = value; break;
 	case OPT_SIM_LATE_ENERGY_READS: config->backend.sim_late_energy_reads = (uint32_t)value; break;
 	case OPT_SIM_SEED: config->backend.sim_seed = value; break;
+	case OPT_REFUSAL_LOG_BURST: config->refusal_log_burst = (unsigned)value; break;
 	default: break;
 	}
 }

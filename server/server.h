@@ -92,6 +92,7 @@ struct msrd_config {
 	unsigned max_handles_per_uid;
 	unsigned max_schedules_per_uid;
 	unsigned recv_buffers;         /* shared receive buffers of LOOP_BUFFER_SIZE bytes */
+	unsigned refusal_log_burst;    /* refusal lines per connection per 5 s (4x per uid); 0 all */
 };
 
 /* Parse argv. Returns 0, or -EINVAL after printing "msrd: ..." to stderr (exit 2). */
@@ -264,6 +265,7 @@ struct client {
 	bool peer_closed;              /* it shut its sending side: answer, then close */
 	bool lock_waiting;             /* its next frame waits for the write lock (msr_exec.c) */
 	bool refusal_logged;           /* the current request's refusal has its log line */
+	struct log_ratelimit refusals; /* its refusal log lines (the uid's limit applies too) */
 	bool closing;                  /* disconnected; retired when the last SQE completes, freed
 					* at the end of that loop turn */
 	bool linked_send;              /* its send in flight is linked behind a device read: a
@@ -317,6 +319,13 @@ void dispatch_frame(struct client *client, const struct wire_header *header,
 		    const uint8_t *payload, size_t length);
 /* Log one refusal line: uid, pid, op, cpu, address, reason. (An error reply whose refusal was
  * not logged this way is logged by client_reply_error, so every refusal is one line.) */
+/* Whether this refusal of the client may have its log line: at most a burst per client and per
+ * uid in each interval (printk_ratelimit), so a flood of denied requests cannot fill the disk
+ * or make the log drop the refusals that matter. What is held back is counted per uid and
+ * summed up in one line ("N more refusals of uid U suppressed") when the uid's next line is
+ * let through or one of its connections closes. */
+bool client_refusal_loggable(struct client *client);
+
 void dispatch_log_refusal(struct client *client, uint16_t op, uint32_t cpu, uint32_t address,
 			  const char *reason);
 /* A payload of the wrong shape: ERROR frame, then the connection closes. */
@@ -775,6 +784,7 @@ struct uid_account {
 	uid_t uid;
 	uint64_t used[ACCOUNT_RESOURCES];
 	struct energy_coarse *energy_coarse; /* previous coarse reading per energy counter */
+	struct log_ratelimit refusals; /* refusal log lines of all its connections */
 };
 
 struct accounts {

@@ -169,6 +169,9 @@ static size_t build_command(const struct msrd_server *server, int ready_fd,
 		argv[count++] = "--sim-seed";
 		argv[count++] = HARNESS_SIM_SEED;
 	}
+	/* Every refusal logged: tests count them one by one. test_log_flood sets its own. */
+	argv[count++] = "--refusal-log-burst";
+	argv[count++] = "0";
 	for (size_t i = 0; arguments != NULL && arguments[i] != NULL; i++) {
 		if (count + 1 >= MAX_ARGUMENTS)
 			break;

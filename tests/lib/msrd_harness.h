@@ -54,7 +54,8 @@ bool harness_valgrind(void);
 int msrd_prepare(struct msrd_server *server, const char *policy_yaml);
 /* Start msrd in the prepared directory. `arguments` is NULL-terminated and added after the
  * harness's own (--socket, --policy, --foreground, --ready-fd, --models-dir, --log-level info,
- * --state-dir, --seccomp): a test's own --seccomp or --state-dir comes later and wins.
+ * --state-dir, --seccomp, --refusal-log-burst 0 so tests can count every refusal): a test's own
+ * --seccomp, --state-dir or --refusal-log-burst comes later and wins.
  * 0 once msrd listens; -1 when it exited or did not get ready (its log is printed). */
 int msrd_launch(struct msrd_server *server, const char *const *arguments);
 /* msrd_prepare + msrd_launch. */

@@ -9,7 +9,12 @@
  *     encodes back to the same 16 bytes;
  *   - a decoder never reads past the payload (ASan) and accepts only payloads of its exact size;
  *   - what a decoder accepts survives encode -> decode -> encode unchanged (the encoders and
- *     decoders agree on every field, reserved words included).
+ *     decoders agree on every field, reserved words included);
+ *   - no accepted request can make msrd busy: a schedule's period is within its bounds and
+ *     msrd's grid of deadlines (origin + (n + 1) * period) moves strictly forward without
+ *     wrapping for a century of periods from any clock reading below 2^62 ns (a wrapped or
+ *     standing deadline is a timer that fires at once, for ever: issue 14); a simulated
+ *     advance is at most a week.
  */
 #include <assert.h>
 #include <errno.h>
@@ -99,6 +104,11 @@ static void encode_u32(struct wire_writer *writer, const void *message)
 	wire_put_u32(writer, (uint32_t)((const struct pair *)message)->a);
 }
 
+static int decode_sim_advance(const void *payload, size_t length, void *out)
+{
+	return wire_get_sim_advance(payload, length, &((struct pair *)out)->a);
+}
+
 static int decode_read_reply(const void *payload, size_t length, void *out)
 {
 	return wire_get_read_reply(payload, length, &((struct pair *)out)->a);
@@ -171,6 +181,7 @@ static const struct codec codecs[] = {
 	{ "u64", decode_u64, encode_u64, sizeof(struct pair) },
 	{ "u32", decode_u32, encode_u32, sizeof(struct pair) },
 	{ "read_reply", decode_read_reply, encode_u64, sizeof(struct pair) },
+	{ "sim_advance", decode_sim_advance, encode_u64, sizeof(struct pair) },
 	{ "energy", decode_energy, encode_energy, sizeof(struct pair) },
 	{ "batch_run", decode_batch_run, encode_batch_run, sizeof(struct pair) },
 };
@@ -253,8 +264,32 @@ static void check_lists(const uint8_t *payload, size_t length)
 	}
 }
 
+#define CENTURY_NS (100ull * 365ull * 86400ull * 1000000000ull)
+#define LATEST_ORIGIN_NS (1ull << 62)
+
+/* The deadline arithmetic of server/schedule.c over what the decoder lets through. */
+static void check_durations(const uint8_t *payload, size_t length)
+{
+	struct wire_schedule_start start;
+	uint64_t ns;
+
+	if (wire_get_schedule_start(payload, length, &start) == 0) {
+		uint64_t periods = CENTURY_NS / start.period_ns;
+		uint64_t offset, last, before;
+		assert(start.period_ns >= WIRE_SCHEDULE_MIN_PERIOD_NS &&
+		       start.period_ns <= WIRE_SCHEDULE_MAX_PERIOD_NS);
+		assert(!__builtin_mul_overflow(periods + 1, start.period_ns, &offset));
+		assert(!__builtin_add_overflow(LATEST_ORIGIN_NS, offset, &last));
+		before = LATEST_ORIGIN_NS + periods * start.period_ns;
+		assert(last > before && last - before == start.period_ns);
+	}
+	if (wire_get_sim_advance(payload, length, &ns) == 0)
+		assert(ns <= WIRE_SIM_MAX_ADVANCE_NS);
+}
+
 static void check_payload(const uint8_t *payload, size_t length)
 {
+	check_durations(payload, length);
 	for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
 		round_trip(&codecs[i], payload, length);
 	check_batch(payload, length);

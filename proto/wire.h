@@ -334,6 +334,7 @@ struct wire_sim_advance {
 	uint64_t ns;
 };
 #define WIRE_SIM_ADVANCE_SIZE 8u       /* reply: u64 now_ns */
+#define WIRE_SIM_MAX_ADVANCE_NS (7ull * 86400ull * 1000000000ull) /* one week per request */
 
 struct wire_sim_set_load {
 	int32_t cpu;                   /* -1 = every CPU */
@@ -453,6 +454,9 @@ struct wire_energy_page {
 
 #define WIRE_SCHEDULE_PERSISTENT 0x1u
 #define WIRE_SCHEDULE_MIN_PERIOD_NS 1000000ull
+/* Every time from the wire is bounded where it is decoded, so no product or sum msrd forms
+ * from it can wrap (a wrapped deadline is always past: a timer that fires at once, forever). */
+#define WIRE_SCHEDULE_MAX_PERIOD_NS (86400ull * 1000000000ull) /* one day */
 struct wire_schedule_start {
 	uint32_t handle;
 	uint32_t flags;                /* WIRE_SCHEDULE_* */
@@ -509,6 +513,8 @@ int wire_get_ring_list(const void *payload, size_t length, uint32_t *count, uint
 void wire_get_ring_list_entry(const void *payload, uint32_t index, struct wire_ring_entry *out);
 
 int wire_get_u64_payload(const void *payload, size_t length, uint64_t *value);
+/* SIM_ADVANCE request: u64 ns; -ERANGE over WIRE_SIM_MAX_ADVANCE_NS. */
+int wire_get_sim_advance(const void *payload, size_t length, uint64_t *ns);
 void wire_put_sim_set_load(struct wire_writer *writer, const struct wire_sim_set_load *message);
 int wire_get_sim_set_load(const void *payload, size_t length, struct wire_sim_set_load *out);
 void wire_put_sim_truth_request(struct wire_writer *writer,
@@ -560,7 +566,8 @@ int wire_get_u32_payload(const void *payload, size_t length, uint32_t *value);
 void wire_put_batch_run(struct wire_writer *writer, uint32_t handle, uint32_t count);
 int wire_get_batch_run(const void *payload, size_t length, uint32_t *handle, uint32_t *count);
 void wire_put_schedule_start(struct wire_writer *writer, const struct wire_schedule_start *message);
-/* -EINVAL for unknown flags. */
+/* -EINVAL for unknown flags, -ERANGE for a period outside [WIRE_SCHEDULE_MIN_PERIOD_NS,
+ * WIRE_SCHEDULE_MAX_PERIOD_NS]. */
 int wire_get_schedule_start(const void *payload, size_t length, struct wire_schedule_start *out);
 void wire_put_schedule_started(struct wire_writer *writer,
 			       const struct wire_schedule_started *message);

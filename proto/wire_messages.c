@@ -156,6 +156,15 @@ int wire_get_u64_payload(const void *payload, size_t length, uint64_t *value)
 	return wire_reader_finish(&reader);
 }
 
+int wire_get_sim_advance(const void *payload, size_t length, uint64_t *ns)
+{
+	int status = wire_get_u64_payload(payload, length, ns);
+
+	if (status < 0)
+		return status;
+	return *ns <= WIRE_SIM_MAX_ADVANCE_NS ? 0 : -ERANGE;
+}
+
 int wire_get_read_reply(const void *payload, size_t length, uint64_t *value)
 {
 	return wire_get_u64_payload(payload, length, value);
@@ -781,6 +790,7 @@ void wire_put_schedule_start(struct wire_writer *writer, const struct wire_sched
 int wire_get_schedule_start(const void *payload, size_t length, struct wire_schedule_start *out)
 {
 	struct wire_reader reader;
+	int status;
 
 	wire_reader_init(&reader, payload, length);
 	out->handle = wire_get_u32(&reader);
@@ -789,7 +799,13 @@ int wire_get_schedule_start(const void *payload, size_t length, struct wire_sche
 	out->major = wire_get_u16(&reader);
 	out->minor = wire_get_u16(&reader);
 	out->capacity = wire_get_u32(&reader);
-	return finish_with_reserved(&reader, out->flags & ~(uint64_t)WIRE_SCHEDULE_PERSISTENT);
+	status = finish_with_reserved(&reader, out->flags & ~(uint64_t)WIRE_SCHEDULE_PERSISTENT);
+	if (status < 0)
+		return status;
+	if (out->period_ns < WIRE_SCHEDULE_MIN_PERIOD_NS ||
+	    out->period_ns > WIRE_SCHEDULE_MAX_PERIOD_NS)
+		return -ERANGE;
+	return 0;
 }
 
 void wire_put_schedule_started(struct wire_writer *writer,

@@ -503,12 +503,18 @@ static void handle_sim_advance(struct client *client, const struct wire_header *
 	uint64_t now = 0;
 	int status;
 
-	if (wire_get_u64_payload(payload, length, &ns) < 0) {
+	status = wire_get_sim_advance(payload, length, &ns);
+	if (status == -EBADMSG) {
 		dispatch_malformed(client, header, length);
 		return;
 	}
 	if (!sim_allowed(client, header))
 		return;
+	if (status < 0) {
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
+				   "a simulated advance is at most a week");
+		return;
+	}
 	status = energy_sim_advance(client->server, ns);
 	if (status == 0)
 		status = backend_sim_now(client->server->backend, &now);

@@ -127,11 +127,30 @@ static void run_period(struct schedule *schedule, uint64_t timestamp)
 	}
 }
 
+/* The next grid point; false when it is past what 64 bits of nanoseconds hold (periods are
+ * bounded on the wire, so only after centuries: a wrapped deadline would always be past, and
+ * the timer would fire at once for ever). */
+static bool next_deadline(const struct schedule *schedule, uint64_t *deadline)
+{
+	uint64_t offset;
+
+	return !__builtin_mul_overflow(schedule->period_number + 1, schedule->period_ns, &offset) &&
+	       !__builtin_add_overflow(schedule->origin_ns, offset, deadline);
+}
+
+static void stop(struct schedule *schedule, const char *why);
+
 static void arm(struct schedule *schedule, uint64_t now)
 {
-	uint64_t deadline = schedule->origin_ns + (schedule->period_number + 1) * schedule->period_ns;
-	uint64_t wait = deadline > now ? deadline - now : 0;
-	struct io_uring_sqe *sqe = loop_sqe(&schedule->server->loop);
+	uint64_t deadline, wait;
+	struct io_uring_sqe *sqe;
+
+	if (!next_deadline(schedule, &deadline)) {
+		stop(schedule, "its next period lies past the end of the clock");
+		return;
+	}
+	wait = deadline > now ? deadline - now : 0;
+	sqe = loop_sqe(&schedule->server->loop);
 
 	schedule->timeout = (struct __kernel_timespec){
 		.tv_sec = (long long)(wait / 1000000000ull),
@@ -274,8 +293,6 @@ static int check_start(const struct client *client, const struct wire_schedule_s
 	if (batch->generation != client->server->policy_generation)
 		return snprintf(reason, size, "batch handle %u is stale: register it again",
 				request->handle), -ESTALE;
-	if (request->period_ns < WIRE_SCHEDULE_MIN_PERIOD_NS)
-		return snprintf(reason, size, "the period is at least 1 ms"), -EINVAL;
 	if (batch->count > RING_MAX_COUNTERS)
 		return snprintf(reason, size, "a scheduled batch has at most %u ops",
 				RING_MAX_COUNTERS), -EINVAL;
@@ -470,11 +487,15 @@ void schedule_handle_start(struct client *client, const struct wire_header *head
 		dispatch_malformed(client, header, length);
 		return;
 	}
-	if (status == 0)
+	if (status == 0) {
 		status = check_start(client, &request, handles_find(client, request.handle), reason,
 				     sizeof(reason));
-	else
+	} else if (status == -ERANGE) {
+		snprintf(reason, sizeof(reason), "the period is at least 1 ms and at most a day");
+		status = -EINVAL;
+	} else {
 		snprintf(reason, sizeof(reason), "unknown schedule flags 0x%x", request.flags);
+	}
 	if (status < 0) {
 		refuse(client, header, status, reason);
 		return;
@@ -500,6 +521,7 @@ void schedule_handle_start(struct client *client, const struct wire_header *head
 	server->schedules = schedule;
 	schedule->origin_ns = raw_now_ns();
 	run_period(schedule, schedule->origin_ns);
+	/* Its first deadline is one bounded period away: arm() cannot stop (and free) it here. */
 	arm(schedule, raw_now_ns());
 	log_info("client %u (uid %u pid %d) started %sschedule %u: %u ops every %llu ns into ring "
 		 "%u.%u.%u",

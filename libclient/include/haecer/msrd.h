@@ -305,7 +305,7 @@ int haecer_batch_release(struct haecer_conn *conn, uint32_t handle);
 
 struct haecer_schedule_spec {
 	uint32_t handle;          /* a registered batch (reads only) */
-	uint64_t period_ns;       /* >= 1 ms */
+	uint64_t period_ns;       /* 1 ms .. 1 day */
 	uint16_t major, minor;    /* ring the results go to (policy: create_rings) */
 	uint32_t capacity;        /* ring records, power of two */
 	uint32_t flags;           /* HAECER_SCHEDULE_* */

@@ -358,7 +358,8 @@ static uint32_t package_power_bound_mw(const struct msr_backend *backend, uint64
 	return (uint32_t)bound;
 }
 
-/* As the kernel's rapl drivers do: a domain exists when its status register reads non-zero. */
+/* As the kernel's rapl drivers do: a domain exists when its status register reads non-zero; one
+ * that reads 0 is dormant (it may start counting later, and msrd must coarsen it all the same). */
 static void probe_rapl(const struct msr_backend *backend, struct machine_info *info)
 {
 	bool amd = strcmp(info->vendor, "AuthenticAMD") == 0 ||
@@ -376,14 +377,16 @@ static void probe_rapl(const struct msr_backend *backend, struct machine_info *i
 		const struct rapl_unit_quirk *quirk;
 
 		if (rapl_domain_is_amd(domain) != amd ||
-		    device_read(backend, 0, rapl_energy_status_address(domain), &value) < 0 ||
-		    (value & RAPL_ENERGY_COUNTER_MASK) == 0)
+		    device_read(backend, 0, rapl_energy_status_address(domain), &value) < 0)
 			continue;
 		quirk = rapl_unit_quirk_of(strcmp(info->vendor, "GenuineIntel") == 0, info->family,
 					   info->model, (int)domain);
 		if (quirk)
 			exponent = quirk->exponent;
-		info->rapl_domains |= 1u << domain;
+		if ((value & RAPL_ENERGY_COUNTER_MASK) != 0)
+			info->rapl_domains |= 1u << domain;
+		else
+			info->rapl_dormant_domains |= 1u << domain;
 		info->rapl_energy_exponent[domain] = exponent;
 		info->rapl_max_power_mw[domain] = domain == RAPL_DOMAIN_PSYS ? DEFAULT_MAX_POWER_MW :
 										bound_mw;

@@ -61,6 +61,10 @@ struct machine_info {
 	uint32_t package_count;
 	uint16_t cpu_package[MACHINE_MAX_CPUS]; /* package of each CPU */
 	uint32_t rapl_domains;      /* bit (1 << enum rapl_domain) per domain that exists */
+	/* Domains whose status register reads but holds 0 at start (PP1 on a machine whose
+	 * graphics has not run yet): not reported as existing, as the kernel does, but kept by
+	 * msrd like the others, since the register may start counting at any time. */
+	uint32_t rapl_dormant_domains;
 	uint64_t rapl_power_unit;   /* raw value of the RAPL unit register (0 when no RAPL) */
 	uint8_t rapl_energy_exponent[RAPL_DOMAIN_COUNT]; /* J = count * 2^-exponent, per domain */
 	uint32_t rapl_max_power_mw[RAPL_DOMAIN_COUNT];   /* upper bound for wrap deadlines */

@@ -169,7 +169,9 @@ int energy_init(struct msrd *server)
 	for (int domain = 0; domain < RAPL_DOMAIN_COUNT; domain++) {
 		uint64_t period;
 		int status;
-		if ((machine->rapl_domains & (1u << domain)) == 0)
+		/* Dormant domains too: one that starts counting later is kept (and coarsened)
+		 * from its first unit on. */
+		if (((machine->rapl_domains | machine->rapl_dormant_domains) & (1u << domain)) == 0)
 			continue;
 		status = add_domain(energy, machine, domain);
 		if (status < 0)
@@ -396,8 +398,14 @@ void energy_finish_reads(struct client *client, struct msr_op *ops, const uint8_
 		if (ops[i].write || ops[i].status != 0 || kinds[i] == WIRE_BATCH_SLOT_READ)
 			continue;
 		counter = energy_find(client->server, ops[i].cpu, ops[i].address);
-		if (counter == NULL)
+		if (counter == NULL) {
+			/* Fail closed: an energy-status register msrd keeps no total for is never
+			 * shown raw to a coarse grant. */
+			if (rapl_domain_of_address(ops[i].address) >= 0 &&
+			    policy_energy_limit(client->grant, ops[i].address, &limit) == 1)
+				ops[i].status = -EPERM;
 			continue;
+		}
 		raw = ops[i].value;
 		total = energy_observe(client->server, counter, &raw);
 		if (policy_energy_limit(client->grant, ops[i].address, &limit) == 1) {

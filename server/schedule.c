@@ -107,7 +107,9 @@ static void run_period(struct schedule *schedule, uint64_t timestamp)
 			continue;
 		counter = energy_find(server, op->cpu, op->address);
 		if (counter == NULL) {
-			push(schedule, i, raw, 0, timestamp);
+			/* Fail closed, as energy_finish_reads: no raw energy for a coarse grant. */
+			if (!(schedule->extra[i].coarse && rapl_domain_of_address(op->address) >= 0))
+				push(schedule, i, raw, 0, timestamp);
 			continue;
 		}
 		total = energy_observe(server, counter, &raw);

@@ -217,8 +217,24 @@ static int walk_link(struct walk *walk, const char *name, int *file)
 	char target[PATH_MAX];
 	ssize_t length;
 
+	struct stat status;
+	uid_t self = geteuid();
+
 	if (++walk->links > MAX_SYMLINKS)
 		return walk_fail(walk, -ELOOP, "cannot resolve", name);
+	/* A link's own mode means nothing, but its owner may point it elsewhere at any time (in
+	 * a sticky directory too, where only the owner may replace it): trusted like a file. */
+	if (fstatat(walk->directory, name, &status, AT_SYMLINK_NOFOLLOW) < 0)
+		return walk_fail(walk, -errno, "cannot inspect the link", name);
+	if (status.st_uid != 0 && status.st_uid != self) {
+		policy_fail(walk->error, 0, 0,
+			    "refusing policy: symbolic link %s%s%s is owned by uid %u, not by root "
+			    "or uid %u", walk->where,
+			    walk->where[0] != '\0' && walk->where[strlen(walk->where) - 1] == '/'
+				    ? "" : "/",
+			    name, (unsigned)status.st_uid, (unsigned)self);
+		return -EACCES;
+	}
 	length = readlinkat(walk->directory, name, target, sizeof(target) - 1);
 	if (length < 0)
 		return walk_fail(walk, -errno, "cannot read the link", name);

@@ -4,6 +4,7 @@
 #include "server/server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <libgen.h>
 #include <pwd.h>
@@ -21,33 +22,81 @@ static int errno_or(int fallback)
 	return errno != 0 ? -errno : fallback;
 }
 
-/* Whoever may write the socket's directory may replace the socket with their own, and every
- * client would then talk to them: the directory must belong to root or msrd's user and be
- * writable by nobody else (a sticky bit does not help: a name nobody holds yet can be taken). */
-static int check_socket_directory(const char *directory)
+/* Whoever may write the socket's directory, or any directory on its path, or owns a symbolic
+ * link on it, may put their own socket where clients look, and every client would then talk
+ * to them. So the path is walked from "/" one component at a time by descriptor, never
+ * following a link (O_NOFOLLOW; a link on the path is refused: give msrd the real path, /run
+ * rather than /var/run): every directory on it belongs to root or msrd's user, and none is
+ * writable by others unless sticky; the socket's own directory is not writable by others at
+ * all (a sticky bit does not help there: a name nobody holds yet can be taken). Returns a
+ * descriptor of the socket's directory, through which the socket's owner is then set. */
+static int open_socket_directory(const char *directory)
 {
-	struct stat status;
+	char copy[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *component, *rest = copy;
 	uid_t self = geteuid();
+	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int status = 0;
 
-	if (stat(directory, &status) < 0)
+	snprintf(copy, sizeof(copy), "%s", directory);
+	if (fd < 0)
 		return errno_or(-ENOENT);
-	if (status.st_uid != 0 && status.st_uid != self) {
-		log_error("refusing the socket directory %s: it belongs to uid %u, not to root or "
-			  "uid %u", directory, (unsigned)status.st_uid, (unsigned)self);
-		return -EACCES;
+	for (;;) {
+		struct stat info;
+		bool last;
+		if (fstat(fd, &info) < 0) {
+			status = errno_or(-EIO);
+			break;
+		}
+		do
+			component = strsep(&rest, "/");
+		while (component != NULL && component[0] == '\0');
+		last = component == NULL;
+		if (info.st_uid != 0 && info.st_uid != self) {
+			log_error("refusing the socket directory %s: a directory on its path belongs "
+				  "to uid %u, not to root or uid %u", directory,
+				  (unsigned)info.st_uid, (unsigned)self);
+			status = -EACCES;
+			break;
+		}
+		if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0 &&
+		    (last || (info.st_mode & S_ISVTX) == 0)) {
+			log_error("refusing the socket directory %s: %s is writable by %s (mode "
+				  "%04o); run chmod go-w on it", directory,
+				  last ? "it" : "a directory on its path",
+				  (info.st_mode & S_IWOTH) ? "others" : "its group",
+				  (unsigned)(info.st_mode & 07777));
+			status = -EACCES;
+			break;
+		}
+		if (last)
+			return fd;
+		{
+			int next = openat(fd, component,
+					  O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (next < 0 && (errno == ENOTDIR || errno == ELOOP) &&
+			    fstatat(fd, component, &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISLNK(info.st_mode)) {
+				log_error("refusing the socket directory %s: %s on its path is a "
+					  "symbolic link; give the real path", directory,
+					  component);
+				status = -ELOOP;
+				break;
+			}
+			if (next < 0) {
+				status = errno_or(-ENOENT);
+				break;
+			}
+			close(fd);
+			fd = next;
+		}
 	}
-	if ((status.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-		log_error("refusing the socket directory %s: it is writable by %s (mode %04o); run "
-			  "chmod go-w on it", directory,
-			  (status.st_mode & S_IWOTH) ? "others" : "its group",
-			  (unsigned)(status.st_mode & 07777));
-		return -EACCES;
-	}
-	return 0;
+	close(fd);
+	return status;
 }
 
 /* Create the socket's directory when it is missing (e.g. /run/haecer after boot); only the last
- * component, as a daemon's runtime directory. */
+ * component, as a daemon's runtime directory. Returns a descriptor of the checked directory. */
 static int make_socket_directory(const char *path)
 {
 	char copy[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -57,7 +106,7 @@ static int make_socket_directory(const char *path)
 	directory = dirname(copy);
 	if (mkdir(directory, 0755) < 0 && errno != EEXIST)
 		return errno_or(-EACCES);
-	return check_socket_directory(directory);
+	return open_socket_directory(directory);
 }
 
 /*
@@ -101,31 +150,36 @@ static int clear_stale_socket(const struct sockaddr_un *address)
 	return 0;
 }
 
-static int apply_socket_permissions(const struct msrd_config *config)
+/* The socket's owner and group, set through the checked directory's descriptor and never
+ * through a link (fchown on the socket's own descriptor would change the socket object, not the
+ * name clients connect to). Its mode was set at bind by the umask. */
+static int apply_socket_owner(const struct msrd_config *config, int directory, const char *name)
 {
+	uid_t uid = (uid_t)-1;
+	gid_t gid = (gid_t)-1;
+
 	if (config->socket_owner != NULL) {
 		struct passwd *user = getpwnam(config->socket_owner);
 		char *end;
-		unsigned long uid = strtoul(config->socket_owner, &end, 10);
+		unsigned long number = strtoul(config->socket_owner, &end, 10);
 		if (user != NULL)
-			uid = user->pw_uid;
+			number = user->pw_uid;
 		else if (*end != '\0' || end == config->socket_owner)
 			return -ENOENT;
-		if (chown(config->socket_path, (uid_t)uid, (gid_t)-1) < 0)
-			return errno_or(-EPERM);
+		uid = (uid_t)number;
 	}
 	if (config->socket_group != NULL) {
 		struct group *group = getgrnam(config->socket_group);
 		char *end;
-		unsigned long gid = strtoul(config->socket_group, &end, 10);
+		unsigned long number = strtoul(config->socket_group, &end, 10);
 		if (group != NULL)
-			gid = group->gr_gid;
+			number = group->gr_gid;
 		else if (*end != '\0' || end == config->socket_group)
 			return -ENOENT;
-		if (chown(config->socket_path, (uid_t)-1, (gid_t)gid) < 0)
-			return errno_or(-EPERM);
+		gid = (gid_t)number;
 	}
-	if (chmod(config->socket_path, (mode_t)config->socket_mode) < 0)
+	if ((uid != (uid_t)-1 || gid != (gid_t)-1) &&
+	    fchownat(directory, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno_or(-EPERM);
 	return 0;
 }
@@ -133,6 +187,10 @@ static int apply_socket_permissions(const struct msrd_config *config)
 int listener_open(const struct msrd_config *config)
 {
 	struct sockaddr_un address = { .sun_family = AF_UNIX };
+	char base[sizeof(address.sun_path)];
+	const char *name;
+	mode_t mask;
+	int directory;
 	int fd = -1;
 	int status;
 
@@ -141,29 +199,37 @@ int listener_open(const struct msrd_config *config)
 		return -ENAMETOOLONG;
 	}
 	memcpy(address.sun_path, config->socket_path, strlen(config->socket_path) + 1);
-	status = make_socket_directory(config->socket_path);
-	if (status < 0) {
-		log_warn_errno(status, "the directory of %s", config->socket_path);
-		return status;
+	directory = make_socket_directory(config->socket_path);
+	if (directory < 0) {
+		log_warn_errno(directory, "the directory of %s", config->socket_path);
+		return directory;
 	}
+	snprintf(base, sizeof(base), "%s", config->socket_path);
+	name = basename(base);
 	status = clear_stale_socket(&address);
 	if (status < 0) {
 		log_warn_errno(status, "%s", status == -EADDRINUSE
 						     ? "another msrd is listening on the socket"
 						     : "removing the old socket file");
-		return status;
+		goto out;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return errno_or(-EMFILE);
-	if (bind(fd, (struct sockaddr *)&address, sizeof(address)) < 0) {
-		status = errno_or(-EADDRINUSE);
+	if (fd < 0) {
+		status = errno_or(-EMFILE);
+		goto out;
+	}
+	/* The socket is born with its mode (no moment with a wider one, no chmod by path). */
+	mask = umask(~(mode_t)config->socket_mode & 0777);
+	status = bind(fd, (struct sockaddr *)&address, sizeof(address)) < 0 ? errno_or(-EADDRINUSE)
+									       : 0;
+	umask(mask);
+	if (status < 0) {
 		log_warn_errno(status, "bind %s", config->socket_path);
 		goto out;
 	}
-	status = apply_socket_permissions(config);
+	status = apply_socket_owner(config, directory, name);
 	if (status < 0) {
-		log_warn_errno(status, "setting owner, group and mode of %s", config->socket_path);
+		log_warn_errno(status, "setting owner and group of %s", config->socket_path);
 		unlink(config->socket_path);
 		goto out;
 	}
@@ -172,9 +238,12 @@ int listener_open(const struct msrd_config *config)
 		unlink(config->socket_path);
 		goto out;
 	}
+	close(directory);
 	return fd;
 out:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
+	close(directory);
 	return status;
 }
 

@@ -9,6 +9,7 @@
  * (energy, 2^-16 J), clock CLOCK_MONOTONIC_RAW; prints "instance N pid P", then obeys:
  *
  *   push ID VALUE TIMESTAMP                    one record (the counter's unit exponent)
+ *   pushx ID VALUE TIMESTAMP EXPONENT          one record with a unit exponent of its own
  *   burst N ID FIRST STEP T0 DT                N records: FIRST + i*STEP at T0 + i*DT
  *   sync                                       answer "ok" (everything before is pushed)
  *   exit                                       disconnect and exit 0 (also at end of input)
@@ -37,21 +38,31 @@ static const struct haecer_ring_counter counters[] = {
 
 #define COUNTER_COUNT (sizeof(counters) / sizeof(counters[0]))
 
+static int push_with(struct ring_producer *producer, uint32_t id, uint64_t value,
+		     uint64_t timestamp, int16_t exponent)
+{
+	struct ring_record record = { .value = value, .timestamp = timestamp, .counter_id = id,
+				      .unit_exponent = exponent };
+
+	return ring_push(producer, &record);
+}
+
 static int push(struct ring_producer *producer, uint32_t id, uint64_t value, uint64_t timestamp)
 {
-	struct ring_record record = { .value = value, .timestamp = timestamp, .counter_id = id };
-
-	if (id < COUNTER_COUNT)
-		record.unit_exponent = counters[id].unit_exponent;
-	return ring_push(producer, &record);
+	return push_with(producer, id, value, timestamp,
+			 id < COUNTER_COUNT ? (int16_t)counters[id].unit_exponent : 0);
 }
 
 /* One command line; 1 to stop (exit), -1 on a bad command. */
 static int obey(struct ring_producer *producer, const char *line)
 {
 	uint64_t count, first, step, t0, dt, value, timestamp;
+	int16_t exponent;
 	uint32_t id;
 
+	if (sscanf(line, "pushx %" SCNu32 " %" SCNu64 " %" SCNu64 " %" SCNd16, &id, &value,
+		   &timestamp, &exponent) == 4)
+		return push_with(producer, id, value, timestamp, exponent) < 0 ? -1 : 0;
 	if (sscanf(line, "push %" SCNu32 " %" SCNu64 " %" SCNu64, &id, &value, &timestamp) == 3)
 		return push(producer, id, value, timestamp) < 0 ? -1 : 0;
 	if (sscanf(line, "burst %" SCNu64 " %" SCNu32 " %" SCNu64 " %" SCNu64 " %" SCNu64

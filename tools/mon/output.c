@@ -8,7 +8,9 @@
  */
 #include "tools/mon/mon.h"
 
+#include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool mon_parse_format(const char *text, enum mon_format *format)
@@ -81,6 +83,16 @@ static void print_quoted(FILE *out, const char *text, char quote, bool backslash
 	fputc(quote, out);
 }
 
+/* Whether an unquoted field is a JSON number: printf's "inf" and "nan" (joules from a
+ * producer-chosen unit exponent, watts from them) are not, and such a value is null. */
+static bool json_number(const char *text)
+{
+	char *end;
+	double value = strtod(text, &end);
+
+	return end != text && *end == '\0' && isfinite(value);
+}
+
 static void print_json(FILE *out, const struct mon_row *row)
 {
 	bool first = true;
@@ -93,7 +105,7 @@ static void print_json(FILE *out, const struct mon_row *row)
 		if (row->fields[i].quoted)
 			print_quoted(out, row->fields[i].text, '"', true);
 		else
-			fputs(row->fields[i].text, out);
+			fputs(json_number(row->fields[i].text) ? row->fields[i].text : "null", out);
 		first = false;
 	}
 	fputs("}\n", out);

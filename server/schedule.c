@@ -403,6 +403,25 @@ static bool still_allowed(const struct schedule *schedule, const struct policy_g
 	       (!schedule->persistent || policy_allows_persistent_schedule(grant));
 }
 
+/* Whether `grant` reads the schedule's registers at the very coarseness its ring is labelled
+ * with. A ring's label must always describe all of its records: relabelling a running ring
+ * coarser would let coarser grants open it and read the finer records written before, and
+ * relabelling it finer would leave a label coarser than the records written after. */
+static bool same_coarseness(const struct schedule *schedule, const struct policy_grant *grant)
+{
+	for (uint32_t i = 0; i < schedule->count; i++) {
+		const struct schedule_op *extra = &schedule->extra[i];
+		struct policy_energy_limit limit;
+		bool coarse = policy_energy_limit(grant, schedule->ops[i].address, &limit) == 1;
+		if (coarse != extra->coarse)
+			return false;
+		if (coarse && (limit.min_interval_ms != extra->limit.min_interval_ms ||
+			       limit.resolution_uj != extra->limit.resolution_uj))
+			return false;
+	}
+	return true;
+}
+
 void schedule_policy_reloaded(struct msrd *server)
 {
 	struct schedule *next;
@@ -419,8 +438,9 @@ void schedule_policy_reloaded(struct msrd *server)
 		if (policy_resolve(server->policy, &subject, &grant) < 0 ||
 		    !still_allowed(schedule, grant))
 			stop(schedule, "the reloaded policy does not allow it");
-		else
-			keep_limits(schedule, grant);
+		else if (!same_coarseness(schedule, grant))
+			stop(schedule, "the reloaded policy changes its energy coarseness, which its "
+				       "ring's records must keep");
 		policy_grant_free(grant);
 	}
 }

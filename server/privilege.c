@@ -281,6 +281,7 @@ static const struct allowed allowed_syscalls[] = {
 	ALLOW(read), ALLOW(write), ALLOW(readv), ALLOW(writev), ALLOW(pread64), ALLOW(pwrite64),
 	ALLOW(close), ALLOW(fstat), ALLOW(newfstatat), ALLOW(statx), ALLOW(lseek), ALLOW(fcntl),
 	ALLOW(dup), ALLOW(fsync), ALLOW(fdatasync), ALLOW(flock), ALLOW(ftruncate),
+	ALLOW_IF(fallocate, ARG_EQ(1, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)), /* rings */
 	ALLOW(fchmod), ALLOW(memfd_create), ALLOW(unlink), ALLOW(unlinkat), ALLOW(getdents64),
 	ALLOW(readlink), ALLOW(readlinkat), ALLOW(poll), ALLOW(ppoll),
 	ALLOW_IF(openat, ARG_BITS_CLEAR(2, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)),

@@ -7,10 +7,13 @@
  * and "instance 0" can mean "the newest ring of (major, minor)".
  *
  * Lifetime: an entry lives while its producer is connected (or, for a ring msrd produces itself,
- * its schedule runs) or any connected client that opened it is; once neither holds it, it stays
- * listed for the grace period (so a monitor that arrives just after a short-lived producer exited
- * can still drain it), then it is dropped. Dropping an entry never affects mappings consumers
- * already hold.
+ * its schedule runs); once it is not, it stays listed for the grace period (so a monitor that
+ * arrives just after a short-lived producer exited can still drain it), then it is dropped and
+ * its memory given back to its creator's quota. Consumers do not keep it: a monitor of another
+ * uid that opens every ring and stays connected must not hold the creator's quota. Dropping an
+ * entry frees the memory of its records for real (a hole punched over the slots), so what was
+ * handed out earlier costs nothing once the quota no longer counts it; consumers keep a valid
+ * mapping of the same size and simply find no further records.
  */
 #include "server/server.h"
 
@@ -31,6 +34,11 @@ void ringdir_init(struct ringdir *dir, uint64_t max_bytes, uint64_t grace_ns,
 
 static void entry_free(struct ringdir *dir, struct ring_entry *entry)
 {
+	int status = ring_memfd_release_records(entry->fd);
+
+	if (status < 0)
+		log_warn_errno(status, "ring %u.%u.%u: giving its memory back", entry->major,
+			       entry->minor, entry->instance);
 	dir->total_bytes -= entry->bytes;
 	accounts_give_back(dir->accounts, entry->account, ACCOUNT_RING_BYTES, entry->bytes);
 	close(entry->fd);
@@ -219,25 +227,25 @@ int ringdir_open(struct ringdir *dir, struct ring_entry *entry, int *fd_out)
 	if (fd < 0)
 		return fd;
 	entry->consumers++;
-	entry->orphaned_ns = 0;
 	*fd_out = fd;
 	return 0;
 }
 
 static bool orphaned(const struct ring_entry *entry)
 {
-	return entry->producer == NULL && !entry->scheduled && entry->consumers == 0;
+	return entry->producer == NULL && !entry->scheduled;
 }
 
 void ringdir_release(struct ringdir *dir, struct ring_entry *entry, bool producer, uint64_t now_ns)
 {
 	(void)dir;
-	if (producer)
+	if (producer) {
 		entry->producer = NULL;
-	else if (entry->consumers > 0)
+		if (orphaned(entry))
+			entry->orphaned_ns = now_ns;
+	} else if (entry->consumers > 0) {
 		entry->consumers--;
-	if (orphaned(entry))
-		entry->orphaned_ns = now_ns;
+	}
 }
 
 void ringdir_release_scheduled(struct ringdir *dir, struct ring_entry *entry, uint64_t now_ns)
@@ -257,7 +265,7 @@ bool ringdir_expire(struct ringdir *dir, uint64_t now_ns)
 		struct ring_entry *entry = dir->entries[i];
 		bool orphan = orphaned(entry);
 		if (orphan && now_ns - entry->orphaned_ns >= dir->grace_ns) {
-			log_info("ring %u.%u.%u dropped: no producer or consumer for its grace period",
+			log_info("ring %u.%u.%u dropped: no producer for its grace period",
 				 entry->major, entry->minor, entry->instance);
 			entry_free(dir, entry);
 			continue;

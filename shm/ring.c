@@ -377,6 +377,20 @@ out:
 	return rc;
 }
 
+int ring_memfd_release_records(int fd)
+{
+	struct stat status;
+
+	if (fstat(fd, &status) < 0)
+		return -errno;
+	if (status.st_size <= (off_t)RING_HEADER_BYTES)
+		return 0;
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, RING_HEADER_BYTES,
+		      status.st_size - (off_t)RING_HEADER_BYTES) < 0)
+		return -errno;
+	return 0;
+}
+
 int ring_reopen_readonly(int fd)
 {
 	char path[32];

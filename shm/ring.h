@@ -120,6 +120,12 @@ int ring_format(void *memory, size_t bytes, const struct ring_params *params);
  * read-write and close-on-exec; left untouched on failure. */
 int ring_memfd_create(const struct ring_params *params, int *fd_out);
 
+/* Give back the memory of a ring's records, for a ring nobody may open any more: punches a hole
+ * over its slots, keeping its size (no mapping of it can fault) and its header. Descriptors and
+ * mappings others still hold then cost no memory for the slots; their readers find no further
+ * records (ring_consume_final counts the rest as lost). 0 or -errno. */
+int ring_memfd_release_records(int fd);
+
 /* A new read-only, close-on-exec descriptor for the same ring (what consumers get): it cannot be
  * mapped writable, truncated or resealed. Returns the fd or -errno. */
 int ring_reopen_readonly(int fd);

@@ -158,6 +158,8 @@ static void entry_from_wire(const struct wire_ring_entry *wire, struct haecer_ri
 		.producer_pid = wire->producer_pid,
 		.consumers = wire->consumers,
 		.bytes = wire->bytes,
+		.owner_uid = wire->owner_uid,
+		.owner_pid = wire->owner_pid,
 	};
 }
 

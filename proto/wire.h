@@ -315,8 +315,10 @@ struct wire_ring_entry {
 	int32_t producer_pid;
 	uint32_t consumers;            /* connected clients that opened it */
 	uint64_t bytes;                /* size of the shared memory */
+	uint32_t owner_uid;            /* who created it (the schedule's owner for msrd's rings) */
+	int32_t owner_pid;             /* and that client's pid (SO_PEERCRED) */
 };
-#define WIRE_RING_ENTRY_SIZE 32u
+#define WIRE_RING_ENTRY_SIZE 40u
 
 /* RING_OPEN request (instance 0 = the newest instance of (major, minor)); RING_LIST request
  * (list entries whose (major, minor, instance) key is >= this one). */

@@ -342,6 +342,8 @@ void wire_put_ring_entry(struct wire_writer *writer, const struct wire_ring_entr
 	wire_put_u32(writer, (uint32_t)entry->producer_pid);
 	wire_put_u32(writer, entry->consumers);
 	wire_put_u64(writer, entry->bytes);
+	wire_put_u32(writer, entry->owner_uid);
+	wire_put_u32(writer, (uint32_t)entry->owner_pid);
 }
 
 static void get_ring_entry(struct wire_reader *reader, struct wire_ring_entry *out)
@@ -354,6 +356,8 @@ static void get_ring_entry(struct wire_reader *reader, struct wire_ring_entry *o
 	out->producer_pid = (int32_t)wire_get_u32(reader);
 	out->consumers = wire_get_u32(reader);
 	out->bytes = wire_get_u64(reader);
+	out->owner_uid = wire_get_u32(reader);
+	out->owner_pid = (int32_t)wire_get_u32(reader);
 }
 
 int wire_get_ring_entry(const void *payload, size_t length, struct wire_ring_entry *out)

@@ -173,6 +173,8 @@ int ringdir_create(struct ringdir *dir, struct client *producer, struct uid_acco
 		.producer_pid = params.producer_pid,
 		.bytes = bytes,
 		.account = account,
+		.owner_uid = account->uid,
+		.owner_pid = producer != NULL ? producer->pid : producer_pid,
 		.producer = producer,
 		.scheduled = producer == NULL,
 	};
@@ -290,5 +292,7 @@ void ringdir_entry_to_wire(const struct ring_entry *entry, struct wire_ring_entr
 		.producer_pid = entry->producer_pid,
 		.consumers = entry->consumers,
 		.bytes = entry->bytes,
+		.owner_uid = (uint32_t)entry->owner_uid,
+		.owner_pid = entry->owner_pid,
 	};
 }

@@ -360,6 +360,8 @@ static int create_ring(struct schedule *schedule, const struct wire_schedule_sta
 				&schedule->ring, &fd);
 	if (status < 0)
 		return status;
+	if (schedule->owner != NULL)
+		schedule->ring->owner_pid = (int32_t)schedule->owner->pid;
 	schedule->ring->readings = calloc(schedule->count, sizeof(*schedule->ring->readings));
 	status = schedule->ring->readings != NULL ? 0 : -ENOMEM;
 	if (status == 0) {

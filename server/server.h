@@ -419,6 +419,8 @@ struct ring_entry {
 	int32_t producer_pid;
 	uint64_t bytes;
 	struct uid_account *account;   /* charged for `bytes` until the entry is dropped */
+	uid_t owner_uid;               /* its creator (a schedule's owner for msrd's rings) */
+	int32_t owner_pid;
 	struct client *producer;       /* NULL once the producer disconnected (or msrd produces) */
 	bool scheduled;                /* msrd produces it for a running schedule */
 	struct ring_reading *readings; /* msrd-produced rings: per counter; NULL otherwise */

@@ -26,7 +26,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "list", MON_OPT_FORMAT, mon_list_main },
-	{ "follow", MON_OPT_FORMAT | MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL,
+	{ "follow", MON_OPT_FORMAT | MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_UID,
 	  mon_follow_main },
 	{ "plot", MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_OUTPUT |
 	  MON_OPT_DATA, mon_plot_main },
@@ -42,7 +42,7 @@ static const struct {
 	{ MON_OPT_FORMAT, "--format" },     { MON_OPT_DURATION, "--duration" },
 	{ MON_OPT_COUNT, "--count" },       { MON_OPT_INTERVAL, "--interval" },
 	{ MON_OPT_OUTPUT, "--output" },     { MON_OPT_DATA, "--data" },
-	{ MON_OPT_LISTEN, "--listen" },
+	{ MON_OPT_LISTEN, "--listen" },     { MON_OPT_UID, "--uid" },
 };
 
 static void usage(FILE *out)
@@ -72,11 +72,14 @@ static void usage(FILE *out)
 		"  -o, --output FILE      the PNG to write                           plot\n"
 		"      --data FILE        also keep the plotted data (time, watts)   plot\n"
 		"  -l, --listen HOST:PORT where to serve (default 127.0.0.1:9464)    serve\n"
+		"  -u, --uid UID          only a ring UID created (the newest of them) follow\n"
 		"  -h, --help             this text\n"
 		"  -V, --version          the version\n"
 		"\n"
 		"INSTANCE 0 or none means the newest ring of (MAJOR, MINOR). A ring whose producer\n"
-		"is gone is drained and follow ends. Exit status: 0 success, 1 failure (no server,\n"
+		"is gone is drained and follow ends. Anyone allowed to create rings of a MAJOR may\n"
+		"publish a newer instance of its (MAJOR, MINOR): list shows each ring's owner, and\n"
+		"follow warns when a newer instance has another owner. Exit status: 0 success, 1 failure (no server,\n"
 		"no such ring, refused by the policy), 2 bad usage.\n",
 		HAECER_DEFAULT_SOCKET, MON_DEFAULT_INTERVAL_MS);
 }
@@ -123,6 +126,11 @@ static int take_option(int option, const char *value, struct mon_options *option
 	case 'o': options->given |= MON_OPT_OUTPUT; options->output = value; return 0;
 	case 'D': options->given |= MON_OPT_DATA; options->data = value; return 0;
 	case 'l': options->given |= MON_OPT_LISTEN; options->listen = value; return 0;
+	case 'u':
+		options->given |= MON_OPT_UID;
+		if (!mon_parse_u32(value, &options->uid))
+			return mon_usage_error("--uid takes a numeric uid, not '%s'", value);
+		return 0;
 	default: return mon_usage_error("unknown option");
 	}
 }
@@ -148,6 +156,7 @@ int main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "data", required_argument, NULL, 'D' },
 		{ "listen", required_argument, NULL, 'l' },
+		{ "uid", required_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -159,7 +168,7 @@ int main(int argc, char **argv)
 
 	tool_init("haecer-mon");
 	opterr = 0; /* our own messages, with the --help hint */
-	while ((option = getopt_long(argc, argv, ":s:f:d:n:i:o:l:hV", long_options, NULL)) != -1) {
+	while ((option = getopt_long(argc, argv, ":s:f:d:n:i:o:l:u:hV", long_options, NULL)) != -1) {
 		if (option == 'h') {
 			usage(stdout);
 			return MON_EXIT_OK;

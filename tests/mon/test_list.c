@@ -1,7 +1,7 @@
 /*
  * haecer-mon list against a real msrd: a ring whose producer is alive and one whose producer
  * exited, both made through the client API by real processes, show their producer pid and
- * state, counter names from the ring header, records pushed and producer drops; a ring of a
+ * state, their owner (uid and pid), counter names from the ring header, records pushed and producer drops; a ring of a
  * major the policy does not let the caller monitor is not shown; the three formats agree; with
  * no server the exit status is 1 with one line saying why.
  */
@@ -70,6 +70,8 @@ static void test_alive_gone_and_denied(void **state)
 	expect_number(line, "records", 7);
 	expect_number(line, "lost", 0);
 	expect_field(line, "counters", "RAPL_PKG,INSTRUCTIONS,DRAM");
+	expect_number(line, "owner_uid", 0);
+	expect_number(line, "owner_pid", alive.pid);
 	line = ring_line(lines, count, 2, 2);
 	expect_number(line, "producer", gone.pid);
 	expect_field(line, "state", "gone");
@@ -89,7 +91,7 @@ static void test_alive_gone_and_denied(void **state)
 	count = split_lines(out, lines, 64);
 	assert_string_equal(lines[0],
 			    "major,minor,instance,producer,state,capacity,records,lost,consumers,"
-			    "counters");
+			    "counters,owner_uid,owner_pid");
 	free(out);
 	free(err);
 	assert_int_equal(producer_end(&alive, "exit"), 0);

@@ -68,7 +68,7 @@ static void test_fixed_messages(void **state)
 	struct wire_sim_energy_at at = { 5, 2.5, 7, 8, 9 }, at_out;
 	const char *trace_text;
 	uint32_t trace_length;
-	struct wire_ring_entry entry = { 1, 2, 3, 64, 1, -5, 2, 4096 }, entry_out;
+	struct wire_ring_entry entry = { 1, 2, 3, 64, 1, -5, 2, 4096, 1000, 77 }, entry_out;
 
 	(void)state;
 	wire_writer_init(&writer, buffer, sizeof(buffer));
@@ -128,6 +128,8 @@ static void test_fixed_messages(void **state)
 	CHECK_EXACT(wire_get_ring_entry, WIRE_RING_ENTRY_SIZE, &entry_out);
 	assert_int_equal(entry_out.producer_pid, -5);
 	assert_int_equal(entry_out.bytes, 4096);
+	assert_int_equal(entry_out.owner_uid, 1000);
+	assert_int_equal(entry_out.owner_pid, 77);
 }
 
 static void test_variable_messages(void **state)

@@ -77,6 +77,9 @@ static void print_ring(enum mon_format format, bool *header_done,
 	mon_row_number(&row, "lost", 8, "%" PRIu64, info->producer_dropped);
 	mon_row_number(&row, "consumers", 9, "%u", entry->consumers);
 	mon_row_string(&row, "counters", -8, names);
+	/* Who created it: anyone may publish a newer instance of a (major, minor) it may create. */
+	mon_row_number(&row, "owner_uid", 9, "%u", entry->owner_uid);
+	mon_row_number(&row, "owner_pid", -9, "%d", (int)entry->owner_pid);
 	mon_row_print(stdout, format, &row, header_done);
 }
 

@@ -169,6 +169,7 @@ struct mon_ring {
 	struct ring_info info;        /* the header when attached */
 	struct ring_consumer consumer;
 	bool attached;
+	bool shadow_warned;           /* a newer instance by another owner was reported */
 };
 
 /* Open (major, minor, instance) through conn and map it read-only. -EPERM / -ENOENT / ... from
@@ -179,8 +180,9 @@ void mon_ring_close(struct mon_ring *ring);
 
 /* Whether the ring's producer is gone: its process no longer exists, or msrd (when conn is not
  * NULL) no longer lists the ring with a connected producer. Once gone, a final drain reads what
- * is left without waiting for half-written records. */
-bool mon_ring_producer_gone(struct haecer_conn *conn, const struct mon_ring *ring);
+ * is left without waiting for half-written records. Asking msrd also warns (once, on stderr)
+ * when a newer instance of the ring's (major, minor) has another owner. */
+bool mon_ring_producer_gone(struct haecer_conn *conn, struct mon_ring *ring);
 
 /* Print the message for a failed mon_ring_open and return the exit status (1). */
 int mon_ring_open_failed(struct haecer_conn *conn, const struct mon_ring_key *key, int status);
@@ -248,6 +250,7 @@ int mon_watch_ring(const struct mon_options *options, int count, char *const *wo
 #define MON_OPT_OUTPUT 0x10u
 #define MON_OPT_DATA 0x20u
 #define MON_OPT_LISTEN 0x40u
+#define MON_OPT_UID 0x80u
 
 struct mon_options {
 	const char *socket_path;  /* NULL: $HAECER_SOCKET or the default */
@@ -259,6 +262,7 @@ struct mon_options {
 	const char *output;
 	const char *data;
 	const char *listen;
+	uint32_t uid;             /* MON_OPT_UID: only rings this uid created */
 };
 
 /* Each takes its positional words (after the subcommand's name) and returns the exit status. */

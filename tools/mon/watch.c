@@ -63,9 +63,24 @@ int mon_ring_open_failed(struct haecer_conn *conn, const struct mon_ring_key *ke
 	return mon_fail("cannot attach ring %s: %s", which, strerror(-status));
 }
 
+/* Anyone allowed to create rings of a major may publish a newer instance of any (major, minor)
+ * of it, and "the newest" then shows their readings: say so, once, when it happens. */
+static void warn_if_shadowed(struct mon_ring *ring, const struct haecer_ring_entry *entry)
+{
+	if (ring->shadow_warned || entry->major != ring->entry.major ||
+	    entry->minor != ring->entry.minor || entry->instance <= ring->entry.instance ||
+	    entry->owner_uid == ring->entry.owner_uid)
+		return;
+	fprintf(stderr, "haecer-mon: warning: ring %u.%u has a newer instance %u by uid %u (pid %d), "
+			"not by uid %u who created the followed instance %u\n",
+		entry->major, entry->minor, entry->instance, entry->owner_uid, (int)entry->owner_pid,
+		ring->entry.owner_uid, ring->entry.instance);
+	ring->shadow_warned = true;
+}
+
 /* msrd's directory entry of this ring says its producer is still connected; true (no news) when
  * msrd cannot be asked. */
-static bool directory_says_connected(struct haecer_conn *conn, const struct mon_ring *ring)
+static bool directory_says_connected(struct haecer_conn *conn, struct mon_ring *ring)
 {
 	struct haecer_ring_entry *entries = calloc(LIST_MAX, sizeof(*entries));
 	bool connected = true;
@@ -79,13 +94,14 @@ static bool directory_says_connected(struct haecer_conn *conn, const struct mon_
 		for (int i = 0; i < count; i++) {
 			if (entries[i].instance == ring->entry.instance)
 				connected = entries[i].flags & HAECER_RING_PRODUCER_CONNECTED;
+			warn_if_shadowed(ring, &entries[i]);
 		}
 	}
 	free(entries);
 	return connected;
 }
 
-bool mon_ring_producer_gone(struct haecer_conn *conn, const struct mon_ring *ring)
+bool mon_ring_producer_gone(struct haecer_conn *conn, struct mon_ring *ring)
 {
 	if (!ring_producer_alive(&ring->info))
 		return true;
@@ -228,6 +244,31 @@ out:
 	free(decoder);
 }
 
+/* key->instance: the newest instance of (major, minor) that uid created; 0 or the exit status. */
+static int newest_of_owner(struct haecer_conn *conn, struct mon_ring_key *key, uint32_t uid)
+{
+	struct haecer_ring_entry *entries = calloc(LIST_MAX, sizeof(*entries));
+	int count, status = 0;
+
+	if (entries == NULL)
+		return mon_fail("out of memory");
+	count = haecer_ring_list(conn, entries, LIST_MAX);
+	if (count < 0) {
+		status = mon_fail("cannot list rings: %s", haecer_conn_error(conn));
+		goto out;
+	}
+	for (int i = 0; i < count && (size_t)i < LIST_MAX; i++) {
+		if (entries[i].major == key->major && entries[i].minor == key->minor &&
+		    entries[i].owner_uid == uid && entries[i].instance > key->instance)
+			key->instance = entries[i].instance;
+	}
+	if (key->instance == 0)
+		status = mon_fail("no ring %u.%u created by uid %u", key->major, key->minor, uid);
+out:
+	free(entries);
+	return status;
+}
+
 int mon_watch_ring(const struct mon_options *options, int count, char *const *words,
 		   const struct mon_watch_options *watch, const struct mon_watch_handler *handler,
 		   struct ring_info *info, struct mon_watch_result *result)
@@ -242,9 +283,20 @@ int mon_watch_ring(const struct mon_options *options, int count, char *const *wo
 	status = mon_connect(options->socket_path, &conn);
 	if (status != 0)
 		return status;
+	if ((options->given & MON_OPT_UID) && key.instance == 0) {
+		status = newest_of_owner(conn, &key, options->uid);
+		if (status != 0)
+			goto out;
+	}
 	status = mon_ring_open(conn, key.major, key.minor, key.instance, &ring);
 	if (status < 0) {
 		status = mon_ring_open_failed(conn, &key, status);
+		goto out;
+	}
+	if ((options->given & MON_OPT_UID) && ring.entry.owner_uid != options->uid) {
+		status = mon_fail("ring %u.%u.%u was created by uid %u, not by uid %u", key.major,
+				  key.minor, ring.entry.instance, ring.entry.owner_uid, options->uid);
+		mon_ring_close(&ring);
 		goto out;
 	}
 	mon_catch_stop_signals();

@@ -370,6 +370,11 @@ struct haecer_ring_entry {
 	int32_t producer_pid;
 	uint32_t consumers;
 	uint64_t bytes;
+	/* Who created it: anyone with create_rings for a major may publish a newer instance of
+	 * any (major, minor), so a monitor that cares checks the owner (SECURITY.md). For a ring
+	 * msrd fills for a schedule, the schedule's owner. */
+	uint32_t owner_uid;
+	int32_t owner_pid;
 };
 
 /* Create a ring in the server's directory; *fd is a read-write descriptor of its sealed shared

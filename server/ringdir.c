@@ -32,7 +32,16 @@ void ringdir_init(struct ringdir *dir, uint64_t max_bytes, uint64_t grace_ns,
 				 .accounts = accounts };
 }
 
-static void entry_free(struct ringdir *dir, struct ring_entry *entry)
+static void entry_free(struct ring_entry *entry)
+{
+	free(entry->readings);
+	free(entry);
+}
+
+/* Out of the directory (the caller removes it from `entries`): its memory is given back for
+ * real and to its creator's quota. The struct stays, on dir->dropped, while connected
+ * consumers still reference it (ringdir_release frees it with the last one). */
+static void entry_drop(struct ringdir *dir, struct ring_entry *entry)
 {
 	int status = ring_memfd_release_records(entry->fd);
 
@@ -41,15 +50,29 @@ static void entry_free(struct ringdir *dir, struct ring_entry *entry)
 			       entry->minor, entry->instance);
 	dir->total_bytes -= entry->bytes;
 	accounts_give_back(dir->accounts, entry->account, ACCOUNT_RING_BYTES, entry->bytes);
+	entry->account = NULL;
 	close(entry->fd);
-	free(entry->readings);
-	free(entry);
+	entry->fd = -1;
+	entry->dropped = true;
+	if (entry->consumers == 0) {
+		entry_free(entry);
+		return;
+	}
+	entry->next_dropped = dir->dropped;
+	dir->dropped = entry;
 }
 
 void ringdir_free(struct ringdir *dir)
 {
-	for (size_t i = 0; i < dir->count; i++)
-		entry_free(dir, dir->entries[i]);
+	for (size_t i = 0; i < dir->count; i++) {
+		dir->entries[i]->consumers = 0;
+		entry_drop(dir, dir->entries[i]);
+	}
+	while (dir->dropped != NULL) {
+		struct ring_entry *entry = dir->dropped;
+		dir->dropped = entry->next_dropped;
+		entry_free(entry);
+	}
 	free(dir->entries);
 	*dir = (struct ringdir){ 0 };
 }
@@ -238,9 +261,26 @@ static bool orphaned(const struct ring_entry *entry)
 	return entry->producer == NULL && !entry->scheduled;
 }
 
+/* The last consumer of a dropped entry let it go. */
+static void forget_dropped(struct ringdir *dir, struct ring_entry *entry)
+{
+	for (struct ring_entry **link = &dir->dropped; *link != NULL;
+	     link = &(*link)->next_dropped) {
+		if (*link == entry) {
+			*link = entry->next_dropped;
+			break;
+		}
+	}
+	entry_free(entry);
+}
+
 void ringdir_release(struct ringdir *dir, struct ring_entry *entry, bool producer, uint64_t now_ns)
 {
-	(void)dir;
+	if (entry->dropped) {
+		if (!producer && entry->consumers > 0 && --entry->consumers == 0)
+			forget_dropped(dir, entry);
+		return;
+	}
 	if (producer) {
 		entry->producer = NULL;
 		if (orphaned(entry))
@@ -269,7 +309,7 @@ bool ringdir_expire(struct ringdir *dir, uint64_t now_ns)
 		if (orphan && now_ns - entry->orphaned_ns >= dir->grace_ns) {
 			log_info("ring %u.%u.%u dropped: no producer for its grace period",
 				 entry->major, entry->minor, entry->instance);
-			entry_free(dir, entry);
+			entry_drop(dir, entry);
 			continue;
 		}
 		if (orphan)

@@ -426,11 +426,15 @@ struct ring_entry {
 	struct ring_reading *readings; /* msrd-produced rings: per counter; NULL otherwise */
 	uint32_t reading_count;
 	uint32_t consumers;            /* references held by connected clients that opened it */
-	uint64_t orphaned_ns;          /* producer gone and no consumer since; 0 otherwise */
+	uint64_t orphaned_ns;          /* producer gone (or schedule stopped) since; 0 otherwise */
+	bool dropped;                  /* out of the directory, memory given back; kept only for
+					* the consumers that still reference it */
+	struct ring_entry *next_dropped;
 };
 
 struct ringdir {
 	struct ring_entry **entries;   /* sorted by (major, minor, instance) */
+	struct ring_entry *dropped;    /* dropped entries connected consumers still reference */
 	size_t count;
 	size_t capacity;
 	uint32_t next_instance;

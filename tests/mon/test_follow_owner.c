@@ -114,7 +114,7 @@ static void test_owner_shown_chosen_and_warned(void **state)
 				      NULL };
 	const char *follow_newest[] = { "follow", "-f", "json", "--count", "3", "1", "6", NULL };
 	const char *watching[] = { "follow", "-f", "json", "--duration", "4", "1", "6", NULL };
-	char instance[16], expected[160], values[128];
+	char instance[16], expected[160], values[128], line[512];
 	const char *wrong_owner[] = { "follow", "--uid", "0", "1", "6", instance, NULL };
 	struct producer producer;
 	struct shadow shadow;
@@ -127,7 +127,9 @@ static void test_owner_shown_chosen_and_warned(void **state)
 	producer_say(&producer, "push 1 12 2");
 	producer_sync(&producer);
 	mon_start(&follower, server.socket_path, watching);
-	usleep(500000); /* it has opened root's ring, the newest so far */
+	/* Its first records printed: it has opened root's ring, the newest so far. */
+	for (int i = 0; i < 2; i++)
+		assert_true(read_line(follower.out, line, sizeof(line), MON_TEST_TIMEOUT_MS));
 	shadow_start(&shadow);
 
 	assert_int_equal(proc_finish(&follower, &out, &err, MON_TEST_TIMEOUT_MS), 0);

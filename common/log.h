@@ -40,8 +40,9 @@ void log_warn_errno(int negative_errno, const char *format, ...)
 /* Text from outside the process (a client's name, anything off the wire) made safe for one log
  * line: printable ASCII but the quote and the backslash is copied, everything else becomes a C
  * escape (backslash-n, backslash-quote, backslash-xNN...), so no byte of it can end the line,
- * forge another one or hide what was sent. Reads at most `length` bytes of `text` (stops at a NUL); `out` is always terminated and cut, never
- * mid-escape, when `size` is too small. Returns `out`, for use as a printf argument. */
+ * forge another one or hide what was sent. Reads at most `length` bytes of `text` (stops at a
+ * NUL); `out` is always terminated, and cut (never mid-escape) when `size` is too small.
+ * Returns `out`, for use as a printf argument. */
 const char *log_escape(char *out, size_t size, const char *text, size_t length);
 
 /* printk_ratelimit for one kind of line: at most `burst` lines per `interval_ns`, the rest

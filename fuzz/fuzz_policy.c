@@ -18,8 +18,9 @@
  * of frees, i.e. across many executions of the few KiB a policy allocates) and records two
  * frames of each allocation's stack instead of 30 (unwinding on every malloc was a third of the
  * rest). A report still shows the faulting stack in full; to see the whole allocation stack,
- * run the saved input again with ASAN_OPTIONS=malloc_context_size=30, which overrides these. The canonical forms
- * are printed into one buffer kept across executions, not a new memstream each time.
+ * run the saved input again with ASAN_OPTIONS=malloc_context_size=30, which overrides these.
+ * The canonical forms are printed into buffers kept across executions, not a new memstream
+ * each time.
  */
 #include <assert.h>
 #include <errno.h>

@@ -53,8 +53,8 @@ static int open_socket_directory(const char *directory)
 		while (component != NULL && component[0] == '\0');
 		last = component == NULL;
 		if (info.st_uid != 0 && info.st_uid != self) {
-			log_error("refusing the socket directory %s: a directory on its path belongs "
-				  "to uid %u, not to root or uid %u", directory,
+			log_error("refusing the socket directory %s: a directory on its path "
+				  "belongs to uid %u, not to root or uid %u", directory,
 				  (unsigned)info.st_uid, (unsigned)self);
 			status = -EACCES;
 			break;

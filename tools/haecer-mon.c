@@ -26,7 +26,8 @@ struct command {
 
 static const struct command commands[] = {
 	{ "list", MON_OPT_FORMAT, mon_list_main },
-	{ "follow", MON_OPT_FORMAT | MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_UID,
+	{ "follow",
+	  MON_OPT_FORMAT | MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_UID,
 	  mon_follow_main },
 	{ "plot", MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_OUTPUT |
 	  MON_OPT_DATA, mon_plot_main },

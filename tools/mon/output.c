@@ -83,13 +83,17 @@ static void print_quoted(FILE *out, const char *text, char quote, bool backslash
 	fputc(quote, out);
 }
 
-/* Whether an unquoted field is a JSON number: printf's "inf" and "nan" (joules from a
- * producer-chosen unit exponent, watts from them) are not, and such a value is null. */
+/* Whether an unquoted field is a JSON value (a finite number or a literal): printf's "inf" and
+ * "nan" (joules from a producer-chosen unit exponent, watts from them) are not, and such a
+ * value is null. */
 static bool json_number(const char *text)
 {
 	char *end;
-	double value = strtod(text, &end);
+	double value;
 
+	if (strcmp(text, "true") == 0 || strcmp(text, "false") == 0 || strcmp(text, "null") == 0)
+		return true;
+	value = strtod(text, &end);
 	return end != text && *end == '\0' && isfinite(value);
 }
 

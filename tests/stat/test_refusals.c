@@ -15,7 +15,8 @@ struct refused_run {
 
 static int run_without_pmu(void *argument)
 {
-	const char *arguments[] = { "--", "/bin/sh", "-c", "exit 5", NULL };
+	/* 20 ms: a command shorter than one RAPL update (~1 ms, jittered) may rightly show 0 J. */
+	const char *arguments[] = { "--", "/bin/sh", "-c", "sleep 0.02; exit 5", NULL };
 	const char *json[] = { "--json", "--", "/bin/true", NULL };
 	char *err = NULL;
 

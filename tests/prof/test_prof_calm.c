@@ -88,8 +88,10 @@ static int check_with_frequency(void)
 	fprintf(stderr, "epochs %lu / %lu, %.0f / %.0f MHz, pcc %.3f\n", plain, profiled, plain_mhz,
 		profiled_mhz, pcc);
 	CHECK(plain > 0 && profiled > 0);
-	/* the simulated Sandy Bridge runs at its 2.5 GHz core clock whenever it is not halted */
-	CHECK(plain_mhz > 2490 && plain_mhz < 2510 && profiled_mhz > 2490 && profiled_mhz < 2510);
+	/* the simulated Sandy Bridge runs at its 2.5 GHz core clock whenever it is not halted; its
+	 * SMIs (rough by default) stop the core clock while MPERF goes on, and an epoch's two
+	 * registers are read apart in time (far apart under valgrind): 5 %, not an exact 2500 */
+	CHECK(plain_mhz > 2375 && plain_mhz < 2625 && profiled_mhz > 2375 && profiled_mhz < 2625);
 	return 0;
 }
 

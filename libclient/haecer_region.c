@@ -8,7 +8,10 @@
  */
 #include "libclient/haecer_region_internal.h"
 
+#include "common/energy_share.h"
+
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,9 @@ struct region_frame {
 	struct region_node *node;
 	struct region_probe probe;
 	struct region_values start;
+	struct region_values last;      /* the latest reading of its probe in this thread */
+	uint64_t charged[REGION_DOMAINS]; /* nJ charged so far, per domain */
+	uint32_t charged_have;          /* bit per domain charged at least once */
 	bool via_default;               /* begun with haecer_region_begin */
 };
 
@@ -30,8 +36,10 @@ struct region_thread {
 
 static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct region_node root;
-static char column_names[REGION_COLUMNS][HAECER_COUNTER_NAME_MAX] = { "time", "energy" };
-static unsigned column_count = 2;
+static char column_names[REGION_COLUMNS][HAECER_COUNTER_NAME_MAX] = {
+	"time", "pkg-wide", "energy-pkg", "energy-cores", "energy-gpu", "energy-ram", "energy-psys"
+};
+static unsigned column_count = REGION_COLUMN_COUNTERS;
 static struct region_thread *threads;
 static uint64_t open_regions;
 static uint64_t ended_count, reported_count; /* ends so far / when the report was written */
@@ -72,7 +80,7 @@ int haecer__region_column(const char *name)
 	int column = -ENOSPC;
 
 	pthread_mutex_lock(&region_lock);
-	for (unsigned i = REGION_COLUMN_ENERGY + 1; i < column_count; i++) {
+	for (unsigned i = REGION_COLUMN_COUNTERS; i < column_count; i++) {
 		if (strcmp(column_names[i], name) == 0) {
 			column = (int)i;
 			goto out;
@@ -110,6 +118,15 @@ static struct region_node *child_named(struct region_node *parent, const char *n
 	return child;
 }
 
+/* The call site of a node's first begin that had one. */
+static void place(struct region_node *node, const char *file, unsigned line)
+{
+	if (node->file != NULL || file == NULL)
+		return;
+	node->file = strdup(file);
+	node->line = line;
+}
+
 static void free_children(struct region_node *node)
 {
 	while (node->children != NULL) {
@@ -117,17 +134,64 @@ static void free_children(struct region_node *node)
 		node->children = child->next;
 		free_children(child);
 		free(child->name);
+		free(child->file);
 		free(child);
 	}
 }
 
-static void add_instance(struct region_node *node, const struct region_values *start,
+/* Seed 003 section 4 for the stretch from the frame's last reading to `now` (same probe): each
+ * domain's energy over the stretch x the thread's CPU time in it / (the stretch x the package's
+ * host CPUs). Rounded once per stretch, and every open frame of the thread on that probe gets
+ * the same stretches, so a parent is charged exactly the sum of its children and its own. */
+static void charge(struct region_frame *frame, const struct region_values *now)
+{
+	const struct region_values *last = &frame->last;
+	double interval = now->host_ns > last->host_ns ? (double)(now->host_ns - last->host_ns) : 0;
+	double used = now->thread_ns > last->thread_ns ? (double)(now->thread_ns - last->thread_ns)
+						       : 0;
+
+	for (unsigned d = 0; d < REGION_DOMAINS; d++) {
+		unsigned column = REGION_COLUMN_SHARE + d;
+		if (!(last->have & now->have & (1u << column)) ||
+		    now->value[column] < last->value[column])
+			continue;
+		double joules = (double)(now->value[column] - last->value[column]);
+		frame->charged[d] += (uint64_t)llround(energy_share(
+			joules, used, interval, frame->probe.package_cpus, used));
+		frame->charged_have |= 1u << d;
+	}
+	frame->last = *now;
+}
+
+static bool same_probe(const struct region_probe *a, const struct region_probe *b)
+{
+	return a->source == b->source && a->cpu == b->cpu;
+}
+
+/* A reading of `probe` in this thread ends the current stretch of every open frame on it. */
+static void charge_open(struct region_thread *thread, const struct region_probe *probe,
+			const struct region_values *now)
+{
+	for (size_t i = 0; i < thread->depth; i++)
+		if (same_probe(&thread->frames[i].probe, probe))
+			charge(&thread->frames[i], now);
+}
+
+static void add_instance(struct region_node *node, const struct region_frame *frame,
 			 const struct region_values *end)
 {
+	const struct region_values *start = &frame->start;
 	uint32_t both = start->have & end->have;
 
+	for (unsigned d = 0; d < REGION_DOMAINS; d++) {
+		if (!(frame->charged_have & (1u << d)))
+			continue;
+		node->inclusive[REGION_COLUMN_SHARE + d] += frame->charged[d];
+		node->counted[REGION_COLUMN_SHARE + d]++;
+	}
 	for (unsigned column = 0; column < REGION_COLUMNS; column++) {
-		if (!(both & (1u << column)))
+		if (!(both & (1u << column)) ||
+		    (column >= REGION_COLUMN_SHARE && column < REGION_COLUMN_COUNTERS))
 			continue;
 		/* A counter never goes back; a difference below 0 is a counter replaced under
 		 * the region (context closed and reopened): nothing is added. */
@@ -182,7 +246,7 @@ static void forget_in_child(void)
 		self->next = self->prev = NULL;
 		threads = self;
 	}
-	column_count = 2;
+	column_count = REGION_COLUMN_COUNTERS;
 	open_regions = ended_count = reported_count = 0;
 	report_at_exit = false;
 	default_unreachable = false;
@@ -274,7 +338,8 @@ static void choose_probe(struct region_thread *thread, struct haecer_context *ct
 	haecer__region_probe(ctx, &thread->pinned, &thread->saved_mask, &frame->probe);
 }
 
-static int begin(struct haecer_context *ctx, bool via_default, const char *name)
+static int begin(struct haecer_context *ctx, bool via_default, const char *name,
+		 const char *file, unsigned line)
 {
 	struct region_thread *thread;
 	struct region_frame *frame;
@@ -296,6 +361,7 @@ static int begin(struct haecer_context *ctx, bool via_default, const char *name)
 	pthread_mutex_lock(&region_lock);
 	frame->node = child_named(parent, name);
 	if (frame->node != NULL) {
+		place(frame->node, file, line);
 		frame->node->open++;
 		open_regions++;
 	}
@@ -303,6 +369,10 @@ static int begin(struct haecer_context *ctx, bool via_default, const char *name)
 	if (frame->node == NULL)
 		return haecer__fail(-ENOMEM, "out of memory for region \"%s\"", name);
 	haecer__region_read(&frame->probe, &frame->start);
+	charge_open(thread, &frame->probe, &frame->start);
+	frame->last = frame->start;
+	memset(frame->charged, 0, sizeof(frame->charged));
+	frame->charged_have = 0;
 	thread->depth++;
 	return 0;
 }
@@ -341,8 +411,9 @@ static int end(struct haecer_context *ctx, bool via_default, const char *name)
 		return error;
 	frame = &thread->frames[thread->depth - 1];
 	haecer__region_read(&frame->probe, &finish);
+	charge_open(thread, &frame->probe, &finish);
 	pthread_mutex_lock(&region_lock);
-	add_instance(frame->node, &frame->start, &finish);
+	add_instance(frame->node, frame, &finish);
 	frame->node->open--;
 	open_regions--;
 	ended_count++;
@@ -355,10 +426,17 @@ static int end(struct haecer_context *ctx, bool via_default, const char *name)
 	return 0;
 }
 
-int haecer_region_begin(const char *name)
+int haecer_region_begin_at(const char *name, const char *file, unsigned line)
 {
 	haecer__clear_detail();
-	return begin(default_context(), true, name);
+	return begin(default_context(), true, name, file, line);
+}
+
+/* The function behind the macro's name, for programs built against the header before it was
+ * a macro (and for taking its address): no call site. */
+int(haecer_region_begin)(const char *name)
+{
+	return haecer_region_begin_at(name, NULL, 0);
 }
 
 int haecer_region_end(const char *name)
@@ -375,11 +453,17 @@ static int check_context(const struct haecer_context *ctx, const char *name)
 	return 0;
 }
 
-int haecer_region_begin_ctx(struct haecer_context *ctx, const char *name)
+int haecer_region_begin_ctx_at(struct haecer_context *ctx, const char *name, const char *file,
+				unsigned line)
 {
 	haecer__clear_detail();
 	int error = check_context(ctx, name);
-	return error < 0 ? error : begin(ctx, false, name);
+	return error < 0 ? error : begin(ctx, false, name, file, line);
+}
+
+int(haecer_region_begin_ctx)(struct haecer_context *ctx, const char *name)
+{
+	return haecer_region_begin_ctx_at(ctx, name, NULL, 0);
 }
 
 int haecer_region_end_ctx(struct haecer_context *ctx, const char *name)
@@ -433,7 +517,7 @@ static int close_output(FILE *file, const char *path, int error)
 
 static int write_files(const char *path)
 {
-	FILE *text = NULL, *callgrind = NULL;
+	FILE *text = NULL, *callgrind = NULL, *csv = NULL, *json = NULL;
 	int error;
 
 	error = open_output(path, "", &text);
@@ -442,8 +526,16 @@ static int write_files(const char *path)
 	error = open_output(path, ".callgrind", &callgrind);
 	if (error < 0)
 		goto out;
-	error = haecer__region_write(text, callgrind);
+	error = open_output(path, ".csv", &csv);
+	if (error < 0)
+		goto out;
+	error = open_output(path, ".json", &json);
+	if (error < 0)
+		goto out;
+	error = haecer__region_write(text, callgrind, csv, json);
 out:
+	error = close_output(json, path, error);
+	error = close_output(csv, path, error);
 	error = close_output(callgrind, path, error);
 	return close_output(text, path, error);
 }
@@ -461,7 +553,7 @@ int haecer_region_report(const char *path)
 	if (path == NULL)
 		path = getenv(HAECER_REGION_REPORT_ENV);
 	if (path == NULL || path[0] == '\0') {
-		error = haecer__region_write(stderr, NULL);
+		error = haecer__region_write(stderr, NULL, NULL, NULL);
 		fflush(stderr);
 	} else if (strcmp(path, "none") != 0) {
 		error = write_files(path);

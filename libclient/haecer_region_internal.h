@@ -23,15 +23,30 @@
 #include "haecer/perfmon.h"
 #include "libclient/haecer_internal.h"
 
+/* Columns: time, the package-wide energy of the package domain (what the whole package drew
+ * during the region), the region's charged share of each RAPL domain (perf's names: energy-pkg,
+ * energy-cores, energy-gpu, energy-ram, energy-psys), then the event counters. */
 #define REGION_COLUMN_TIME 0u
 #define REGION_COLUMN_ENERGY 1u
-#define REGION_COLUMNS (2u + HAECER_REGION_MAX_COUNTERS)
+#define REGION_DOMAINS 5u
+#define REGION_COLUMN_SHARE 2u
+#define REGION_COLUMN_COUNTERS (REGION_COLUMN_SHARE + REGION_DOMAINS)
+#define REGION_COLUMNS (REGION_COLUMN_COUNTERS + HAECER_REGION_MAX_COUNTERS)
 #define REGION_NOTE_SIZE 256u
 
-/* One reading of everything a region measures. */
+static inline bool region_column_is_energy(unsigned column)
+{
+	return column == REGION_COLUMN_ENERGY ||
+	       (column >= REGION_COLUMN_SHARE && column < REGION_COLUMN_COUNTERS);
+}
+
+/* One reading of everything a region measures. The share columns hold the package's absolute
+ * domain totals here; regions are charged from differences of them (haecer_region.c). */
 struct region_values {
 	uint64_t value[REGION_COLUMNS]; /* absolute: ns, nJ, counts */
 	uint32_t have;                  /* bit per column read */
+	uint64_t host_ns;               /* CLOCK_MONOTONIC_RAW at the reading */
+	uint64_t thread_ns;             /* CLOCK_THREAD_CPUTIME_ID at the reading */
 };
 
 /* A counter a region reads, and the column it feeds. */
@@ -47,7 +62,8 @@ struct region_source;
 struct region_probe {
 	struct region_source *source;
 	uint32_t cpu;                   /* model CPU the thread ran on (its TSC is read) */
-	struct region_counter energy;   /* counter NULL: no energy */
+	uint32_t package_cpus;          /* host CPUs of its package: the capacity per ns */
+	struct region_counter energy[REGION_DOMAINS]; /* counter NULL: domain not read */
 	struct region_counter counters[HAECER_REGION_MAX_COUNTERS];
 	size_t count;
 };
@@ -55,6 +71,8 @@ struct region_probe {
 /* A node of the region tree: one path of names from a thread's outermost region. */
 struct region_node {
 	char *name;
+	char *file;                     /* call site of its first begin; NULL: unknown */
+	unsigned line;
 	struct region_node *parent;
 	struct region_node *children;   /* newest first */
 	struct region_node *next;       /* sibling */
@@ -71,7 +89,8 @@ HAECER_INTERNAL void haecer__region_lock(void);
 HAECER_INTERNAL void haecer__region_unlock(void);
 /* The root (its children are the outermost regions). */
 HAECER_INTERNAL const struct region_node *haecer__region_root(void);
-/* Columns in use and their names ("time", "energy", then counter names). */
+/* Columns in use and their names ("time", "energy", "energy-pkg" ... "energy-psys", then
+ * counter names). */
 HAECER_INTERNAL unsigned haecer__region_column_count(void);
 HAECER_INTERNAL const char *haecer__region_column_name(unsigned column);
 /* The column of a counter name, added when new; -ENOSPC when every column is taken. Takes
@@ -96,13 +115,15 @@ HAECER_INTERNAL bool haecer__region_probe_for(const struct region_probe *probe,
 HAECER_INTERNAL void haecer__region_read(struct region_probe *probe, struct region_values *out);
 /* Print what every source measured and why something was not, one "  " line each. */
 HAECER_INTERNAL void haecer__region_describe_sources(FILE *out);
+/* "msrd, simulated sandybridge; ..." for every source, into out (for CSV and JSON). */
+HAECER_INTERNAL void haecer__region_machines(char *out, size_t size, bool *simulated);
 /* After fork, in the child: forget every source (their contexts are the parent's). */
 HAECER_INTERNAL void haecer__region_forget_sources(void);
 
 /* ---- haecer_region_report.c ---- */
 
-/* Write the text table to `text` and, when `callgrind` is not NULL, the Callgrind file to it
- * (takes region_lock). */
-HAECER_INTERNAL int haecer__region_write(FILE *text, FILE *callgrind);
+/* Write the text table to `text` and, each when not NULL, the Callgrind file, the CSV table
+ * and the JSON document (takes region_lock). */
+HAECER_INTERNAL int haecer__region_write(FILE *text, FILE *callgrind, FILE *csv, FILE *json);
 
 #endif

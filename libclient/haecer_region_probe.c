@@ -16,9 +16,11 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define DEFAULT_COUNTERS 2u
-#define BATCH_OPS (2u + HAECER_REGION_MAX_COUNTERS)
+#define BATCH_OPS (1u + REGION_DOMAINS + HAECER_REGION_MAX_COUNTERS)
 
 struct cpu_counters {
 	bool tried;
@@ -28,7 +30,8 @@ struct cpu_counters {
 
 struct package_energy {
 	bool tried;
-	struct region_counter energy;
+	uint32_t host_cpus;              /* host CPUs that map onto the package */
+	struct region_counter energy[REGION_DOMAINS];
 };
 
 struct region_source {
@@ -43,6 +46,7 @@ struct region_source {
 	struct cpu_counters *cpus;
 	uint32_t package_count;
 	struct package_energy *packages;
+	uint32_t slots;                  /* bit per share column slot the machine has */
 	bool simulated;
 	bool tsc_refused;                /* the policy refuses the simulated TSC: clock time */
 	char machine[96];
@@ -100,8 +104,10 @@ static bool opened_counters_alive(const struct region_source *source)
 {
 	for (uint32_t i = 0; i < source->package_count; i++) {
 		const struct package_energy *package = &source->packages[i];
-		if (package->energy.counter != NULL && !counter_alive(&package->energy, source->ctx))
-			return false;
+		for (unsigned d = 0; d < REGION_DOMAINS; d++)
+			if (package->energy[d].counter != NULL &&
+			    !counter_alive(&package->energy[d], source->ctx))
+				return false;
 	}
 	for (uint32_t i = 0; i < source->cpu_count; i++) {
 		for (size_t j = 0; j < source->cpus[i].count; j++)
@@ -173,6 +179,20 @@ static void describe_machine(struct region_source *source)
 			 machine->model_name);
 }
 
+/* The RAPL domain (enum RAPLCounter) of share column slot d on this machine, -1 for none. AMD's
+ * core domain counts one core, not the package: regions leave it out, as haecer-prof does. */
+static int slot_domain(const struct haecer_context *ctx, unsigned d)
+{
+	static const unsigned intel[REGION_DOMAINS] = { RAPL_DOMAIN_PKG, RAPL_DOMAIN_PP0,
+							RAPL_DOMAIN_PP1, RAPL_DOMAIN_DRAM,
+							RAPL_DOMAIN_PSYS };
+	unsigned domain = d == 0 ? haecer__package_domain(ctx) : intel[d];
+
+	if (domain == RAPL_DOMAIN_PP0 && haecer__package_domain(ctx) == RAPL_DOMAIN_AMD_PKG)
+		return -1;
+	return ctx->machine.rapl_domains & (1u << domain) ? (int)domain : -1;
+}
+
 static struct region_source *new_source(struct haecer_context *ctx)
 {
 	struct region_source *source = calloc(1, sizeof(*source));
@@ -192,6 +212,16 @@ static struct region_source *new_source(struct haecer_context *ctx)
 		free(source);
 		return NULL;
 	}
+	/* Host CPU h runs as model CPU h mod the model's count (as the library maps them). */
+	long host_cpus = sysconf(_SC_NPROCESSORS_CONF);
+	for (long h = 0; h < host_cpus && source->cpu_count > 0; h++) {
+		uint32_t package = ctx->machine.cpu_package[(uint32_t)h % source->cpu_count];
+		if (package < source->package_count)
+			source->packages[package].host_cpus++;
+	}
+	for (unsigned d = 0; d < REGION_DOMAINS; d++)
+		if (slot_domain(ctx, d) >= 0)
+			source->slots |= 1u << d;
 	describe_machine(source);
 	take_context_counters(source);
 	source->next = sources;
@@ -220,18 +250,23 @@ static struct region_source *source_of(struct haecer_context *ctx)
 static void open_energy(struct region_source *source, uint32_t cpu, struct package_energy *out)
 {
 	struct haecer_context *ctx = source->ctx;
-	unsigned domain = haecer__package_domain(ctx);
-	struct haecer_counter *counter;
-	int error;
 
 	out->tried = true;
-	error = haecer_counter_open_energy(ctx, (int)cpu, domain, &counter);
-	if (error < 0) {
-		note(source->energy_note, "package energy not measured: %s (%s)",
-		     haecer_strerror(error), haecer_error_detail());
-		return;
+	for (unsigned d = 0; d < REGION_DOMAINS; d++) {
+		struct haecer_counter *counter;
+		int domain = slot_domain(ctx, d), error;
+
+		if (domain < 0)
+			continue;
+		error = haecer_counter_open_energy(ctx, (int)cpu, (unsigned)domain, &counter);
+		if (error < 0) {
+			note(source->energy_note, "%s not measured: %s (%s)",
+			     haecer_energy_domain_name((unsigned)domain), haecer_strerror(error),
+			     haecer_error_detail());
+			continue;
+		}
+		remember(&out->energy[d], counter, REGION_COLUMN_SHARE + d);
 	}
-	remember(&out->energy, counter, REGION_COLUMN_ENERGY);
 }
 
 static void open_defaults(struct region_source *source, uint32_t cpu, struct cpu_counters *out)
@@ -308,7 +343,8 @@ static void fill_probe(struct region_source *source, bool *pinned, cpu_set_t *sa
 		struct package_energy *energy = &source->packages[package];
 		if (!energy->tried)
 			open_energy(source, cpu, energy);
-		probe->energy = energy->energy;
+		memcpy(probe->energy, energy->energy, sizeof(probe->energy));
+		probe->package_cpus = energy->host_cpus;
 	}
 	choose_counters(source, cpu, probe);
 }
@@ -357,9 +393,23 @@ static uint64_t clock_ns(void)
 	return haecer__monotonic_raw_ns();
 }
 
+/* The calling thread's CPU time: while it waits for msrd's answer it uses none, so reading it
+ * before the batch is as good as at the energy reading. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec now;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0)
+		return 0;
+	return (uint64_t)now.tv_sec * NS_PER_SECOND + (uint64_t)now.tv_nsec;
+}
+
 static bool probe_empty(const struct region_probe *probe)
 {
-	return probe->energy.counter == NULL && probe->count == 0;
+	for (unsigned d = 0; d < REGION_DOMAINS; d++)
+		if (probe->energy[d].counter != NULL)
+			return false;
+	return probe->count == 0;
 }
 
 /* Lock the context through any live counter of the probe (never through a stored context
@@ -368,8 +418,10 @@ static struct haecer_context *lock_probe(const struct region_probe *probe)
 {
 	struct haecer_context *ctx;
 
-	if (probe->energy.counter != NULL && haecer__counter_lock(probe->energy.counter, &ctx) == 0)
-		return ctx;
+	for (unsigned d = 0; d < REGION_DOMAINS; d++)
+		if (probe->energy[d].counter != NULL &&
+		    haecer__counter_lock(probe->energy[d].counter, &ctx) == 0)
+			return ctx;
 	for (size_t i = 0; i < probe->count; i++)
 		if (haecer__counter_lock(probe->counters[i].counter, &ctx) == 0)
 			return ctx;
@@ -386,8 +438,6 @@ static void plan_op(struct read_plan *plan, const struct region_counter *counter
 static void plan_read(const struct region_probe *probe, const struct haecer_context *ctx,
 		      bool tsc, struct read_plan *plan)
 {
-	const struct region_counter *energy = &probe->energy;
-
 	plan->count = 0;
 	plan->tsc = -1;
 	if (tsc) {
@@ -396,11 +446,14 @@ static void plan_read(const struct region_probe *probe, const struct haecer_cont
 							    .cpu = probe->cpu,
 							    .address = MSR_IA32_TSC });
 	}
-	if (counter_alive(energy, ctx))
-		plan_op(plan, energy, (struct haecer_msr_op){
-			.kind = ctx->energy_totals ? HAECER_MSR_ENERGY_READ : HAECER_MSR_READ,
-			.cpu = energy->counter->info.cpu,
-			.address = energy->counter->info.counter_address });
+	for (unsigned d = 0; d < REGION_DOMAINS; d++) {
+		const struct region_counter *energy = &probe->energy[d];
+		if (counter_alive(energy, ctx))
+			plan_op(plan, energy, (struct haecer_msr_op){
+				.kind = ctx->energy_totals ? HAECER_MSR_ENERGY_READ : HAECER_MSR_READ,
+				.cpu = energy->counter->info.cpu,
+				.address = energy->counter->info.counter_address });
+	}
 	for (size_t i = 0; i < probe->count; i++) {
 		const struct region_counter *counter = &probe->counters[i];
 		if (counter_alive(counter, ctx))
@@ -432,6 +485,11 @@ static void take_values(const struct haecer_context *ctx, const struct read_plan
 		else
 			out->value[counter->column] = haecer__extend(hw, op->value);
 		out->have |= 1u << counter->column;
+	}
+	/* The package-wide column is the package domain's total. */
+	if (out->have & (1u << REGION_COLUMN_SHARE)) {
+		out->value[REGION_COLUMN_ENERGY] = out->value[REGION_COLUMN_SHARE];
+		out->have |= 1u << REGION_COLUMN_ENERGY;
 	}
 }
 
@@ -466,15 +524,16 @@ void haecer__region_read(struct region_probe *probe, struct region_values *out)
 	int error;
 
 	out->have = 1u << REGION_COLUMN_TIME;
+	out->thread_ns = thread_cpu_ns();
 	ctx = probe_empty(probe) ? NULL : lock_probe(probe);
 	if (ctx == NULL) {
-		out->value[REGION_COLUMN_TIME] = clock_ns();
+		out->value[REGION_COLUMN_TIME] = out->host_ns = clock_ns();
 		return;
 	}
 	before = clock_ns();
 	error = run_plan(probe, ctx, &plan);
 	after = clock_ns();
-	out->value[REGION_COLUMN_TIME] = before + (after - before) / 2;
+	out->value[REGION_COLUMN_TIME] = out->host_ns = before + (after - before) / 2;
 	if (error == 0) {
 		take_values(ctx, &plan, out);
 		if (plan.tsc >= 0 && plan.ops[plan.tsc].status == 0)
@@ -511,13 +570,43 @@ static void describe(FILE *out, const struct region_source *source)
 	else
 		fprintf(out, "  time: CLOCK_MONOTONIC_RAW%s\n", source->tsc_refused ?
 			" (the policy refuses the simulated TSC)" : "");
-	if (source->ctx != NULL)
-		fprintf(out, "  energy: the package of each thread, package-wide (RAPL): it "
-			"includes everything the package ran; regions open at the same time count "
-			"the same joules\n");
+	if (source->ctx != NULL) {
+		fprintf(out, "  energy:");
+		for (unsigned d = 0; d < REGION_DOMAINS; d++)
+			if (source->slots & (1u << d))
+				fprintf(out, " %s", haecer__region_column_name(REGION_COLUMN_SHARE + d));
+		fprintf(out, " of the package each thread runs on, charged per thread (seed 003 "
+			"4): between two markers of a thread, a region gets the package's energy x "
+			"the thread's CPU time / (the stretch x the package's %u host CPUs); other "
+			"processes' and idle's part is not charged to regions\n",
+			source->package_count > 0 ? source->packages[0].host_cpus : 0);
+		fprintf(out, "  pkg-wide: the package's whole energy-pkg over each region, "
+			"package-wide (RAPL): it includes everything the package ran; regions open "
+			"at the same time count the same joules\n");
+	}
 	if (source->energy_note[0] != '\0')
 		fprintf(out, "  energy: %s\n", source->energy_note);
 	describe_counters(out, source);
+}
+
+void haecer__region_machines(char *out, size_t size, bool *simulated)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	*simulated = false;
+	pthread_mutex_lock(&source_lock);
+	for (const struct region_source *source = sources; source != NULL; source = source->next) {
+		int length = snprintf(out + used, size - used, "%s%s", used > 0 ? "; " : "",
+				      source->machine);
+		if (length < 0 || (size_t)length >= size - used)
+			break;
+		used += (size_t)length;
+		*simulated |= source->simulated;
+	}
+	pthread_mutex_unlock(&source_lock);
+	if (used == 0)
+		snprintf(out, size, "no msrd");
 }
 
 void haecer__region_describe_sources(FILE *out)

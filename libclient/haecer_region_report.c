@@ -3,8 +3,9 @@
  * (inclusive and exclusive per region, like the GHC profiler's cost-centre stacks, seed 000) and
  * a Callgrind file (format version 1) that KCachegrind and callgrind_annotate read, as seed 002
  * produced for KCachegrind: one `fn=` per region name with its exclusive cost, `cfn=`/`calls=`
- * lines for the regions it encloses with their inclusive cost. Costs are integers: ns, nJ and
- * event counts.
+ * lines for the regions it encloses with their inclusive cost, each at the file and line of the
+ * region's first begin (fl=, cfi=, positions); a CSV table and a JSON document of the same
+ * numbers for scripts. Costs are integers: ns, nJ and event counts.
  */
 #include "libclient/haecer_region_internal.h"
 
@@ -23,8 +24,12 @@ struct flat {
 	size_t *name_of;          /* index into names */
 	size_t count;
 	const char **names;
+	const struct region_node **name_node; /* the first node of each name with a call site */
 	size_t name_count;
 	unsigned columns;
+	unsigned shown[REGION_COLUMNS];     /* columns in the reports, in order */
+	unsigned shown_count;
+	unsigned primary;                   /* the energy column with watts and +-J/call */
 };
 
 /* ---- helpers ---- */
@@ -78,12 +83,17 @@ static size_t count_nodes(const struct region_node *node)
 	return count;
 }
 
-static size_t name_index(struct flat *flat, const char *name)
+static size_t name_index(struct flat *flat, const struct region_node *node)
 {
-	for (size_t i = 0; i < flat->name_count; i++)
-		if (strcmp(flat->names[i], name) == 0)
+	for (size_t i = 0; i < flat->name_count; i++) {
+		if (strcmp(flat->names[i], node->name) == 0) {
+			if (flat->name_node[i]->file == NULL && node->file != NULL)
+				flat->name_node[i] = node;
 			return i;
-	flat->names[flat->name_count] = name;
+		}
+	}
+	flat->names[flat->name_count] = node->name;
+	flat->name_node[flat->name_count] = node;
 	return flat->name_count++;
 }
 
@@ -107,7 +117,7 @@ static int flatten(struct flat *flat, const struct region_node *node, unsigned d
 		size_t index = flat->count++;
 		flat->nodes[index] = ordered[i];
 		flat->depth[index] = depth;
-		flat->name_of[index] = name_index(flat, ordered[i]->name);
+		flat->name_of[index] = name_index(flat, ordered[i]);
 		error = flatten(flat, ordered[i], depth + 1);
 	}
 	free(ordered);
@@ -120,6 +130,31 @@ static void flat_free(struct flat *flat)
 	free(flat->depth);
 	free(flat->name_of);
 	free(flat->names);
+	free(flat->name_node);
+}
+
+/* Time always; an energy or counter column when some region has it. Energy first: the shares
+ * (energy-pkg first), then pkg-wide. */
+static void choose_columns(struct flat *flat)
+{
+	static const unsigned order[] = { REGION_COLUMN_SHARE, REGION_COLUMN_SHARE + 1,
+					  REGION_COLUMN_SHARE + 2, REGION_COLUMN_SHARE + 3,
+					  REGION_COLUMN_SHARE + 4, REGION_COLUMN_ENERGY };
+
+	flat->shown[flat->shown_count++] = REGION_COLUMN_TIME;
+	flat->primary = REGION_COLUMNS;
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		bool used = false;
+		for (size_t n = 0; n < flat->count && !used; n++)
+			used = flat->nodes[n]->counted[order[i]] > 0;
+		if (!used)
+			continue;
+		if (flat->primary == REGION_COLUMNS)
+			flat->primary = order[i];
+		flat->shown[flat->shown_count++] = order[i];
+	}
+	for (unsigned c = REGION_COLUMN_COUNTERS; c < flat->columns; c++)
+		flat->shown[flat->shown_count++] = c;
 }
 
 static int flat_build(struct flat *flat)
@@ -134,14 +169,17 @@ static int flat_build(struct flat *flat)
 	flat->depth = calloc(room, sizeof(*flat->depth));
 	flat->name_of = calloc(room, sizeof(*flat->name_of));
 	flat->names = calloc(room, sizeof(*flat->names));
+	flat->name_node = calloc(room, sizeof(*flat->name_node));
 	if (flat->nodes == NULL || flat->depth == NULL || flat->name_of == NULL ||
-	    flat->names == NULL) {
+	    flat->names == NULL || flat->name_node == NULL) {
 		flat_free(flat);
 		return haecer__fail(-ENOMEM, "out of memory for the region report");
 	}
 	error = flatten(flat, haecer__region_root(), 0);
 	if (error < 0)
 		flat_free(flat);
+	else
+		choose_columns(flat);
 	return error;
 }
 
@@ -158,7 +196,7 @@ static void format_value(unsigned column, uint64_t value, char *out, size_t size
 {
 	if (column == REGION_COLUMN_TIME)
 		snprintf(out, size, "%.3f", (double)value / 1e6);
-	else if (column == REGION_COLUMN_ENERGY)
+	else if (region_column_is_energy(column))
 		snprintf(out, size, "%.6f", (double)value / 1e9);
 	else
 		snprintf(out, size, "%llu", (unsigned long long)value);
@@ -181,20 +219,25 @@ static int column_width(unsigned column)
 {
 	int width = (int)strlen(haecer__region_column_name(column));
 
-	if (column == REGION_COLUMN_TIME || column == REGION_COLUMN_ENERGY)
-		return 12;
+	if (column == REGION_COLUMN_TIME || region_column_is_energy(column))
+		return width + 2 > 12 ? width + 2 : 12;
 	return width > 14 ? width : 14;
 }
 
 static void print_header(FILE *out, const struct flat *flat, int name_width)
 {
 	fprintf(out, "%-*s %10s", name_width, "region", "calls");
-	for (unsigned c = 0; c < flat->columns; c++) {
-		const char *name = c == REGION_COLUMN_TIME ? "time ms"
-				   : c == REGION_COLUMN_ENERGY ? "energy J"
-							       : haecer__region_column_name(c);
+	for (unsigned i = 0; i < flat->shown_count; i++) {
+		unsigned c = flat->shown[i];
+		char name[HAECER_COUNTER_NAME_MAX + 8];
+		if (c == REGION_COLUMN_TIME)
+			snprintf(name, sizeof(name), "time ms");
+		else if (region_column_is_energy(c))
+			snprintf(name, sizeof(name), "%s J", haecer__region_column_name(c));
+		else
+			snprintf(name, sizeof(name), "%s", haecer__region_column_name(c));
 		fprintf(out, " %*s %*s", column_width(c), name, column_width(c), "self");
-		if (c == REGION_COLUMN_ENERGY)
+		if (c == flat->primary)
 			fprintf(out, " %9s %11s", "watts", "+-J/call");
 	}
 	fprintf(out, "\n");
@@ -211,16 +254,17 @@ static bool print_row(FILE *out, const struct flat *flat, size_t index, int name
 	exclusive_of(node, flat->columns, exclusive);
 	fprintf(out, "%*s%-*s %10llu", (int)(2 * flat->depth[index]), "",
 		name_width - (int)(2 * flat->depth[index]), name, (unsigned long long)node->calls);
-	for (unsigned c = 0; c < flat->columns; c++) {
+	for (unsigned i = 0; i < flat->shown_count; i++) {
+		unsigned c = flat->shown[i];
 		struct cell inclusive, self;
 		cell_of(node, c, node->inclusive[c], &inclusive);
 		cell_of(node, c, exclusive[c], &self);
 		partial |= inclusive.partial;
 		fprintf(out, " %*s %*s", column_width(c), inclusive.text, column_width(c), self.text);
-		if (c != REGION_COLUMN_ENERGY)
+		if (c != flat->primary)
 			continue;
-		if (node->counted[REGION_COLUMN_ENERGY] > 0 && node->inclusive[REGION_COLUMN_TIME] > 0) {
-			double watts = (double)node->inclusive[REGION_COLUMN_ENERGY] /
+		if (node->counted[c] > 0 && node->inclusive[REGION_COLUMN_TIME] > 0) {
+			double watts = (double)node->inclusive[c] /
 				       (double)node->inclusive[REGION_COLUMN_TIME];
 
 			/* A call's energy is a difference of two register readings, each up to
@@ -257,9 +301,11 @@ static void write_text(FILE *out, const struct flat *flat)
 	if (partial)
 		fprintf(out, "* measured in only some of the calls (refused or unreadable in the "
 			"others)\n");
-	if (flat->columns > REGION_COLUMN_ENERGY)
+	if (flat->primary < REGION_COLUMNS)
 		fprintf(out, "+-J/call: the energy registers change about every 1 ms, so one call's "
-			"energy is off by up to one update's energy (watts x 1 ms)\n");
+			"%s is off by up to one update's energy (watts x 1 ms); the other energy "
+			"columns likewise at their own watts\n",
+			haecer__region_column_name(flat->primary));
 }
 
 /* ---- Callgrind ---- */
@@ -290,7 +336,16 @@ static void event_name(unsigned column, char *out, size_t size)
 		return;
 	}
 	if (column == REGION_COLUMN_ENERGY) {
-		snprintf(out, size, "Energy_nJ");
+		snprintf(out, size, "PkgWide_nJ");
+		return;
+	}
+	if (region_column_is_energy(column)) {
+		/* energy-pkg -> Energy_pkg_nJ */
+		identifier(haecer__region_column_name(column), out, size);
+		if (out[0] != '\0')
+			out[0] = 'E';
+		size_t used = strlen(out);
+		snprintf(out + used, size - used, "_nJ");
 		return;
 	}
 	identifier(haecer__region_column_name(column), out, size);
@@ -304,11 +359,11 @@ static void event_name(unsigned column, char *out, size_t size)
 	}
 }
 
-static void write_costs(FILE *out, const uint64_t *costs, unsigned columns)
+static void write_costs(FILE *out, const struct flat *flat, unsigned line, const uint64_t *costs)
 {
-	fprintf(out, "0");
-	for (unsigned c = 0; c < columns; c++)
-		fprintf(out, " %llu", (unsigned long long)costs[c]);
+	fprintf(out, "%u", line);
+	for (unsigned i = 0; i < flat->shown_count; i++)
+		fprintf(out, " %llu", (unsigned long long)costs[flat->shown[i]]);
 	fprintf(out, "\n");
 }
 
@@ -320,15 +375,23 @@ static void write_callgrind_header(FILE *out, const struct flat *flat)
 	command_line(command, sizeof(command));
 	fprintf(out, "# callgrind format\nversion: 1\ncreator: haecer regions (libhaecer)\n");
 	fprintf(out, "pid: %d\ncmd: %s\npart: 1\npositions: line\n", (int)getpid(), command);
-	fprintf(out, "event: Time_ns : Time (ns)\n");
-	fprintf(out, "event: Energy_nJ : Package energy (nJ, package-wide RAPL)\n");
-	for (unsigned c = REGION_COLUMN_ENERGY + 1; c < flat->columns; c++) {
+	for (unsigned i = 0; i < flat->shown_count; i++) {
+		unsigned c = flat->shown[i];
 		event_name(c, name, sizeof(name));
-		fprintf(out, "event: %s : %s\n", name, haecer__region_column_name(c));
+		if (c == REGION_COLUMN_TIME)
+			fprintf(out, "event: %s : Time (ns)\n", name);
+		else if (c == REGION_COLUMN_ENERGY)
+			fprintf(out, "event: %s : energy-pkg of the whole package over the region "
+				"(nJ, package-wide RAPL)\n", name);
+		else if (region_column_is_energy(c))
+			fprintf(out, "event: %s : %s charged to the region (nJ, its thread's CPU "
+				"time share)\n", name, haecer__region_column_name(c));
+		else
+			fprintf(out, "event: %s : %s\n", name, haecer__region_column_name(c));
 	}
 	fprintf(out, "events:");
-	for (unsigned c = 0; c < flat->columns; c++) {
-		event_name(c, name, sizeof(name));
+	for (unsigned i = 0; i < flat->shown_count; i++) {
+		event_name(flat->shown[i], name, sizeof(name));
 		fprintf(out, " %s", name);
 	}
 	fprintf(out, "\n");
@@ -341,24 +404,54 @@ static void write_callgrind_header(FILE *out, const struct flat *flat)
 			totals[c] += exclusive[c];
 	}
 	fprintf(out, "summary:");
-	for (unsigned c = 0; c < flat->columns; c++)
-		fprintf(out, " %llu", (unsigned long long)totals[c]);
-	fprintf(out, "\n\nfl=(1) regions\n");
+	for (unsigned i = 0; i < flat->shown_count; i++)
+		fprintf(out, " %llu", (unsigned long long)totals[flat->shown[i]]);
+	fprintf(out, "\n\n");
+}
+
+/* Callgrind's ids: functions (region names) and files, each named the first time. */
+struct ids {
+	bool *function_defined;
+	const char **files;
+	size_t file_count;
+};
+
+static const char *file_of(const struct flat *flat, size_t name, unsigned *line)
+{
+	const struct region_node *node = flat->name_node[name];
+
+	*line = node->file != NULL ? node->line : 0;
+	return node->file != NULL ? node->file : "???";
+}
+
+static void write_file(FILE *out, const char *key, struct ids *ids, const char *file)
+{
+	char text[1024];
+
+	for (size_t i = 0; i < ids->file_count; i++) {
+		if (strcmp(ids->files[i], file) == 0) {
+			fprintf(out, "%s=(%zu)\n", key, i + 1);
+			return;
+		}
+	}
+	ids->files[ids->file_count++] = file;
+	printable(file, text, sizeof(text));
+	fprintf(out, "%s=(%zu) %s\n", key, ids->file_count, text);
 }
 
 /* fn=/cfn= lines: the name with its id the first time, the id alone afterwards. */
 static void write_function(FILE *out, const char *key, const struct flat *flat, size_t name,
-			   bool *defined)
+			   struct ids *ids)
 {
 	char text[HAECER_REGION_NAME_MAX + 1];
 
-	if (defined[name]) {
+	if (ids->function_defined[name]) {
 		fprintf(out, "%s=(%zu)\n", key, name + 1);
 		return;
 	}
 	printable(flat->names[name], text, sizeof(text));
 	fprintf(out, "%s=(%zu) %s\n", key, name + 1, text);
-	defined[name] = true;
+	ids->function_defined[name] = true;
 }
 
 struct arc {
@@ -366,12 +459,13 @@ struct arc {
 	uint64_t inclusive[REGION_COLUMNS];
 };
 
-/* One function: the exclusive cost of every region of that name, then its calls, summed per
- * callee name. */
+/* One function at its file and line: the exclusive cost of every region of that name, then
+ * its calls, summed per callee name, at the callee's line (where the call begins). */
 static void write_function_costs(FILE *out, const struct flat *flat, size_t name,
-				 struct arc *arcs, bool *defined)
+				 struct arc *arcs, struct ids *ids)
 {
 	uint64_t self[REGION_COLUMNS] = { 0 }, exclusive[REGION_COLUMNS];
+	unsigned line, callee_line;
 
 	memset(arcs, 0, sizeof(*arcs) * flat->name_count);
 	for (size_t i = 0; i < flat->count; i++) {
@@ -389,41 +483,246 @@ static void write_function_costs(FILE *out, const struct flat *flat, size_t name
 				arc->inclusive[c] += flat->nodes[j]->inclusive[c];
 		}
 	}
-	write_function(out, "fn", flat, name, defined);
-	write_costs(out, self, flat->columns);
+	write_file(out, "fl", ids, file_of(flat, name, &line));
+	write_function(out, "fn", flat, name, ids);
+	write_costs(out, flat, line, self);
 	for (size_t callee = 0; callee < flat->name_count; callee++) {
 		if (arcs[callee].calls == 0)
 			continue;
-		write_function(out, "cfn", flat, callee, defined);
-		fprintf(out, "calls=%llu 0\n", (unsigned long long)arcs[callee].calls);
-		write_costs(out, arcs[callee].inclusive, flat->columns);
+		write_file(out, "cfi", ids, file_of(flat, callee, &callee_line));
+		write_function(out, "cfn", flat, callee, ids);
+		fprintf(out, "calls=%llu %u\n", (unsigned long long)arcs[callee].calls, callee_line);
+		write_costs(out, flat, callee_line, arcs[callee].inclusive);
 	}
 }
 
 static int write_callgrind(FILE *out, const struct flat *flat)
 {
-	struct arc *arcs = calloc(flat->name_count > 0 ? flat->name_count : 1, sizeof(*arcs));
-	bool *defined = calloc(flat->name_count > 0 ? flat->name_count : 1, sizeof(*defined));
+	size_t room = flat->name_count > 0 ? flat->name_count : 1;
+	struct arc *arcs = calloc(room, sizeof(*arcs));
+	struct ids ids = { .function_defined = calloc(room, sizeof(bool)),
+			   .files = calloc(room, sizeof(char *)) };
 	int error = 0;
 
-	if (arcs == NULL || defined == NULL) {
+	if (arcs == NULL || ids.function_defined == NULL || ids.files == NULL) {
 		error = haecer__fail(-ENOMEM, "out of memory for the Callgrind file");
 		goto out;
 	}
 	write_callgrind_header(out, flat);
 	for (size_t name = 0; name < flat->name_count; name++)
-		write_function_costs(out, flat, name, arcs, defined);
+		write_function_costs(out, flat, name, arcs, &ids);
 out:
 	free(arcs);
-	free(defined);
+	free(ids.function_defined);
+	free(ids.files);
 	return error;
 }
 
-/* ---- both ---- */
+/* ---- CSV (RFC 4180) and JSON ---- */
 
-int haecer__region_write(FILE *text, FILE *callgrind)
+static const char *unit_of(unsigned column)
+{
+	if (column == REGION_COLUMN_TIME)
+		return "ns";
+	return region_column_is_energy(column) ? "nJ" : "count";
+}
+
+/* The region path of a node, names joined by ';' (as folded stacks join frames), root first. */
+static void path_of(const struct region_node *node, char *out, size_t size)
+{
+	const struct region_node *chain[HAECER_REGION_MAX_DEPTH + 1];
+	size_t depth = 0, used = 0;
+
+	for (; node != NULL && node != haecer__region_root() && depth < HAECER_REGION_MAX_DEPTH + 1;
+	     node = node->parent)
+		chain[depth++] = node;
+	out[0] = '\0';
+	while (depth-- > 0 && used + 1 < size) {
+		int length = snprintf(out + used, size - used, "%s%s", used > 0 ? ";" : "",
+				      chain[depth]->name);
+		if (length < 0)
+			break;
+		used += (size_t)length < size - used ? (size_t)length : size - used - 1;
+	}
+}
+
+static void csv_field(FILE *out, const char *text, bool last)
+{
+	fputc('"', out);
+	for (const char *at = text; *at != '\0'; at++) {
+		if (*at == '"')
+			fputc('"', out);
+		fputc(*at, out);
+	}
+	fputc('"', out);
+	fputc(last ? '\n' : ',', out);
+}
+
+static void csv_number(FILE *out, const struct region_node *node, unsigned column,
+		       uint64_t value, bool last)
+{
+	if (node->counted[column] > 0)
+		fprintf(out, "%llu", (unsigned long long)value);
+	fputs(last ? "\r\n" : ",", out);
+}
+
+static void write_csv(FILE *out, const struct flat *flat, const char *machine)
+{
+	char path[4096], name[HAECER_COUNTER_NAME_MAX + 16];
+
+	fputs("path,name,depth,file,line,calls,open,abandoned,machine", out);
+	for (unsigned i = 0; i < flat->shown_count; i++) {
+		unsigned c = flat->shown[i];
+		snprintf(name, sizeof(name), "%s_%s", haecer__region_column_name(c), unit_of(c));
+		fprintf(out, ",%s,%s_self", name, name);
+	}
+	fputs("\r\n", out);
+	for (size_t n = 0; n < flat->count; n++) {
+		const struct region_node *node = flat->nodes[n];
+		uint64_t exclusive[REGION_COLUMNS];
+		exclusive_of(node, flat->columns, exclusive);
+		path_of(node, path, sizeof(path));
+		csv_field(out, path, false);
+		csv_field(out, node->name, false);
+		fprintf(out, "%u,", flat->depth[n]);
+		csv_field(out, node->file != NULL ? node->file : "", false);
+		fprintf(out, "%u,%llu,%llu,%llu,", node->line, (unsigned long long)node->calls,
+			(unsigned long long)node->open, (unsigned long long)node->abandoned);
+		fputc('"', out);
+		for (const char *at = machine; *at != '\0'; at++)
+			fputs(*at == '"' ? "\"\"" : (char[]){ *at, '\0' }, out);
+		fputc('"', out);
+		if (flat->shown_count == 0)
+			fputs("\r\n", out);
+		for (unsigned i = 0; i < flat->shown_count; i++) {
+			unsigned c = flat->shown[i];
+			fputc(',', out);
+			csv_number(out, node, c, node->inclusive[c], false);
+			csv_number(out, node, c, exclusive[c], i + 1 == flat->shown_count);
+		}
+	}
+}
+
+/* Length of the valid UTF-8 sequence at text, 0 when it is not one. */
+static size_t utf8_length(const unsigned char *text)
+{
+	size_t length = text[0] >= 0xf0 && text[0] <= 0xf4 ? 4
+			: text[0] >= 0xe0			  ? 3
+			: text[0] >= 0xc2 && text[0] < 0xe0	  ? 2
+								  : 0;
+
+	for (size_t i = 1; i < length; i++)
+		if ((text[i] & 0xc0) != 0x80)
+			return 0;
+	return length;
+}
+
+/* A JSON string; bytes that are not UTF-8 become U+FFFD. */
+static void json_string(FILE *out, const char *text)
+{
+	const unsigned char *at = (const unsigned char *)text;
+
+	fputc('"', out);
+	while (*at != '\0') {
+		if (*at == '"' || *at == '\\') {
+			fprintf(out, "\\%c", *at++);
+		} else if (*at < 0x20 || *at == 0x7f) {
+			fprintf(out, "\\u%04x", *at++);
+		} else if (*at < 0x80) {
+			fputc(*at++, out);
+		} else {
+			size_t length = utf8_length(at);
+			if (length == 0) {
+				fputs("\\ufffd", out);
+				at++;
+			} else {
+				fwrite(at, 1, length, out);
+				at += length;
+			}
+		}
+	}
+	fputc('"', out);
+}
+
+static void json_values(FILE *out, const struct flat *flat, const struct region_node *node,
+			const uint64_t *values)
+{
+	fputc('{', out);
+	for (unsigned i = 0; i < flat->shown_count; i++) {
+		unsigned c = flat->shown[i];
+		fputs(i > 0 ? ", " : "", out);
+		json_string(out, haecer__region_column_name(c));
+		if (node->counted[c] > 0)
+			fprintf(out, ": %llu", (unsigned long long)values[c]);
+		else
+			fputs(": null", out);
+	}
+	fputc('}', out);
+}
+
+static void json_path(FILE *out, const struct region_node *node)
+{
+	if (node->parent != NULL && node->parent != haecer__region_root()) {
+		json_path(out, node->parent);
+		fputs(", ", out);
+	}
+	json_string(out, node->name);
+}
+
+static void write_json(FILE *out, const struct flat *flat, const char *machine, bool simulated)
 {
 	char command[COMMAND_MAX];
+
+	command_line(command, sizeof(command));
+	fprintf(out, "{\n  \"creator\": \"haecer regions (libhaecer)\",\n  \"pid\": %d,\n",
+		(int)getpid());
+	fputs("  \"command\": ", out);
+	json_string(out, command);
+	fputs(",\n  \"machine\": ", out);
+	json_string(out, machine);
+	fprintf(out, ",\n  \"simulated\": %s,\n", simulated ? "true" : "false");
+	fputs("  \"energy_method\": \"per stretch between two markers of a thread: each domain's "
+	      "energy x the thread's CPU time / (the stretch x the package's host CPUs); pkg-wide: "
+	      "the whole package over the region\",\n  \"columns\": [", out);
+	for (unsigned i = 0; i < flat->shown_count; i++) {
+		fputs(i > 0 ? ", " : "", out);
+		fputs("{\"name\": ", out);
+		json_string(out, haecer__region_column_name(flat->shown[i]));
+		fprintf(out, ", \"unit\": \"%s\"}", unit_of(flat->shown[i]));
+	}
+	fputs("],\n  \"regions\": [", out);
+	for (size_t n = 0; n < flat->count; n++) {
+		const struct region_node *node = flat->nodes[n];
+		uint64_t exclusive[REGION_COLUMNS];
+		exclusive_of(node, flat->columns, exclusive);
+		fputs(n > 0 ? ",\n    {" : "\n    {", out);
+		fputs("\"path\": [", out);
+		json_path(out, node);
+		fputs("], \"name\": ", out);
+		json_string(out, node->name);
+		fputs(", \"file\": ", out);
+		if (node->file != NULL)
+			json_string(out, node->file);
+		else
+			fputs("null", out);
+		fprintf(out, ", \"line\": %u, \"calls\": %llu, \"open\": %llu, \"abandoned\": %llu",
+			node->line, (unsigned long long)node->calls, (unsigned long long)node->open,
+			(unsigned long long)node->abandoned);
+		fputs(", \"inclusive\": ", out);
+		json_values(out, flat, node, node->inclusive);
+		fputs(", \"self\": ", out);
+		json_values(out, flat, node, exclusive);
+		fputc('}', out);
+	}
+	fputs(flat->count > 0 ? "\n  ]\n}\n" : "]\n}\n", out);
+}
+
+/* ---- all of them ---- */
+
+int haecer__region_write(FILE *text, FILE *callgrind, FILE *csv, FILE *json)
+{
+	char command[COMMAND_MAX], machine[512];
+	bool simulated;
 	struct flat flat;
 	int error;
 
@@ -432,6 +731,7 @@ int haecer__region_write(FILE *text, FILE *callgrind)
 	/* Before region_lock: the sources have their own lock, taken before region_lock when
 	 * counters are opened. */
 	haecer__region_describe_sources(text);
+	haecer__region_machines(machine, sizeof(machine), &simulated);
 	haecer__region_lock();
 	error = flat_build(&flat);
 	if (error < 0)
@@ -439,10 +739,15 @@ int haecer__region_write(FILE *text, FILE *callgrind)
 	write_text(text, &flat);
 	if (callgrind != NULL)
 		error = write_callgrind(callgrind, &flat);
+	if (csv != NULL)
+		write_csv(csv, &flat, machine);
+	if (json != NULL)
+		write_json(json, &flat, machine, simulated);
 	flat_free(&flat);
 out:
 	haecer__region_unlock();
-	if (error == 0 && (ferror(text) || (callgrind != NULL && ferror(callgrind))))
+	if (error == 0 && (ferror(text) || (callgrind != NULL && ferror(callgrind)) ||
+			   (csv != NULL && ferror(csv)) || (json != NULL && ferror(json))))
 		error = haecer__fail(-EIO, "writing the region report failed");
 	return error;
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/energy_share.h"
 #include "hw/msr.h"
 
 #define FUNCTION_HASH 4096u
@@ -205,11 +206,10 @@ static bool spread(const struct builder *builder, struct series *series, uint32_
 		if (!joules) {
 			series->program_ns[k] += overlap;
 		} else {
-			double capacity = ((double)series->time_ns[k] - start) * cpus;
-			if (series->program_ns[k] > capacity)
-				capacity = series->program_ns[k];
+			double interval = (double)series->time_ns[k] - start;
 			for (unsigned d = 0; d < PROF_MAX_DOMAINS; d++)
-				joules[d] += interval_joules(series, (int)d, k) * overlap / capacity;
+				joules[d] += energy_share(interval_joules(series, (int)d, k), overlap,
+							  interval, cpus, series->program_ns[k]);
 		}
 		left -= overlap;
 		cursor = start;

@@ -81,7 +81,7 @@ static inline char *region_read_text(const char *path)
 
 /* ---- Callgrind files ---- */
 
-#define CG_EVENTS 8u
+#define CG_EVENTS 12u
 #define CG_FUNCTIONS 32u
 #define CG_ARCS 16u
 
@@ -130,7 +130,8 @@ static inline void cg_costs(const char *line, size_t count, uint64_t *costs)
 	const char *at = line;
 	char *end;
 
-	assert_int_equal(strtoull(at, &end, 10), 0); /* the position: line 0 */
+	strtoull(at, &end, 10); /* the position: the line of the region's begin */
+	assert_true(end != at);
 	for (size_t i = 0; i < count; i++) {
 		at = end;
 		costs[i] = strtoull(at, &end, 10);
@@ -197,6 +198,14 @@ static inline size_t cg_event(const struct cg_file *file, const char *name)
 			return i;
 	fail_msg("no event %s in the Callgrind file", name);
 	return 0;
+}
+
+static inline bool cg_has_event(const struct cg_file *file, const char *name)
+{
+	for (size_t i = 0; i < file->event_count; i++)
+		if (strcmp(file->events[i], name) == 0)
+			return true;
+	return false;
 }
 
 static inline const struct cg_function *cg_find(const struct cg_file *file, const char *name)

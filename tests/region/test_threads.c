@@ -87,7 +87,7 @@ static void test_threads_add_up_exactly(void **state)
 		assert_int_equal(cg_inclusive(cg_find(&file, "thread"), e), file.summary[e]);
 	}
 	assert_true(file.summary[cg_event(&file, "Time_ns")] > 0);
-	cg_annotate_accepts(callgrind, "regions:worker");
+	cg_annotate_accepts(callgrind, "test_threads.c:worker");
 	haecer_context_close(workers[0].ctx);
 }
 

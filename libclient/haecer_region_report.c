@@ -546,7 +546,7 @@ static void path_of(const struct region_node *node, char *out, size_t size)
 	}
 }
 
-static void csv_field(FILE *out, const char *text, bool last)
+static void csv_field(FILE *out, const char *text)
 {
 	fputc('"', out);
 	for (const char *at = text; *at != '\0'; at++) {
@@ -555,15 +555,14 @@ static void csv_field(FILE *out, const char *text, bool last)
 		fputc(*at, out);
 	}
 	fputc('"', out);
-	fputc(last ? '\n' : ',', out);
 }
 
+/* An empty field where the region never had the column. */
 static void csv_number(FILE *out, const struct region_node *node, unsigned column,
-		       uint64_t value, bool last)
+		       uint64_t value)
 {
 	if (node->counted[column] > 0)
 		fprintf(out, "%llu", (unsigned long long)value);
-	fputs(last ? "\r\n" : ",", out);
 }
 
 static void write_csv(FILE *out, const struct flat *flat, const char *machine)
@@ -582,24 +581,22 @@ static void write_csv(FILE *out, const struct flat *flat, const char *machine)
 		uint64_t exclusive[REGION_COLUMNS];
 		exclusive_of(node, flat->columns, exclusive);
 		path_of(node, path, sizeof(path));
-		csv_field(out, path, false);
-		csv_field(out, node->name, false);
-		fprintf(out, "%u,", flat->depth[n]);
-		csv_field(out, node->file != NULL ? node->file : "", false);
-		fprintf(out, "%u,%llu,%llu,%llu,", node->line, (unsigned long long)node->calls,
+		csv_field(out, path);
+		fputc(',', out);
+		csv_field(out, node->name);
+		fprintf(out, ",%u,", flat->depth[n]);
+		csv_field(out, node->file != NULL ? node->file : "");
+		fprintf(out, ",%u,%llu,%llu,%llu,", node->line, (unsigned long long)node->calls,
 			(unsigned long long)node->open, (unsigned long long)node->abandoned);
-		fputc('"', out);
-		for (const char *at = machine; *at != '\0'; at++)
-			fputs(*at == '"' ? "\"\"" : (char[]){ *at, '\0' }, out);
-		fputc('"', out);
-		if (flat->shown_count == 0)
-			fputs("\r\n", out);
+		csv_field(out, machine);
 		for (unsigned i = 0; i < flat->shown_count; i++) {
 			unsigned c = flat->shown[i];
 			fputc(',', out);
-			csv_number(out, node, c, node->inclusive[c], false);
-			csv_number(out, node, c, exclusive[c], i + 1 == flat->shown_count);
+			csv_number(out, node, c, node->inclusive[c]);
+			fputc(',', out);
+			csv_number(out, node, c, exclusive[c]);
 		}
+		fputs("\r\n", out);
 	}
 }
 

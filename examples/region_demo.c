@@ -1,7 +1,9 @@
 /*
  * region_demo — region profiling (<haecer/region.h>): a program marks its phases, and at exit
- * libhaecer writes per-region time, package energy and instructions/cycles, inclusive and
- * exclusive, as a table and as a Callgrind file for KCachegrind or callgrind_annotate.
+ * libhaecer writes per-region time, the energy of every RAPL domain charged to the region by its
+ * thread's CPU time (and the package-wide energy), and instructions/cycles, inclusive and
+ * exclusive, as a table, a Callgrind file with each region's file and line (KCachegrind,
+ * callgrind_annotate), a CSV table (regions.txt.csv) and a JSON document (regions.txt.json).
  *
  *   HAECER_REGION_REPORT=regions.txt region_demo [ROUNDS]
  *   callgrind_annotate --inclusive=yes regions.txt.callgrind

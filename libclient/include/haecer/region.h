@@ -44,7 +44,8 @@
  * Regions nest per thread and form a tree: a region begun while another is open in the same
  * thread is its child. Inclusive = from begin to end; exclusive = inclusive minus the inclusive
  * values of the children (exact: every value is an integer — ns, nJ, counts — and children lie
- * inside their parent). Nested regions of a thread read the counters their outermost open region
+ * inside their parent; a region's energy shares are charged stretch by stretch, and a parent
+ * gets the same stretches as its children when both read through the same context). Nested regions of a thread read the counters their outermost open region
  * chose, so the relation holds even if the thread moves.
  *
  * Thread-safe: every thread has its own stack of open regions; regions of different threads

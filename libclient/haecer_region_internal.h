@@ -62,6 +62,7 @@ struct region_source;
 struct region_probe {
 	struct region_source *source;
 	uint32_t cpu;                   /* model CPU the thread ran on (its TSC is read) */
+	uint32_t package;               /* its package */
 	uint32_t package_cpus;          /* host CPUs of its package: the capacity per ns */
 	struct region_counter energy[REGION_DOMAINS]; /* counter NULL: domain not read */
 	struct region_counter counters[HAECER_REGION_MAX_COUNTERS];
@@ -115,6 +116,9 @@ HAECER_INTERNAL bool haecer__region_probe_for(const struct region_probe *probe,
 HAECER_INTERNAL void haecer__region_read(struct region_probe *probe, struct region_values *out);
 /* Print what every source measured and why something was not, one "  " line each. */
 HAECER_INTERNAL void haecer__region_describe_sources(FILE *out);
+/* Per share slot, the energy every package drew from the first region reading to the last,
+ * summed over packages (nJ); *have: bit per slot read. */
+HAECER_INTERNAL void haecer__region_span(uint64_t *nanojoules, uint32_t *have);
 /* "msrd, simulated sandybridge; ..." for every source, into out (for CSV and JSON). */
 HAECER_INTERNAL void haecer__region_machines(char *out, size_t size, bool *simulated);
 /* After fork, in the child: forget every source (their contexts are the parent's). */

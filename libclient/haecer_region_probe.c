@@ -32,6 +32,9 @@ struct package_energy {
 	bool tried;
 	uint32_t host_cpus;              /* host CPUs that map onto the package */
 	struct region_counter energy[REGION_DOMAINS];
+	/* The lowest and highest totals any region reading saw: the span the regions ran in. */
+	uint64_t first[REGION_DOMAINS], last[REGION_DOMAINS];
+	uint32_t seen;                   /* bit per slot */
 };
 
 struct region_source {
@@ -345,6 +348,7 @@ static void fill_probe(struct region_source *source, bool *pinned, cpu_set_t *sa
 			open_energy(source, cpu, energy);
 		memcpy(probe->energy, energy->energy, sizeof(probe->energy));
 		probe->package_cpus = energy->host_cpus;
+		probe->package = package;
 	}
 	choose_counters(source, cpu, probe);
 }
@@ -516,6 +520,49 @@ static int run_plan(struct region_probe *probe, struct haecer_context *ctx,
 	return error;
 }
 
+/* Widen the package's span by a reading (source_lock: taken after the context's lock is given
+ * back, as haecer__region_probe takes them the other way round). */
+static void widen_span(const struct region_probe *probe, const struct region_values *values)
+{
+	struct region_source *source = probe->source;
+
+	pthread_mutex_lock(&source_lock);
+	if (source != &offline && probe->package < source->package_count) {
+		struct package_energy *package = &source->packages[probe->package];
+		for (unsigned d = 0; d < REGION_DOMAINS; d++) {
+			uint64_t value = values->value[REGION_COLUMN_SHARE + d];
+			if (!(values->have & (1u << (REGION_COLUMN_SHARE + d))))
+				continue;
+			if (!(package->seen & (1u << d))) {
+				package->first[d] = package->last[d] = value;
+				package->seen |= 1u << d;
+			}
+			package->first[d] = value < package->first[d] ? value : package->first[d];
+			package->last[d] = value > package->last[d] ? value : package->last[d];
+		}
+	}
+	pthread_mutex_unlock(&source_lock);
+}
+
+void haecer__region_span(uint64_t *nanojoules, uint32_t *have)
+{
+	*have = 0;
+	memset(nanojoules, 0, sizeof(uint64_t) * REGION_DOMAINS);
+	pthread_mutex_lock(&source_lock);
+	for (const struct region_source *source = sources; source != NULL; source = source->next) {
+		for (uint32_t p = 0; p < source->package_count; p++) {
+			const struct package_energy *package = &source->packages[p];
+			for (unsigned d = 0; d < REGION_DOMAINS; d++) {
+				if (!(package->seen & (1u << d)))
+					continue;
+				nanojoules[d] += package->last[d] - package->first[d];
+				*have |= 1u << d;
+			}
+		}
+	}
+	pthread_mutex_unlock(&source_lock);
+}
+
 void haecer__region_read(struct region_probe *probe, struct region_values *out)
 {
 	struct haecer_context *ctx;
@@ -542,6 +589,8 @@ void haecer__region_read(struct region_probe *probe, struct region_values *out)
 				ctx->machine.tsc_hz);
 	}
 	pthread_mutex_unlock(&ctx->lock);
+	if (out->have & ((1u << REGION_COLUMN_COUNTERS) - (1u << REGION_COLUMN_SHARE)))
+		widen_span(probe, out);
 }
 
 /* ---- description for the report ---- */

@@ -666,7 +666,64 @@ static void json_path(FILE *out, const struct region_node *node)
 	json_string(out, node->name);
 }
 
-static void write_json(FILE *out, const struct flat *flat, const char *machine, bool simulated)
+/* ---- the span: what the package drew while regions ran, and how much of it they were charged ---- */
+
+struct span {
+	uint64_t package[REGION_DOMAINS]; /* nJ from the first region reading to the last */
+	uint64_t charged[REGION_DOMAINS]; /* nJ charged to the outermost regions */
+	uint32_t have;
+};
+
+static void span_charged(struct span *span, const struct flat *flat)
+{
+	for (size_t i = 0; i < flat->count; i++)
+		if (flat->depth[i] == 0)
+			for (unsigned d = 0; d < REGION_DOMAINS; d++)
+				span->charged[d] += flat->nodes[i]->inclusive[REGION_COLUMN_SHARE + d];
+}
+
+static uint64_t span_rest(const struct span *span, unsigned d)
+{
+	return span->package[d] > span->charged[d] ? span->package[d] - span->charged[d] : 0;
+}
+
+static void write_span_text(FILE *out, const struct span *span)
+{
+	if (span->have == 0)
+		return;
+	fprintf(out, "from the first region reading to the last (every package):");
+	for (unsigned d = 0; d < REGION_DOMAINS; d++) {
+		if (!(span->have & (1u << d)))
+			continue;
+		fprintf(out, "\n  %-12s %12.6f J drawn, %12.6f J charged to regions, %12.6f J the rest",
+			haecer__region_column_name(REGION_COLUMN_SHARE + d),
+			(double)span->package[d] / 1e9, (double)span->charged[d] / 1e9,
+			(double)span_rest(span, d) / 1e9);
+	}
+	fprintf(out, "\nthe rest: what the program outside its regions, other processes and idle "
+		"drew; no region is charged with it\n");
+}
+
+static void write_span_json(FILE *out, const struct span *span)
+{
+	bool first = true;
+
+	fputs("  \"span\": {", out);
+	for (unsigned d = 0; d < REGION_DOMAINS; d++) {
+		if (!(span->have & (1u << d)))
+			continue;
+		fputs(first ? "" : ", ", out);
+		first = false;
+		json_string(out, haecer__region_column_name(REGION_COLUMN_SHARE + d));
+		fprintf(out, ": {\"package_nJ\": %llu, \"charged_nJ\": %llu, \"rest_nJ\": %llu}",
+			(unsigned long long)span->package[d], (unsigned long long)span->charged[d],
+			(unsigned long long)span_rest(span, d));
+	}
+	fputs("},\n", out);
+}
+
+static void write_json(FILE *out, const struct flat *flat, const char *machine, bool simulated,
+		       const struct span *span)
 {
 	char command[COMMAND_MAX];
 
@@ -680,7 +737,9 @@ static void write_json(FILE *out, const struct flat *flat, const char *machine, 
 	fprintf(out, ",\n  \"simulated\": %s,\n", simulated ? "true" : "false");
 	fputs("  \"energy_method\": \"per stretch between two markers of a thread: each domain's "
 	      "energy x the thread's CPU time / (the stretch x the package's host CPUs); pkg-wide: "
-	      "the whole package over the region\",\n  \"columns\": [", out);
+	      "the whole package over the region\",\n", out);
+	write_span_json(out, span);
+	fputs("  \"columns\": [", out);
 	for (unsigned i = 0; i < flat->shown_count; i++) {
 		fputs(i > 0 ? ", " : "", out);
 		fputs("{\"name\": ", out);
@@ -719,6 +778,7 @@ static void write_json(FILE *out, const struct flat *flat, const char *machine, 
 int haecer__region_write(FILE *text, FILE *callgrind, FILE *csv, FILE *json)
 {
 	char command[COMMAND_MAX], machine[512];
+	struct span span = { 0 };
 	bool simulated;
 	struct flat flat;
 	int error;
@@ -729,17 +789,20 @@ int haecer__region_write(FILE *text, FILE *callgrind, FILE *csv, FILE *json)
 	 * counters are opened. */
 	haecer__region_describe_sources(text);
 	haecer__region_machines(machine, sizeof(machine), &simulated);
+	haecer__region_span(span.package, &span.have);
 	haecer__region_lock();
 	error = flat_build(&flat);
 	if (error < 0)
 		goto out;
+	span_charged(&span, &flat);
 	write_text(text, &flat);
+	write_span_text(text, &span);
 	if (callgrind != NULL)
 		error = write_callgrind(callgrind, &flat);
 	if (csv != NULL)
 		write_csv(csv, &flat, machine);
 	if (json != NULL)
-		write_json(json, &flat, machine, simulated);
+		write_json(json, &flat, machine, simulated, &span);
 	flat_free(&flat);
 out:
 	haecer__region_unlock();

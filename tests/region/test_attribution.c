@@ -10,8 +10,8 @@
  * (CLOCK_THREAD_CPUTIME_ID between its markers, and around them: the markers' own time from the
  * begin's reading to the end's is the region's, which matters only under valgrind). Each
  * region's charge must be within 5 % of that in every domain, so the split between the two is
- * right; together they are charged less than the package drew (the rest is idle's, charged to
- * no one).
+ * right; together they are charged less than the package drew, and the report shows the rest
+ * (idle's: the light thread sleeps) as charged to no region.
  *
  * The Callgrind file names the file and line of each region's begin (fl= and the cost line)
  * and callgrind_annotate shows them; the CSV table is read field by field and the JSON document
@@ -219,6 +219,11 @@ static const char json_reader[] =
 	"names = [c['name'] for c in doc['columns']]\n"
 	"for want in ('time', 'energy-pkg', 'energy-cores', 'energy-gpu', 'pkg-wide'):\n"
 	"    assert want in names, want\n"
+	"tops = [r for r in doc['regions'] if len(r['path']) == 1]\n"
+	"for name in ('energy-pkg', 'energy-cores', 'energy-gpu'):\n"
+	"    span = doc['span'][name]\n"
+	"    assert span['charged_nJ'] == sum(r['inclusive'][name] for r in tops), span\n"
+	"    assert span['rest_nJ'] == span['package_nJ'] - span['charged_nJ'] > 0, span\n"
 	"for r in doc['regions']:\n"
 	"    v = r['inclusive']\n"
 	"    assert r['path'] == [r['name']]\n"
@@ -316,6 +321,9 @@ static void test_concurrent_regions_split_by_cpu_time(void **state)
 	fprintf(stderr, "%s", text);
 	assert_non_null(strstr(text, "simulated sandybridge"));
 	assert_non_null(strstr(text, "+-J/call"));
+	/* Idle's part (the light thread sleeps) is shown and charged to no one. */
+	assert_non_null(strstr(text, "J the rest"));
+	assert_non_null(strstr(text, "no region is charged with it"));
 	free(text);
 
 	cg_read(callgrind, &file);

@@ -27,6 +27,9 @@
  *     capacity nobody in the regions used) is charged to no region. A stretch's power is its
  *     average: the more markers, the finer the split. On msrd's virtual time (a test mode) the
  *     threads' CPU time does not follow the simulated clock and the charges mean nothing;
+ *     The report ends with what every package drew from the first region reading to the
+ *     last, per domain, what of it the outermost regions were charged, and the rest (the
+ *     program outside its regions, other processes, idle), charged to no region;
  *   - pkg-wide: the package domain's whole energy over the region, as RAPL gives it: it
  *     includes whatever else the package ran, and regions running at the same time in several
  *     threads each count all of it;

@@ -99,6 +99,30 @@ static void test_report_holds_what_was_paired(void **state)
 	region_expect(haecer_region_reset(), "reset");
 }
 
+/* Programs built before haecer_region_begin became a macro call the functions of the plain
+ * names: they still work, without a call site ("???" at line 0 in Callgrind, null in JSON);
+ * a later begin with a call site gives the region its place. */
+static void test_plain_functions_without_call_site(void **state)
+{
+	const char *callgrind = region_report_path("plain.txt", ".callgrind");
+	char *text, *json;
+
+	(void)state;
+	region_expect((haecer_region_begin)("plain"), "plain begin");
+	region_expect(haecer_region_end("plain"), "plain end");
+	region_expect((haecer_region_begin_ctx)(NULL, "x") == -EINVAL ? 0 : -1, "ctx refused");
+	region_expect(haecer_region_report(region_report_path("plain.txt", "")), "report");
+	text = region_read_text(callgrind);
+	json = region_read_text(region_report_path("plain.txt", ".json"));
+	assert_non_null(text);
+	assert_non_null(json);
+	assert_non_null(strstr(text, "???\nfn=("));
+	assert_non_null(strstr(json, "\"name\": \"plain\", \"file\": null, \"line\": 0"));
+	free(text);
+	free(json);
+	region_expect(haecer_region_reset(), "reset");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -109,6 +133,7 @@ int main(void)
 		cmocka_unit_test(test_contexts_must_match),
 		cmocka_unit_test(test_reset_refused_while_open),
 		cmocka_unit_test(test_report_holds_what_was_paired),
+		cmocka_unit_test(test_plain_functions_without_call_site),
 	};
 
 	return REGION_RUN_GROUP(NULL, tests);

@@ -5,6 +5,8 @@
  * A begin is: find (or add) the node under the thread's innermost open region, then read the
  * probe; an end is: read the probe, then add the difference to the node. So the round trip of
  * the begin counts inside the region only after its reading and bookkeeping stays outside.
+ * Energy is not a difference but a charge: every reading ends a stretch of each open frame of
+ * the thread on the same probe, charged by common/energy_share.h (seed 003 section 4).
  */
 #include "libclient/haecer_region_internal.h"
 

@@ -6,7 +6,8 @@
  * Values are absolute integer positions — ns, nJ, event counts — taken at begin and at end; a
  * region adds end - begin to its node. Because children begin after and end before their parent
  * and read the same counters, a parent's sum is never below its children's: exclusive values
- * are exact differences.
+ * are exact differences. The energy shares are charged per stretch between two readings of a
+ * thread, the same rounded charge to every open frame on the probe, so the same holds for them.
  *
  * Locking: region_lock (haecer_region.c) guards the tree, the columns and the thread registry;
  * source_lock (haecer_region_probe.c) guards the sources and the counters opened for them.

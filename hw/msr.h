@@ -119,6 +119,52 @@ enum arch_event_index {
  * EventSelect[11:8] 35:32, GuestOnly 40, HostOnly 41; the rest is reserved. */
 #define AMD_PERF_CTL_VALID_BITS 0x0000030FFFD7FFFFull
 
+/* ---- counter registers by index (the arithmetic of the comments above, in one place) ---- */
+static inline uint32_t msr_ia32_perfevtsel(uint32_t index) { return MSR_IA32_PERFEVTSEL0 + index; }
+static inline uint32_t msr_ia32_pmc(uint32_t index) { return MSR_IA32_PMC0 + index; }
+static inline uint32_t msr_ia32_a_pmc(uint32_t index) { return MSR_IA32_A_PMC0 + index; }
+static inline uint32_t msr_ia32_fixed_ctr(uint32_t index) { return MSR_IA32_FIXED_CTR0 + index; }
+static inline uint32_t msr_amd_perf_ctl(uint32_t index) { return MSR_AMD_PERF_CTL0 + 2 * index; }
+static inline uint32_t msr_amd_perf_ctr(uint32_t index) { return MSR_AMD_PERF_CTR0 + 2 * index; }
+
+/* Whether `address` is one of `count` consecutive registers from `first`; *index says which
+ * (untouched when not). */
+static inline bool msr_index_in(uint32_t address, uint32_t first, uint32_t count, uint32_t *index)
+{
+	if (address < first || address - first >= count)
+		return false;
+	*index = address - first;
+	return true;
+}
+
+/* Whether `address` is PERF_CTLx or PERF_CTRx of one of the first `count` AMD core counters:
+ * *index = x, *control = it is PERF_CTLx (both untouched when not). */
+static inline bool msr_amd_counter_index(uint32_t address, uint32_t count, uint32_t *index,
+					 bool *control)
+{
+	uint32_t offset;
+
+	if (!msr_index_in(address, MSR_AMD_PERF_CTL0, 2 * count, &offset))
+		return false;
+	*index = offset / 2;
+	*control = (offset & 1) == 0;
+	return true;
+}
+
+/* The same for the legacy aliases PERF_CTL0..3 / PERF_CTR0..3 of counters 0..3. */
+static inline bool msr_amd_legacy_index(uint32_t address, uint32_t *index, bool *control)
+{
+	if (msr_index_in(address, MSR_AMD_PERF_LEGACY_CTL0, 4, index)) {
+		*control = true;
+		return true;
+	}
+	if (msr_index_in(address, MSR_AMD_PERF_LEGACY_CTR0, 4, index)) {
+		*control = false;
+		return true;
+	}
+	return false;
+}
+
 /* ---- RAPL, Intel ---- */
 #define MSR_RAPL_POWER_UNIT 0x606u /* power 3:0, energy 12:8, time 19:16; unit = 2^-field */
 #define MSR_PKG_POWER_LIMIT 0x610u

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hw/vendor.h"
+
 /* CPUID.0AH:EDX[15]: AnyThread deprecation (the ANY bits are reserved when set, SDM 18.2.5). */
 #define CPUID_0A_EDX_ANYTHREAD_DEPRECATED (1u << 15)
 
@@ -60,11 +62,14 @@ void event_db_why(char *why, size_t why_size, const char *format, ...)
 
 static enum event_vendor vendor_of(const char *vendor)
 {
-	if (strncmp(vendor, "GenuineIntel", 16) == 0)
+	switch (cpu_vendor_of(vendor)) {
+	case CPU_VENDOR_INTEL:
 		return EVENT_VENDOR_INTEL;
-	if (strncmp(vendor, "AuthenticAMD", 16) == 0 || strncmp(vendor, "HygonGenuine", 16) == 0)
+	case CPU_VENDOR_AMD:
 		return EVENT_VENDOR_AMD;
-	return EVENT_VENDOR_UNKNOWN;
+	default:
+		return EVENT_VENDOR_UNKNOWN;
+	}
 }
 
 static uint8_t clamp_u8(uint32_t value, uint32_t limit)

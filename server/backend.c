@@ -28,6 +28,7 @@
 
 #include "common/log.h"
 #include "hw/rapl_quirks.h"
+#include "hw/vendor.h"
 #include "server/sim.h"
 
 /* ---- msr-safe's batch ABI (msr_safe.h in LLNL/msr-safe), written from its description ---- */
@@ -282,10 +283,10 @@ static int probe_cpuid(const char *dev_root, struct machine_info *info)
 	info->vendor[12] = '\0';
 	if (regs[0] >= 1 && read_cpuid(dev_root, 1, regs) == 0)
 		decode_signature(regs[0], info);
-	if (strcmp(info->vendor, "GenuineIntel") == 0 && read_cpuid(dev_root, 0, regs) == 0 &&
+	if (cpu_vendor_is_intel(info->vendor) && read_cpuid(dev_root, 0, regs) == 0 &&
 	    regs[0] >= 0xA)
 		ret = read_cpuid(dev_root, 0xA, info->cpuid_0a);
-	if ((strcmp(info->vendor, "AuthenticAMD") == 0 || strcmp(info->vendor, "HygonGenuine") == 0) &&
+	if (cpu_vendor_is_amd(info->vendor) &&
 	    read_cpuid(dev_root, 0x80000000u, regs) == 0 && regs[0] >= CPUID_AMD_EXT_PERFMON &&
 	    regs[0] < 0x8000FFFFu && read_cpuid(dev_root, CPUID_AMD_EXT_PERFMON, regs) == 0)
 		info->amd_perfmon_v2 = CPUID_AMD_EXT_PERFMON_V2(regs[0]) != 0;
@@ -362,8 +363,7 @@ static uint32_t package_power_bound_mw(const struct msr_backend *backend, uint64
  * that reads 0 is dormant (it may start counting later, and msrd must coarsen it all the same). */
 static void probe_rapl(const struct msr_backend *backend, struct machine_info *info)
 {
-	bool amd = strcmp(info->vendor, "AuthenticAMD") == 0 ||
-		   strcmp(info->vendor, "HygonGenuine") == 0;
+	bool amd = cpu_vendor_is_amd(info->vendor);
 	uint32_t unit_address = amd ? MSR_AMD_RAPL_POWER_UNIT : MSR_RAPL_POWER_UNIT;
 	uint32_t bound_mw;
 	uint64_t unit, value;
@@ -379,7 +379,7 @@ static void probe_rapl(const struct msr_backend *backend, struct machine_info *i
 		if (rapl_domain_is_amd(domain) != amd ||
 		    device_read(backend, 0, rapl_energy_status_address(domain), &value) < 0)
 			continue;
-		quirk = rapl_unit_quirk_of(strcmp(info->vendor, "GenuineIntel") == 0, info->family,
+		quirk = rapl_unit_quirk_of(cpu_vendor_is_intel(info->vendor), info->family,
 					   info->model, (int)domain);
 		if (quirk)
 			exponent = quirk->exponent;
@@ -486,12 +486,11 @@ static uint64_t calibrated_tsc_hz(const struct msr_backend *backend, uint8_t *so
 static void probe_tsc(const struct msr_backend *backend, const char *dev_root,
 		      struct machine_info *info)
 {
-	bool amd = strcmp(info->vendor, "AuthenticAMD") == 0 ||
-		   strcmp(info->vendor, "HygonGenuine") == 0;
+	bool amd = cpu_vendor_is_amd(info->vendor);
 
 	info->tsc_source = TSC_SOURCE_UNKNOWN;
 	info->tsc_hz = amd ? amd_tsc_hz(backend, info, &info->tsc_source)
-			   : strcmp(info->vendor, "GenuineIntel") == 0
+			   : cpu_vendor_is_intel(info->vendor)
 				   ? intel_tsc_hz(backend, dev_root, info, &info->tsc_source)
 				   : 0;
 	if (info->tsc_hz == 0)
@@ -527,7 +526,7 @@ static void probe_machine(struct msr_backend *backend, const char *dev_root)
 	probe_rapl(backend, info);
 	probe_tsc(backend, dev_root, info);
 	info->nmi_watchdog = nmi_watchdog_on(dev_root);
-	info->has_smi_count = strcmp(info->vendor, "GenuineIntel") == 0 &&
+	info->has_smi_count = cpu_vendor_is_intel(info->vendor) &&
 			      device_read(backend, 0, MSR_SMI_COUNT, &capabilities) == 0;
 	if (CPUID_0A_EAX_VERSION(info->cpuid_0a[0]) >= 2 &&
 	    device_read(backend, 0, MSR_IA32_PERF_CAPABILITIES, &capabilities) == 0)

@@ -15,17 +15,18 @@
  */
 #include "server/server.h"
 
+#include "hw/vendor.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define INTEL_PMCS 8u         /* IA32_PMC0..7 and their full-width aliases */
-#define AMD_LEGACY_COUNTERS 4u
+#define AMD_CORE_COUNTERS 6u  /* PERF_CTL0..5 / PERF_CTR0..5 */
 
 void msrstate_init(struct msrstate *state, const struct machine_info *machine)
 {
-	bool amd = strcmp(machine->vendor, "AuthenticAMD") == 0 ||
-		   strcmp(machine->vendor, "HygonGenuine") == 0;
+	bool amd = cpu_vendor_is_amd(machine->vendor);
 
 	*state = (struct msrstate){
 		.intel_pmcs = !amd && CPUID_0A_EAX_VERSION(machine->cpuid_0a[0]) >= 1,
@@ -38,20 +39,21 @@ void msrstate_init(struct msrstate *state, const struct machine_info *machine)
 /* The one address a register with aliases is recorded under. */
 static uint32_t canonical(const struct msrstate *state, uint32_t address)
 {
-	if (state->intel_pmcs && address >= MSR_IA32_A_PMC0 && address < MSR_IA32_A_PMC0 + INTEL_PMCS)
-		return MSR_IA32_PMC0 + (address - MSR_IA32_A_PMC0);
-	if (state->amd_legacy && address >= MSR_AMD_PERF_LEGACY_CTL0 &&
-	    address < MSR_AMD_PERF_LEGACY_CTL0 + AMD_LEGACY_COUNTERS)
-		return MSR_AMD_PERF_CTL0 + 2 * (address - MSR_AMD_PERF_LEGACY_CTL0);
-	if (state->amd_legacy && address >= MSR_AMD_PERF_LEGACY_CTR0 &&
-	    address < MSR_AMD_PERF_LEGACY_CTR0 + AMD_LEGACY_COUNTERS)
-		return MSR_AMD_PERF_CTR0 + 2 * (address - MSR_AMD_PERF_LEGACY_CTR0);
+	uint32_t index;
+	bool control;
+
+	if (state->intel_pmcs && msr_index_in(address, MSR_IA32_A_PMC0, INTEL_PMCS, &index))
+		return msr_ia32_pmc(index);
+	if (state->amd_legacy && msr_amd_legacy_index(address, &index, &control))
+		return control ? msr_amd_perf_ctl(index) : msr_amd_perf_ctr(index);
 	return address;
 }
 
 static bool is_intel_pmc(const struct msrstate *state, uint32_t address)
 {
-	return state->intel_pmcs && address >= MSR_IA32_PMC0 && address < MSR_IA32_PMC0 + INTEL_PMCS;
+	uint32_t index;
+
+	return state->intel_pmcs && msr_index_in(address, MSR_IA32_PMC0, INTEL_PMCS, &index);
 }
 
 static int compare_saved(const struct msr_saved *saved, uint32_t cpu, uint32_t address)
@@ -137,7 +139,7 @@ static int restore_one(const struct msrstate *state, struct msr_backend *backend
 	int status;
 
 	if (is_intel_pmc(state, address) && state->full_width_writes)
-		address = MSR_IA32_A_PMC0 + (saved->address - MSR_IA32_PMC0);
+		address = msr_ia32_a_pmc(saved->address - MSR_IA32_PMC0);
 	status = backend_write(backend, saved->cpu, address, saved->original);
 	if (status < 0) {
 		log_warn_errno(status, "restoring cpu %u MSR 0x%x to 0x%llx", saved->cpu, address,
@@ -174,13 +176,15 @@ enum restore_phase {
 
 static enum restore_phase phase_of(const struct msrstate *state, uint32_t address)
 {
+	uint32_t index;
+	bool control;
+
 	if (is_intel_pmc(state, address) ||
 	    (address >= MSR_IA32_FIXED_CTR0 && address <= MSR_IA32_FIXED_CTR2))
 		return PHASE_COUNTERS;
-	if (state->amd_legacy && address >= MSR_AMD_PERF_CTL0 && address < MSR_AMD_PERF_CTL0 + 12)
-		return (address - MSR_AMD_PERF_CTL0) % 2 == 0 ? PHASE_EVENT_SELECTS : PHASE_COUNTERS;
-	if (state->intel_pmcs && address >= MSR_IA32_PERFEVTSEL0 &&
-	    address < MSR_IA32_PERFEVTSEL0 + INTEL_PMCS)
+	if (state->amd_legacy && msr_amd_counter_index(address, AMD_CORE_COUNTERS, &index, &control))
+		return control ? PHASE_EVENT_SELECTS : PHASE_COUNTERS;
+	if (state->intel_pmcs && msr_index_in(address, MSR_IA32_PERFEVTSEL0, INTEL_PMCS, &index))
 		return PHASE_EVENT_SELECTS;
 	if (state->intel_pmcs && address == MSR_IA32_FIXED_CTR_CTRL)
 		return PHASE_FIXED_CONTROL;

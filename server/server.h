@@ -14,7 +14,8 @@
  *   msrstate.c  original values of every MSR msrd wrote, restored at exit
  *   journal.c   the same on disk before each first write, written back after a crash
  *   privilege.c capabilities and resource limits
- *   slots.c     counter slots: who holds which PMC / fixed counter, programming, restore
+ *   slots.c     counter slots: who holds which PMC / fixed counter, save and restore, guard
+ *   slot_requests.c the SLOT_* requests on top of slots.c
  *   energy.c    64-bit energy totals: wrap-safe sampling, coarse (rate/resolution) grants
  *   energy_page.c the energy pages: totals published in shared memory while clients hold them
  *   handles.c   registered (validated once) batches

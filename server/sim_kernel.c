@@ -32,7 +32,7 @@
 
 static uint32_t select_address(const struct sim *sim, uint32_t index)
 {
-	return sim->pmu.amd ? MSR_AMD_PERF_CTL0 + 2 * index : MSR_IA32_PERFEVTSEL0 + index;
+	return sim->pmu.amd ? msr_amd_perf_ctl(index) : msr_ia32_perfevtsel(index);
 }
 
 /* Write as the kernel does: straight to the CPU's registers. */

@@ -303,14 +303,6 @@ static void counters_reprogram(struct sim *sim, struct sim_cpu *cpu, sim_u128 bu
 
 /* ---- register access ---- */
 
-static bool in_range(uint32_t address, uint32_t first, uint32_t count, uint32_t *index)
-{
-	if (address < first || address - first >= count)
-		return false;
-	*index = address - first;
-	return true;
-}
-
 static int read_global(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t *value)
 {
 	if (sim->pmu.version < 2)
@@ -339,16 +331,16 @@ static int intel_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, ui
 	const struct sim_pmu *pmu = &sim->pmu;
 	uint32_t index;
 
-	if (in_range(address, MSR_IA32_PERFEVTSEL0, pmu->gp_count, &index)) {
+	if (msr_index_in(address, MSR_IA32_PERFEVTSEL0, pmu->gp_count, &index)) {
 		*value = cpu->evtsel[index];
 		return 0;
 	}
-	if (in_range(address, MSR_IA32_PMC0, pmu->gp_count, &index) ||
-	    (pmu->full_width_writes && in_range(address, MSR_IA32_A_PMC0, pmu->gp_count, &index))) {
+	if (msr_index_in(address, MSR_IA32_PMC0, pmu->gp_count, &index) ||
+	    (pmu->full_width_writes && msr_index_in(address, MSR_IA32_A_PMC0, pmu->gp_count, &index))) {
 		*value = sim_counter_value(&cpu->gp[index], sim_cpu_busy_at(sim, cpu, sim->now));
 		return 0;
 	}
-	if (in_range(address, MSR_IA32_FIXED_CTR0, pmu->fixed_count, &index)) {
+	if (msr_index_in(address, MSR_IA32_FIXED_CTR0, pmu->fixed_count, &index)) {
 		*value = sim_counter_value(&cpu->fixed[index], sim_cpu_busy_at(sim, cpu, sim->now));
 		return 0;
 	}
@@ -363,15 +355,9 @@ static int intel_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, ui
 static bool amd_counter(const struct sim_pmu *pmu, uint32_t address, bool *control,
 			uint32_t *index)
 {
-	uint32_t legacy = pmu->gp_count < 4 ? pmu->gp_count : 4, offset;
-
-	if (in_range(address, MSR_AMD_PERF_CTL0, 2 * pmu->gp_count, &offset)) {
-		*control = (offset & 1) == 0;
-		*index = offset / 2;
+	if (msr_amd_counter_index(address, pmu->gp_count, index, control))
 		return true;
-	}
-	*control = in_range(address, MSR_AMD_PERF_LEGACY_CTL0, legacy, index);
-	return *control || in_range(address, MSR_AMD_PERF_LEGACY_CTR0, legacy, index);
+	return msr_amd_legacy_index(address, index, control) && *index < pmu->gp_count;
 }
 
 static int write_control(struct sim *sim, struct sim_cpu *cpu, uint64_t *control,
@@ -520,19 +506,19 @@ static int intel_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address, u
 	const struct sim_pmu *pmu = &sim->pmu;
 	uint32_t index;
 
-	if (in_range(address, MSR_IA32_PERFEVTSEL0, pmu->gp_count, &index))
+	if (msr_index_in(address, MSR_IA32_PERFEVTSEL0, pmu->gp_count, &index))
 		return write_control(sim, cpu, &cpu->evtsel[index], evtsel_valid(pmu, index), value);
-	if (in_range(address, MSR_IA32_PMC0, pmu->gp_count, &index)) {
+	if (msr_index_in(address, MSR_IA32_PMC0, pmu->gp_count, &index)) {
 		/* Legacy alias: bits 31:0 written, sign-extended to the counter width. */
 		return write_counter(sim, cpu, &cpu->gp[index], 1ull << index,
 				     (uint64_t)(int64_t)(int32_t)value);
 	}
-	if (pmu->full_width_writes && in_range(address, MSR_IA32_A_PMC0, pmu->gp_count, &index)) {
+	if (pmu->full_width_writes && msr_index_in(address, MSR_IA32_A_PMC0, pmu->gp_count, &index)) {
 		if (value & ~pmu->gp_mask)
 			return -EIO;
 		return write_counter(sim, cpu, &cpu->gp[index], 1ull << index, value);
 	}
-	if (in_range(address, MSR_IA32_FIXED_CTR0, pmu->fixed_count, &index)) {
+	if (msr_index_in(address, MSR_IA32_FIXED_CTR0, pmu->fixed_count, &index)) {
 		if (value & ~pmu->fixed_mask)
 			return -EIO;
 		return write_counter(sim, cpu, &cpu->fixed[index],

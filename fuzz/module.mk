@@ -13,8 +13,8 @@ FUZZ_SANITIZERS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-rec
 		   -fno-omit-frame-pointer
 FUZZ_BINARIES := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
 # Listed here, not taken from server/module.mk, which is read after this file.
-FUZZ_ARCHIVES := $(BUILD)/libmsrd.a $(BUILD)/libhaecer-policy.a $(BUILD)/libhaecer-proto.a \
-		 $(BUILD)/libhaecer-shm.a $(BUILD)/libhaecer-common.a
+FUZZ_ARCHIVES := $(BUILD)/libmsrd.a $(BUILD)/libhaecer-backend.a $(BUILD)/libhaecer-policy.a \
+		 $(BUILD)/libhaecer-proto.a $(BUILD)/libhaecer-shm.a $(BUILD)/libhaecer-common.a
 
 # Targets that need the shipped models and policies find the source tree here.
 $(BUILD)/fuzz/%.o: HAECER_CPPFLAGS += -DFUZZ_SOURCE_DIR='"$(CURDIR)"'

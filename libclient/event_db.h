@@ -51,7 +51,7 @@
 /* A sentence buffer large enough for every message of this file. */
 #define EVENT_DB_WHY_SIZE 256u
 
-/* The machine, as msrd's MACHINE_INFO describes it (server/backend.h struct machine_info). */
+/* The machine, as msrd's MACHINE_INFO describes it (backend/backend.h struct machine_info). */
 struct event_machine {
 	char vendor[16];            /* CPUID leaf 0: "GenuineIntel", "AuthenticAMD" */
 	uint32_t family;            /* display family (base + extended) */

@@ -75,7 +75,7 @@ static uint64_t tsc_now(const struct haecer_context *ctx)
 	uint64_t tsc;
 
 	if (ctx->simulated) {
-		/* msrd's simulated TSC: CLOCK_MONOTONIC_RAW ns x tsc_hz (server/sim.c). */
+		/* msrd's simulated TSC: CLOCK_MONOTONIC_RAW ns x tsc_hz (backend/sim/sim.c). */
 		unsigned __int128 ticks = (unsigned __int128)haecer__monotonic_raw_ns() *
 					  ctx->machine.tsc_hz / 1000000000ull;
 

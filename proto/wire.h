@@ -203,7 +203,7 @@ struct wire_hello_request {
 
 struct wire_hello_reply {
 	uint16_t version;              /* chosen version */
-	uint16_t backend;              /* 1 msr, 2 msr-safe, 3 sim (server/backend.h numbering) */
+	uint16_t backend;              /* 1 msr, 2 msr-safe, 3 sim (backend/backend.h numbering) */
 	uint32_t max_frame;
 	uint32_t max_batch_ops;
 	uint32_t max_in_flight;        /* pipelined requests before the server stops reading */

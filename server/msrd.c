@@ -8,7 +8,7 @@
  * dropped, and the system call filter goes on, all before the first client can connect.
  */
 #include "server/server.h"
-#include "server/sim_model.h"
+#include "backend/sim/sim_model.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -38,7 +38,7 @@
 #include "common/log.h"
 #include "policy/policy.h"
 #include "proto/wire.h"
-#include "server/backend.h"
+#include "backend/backend.h"
 
 #define MSRD_VERSION "msrd " HAECER_VERSION " (protocol 1)"
 #define MSRD_DEFAULT_SOCKET "/run/haecer/msrd.sock"

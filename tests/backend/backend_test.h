@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "server/backend.h"
+#include "backend/backend.h"
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/standin_tree.h"
 

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "server/backend.h"
+#include "backend/backend.h"
 #include "tests/events/machines.h"
 
 #define MAX_MODELS 32

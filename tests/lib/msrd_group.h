@@ -35,7 +35,7 @@ int msrd_run_group_prepared(struct msrd_server *server, const char *policy,
 	msrd_run_group_prepared((server), (policy), (prepare), (arguments), (conn), #tests,  \
 				(tests), sizeof(tests) / sizeof((tests)[0]))
 
-/* msrd on the simulated `model` with the policy, a load script (server/sim_load.h format,
+/* msrd on the simulated `model` with the policy, a load script (backend/sim/sim_load.h format,
  * written next to the policy and passed as --sim-load-script; NULL for none) and extra arguments
  * (NULL-terminated, may be NULL, at most 10 taken), with $HAECER_SOCKET pointing at it so the
  * HAECER default context finds it. 0 or -1. */

@@ -1,5 +1,5 @@
 /*
- * server/sim.h — the simulated CPU behind the `sim` backend (private to server/backend*.c).
+ * backend/sim/sim.h — the simulated CPU behind the `sim` backend (private to the backend layer, backend/).
  * backend.c forwards the backend_sim_* calls and register accesses here.
  *
  * Not thread-safe: msrd calls it from its one event-loop thread.
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/backend.h"
+#include "backend/backend.h"
 
 struct sim;
 
@@ -36,7 +36,7 @@ int sim_energy_truth(struct sim *sim, uint32_t cpu, enum rapl_domain domain,
  * at_ns is in the future or older than the power changes the simulator remembers. */
 int sim_energy_at(struct sim *sim, uint32_t cpu, enum rapl_domain kind, uint64_t at_ns,
 		  struct sim_energy_truth *out);
-/* Replace the power trace (format in server/sim_power.c) from now on; "" clears it. */
+/* Replace the power trace (format in backend/sim/sim_power.c) from now on; "" clears it. */
 int sim_power_trace(struct sim *sim, const char *text, const char *where);
 /* Whether the rough behaviour is on, and its seed. */
 bool sim_is_rough(const struct sim *sim, uint64_t *seed);

@@ -1,5 +1,5 @@
 /*
- * server/sim_power.c — power traces: a client (or --sim-power-script) imposes the power of RAPL
+ * backend/sim/sim_power.c — power traces: a client (or --sim-power-script) imposes the power of RAPL
  * domains as steps and ramps, so behaviour under changing power is tested deterministically.
  *
  * Text, one segment per line: `DOMAIN: DURATION_MS WATTS [END_WATTS]` — DURATION_MS at WATTS, or
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "server/sim_internal.h"
+#include "backend/sim/sim_internal.h"
 
 #define TRACE_MAX_SEGMENTS 100000u
 #define TRACE_MAX_LINE 256u

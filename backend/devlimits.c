@@ -1,10 +1,10 @@
 /*
- * server/devlimits.c — at start, say what limits the real MSR device on this machine (msrd(8)):
+ * backend/devlimits.c — at start, say what limits the real MSR device on this machine (msrd(8)):
  * the msr module not loaded, no CAP_SYS_RAWIO, kernel lockdown, msr.allow_writes=off. One log
  * line per limitation, then what to do about them. backend_open then falls back (auto) or fails
  * (--backend msr) with the same advice in its own line.
  *
- * The inspection itself is backend_diagnose's (server/backend_diagnose.c), on the tree under
+ * The inspection itself is backend_diagnose's (backend/diagnose.c), on the tree under
  * --dev-root, so tests simulate each limitation with a stand-in tree.
  */
 #include "server/server.h"

@@ -1,5 +1,5 @@
 /*
- * server/sim_rough.c — what makes the simulated CPU as rough as the hardware (DESIGN.md section
+ * backend/sim/sim_rough.c — what makes the simulated CPU as rough as the hardware (DESIGN.md section
  * 6): energy registers that update on a jittered grid with a phase per domain, and SMIs that stop
  * the CPU for a while and count in MSR_SMI_COUNT.
  *
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "server/sim_internal.h"
+#include "backend/sim/sim_internal.h"
 
 #define DRAW_UPDATE 0x5550444154450000ull /* "UPDATE" */
 #define DRAW_SMI_START 0x534D495354000000ull

@@ -1,5 +1,5 @@
 /*
- * server/backend.c — opening a backend and routing register accesses to it: the Linux msr driver,
+ * backend/backend.c — opening a backend and routing register accesses to it: the Linux msr driver,
  * LLNL's msr-safe (with its batch ioctl), or the simulated CPU (sim*.c).
  *
  * The device backends do what the drivers do and report what the drivers report: pread/pwrite of
@@ -9,7 +9,7 @@
  * with -EPERM, which is what the msr driver says when writes are disabled or the kernel is
  * locked down.
  */
-#include "server/backend.h"
+#include "backend/backend.h"
 
 #include <cpuid.h>
 #include <dirent.h>
@@ -29,7 +29,7 @@
 #include "common/log.h"
 #include "hw/rapl_quirks.h"
 #include "hw/vendor.h"
-#include "server/sim.h"
+#include "backend/sim/sim.h"
 
 /* ---- msr-safe's batch ABI (msr_safe.h in LLNL/msr-safe), written from its description ---- */
 

@@ -1,7 +1,7 @@
 /*
- * server/sim_load.c — the simulated CPU's load: sampled from the host's /proc/stat, or scripted.
+ * backend/sim/sim_load.c — the simulated CPU's load: sampled from the host's /proc/stat, or scripted.
  */
-#include "server/sim_load.h"
+#include "backend/sim/sim_load.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * server/sim_pmu.c — the simulated CPU's performance monitoring: Intel architectural perfmon
+ * backend/sim/sim_pmu.c — the simulated CPU's performance monitoring: Intel architectural perfmon
  * (SDM vol. 3B ch. 18: IA32_PERFEVTSELx, IA32_PMCx and their full-width aliases, the fixed
  * counters and FIXED_CTR_CTRL, PERF_GLOBAL_CTRL / STATUS / OVF_CTRL, PERF_CAPABILITIES), AMD's
  * core PERF_CTL/PERF_CTR pairs (PPR for family 19h, with the legacy aliases of counters 0..3),
@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/sim_internal.h"
+#include "backend/sim/sim_internal.h"
 
 #define PERF_CAPABILITIES_FULL_WIDTH_WRITE (1ull << 13)
 #define OVF_CTRL_EXTRA_BITS (3ull << 62) /* OvfBuf, CondChgd: accepted, nothing to clear */

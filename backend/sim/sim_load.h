@@ -1,5 +1,5 @@
 /*
- * server/sim_load.h — where the simulated CPU's load comes from (private to the sim backend):
+ * backend/sim/sim_load.h — where the simulated CPU's load comes from (private to the sim backend):
  * the host's real per-CPU load from /proc/stat, or a load script.
  *
  * Loads are fixed point: SIM_LOAD_ONE (65536) is a fully busy CPU.

@@ -1,5 +1,5 @@
 /*
- * server/sim.c — the simulated CPU (configs/models/README.md, "What the simulation does"): time,
+ * backend/sim/sim.c — the simulated CPU (configs/models/README.md, "What the simulation does"): time,
  * load, RAPL energy and the register map. Performance counters are in sim_pmu.c.
  *
  * Time is CLOCK_MONOTONIC_RAW, or virtual (starts at 0, moves by sim_advance and an optional
@@ -14,7 +14,7 @@
  * still take the newer load, what somebody has seen never changes. Script and set_load changes
  * apply exactly at their time.
  */
-#include "server/sim.h"
+#include "backend/sim/sim.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "server/sim_internal.h"
+#include "backend/sim/sim_internal.h"
 
 #define SIM_DEFAULT_MODEL "sandybridge"
 #define FEMTOJOULES_PER_JOULE 1000000000000000ull

@@ -1,5 +1,5 @@
 /*
- * server/sim_internal.h — the simulated CPU's state, shared by sim.c (time, load, energy, register
+ * backend/sim/sim_internal.h — the simulated CPU's state, shared by sim.c (time, load, energy, register
  * dispatch) and sim_pmu.c (performance counters). Private to the sim backend.
  *
  * Exactness: busy time is an integer count of ns * SIM_LOAD_ONE, energy an integer count of
@@ -13,9 +13,9 @@
 #include <stdint.h>
 
 #include "hw/msr.h"
-#include "server/backend.h"
-#include "server/sim_load.h"
-#include "server/sim_model.h"
+#include "backend/backend.h"
+#include "backend/sim/sim_load.h"
+#include "backend/sim/sim_model.h"
 
 #define SIM_NS_PER_SECOND 1000000000ull
 #define SIM_UPDATE_NS 1000000ull      /* ideal: RAPL energy registers change every 1 ms */
@@ -135,7 +135,7 @@ struct sim_kernel_takeover {
 	bool done;
 };
 #define SIM_MAX_TAKEOVERS 8u
-/* A power trace (server/sim_power.c): per RAPL domain kind, segments played once from the time
+/* A power trace (backend/sim/sim_power.c): per RAPL domain kind, segments played once from the time
  * the trace was loaded; after the last one the power holds its end value. */
 struct sim_power_segment {
 	uint64_t duration_ns;

@@ -1,5 +1,5 @@
 /*
- * server/backend.h — the ways msrd reaches model-specific registers.
+ * backend/backend.h — the ways msrd reaches model-specific registers.
  *
  *   msr       /dev/cpu/N/msr of the Linux msr driver: pread/pwrite of 8 bytes at offset = address
  *   msr-safe  /dev/cpu/N/msr_safe of LLNL's msr-safe, and its batch ioctl on /dev/cpu/msr_batch
@@ -36,7 +36,7 @@ struct backend_options {
 	const char *sim_model;     /* model name (file configs/models/NAME.yaml); NULL = default */
 	const char *models_dir;    /* directory of model files; NULL = built-in search path */
 	bool sim_virtual_time;     /* deterministic mode: time moves only by backend_sim_advance */
-	const char *sim_load_script; /* scripted load file (format in server/sim_load.h), may be NULL */
+	const char *sim_load_script; /* scripted load file (format in backend/sim/sim_load.h), may be NULL */
 	uint32_t sim_late_energy_reads; /* every Nth read of an energy register returns the value
 					 * of a read N-1 earlier (an out-of-order completion); 0 off */
 	const char *sim_kernel_counters; /* counters the simulated kernel holds (sim_kernel.c) */
@@ -45,7 +45,7 @@ struct backend_options {
 				      * loop waiting for the next 1 ms energy update ends */
 	bool sim_ideal;            /* exact CPU: updates every 1 ms in phase, SMIs take no time */
 	uint64_t sim_seed;         /* seeds the rough behaviour (replayable) */
-	const char *sim_power_script; /* power trace file (format in server/sim_power.c), may be NULL */
+	const char *sim_power_script; /* power trace file (format in backend/sim/sim_power.c), may be NULL */
 };
 
 /* What the machine offers, from CPUID and the unit registers (real or simulated). */
@@ -156,7 +156,7 @@ int backend_sim_advance(struct msr_backend *backend, uint64_t ns);
  * stop following the host or the script. Works in both time modes. -ENXIO beyond the model. */
 int backend_sim_set_load(struct msr_backend *backend, int cpu, double load);
 
-/* Replace the load script (see server/sim_load.h for the format); the CPUs it names follow it
+/* Replace the load script (see backend/sim/sim_load.h for the format); the CPUs it names follow it
  * from now on. -EINVAL (and a log line with file and line) when it is malformed. */
 int backend_sim_load_script(struct msr_backend *backend, const char *path);
 
@@ -185,7 +185,7 @@ int backend_sim_energy_truth_cpu(const struct msr_backend *backend, uint32_t cpu
 int backend_sim_energy_at(const struct msr_backend *backend, uint32_t package,
 			  enum rapl_domain domain, uint64_t at_ns, struct sim_energy_truth *out);
 
-/* Replace the power trace (format in server/sim_power.c; "" = every domain follows its load
+/* Replace the power trace (format in backend/sim/sim_power.c; "" = every domain follows its load
  * again). -EINVAL (and a log line naming `where` and the line) when it is malformed. */
 int backend_sim_power_trace(struct msr_backend *backend, const char *text, const char *where);
 

@@ -1,8 +1,8 @@
 /*
- * server/sim_model.c — reading configs/models/NAME.yaml into a struct sim_model, and finding the
+ * backend/sim/sim_model.c — reading configs/models/NAME.yaml into a struct sim_model, and finding the
  * directory the models live in.
  */
-#include "server/sim_model.h"
+#include "backend/sim/sim_model.h"
 
 #include <cyaml/cyaml.h>
 #include <dirent.h>
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "server/backend.h"
+#include "backend/backend.h"
 
 /* ---- schema ---- */
 

@@ -1,5 +1,5 @@
 /*
- * server/sim_kernel.c — "the kernel holds counters" on the simulated CPU (msrd
+ * backend/sim/sim_kernel.c — "the kernel holds counters" on the simulated CPU (msrd
  * --sim-kernel-counters SPEC): what a real machine's PMU looks like when Linux uses it behind
  * msrd's back, so msrd's refusal to take such counters, and its check at read time that its
  * own programming is still in place, can be tested.
@@ -14,7 +14,7 @@
  *                is programmed there (a perf session reprogramming a counter msrd lent out)
  * on every CPU.
  */
-#include "server/sim_internal.h"
+#include "backend/sim/sim_internal.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * server/backend_diagnose.c — what stops msrd from using the real MSR device, and what the
+ * backend/diagnose.c — what stops msrd from using the real MSR device, and what the
  * operator can do about it (msrd(8): the "device limit:" lines). Everything is looked up under
  * options->dev_root, so a test builds a stand-in tree that simulates each limitation.
  *
@@ -11,7 +11,7 @@
  *                                          the tree has none)
  *   dev/cpu/0/msr_safe, dev/cpu/msr_batch  LLNL's msr-safe
  */
-#include "server/backend.h"
+#include "backend/backend.h"
 
 #include <errno.h>
 #include <fcntl.h>

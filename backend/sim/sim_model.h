@@ -1,5 +1,5 @@
 /*
- * server/sim_model.h — a simulated CPU model as described by configs/models/NAME.yaml (private to
+ * backend/sim/sim_model.h — a simulated CPU model as described by configs/models/NAME.yaml (private to
  * the sim backend). The YAML is read with libcyaml, then checked by a pass of our own (libcyaml
  * checks only the shape of a document).
  */

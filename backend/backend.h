@@ -1,5 +1,8 @@
 /*
- * backend/backend.h — the ways msrd reaches model-specific registers.
+ * backend/backend.h — the ways msrd reaches model-specific registers: the one public header of
+ * the backend layer (backend/, below msrd; it depends only on hw/ and common/). Nothing outside
+ * the layer sees a device descriptor: synchronous calls, batches, and io_uring verbs in liburing's
+ * style (backend_prep_read / backend_prep_write) for msrd's asynchronous path.
  *
  *   msr       /dev/cpu/N/msr of the Linux msr driver: pread/pwrite of 8 bytes at offset = address
  *   msr-safe  /dev/cpu/N/msr_safe of LLNL's msr-safe, and its batch ioctl on /dev/cpu/msr_batch
@@ -12,8 +15,8 @@
  * the CPU does not have or a write the CPU refuses (#GP), -ENXIO for a CPU that does not exist.
  * All functions return 0 (or a count) on success and -errno on failure; none sets errno.
  */
-#ifndef HAECER_SERVER_BACKEND_H
-#define HAECER_SERVER_BACKEND_H
+#ifndef HAECER_BACKEND_BACKEND_H
+#define HAECER_BACKEND_BACKEND_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,7 +39,8 @@ struct backend_options {
 	const char *sim_model;     /* model name (file configs/models/NAME.yaml); NULL = default */
 	const char *models_dir;    /* directory of model files; NULL = built-in search path */
 	bool sim_virtual_time;     /* deterministic mode: time moves only by backend_sim_advance */
-	const char *sim_load_script; /* scripted load file (format in backend/sim/sim_load.h), may be NULL */
+	const char *sim_load_script; /* scripted load file (format in backend/sim/sim_load.h), or
+				      * NULL */
 	uint32_t sim_late_energy_reads; /* every Nth read of an energy register returns the value
 					 * of a read N-1 earlier (an out-of-order completion); 0 off */
 	const char *sim_kernel_counters; /* counters the simulated kernel holds (sim_kernel.c) */
@@ -45,7 +49,8 @@ struct backend_options {
 				      * loop waiting for the next 1 ms energy update ends */
 	bool sim_ideal;            /* exact CPU: updates every 1 ms in phase, SMIs take no time */
 	uint64_t sim_seed;         /* seeds the rough behaviour (replayable) */
-	const char *sim_power_script; /* power trace file (format in backend/sim/sim_power.c), may be NULL */
+	const char *sim_power_script; /* power trace file (format in backend/sim/sim_power.c), or
+				       * NULL */
 };
 
 /* What the machine offers, from CPUID and the unit registers (real or simulated). */
@@ -113,6 +118,10 @@ void backend_close(struct msr_backend *backend);
 /* Inspect the device tree under options->dev_root without opening anything for good. */
 int backend_diagnose(const struct backend_options *options, struct backend_diagnosis *out);
 
+/* Log what limits the real device, one "device limit:" line each, then the advice (msrd(8));
+ * nothing when the simulated CPU was asked for. */
+void backend_log_device_limits(const struct backend_options *options);
+
 enum backend_kind backend_kind(const struct msr_backend *backend);
 const char *backend_kind_name(enum backend_kind kind);
 int backend_kind_parse(const char *name, enum backend_kind *out);
@@ -128,15 +137,26 @@ int backend_write(struct msr_backend *backend, uint32_t cpu, uint32_t address, u
  * run (then -errno and statuses are undefined). msr-safe uses its batch ioctl when present. */
 int backend_run_batch(struct msr_backend *backend, struct msr_op *ops, size_t count);
 
-/* For the asynchronous path: the descriptor on which msrd submits IORING_OP_READ / _WRITE of 8
- * bytes at offset = address for `cpu`, or -EOPNOTSUPP when this backend runs synchronously (sim;
- * msr-safe batches go through backend_run_batch, its single reads and writes may use the fd).
- * -ENXIO for a CPU without a device. The fd stays owned by the backend. */
-int backend_device_fd(const struct msr_backend *backend, uint32_t cpu);
+/* ---- the asynchronous path: io_uring verbs (liburing's io_uring_prep_* style) ---- */
 
-/* The same descriptor for writes, or -EPERM when the device could only be opened read-only
- * (a write submitted on the read-only fd would fail with EBADF; backend_write says EPERM). */
-int backend_device_write_fd(const struct msr_backend *backend, uint32_t cpu);
+struct io_uring_sqe;
+
+/* Whether an access of `cpu` can be prepared with backend_prep_read / backend_prep_write: 0, or
+ * -EOPNOTSUPP when this backend runs synchronously (sim), -ENXIO for a CPU without a device
+ * (offline), -EPERM for a write when the device could only be opened read-only (backend_write
+ * says EPERM there). msr-safe's devices can be prepared; its batches go through
+ * backend_run_batch. */
+int backend_prep_supported(const struct msr_backend *backend, uint32_t cpu, bool write);
+
+/* Prepare `sqe` to read the 8 bytes of MSR `address` of `cpu` into `buffer`, or to write them
+ * from `buffer`: the completion's result is 8 on success or what the driver says (-EIO for an
+ * MSR the CPU refuses). Only after backend_prep_supported said 0 for the access; otherwise the
+ * completion says -EBADF. `buffer` (8 bytes, any alignment) must stay valid until the
+ * completion; the sqe's flags and user data are the caller's. */
+void backend_prep_read(const struct msr_backend *backend, struct io_uring_sqe *sqe, uint32_t cpu,
+		       uint32_t address, void *buffer);
+void backend_prep_write(const struct msr_backend *backend, struct io_uring_sqe *sqe, uint32_t cpu,
+			uint32_t address, const void *buffer);
 
 /* The one ioctl request a backend makes (msr-safe's batch), for msrd's system call filter. */
 unsigned long backend_ioctl_request(void);
@@ -145,6 +165,9 @@ unsigned long backend_ioctl_request(void);
 
 /* Names of the shipped models, for `msrd --list-sim-models`; returns the count. */
 int backend_sim_list_models(const char *models_dir, char names[][32], size_t max);
+
+/* Where model files are looked for (for messages), e.g. "--models-dir X, then Y". */
+void backend_sim_describe_search(const char *models_dir, char *out, size_t size);
 
 /* Current time of the simulated CPU in ns (virtual or CLOCK_MONOTONIC_RAW based). */
 int backend_sim_now(const struct msr_backend *backend, uint64_t *now_ns);

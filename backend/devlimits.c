@@ -7,9 +7,11 @@
  * The inspection itself is backend_diagnose's (backend/diagnose.c), on the tree under
  * --dev-root, so tests simulate each limitation with a stand-in tree.
  */
-#include "server/server.h"
+#include "backend/backend.h"
 
-void devlimits_log(const struct backend_options *options)
+#include "common/log.h"
+
+void backend_log_device_limits(const struct backend_options *options)
 {
 	struct backend_diagnosis diagnosis;
 

@@ -1,7 +1,7 @@
 /*
  * hw/msr.h — x86 model-specific register facts shared by msrd, its simulated CPU and libclient.
  * Header only: addresses and bit fields from the Intel SDM vol. 3B (ch. 18-19, 14.9) and the
- * AMD PPR for families 17h/19h/1Ah. No code, no policy.
+ * AMD PPR for families 17h/19h/1Ah. No state, no policy: constants and the arithmetic on them.
  */
 #ifndef HAECER_HW_MSR_H
 #define HAECER_HW_MSR_H

@@ -1,6 +1,6 @@
 /*
  * hw/rapl_quirks.h — the one table of RAPL energy units that do not come from the unit register,
- * shared by msrd (backend/backend.c, which reports a per-domain exponent) and libhaecer
+ * shared by msrd (backend/probe.c, which reports a per-domain exponent) and libhaecer
  * (libclient/event_db_rapl.c, which derives one when msrd reports none). Header only.
  *
  * Every other domain counts in 2^-ESU J, ESU = RAPL_POWER_UNIT[12:8] (Intel SDM vol. 3B 15.10.1;

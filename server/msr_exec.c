@@ -17,8 +17,9 @@
  *      grant applied; slot readings are cut to the counter's width.
  * Any refusal in 1-2 refuses the whole request: nothing is written.
  *
- * Backends that expose a device descriptor per CPU run steps 2 and 4 as io_uring reads and writes
- * at offset = address, one submission per step for the whole batch (hard-linked when the batch
+ * Backends whose accesses io_uring can run (backend_prep_supported: the msr driver) run steps 2
+ * and 4 as io_uring reads and writes prepared by backend_prep_read / _write, one submission per
+ * step for the whole batch (hard-linked when the batch
  * writes, so its ops run in order). Only one writing batch is between steps 2 and 4 at a time
  * (the write lock), so the current value a write was checked against cannot change under it:
  * other writing batches queue behind it, and every frame that could write registers on the
@@ -118,7 +119,7 @@ static int check_op(const struct client *client, struct msr_op *op, uint8_t kind
 	}
 	/* An offline CPU keeps its directory but has no device: refused here, so a batch that
 	 * names it is not run op by op on the loop's thread past the write lock. */
-	if (backend_device_fd(client->server->backend, op->cpu) == -ENXIO) {
+	if (backend_prep_supported(client->server->backend, op->cpu, false) == -ENXIO) {
 		snprintf(reason, size, "CPU %u has no MSR device (offline?)", op->cpu);
 		return op->status = -ENXIO;
 	}
@@ -481,17 +482,15 @@ static void run_sync(struct client *client, const struct msr_request *request, b
 
 /* ---- asynchronous execution through io_uring ---- */
 
-/* Whether every op has a descriptor io_uring can read or write at offset = address. msr-safe
- * goes through its batch ioctl instead; a read-only device lets the backend report the writes'
- * -EPERM itself. */
+/* Whether the backend can prepare every op as an io_uring read or write. msr-safe goes through
+ * its batch ioctl instead; a read-only device lets the backend report the writes' -EPERM
+ * itself. */
 static bool backend_is_async(const struct msrd *server, const struct msr_op *ops, uint32_t count)
 {
 	if (backend_kind(server->backend) != BACKEND_MSR)
 		return false;
 	for (uint32_t i = 0; i < count; i++) {
-		int fd = ops[i].write ? backend_device_write_fd(server->backend, ops[i].cpu)
-				      : backend_device_fd(server->backend, ops[i].cpu);
-		if (fd < 0)
+		if (backend_prep_supported(server->backend, ops[i].cpu, ops[i].write) < 0)
 			return false;
 	}
 	return true;
@@ -654,15 +653,15 @@ void msr_exec_wait_for_lock(struct client *client)
 static void submit_op(struct msr_job *job, uint32_t index, enum loop_tag tag, bool link)
 {
 	struct msr_op *op = &job->ops[index];
+	const struct msr_backend *backend = job->server->backend;
 	struct io_uring_sqe *sqe = loop_sqe(&job->server->loop);
-	int fd = backend_device_fd(job->server->backend, op->cpu);
 
 	if (tag == TAG_MSR_CHECK)
-		io_uring_prep_read(sqe, fd, &job->current[index], sizeof(uint64_t), op->address);
+		backend_prep_read(backend, sqe, op->cpu, op->address, &job->current[index]);
 	else if (op->write)
-		io_uring_prep_write(sqe, fd, &op->value, sizeof(uint64_t), op->address);
+		backend_prep_write(backend, sqe, op->cpu, op->address, &op->value);
 	else
-		io_uring_prep_read(sqe, fd, &op->value, sizeof(uint64_t), op->address);
+		backend_prep_read(backend, sqe, op->cpu, op->address, &op->value);
 	if (link)
 		sqe->flags |= IOSQE_IO_HARDLINK;
 	io_uring_sqe_set_data64(sqe, loop_user_data(job, tag, index));
@@ -786,8 +785,7 @@ static void start_linked_read(struct msr_job *job)
 		return;
 	}
 	sqe = loop_sqe(loop);
-	io_uring_prep_read(sqe, backend_device_fd(job->server->backend, op->cpu),
-			   sent + WIRE_HEADER_SIZE, sizeof(uint64_t), op->address);
+	backend_prep_read(job->server->backend, sqe, op->cpu, op->address, sent + WIRE_HEADER_SIZE);
 	sqe->flags |= IOSQE_IO_LINK;
 	io_uring_sqe_set_data64(sqe, loop_user_data(job, TAG_MSR_RUN, 0));
 	job->pending++;

@@ -8,7 +8,6 @@
  * dropped, and the system call filter goes on, all before the first client can connect.
  */
 #include "server/server.h"
-#include "backend/sim/sim_model.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -87,7 +86,7 @@ static int list_sim_models(const struct msrd_config *config)
 
 	if (count < 0) {
 		char searched[8192];
-		sim_model_describe_search(config->backend.models_dir, searched, sizeof(searched));
+		backend_sim_describe_search(config->backend.models_dir, searched, sizeof(searched));
 		fprintf(stderr, "msrd: listing simulated CPU models: %s (searched %s)\n",
 			strerror(-count), searched);
 		return 1;
@@ -145,7 +144,7 @@ static int open_backend(struct msrd *server)
 	char why[1024] = "";
 	int status;
 
-	devlimits_log(&server->config->backend);
+	backend_log_device_limits(&server->config->backend);
 	status = backend_open(&server->config->backend, &server->backend, why, sizeof(why));
 
 	if (status < 0) {

@@ -20,8 +20,9 @@
  *   energy_page.c the energy pages: totals published in shared memory while clients hold them
  *   handles.c   registered (validated once) batches
  *   schedule.c  registered batches run every period into a ring
- *   devlimits.c what limits the real MSR device, logged at start
  *   accounts.c  what each uid holds, against the per-uid limits
+ * Registers are reached through the backend layer below msrd (backend/backend.h): msrd never
+ * holds a device descriptor.
  */
 #ifndef HAECER_SERVER_SERVER_H
 #define HAECER_SERVER_SERVER_H
@@ -35,10 +36,10 @@
 #include <sys/signalfd.h>
 #include <sys/types.h>
 
+#include "backend/backend.h"
 #include "common/log.h"
 #include "policy/policy.h"
 #include "proto/wire.h"
-#include "backend/backend.h"
 
 #define MSRD_VERSION "msrd " HAECER_VERSION " (protocol 1)"
 #define MSRD_DEFAULT_SOCKET "/run/haecer/msrd.sock"
@@ -696,12 +697,6 @@ void schedule_policy_reloaded(struct msrd *server);
 void schedule_stop_all(struct msrd *server, const char *why);
 /* Free what is left after the loop ended. */
 void schedule_free_all(struct msrd *server);
-
-/* ---- device limits (devlimits.c) ---- */
-
-/* Log what limits the real MSR device (missing module, no CAP_SYS_RAWIO, lockdown, writes
- * disabled), one line each with what to do. */
-void devlimits_log(const struct backend_options *options);
 
 /* ---- original MSR values (msrstate.c) ---- */
 

@@ -259,8 +259,9 @@ int slots_write_control(struct msrd *server, const struct slot *slot, uint64_t c
 	uint32_t address = slots_table_control(&server->slots, slot->kind, slot->index);
 
 	if (slot->kind == WIRE_SLOT_FIXED)
-		return slots_update_bits(server, slot->cpu, address, FIXED_FIELD_MASK << slots_field_shift(slot->index),
-				   config << slots_field_shift(slot->index));
+		return slots_update_bits(server, slot->cpu, address,
+					 FIXED_FIELD_MASK << slots_field_shift(slot->index),
+					 config << slots_field_shift(slot->index));
 	return write_register(server, slot->cpu, address, config | (enabled ? PERFEVTSEL_EN : 0));
 }
 

@@ -1,6 +1,6 @@
 /*
- * backend/sim/sim.c — the simulated CPU (configs/models/README.md, "What the simulation does"): time,
- * load, RAPL energy and the register map. Performance counters are in sim_pmu.c.
+ * backend/sim/sim.c — the simulated CPU (configs/models/README.md, "What the simulation does"):
+ * time, load, RAPL energy and the register map. Performance counters are in sim_pmu.c.
  *
  * Time is CLOCK_MONOTONIC_RAW, or virtual (starts at 0, moves by sim_advance and an optional
  * step per register access). Load is piecewise constant per CPU: from the host's /proc/stat

@@ -1,5 +1,5 @@
 /*
- * backend/sim/sim.h — the simulated CPU behind the `sim` backend (private to the backend layer, backend/).
+ * backend/sim/sim.h — the simulated CPU behind the `sim` backend (private to backend/).
  * backend.c forwards the backend_sim_* calls and register accesses here.
  *
  * Not thread-safe: msrd calls it from its one event-loop thread.

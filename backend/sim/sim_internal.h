@@ -1,6 +1,6 @@
 /*
- * backend/sim/sim_internal.h — the simulated CPU's state, shared by sim.c (time, load, energy, register
- * dispatch) and sim_pmu.c (performance counters). Private to the sim backend.
+ * backend/sim/sim_internal.h — the simulated CPU's state, shared by sim.c (time, load, energy,
+ * register dispatch) and sim_pmu.c (performance counters). Private to the sim backend.
  *
  * Exactness: busy time is an integer count of ns * SIM_LOAD_ONE, energy an integer count of
  * femtojoules (µW * ns), and every event count is floor(busy * rate / SIM_BUSY_PER_SECOND) of

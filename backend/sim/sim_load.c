@@ -1,5 +1,6 @@
 /*
- * backend/sim/sim_load.c — the simulated CPU's load: sampled from the host's /proc/stat, or scripted.
+ * backend/sim/sim_load.c — the simulated CPU's load: sampled from the host's /proc/stat, or
+ * scripted.
  */
 #include "backend/sim/sim_load.h"
 

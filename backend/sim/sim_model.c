@@ -1,6 +1,6 @@
 /*
- * backend/sim/sim_model.c — reading configs/models/NAME.yaml into a struct sim_model, and finding the
- * directory the models live in.
+ * backend/sim/sim_model.c — reading configs/models/NAME.yaml into a struct sim_model, and finding
+ * the directory the models live in.
  */
 #include "backend/sim/sim_model.h"
 
@@ -598,4 +598,9 @@ int backend_sim_list_models(const char *models_dir, char names[][32], size_t max
 	closedir(stream);
 	qsort(names, count, sizeof(names[0]), compare_names);
 	return (int)count;
+}
+
+void backend_sim_describe_search(const char *models_dir, char *out, size_t size)
+{
+	sim_model_describe_search(models_dir, out, size);
 }

@@ -1,7 +1,7 @@
 /*
- * backend/sim/sim_model.h — a simulated CPU model as described by configs/models/NAME.yaml (private to
- * the sim backend). The YAML is read with libcyaml, then checked by a pass of our own (libcyaml
- * checks only the shape of a document).
+ * backend/sim/sim_model.h — a simulated CPU model as described by configs/models/NAME.yaml
+ * (private to the sim backend). The YAML is read with libcyaml, then checked by a pass of our own
+ * (libcyaml checks only the shape of a document).
  */
 #ifndef HAECER_SERVER_SIM_MODEL_H
 #define HAECER_SERVER_SIM_MODEL_H

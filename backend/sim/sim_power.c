@@ -1,6 +1,6 @@
 /*
- * backend/sim/sim_power.c — power traces: a client (or --sim-power-script) imposes the power of RAPL
- * domains as steps and ramps, so behaviour under changing power is tested deterministically.
+ * backend/sim/sim_power.c — power traces: a client (or --sim-power-script) imposes the power of
+ * RAPL domains as steps and ramps, so behaviour under changing power is tested deterministically.
  *
  * Text, one segment per line: `DOMAIN: DURATION_MS WATTS [END_WATTS]` — DURATION_MS at WATTS, or
  * a linear ramp from WATTS to END_WATTS. Each domain's lines play in order from the moment the

@@ -1,7 +1,8 @@
 /*
  * The msr backend against a stand-in tree (regular files in a temporary directory, as --dev-test_root
  * points msrd at them): reads and writes of 8 bytes at offset = address, EIO for a short read,
- * ENXIO for a CPU without a device, the per-CPU fd for io_uring, and the machine description
+ * ENXIO for a CPU without a device, the same accesses through the io_uring verbs
+ * (backend_prep_read / backend_prep_write on a ring of the test's own), and the machine description
  * from the stand-in cpuid records, topology and RAPL registers. A device that only opens
  * read-only (a non-test_root process here) is kept and its writes fail with EPERM.
  *
@@ -9,6 +10,7 @@
  * a file's are bytes): MSR_PKG_POWER_INFO (0x614) shares bytes with PKG_ENERGY_STATUS (0x611)
  * and DRAM_ENERGY_STATUS (0x619), so the values below are chosen to compose.
  */
+#include <liburing.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -65,11 +67,33 @@ static struct msr_backend *open_msr(void)
 	return backend;
 }
 
+/* One access prepared by the backend's verbs, on a ring of its own: the completion's result. */
+static int run_prepared(const struct msr_backend *backend, uint32_t cpu, uint32_t address,
+			bool write, uint64_t *buffer)
+{
+	struct io_uring ring;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	int result;
+
+	assert_int_equal(io_uring_queue_init(2, &ring, 0), 0);
+	sqe = io_uring_get_sqe(&ring);
+	if (write)
+		backend_prep_write(backend, sqe, cpu, address, buffer);
+	else
+		backend_prep_read(backend, sqe, cpu, address, buffer);
+	assert_int_equal(io_uring_submit(&ring), 1);
+	assert_int_equal(io_uring_wait_cqe(&ring, &cqe), 0);
+	result = cqe->res;
+	io_uring_cqe_seen(&ring, cqe);
+	io_uring_queue_exit(&ring);
+	return result;
+}
+
 static void test_read_write_at_offset(void **state)
 {
 	struct msr_backend *backend = open_msr();
 	uint64_t value;
-	int fd;
 
 	(void)state;
 	assert_int_equal(backend_cpu_count(backend), 3);
@@ -86,12 +110,18 @@ static void test_read_write_at_offset(void **state)
 	assert_int_equal(backend_write(backend, 2, MSR_IA32_TSC, 0), -ENXIO);
 	assert_int_equal(backend_read(backend, 3, MSR_IA32_TSC, &value), -ENXIO);
 
-	fd = backend_device_fd(backend, 1);
-	assert_true(fd >= 0);
-	assert_int_equal(backend_device_write_fd(backend, 1), fd);
-	assert_int_equal(pread(fd, &value, 8, MSR_IA32_TSC), 8);
+	assert_int_equal(backend_prep_supported(backend, 1, false), 0);
+	assert_int_equal(backend_prep_supported(backend, 1, true), 0);
+	value = 0;
+	assert_int_equal(run_prepared(backend, 1, MSR_IA32_TSC, false, &value), 8);
 	assert_int_equal(value, 1001);
-	assert_int_equal(backend_device_fd(backend, 2), -ENXIO);
+	value = 0x300000001ull;
+	assert_int_equal(run_prepared(backend, 1, MSR_IA32_PERF_GLOBAL_CTRL, true, &value), 8);
+	assert_int_equal(read_or_die(backend, 1, MSR_IA32_PERF_GLOBAL_CTRL), 0x300000001ull);
+	assert_int_equal(run_prepared(backend, 0, 0x700, false, &value), 0); /* past the end */
+	assert_int_equal(backend_prep_supported(backend, 2, false), -ENXIO);
+	assert_int_equal(backend_prep_supported(backend, 3, false), -ENXIO);
+	assert_int_equal(run_prepared(backend, 2, MSR_IA32_TSC, false, &value), -EBADF);
 	assert_int_equal(backend_sim_advance(backend, 1), -EOPNOTSUPP);
 	backend_close(backend);
 }
@@ -167,8 +197,8 @@ static void test_read_only_device(void **state)
 		ok = backend_open(&options, &backend, NULL, 0) == 0 &&
 		     backend_read(backend, 0, MSR_IA32_TSC, &value) == 0 && value == 1000 &&
 		     backend_write(backend, 0, MSR_IA32_TSC, 5) == -EPERM &&
-		     backend_device_fd(backend, 0) >= 0 &&
-		     backend_device_write_fd(backend, 0) == -EPERM;
+		     backend_prep_supported(backend, 0, false) == 0 &&
+		     backend_prep_supported(backend, 0, true) == -EPERM;
 		_exit(ok ? 0 : 1);
 	}
 	assert_int_equal(waitpid(child, &status, 0), child);

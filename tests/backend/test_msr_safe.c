@@ -50,7 +50,7 @@ static void check_tree(bool with_batch_device)
 	assert_int_equal(backend_open(&options, &backend, why, sizeof(why)), 0);
 	assert_int_equal(backend_kind(backend), BACKEND_MSR_SAFE);
 	assert_int_equal(read_or_die(backend, 1, MSR_PKG_ENERGY_STATUS), 0x12345678);
-	assert_true(backend_device_fd(backend, 0) >= 0);
+	assert_int_equal(backend_prep_supported(backend, 0, false), 0);
 	run_batch(backend);
 	run_batch(backend); /* again, after the ioctl was found missing */
 	backend_close(backend);

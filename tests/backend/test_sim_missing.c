@@ -41,7 +41,7 @@ static void check_model(const char *model)
 	assert_int_equal(backend_sim_set_load(backend, 0, 1.5), -EINVAL);
 	assert_int_equal(backend_sim_energy_truth_cpu(backend, cpus, RAPL_DOMAIN_PKG, &truth),
 			 -ENXIO);
-	assert_int_equal(backend_device_fd(backend, 0), -EOPNOTSUPP);
+	assert_int_equal(backend_prep_supported(backend, 0, false), -EOPNOTSUPP);
 	backend_close(backend);
 }
 

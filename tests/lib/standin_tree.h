@@ -27,7 +27,7 @@ void tree_write_at(const char *root, const char *relative, const void *data, siz
 void tree_put_msr(const char *root, unsigned cpu, const char *device, uint32_t address,
 		  uint64_t value);
 
-/* A stand-in dev/cpu/N/cpuid record (16 bytes at 16 * leaf, see backend/backend.c). */
+/* A stand-in dev/cpu/N/cpuid record (16 bytes at 16 * leaf, see backend/probe.c). */
 void tree_put_cpuid(const char *root, unsigned cpu, uint32_t leaf, uint32_t eax, uint32_t ebx,
 		    uint32_t ecx, uint32_t edx);
 

@@ -1,0 +1,81 @@
+/*
+ * backend/backend_internal.h — what the files of the backend layer share (private to backend/):
+ * the state of an open backend and the calls one file makes into another. msrd sees none of it
+ * (backend/backend.h is the layer's one public header).
+ *
+ *   backend.c    opening (auto: msr, then msr-safe, then on request the simulated CPU), closing,
+ *                routing each register access to the backend that was opened
+ *   msr.c        the msr driver's dev/cpu/N/msr: opening, pread/pwrite, the io_uring verbs
+ *   msr_safe.c   LLNL's msr-safe and its batch ioctl
+ *   probe.c      what the machine is: CPUID, topology, RAPL domains and units, TSC frequency
+ *   diagnose.c   what limits the real device (devlimits.c logs it at start)
+ *   sim/         the simulated CPU (sim/sim.h)
+ */
+#ifndef HAECER_BACKEND_INTERNAL_H
+#define HAECER_BACKEND_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+struct sim;
+struct msr_safe_batch_op;
+
+struct msr_backend {
+	enum backend_kind kind;
+	struct machine_info info;
+	struct sim *sim;
+	uint32_t cpu_count;
+	int *fds;              /* per CPU, -1 when the CPU has no device */
+	bool *writable;
+	int batch_fd;          /* msr-safe's dev/cpu/msr_batch, or -1 */
+	bool batch_unsupported;
+	struct msr_safe_batch_op *batch_ops;
+	size_t batch_capacity;
+};
+
+/* options->dev_root + "/" + format: 0, or -ENAMETOOLONG. */
+int backend_root_path(char *path, size_t size, const char *dev_root, const char *format, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* ---- msr.c ---- */
+
+/* Open dev/cpu/N/`device` of every CPU under dev_root (read-only when writing is refused);
+ * `why` says what failed. */
+int backend_msr_open(struct msr_backend *backend, const char *dev_root, const char *device,
+		     char *why, size_t why_size);
+/* Open a device read-write, or read-only (*writable false) when writing is what is refused:
+ * the descriptor or -errno. */
+int backend_open_device(const char *path, bool *writable);
+/* pread/pwrite of 8 bytes at offset = address of the CPU's device: -ENXIO without one, -EPERM
+ * for a write on a device opened read-only, -EIO for a short transfer. */
+int backend_device_read(const struct msr_backend *backend, uint32_t cpu, uint32_t address,
+			uint64_t *value);
+int backend_device_write(const struct msr_backend *backend, uint32_t cpu, uint32_t address,
+			 uint64_t value);
+/* Close the CPUs' devices (those that were opened). */
+void backend_msr_close(struct msr_backend *backend);
+
+/* ---- msr_safe.c ---- */
+
+/* Open dev/cpu/msr_batch when there is one (without it batches run op by op): always 0. */
+int backend_msr_safe_open_batch(struct msr_backend *backend, const char *dev_root);
+/* Run the ops through the batch ioctl: 0 when they ran (each with its status), -errno when the
+ * batch could not be used and the caller must run them one by one. */
+int backend_msr_safe_run(struct msr_backend *backend, struct msr_op *ops, size_t count);
+void backend_msr_safe_close(struct msr_backend *backend);
+
+/* ---- backend.c ---- */
+
+/* Run each op (but those skip[i] names) with backend_read / backend_write. */
+void backend_run_one_by_one(struct msr_backend *backend, struct msr_op *ops, size_t count,
+			    const bool *skip);
+
+/* ---- probe.c ---- */
+
+/* Fill backend->info for a device backend: CPUID, packages, RAPL, TSC, what the PMU offers. */
+void backend_probe_machine(struct msr_backend *backend, const char *dev_root);
+
+#endif

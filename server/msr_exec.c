@@ -19,14 +19,14 @@
  *
  * Backends whose accesses io_uring can run (backend_prep_supported: the msr driver) run steps 2
  * and 4 as io_uring reads and writes prepared by backend_prep_read / _write, one submission per
- * step for the whole batch (hard-linked when the batch
- * writes, so its ops run in order). Only one writing batch is between steps 2 and 4 at a time
- * (the write lock), so the current value a write was checked against cannot change under it:
- * other writing batches queue behind it, and every frame that could write registers on the
- * loop's thread (WRITE, SLOT_*, a writing BATCH or BATCH_RUN) waits until it is free, as do slot
- * releases (slots.c). An op on a CPU without a device refuses its request in step 1, so no
- * request of such a backend runs op by op past the lock. The simulated CPU (and msr-safe's
- * batch ioctl) run synchronously, where the lock is never held.
+ * step for the whole batch (hard-linked when the batch writes, so its ops run in order). Only one
+ * writing batch is between steps 2 and 4 at a time (the write lock), so the current value a write
+ * was checked against cannot change under it: other writing batches queue behind it, and every
+ * frame that could write registers on the loop's thread (WRITE, SLOT_*, a writing BATCH or
+ * BATCH_RUN) waits until it is free, as do slot releases (slots.c). An op on a CPU without a
+ * device refuses its request in step 1, so no request of such a backend runs op by op past the
+ * lock. The simulated CPU (and msr-safe's batch ioctl) run synchronously, where the lock is never
+ * held.
  */
 #include "server/server.h"
 

@@ -173,7 +173,7 @@ static int poll_locked(struct haecer_counter *counter, struct energy_sample *sam
 					    counter->ctx->energy_totals ? &energy->total : NULL);
 	sample->smi = plan.smi >= 0 ? plan.ops[plan.smi].value : 0;
 	sample->smi_exact = plan.smi >= 0;
-	return 0;
+	return haecer__continuity_error(counter);
 }
 
 static int poll_once(struct haecer_counter *counter, struct energy_sample *sample)

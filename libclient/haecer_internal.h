@@ -103,6 +103,13 @@ struct haecer_counter {
 	bool smi_unreadable;        /* the policy refuses MSR_SMI_COUNT: the SMI count is unknown */
 	unsigned rapl_domain;       /* energy counters: enum rapl_domain of hw/msr.h */
 	uint64_t typical_gap;       /* energy regions: ticks between two polls, moving average */
+	/* msrd's totals start again from the register when msrd restarts: the counter's value
+	 * goes on from where it was, by the register's movement since (haecer__fold_energy). */
+	uint64_t total_offset;      /* added to msrd's total */
+	uint64_t folded_ns;         /* CLOCK_MONOTONIC_RAW of the latest fold of a total */
+	bool total_rebase;          /* msrd restarted since that fold */
+	bool continuity_lost;       /* the register moved more than the domain can draw: the
+				     * counter cannot go on (reads fail with -EIDRM) */
 	uint64_t energy_previous_value; /* haecer_counter_read_energy: the previous reading */
 	uint64_t energy_previous_ns; /* and when it was true (CLOCK_MONOTONIC_RAW), 0 before */
 	struct ring_producer ring;
@@ -149,9 +156,14 @@ HAECER_INTERNAL uint64_t haecer__monotonic_raw_ns(void);
 
 /* Fold a raw hardware reading into the counter's 64-bit value (lock held). */
 HAECER_INTERNAL uint64_t haecer__extend(struct haecer_counter *counter, uint64_t raw);
-/* Fold an energy reading: msrd's total when given (total != NULL), else the raw register. */
+/* Fold an energy reading: msrd's total when given (total != NULL), else the raw register.
+ * After msrd restarted (total_rebase) the value goes on by the register's movement since the
+ * last fold, when that is energy the domain can have drawn in the time; otherwise the counter's
+ * continuity is lost (continuity_lost; haecer__continuity_error says so) and the value stays. */
 HAECER_INTERNAL uint64_t haecer__fold_energy(struct haecer_counter *counter, uint64_t raw,
 					     const uint64_t *total);
+/* -EIDRM with the reason when the counter lost its continuity, else 0. */
+HAECER_INTERNAL int haecer__continuity_error(const struct haecer_counter *counter);
 /* Read one counter's 64-bit value through msrd (lock held), no ring push. */
 HAECER_INTERNAL int haecer__read_locked(struct haecer_counter *counter, uint64_t *value);
 /* Push a reading to the counter's ring if it has one (lock held). */

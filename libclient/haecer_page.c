@@ -115,6 +115,9 @@ static int reconnect(struct haecer_context *ctx)
 		return error;
 	haecer_close(ctx->conn);
 	ctx->conn = fresh;
+	for (struct haecer_counter *counter = ctx->counters; counter != NULL; counter = counter->next)
+		if (counter->info.kind == HAECER_COUNTER_ENERGY && counter->folded_ns != 0)
+			counter->total_rebase = true;
 	/* Every page of the old msrd is gone with it. */
 	for (unsigned i = 0; i < HAECER_CONTEXT_PAGES; i++) {
 		page_forget(&ctx->pages[i]);

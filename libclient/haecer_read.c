@@ -21,11 +21,54 @@ uint64_t haecer__extend(struct haecer_counter *counter, uint64_t raw)
 
 /* Without msrd's totals the raw register is extended here: exact for reads less than one wrap
  * apart. */
+/* At the first total of a restarted msrd: the register's movement since the last fold, if the
+ * domain can have drawn that much energy in the time (twice its maximum power, plus an update's
+ * rounding), carries the value on; more means an unknown number of wraps (or a simulated CPU
+ * that started again from 0), and the counter's continuity is lost rather than guessed. */
+static void rebase_total(struct haecer_counter *counter, uint64_t raw, uint64_t total,
+			 uint64_t now_ns)
+{
+	const struct haecer_context *ctx = counter->ctx;
+	uint64_t moved = (raw - counter->last_raw) & counter->width_mask;
+	double watts = counter->rapl_domain < HAECER_RAPL_DOMAINS ?
+			       (double)ctx->machine.rapl_max_power_mw[counter->rapl_domain] / 1000.0 :
+			       0.0;
+	double seconds = (double)(now_ns - counter->folded_ns) / 1e9;
+	double plausible = counter->info.unit > 0 ? 2.0 * watts * seconds / counter->info.unit + 2.0
+						  : 0.0;
+
+	counter->total_rebase = false;
+	if ((double)moved > plausible) {
+		counter->continuity_lost = true;
+		return;
+	}
+	counter->total_offset = counter->value + moved - total;
+}
+
+int haecer__continuity_error(const struct haecer_counter *counter)
+{
+	if (!counter->continuity_lost)
+		return 0;
+	return haecer__fail(-EIDRM, "%s lost its continuity when msrd restarted: its register "
+			    "moved by more than the domain can draw in the time (wrapped, or a "
+			    "simulated CPU that started again); set the counter up again",
+			    counter->info.name);
+}
+
 uint64_t haecer__fold_energy(struct haecer_counter *counter, uint64_t raw, const uint64_t *total)
 {
 	if (total != NULL) {
-		counter->value = *total;
+		uint64_t now_ns = haecer__monotonic_raw_ns();
+
+		if (counter->continuity_lost)
+			return counter->value;
+		if (counter->total_rebase)
+			rebase_total(counter, raw, *total, now_ns);
+		if (counter->continuity_lost)
+			return counter->value;
+		counter->value = *total + counter->total_offset;
 		counter->last_raw = raw & counter->width_mask;
+		counter->folded_ns = now_ns;
 		return counter->value;
 	}
 	if (!counter->have_raw) {
@@ -50,7 +93,7 @@ static int read_energy(struct haecer_counter *counter, uint64_t *value)
 		*value = haecer__fold_energy(counter, reading.raw, &reading.total);
 		counter->reading_from_page = true;
 		counter->reading_ns = reading.sample_ns;
-		return 0;
+		return haecer__continuity_error(counter);
 	}
 	if (ctx->energy_totals)
 		error = haecer_energy_read(ctx->conn, counter->info.cpu,
@@ -64,7 +107,7 @@ static int read_energy(struct haecer_counter *counter, uint64_t *value)
 		return haecer__fail_msrd(ctx, error, what);
 	}
 	*value = haecer__fold_energy(counter, raw, ctx->energy_totals ? &total : NULL);
-	return 0;
+	return haecer__continuity_error(counter);
 }
 
 int haecer__read_locked(struct haecer_counter *counter, uint64_t *value)

@@ -338,6 +338,33 @@ bool msrd_wait_log(const struct msrd_server *server, const char *needle, unsigne
 	return false;
 }
 
+#define RELOADED "SIGHUP: policy reloaded"
+
+int msrd_reload(const struct msrd_server *server, unsigned timeout_ms)
+{
+	size_t before = msrd_log_count(server, RELOADED);
+
+	if (msrd_signal(server, SIGHUP) != 0)
+		return -1;
+	for (unsigned waited = 0; waited < timeout_ms && msrd_log_count(server, RELOADED) == before;
+	     waited += 10)
+		usleep(10000);
+	return msrd_log_count(server, RELOADED) > before ? 0 : -1;
+}
+
+int msrd_install_policy(const struct msrd_server *server, const char *policy_yaml,
+			unsigned timeout_ms)
+{
+	char temporary[PATH_MAX + 8];
+
+	/* A rename, so that msrd never reads a half-written file. */
+	snprintf(temporary, sizeof(temporary), "%s.new", server->policy_path);
+	if (harness_write_file(temporary, policy_yaml, 0644) != 0 ||
+	    rename(temporary, server->policy_path) != 0)
+		return -1;
+	return msrd_reload(server, timeout_ms);
+}
+
 void msrd_print_log(const struct msrd_server *server)
 {
 	char *log = msrd_log(server);

@@ -75,6 +75,12 @@ size_t msrd_log_count(const struct msrd_server *server, const char *needle);
 /* Poll the log until it contains needle (true) or timeout_ms passed (false). */
 bool msrd_wait_log(const struct msrd_server *server, const char *needle, unsigned timeout_ms);
 void msrd_print_log(const struct msrd_server *server);
+/* SIGHUP, then wait up to timeout_ms until the log says "SIGHUP: policy reloaded" once more than
+ * before. 0 when it did, else -1. */
+int msrd_reload(const struct msrd_server *server, unsigned timeout_ms);
+/* Replace the policy file (written beside it, mode 0644, then renamed over it) and msrd_reload. */
+int msrd_install_policy(const struct msrd_server *server, const char *policy_yaml,
+			unsigned timeout_ms);
 
 /* Run fn(argument) in a child with the given identity; returns its exit status (0..255), or
  * 128 + signal when it was killed. groups may be NULL. */

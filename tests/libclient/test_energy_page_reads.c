@@ -50,21 +50,6 @@ static const char policy_none[] = HEADER "  - {match: {uid: 0}, allow: [time]}\n
 static const char *const arguments[] = { "--backend", "sim", "--sim-model", "sandybridge", NULL };
 static struct msrd_server server;
 
-static void install_policy(const char *text)
-{
-	char temporary[PATH_MAX + 8];
-	size_t before = msrd_log_count(&server, "SIGHUP: policy reloaded");
-
-	snprintf(temporary, sizeof(temporary), "%s.new", server.policy_path);
-	assert_int_equal(harness_write_file(temporary, text, 0644), 0);
-	assert_int_equal(rename(temporary, server.policy_path), 0);
-	assert_int_equal(msrd_signal(&server, SIGHUP), 0);
-	for (int i = 0; i < 3000 && msrd_log_count(&server, "SIGHUP: policy reloaded") == before;
-	     i++)
-		usleep(10000);
-	assert_true(msrd_log_count(&server, "SIGHUP: policy reloaded") > before);
-}
-
 static void open_energy(struct haecer_context **ctx, struct haecer_counter **counter)
 {
 	assert_int_equal(haecer_context_open(server.socket_path, ctx), 0);
@@ -128,15 +113,15 @@ static void test_reload_coarsens_or_fails(void **state)
 	(void)state;
 	open_energy(&ctx, &counter);
 	assert_int_equal(haecer_counter_read(counter, &value), 0);
-	install_policy(policy_coarse);
+	assert_int_equal(msrd_install_policy(&server, policy_coarse, 30000), 0);
 	for (int i = 0; i < 20; i++) {
 		assert_int_equal(haecer_counter_read(counter, &value), 0);
 		assert_int_equal(value % UNITS_PER_JOULE, 0);
 		usleep(2000);
 	}
-	install_policy(policy_none);
+	assert_int_equal(msrd_install_policy(&server, policy_none, 30000), 0);
 	assert_int_equal(haecer_counter_read(counter, &value), -EPERM);
-	install_policy(policy_fine);
+	assert_int_equal(msrd_install_policy(&server, policy_fine, 30000), 0);
 	haecer_context_close(ctx);
 }
 

@@ -218,21 +218,6 @@ static void test_coarse_grant_gets_coarse_page(void **state)
 	haecer_close(conn);
 }
 
-static void install_policy(const char *text)
-{
-	char temporary[PATH_MAX + 8];
-	size_t before = msrd_log_count(&server, "SIGHUP: policy reloaded");
-
-	snprintf(temporary, sizeof(temporary), "%s.new", server.policy_path);
-	assert_int_equal(harness_write_file(temporary, text, 0644), 0);
-	assert_int_equal(rename(temporary, server.policy_path), 0);
-	assert_int_equal(msrd_signal(&server, SIGHUP), 0);
-	for (int i = 0; i < 3000 && msrd_log_count(&server, "SIGHUP: policy reloaded") == before;
-	     i++)
-		usleep(10000);
-	assert_true(msrd_log_count(&server, "SIGHUP: policy reloaded") > before);
-}
-
 static void test_reload_marks_page_stale_then_restart_dead(void **state)
 {
 	struct haecer_energy_page_info info;
@@ -245,7 +230,7 @@ static void test_reload_marks_page_stale_then_restart_dead(void **state)
 	assert_int_equal(haecer_connect(server.socket_path, &conn), 0);
 	assert_int_equal(open_page(conn, 1000, &info, &fine), 0);
 	assert_false(info.coarse);
-	install_policy(policy_root_coarse);
+	assert_int_equal(msrd_install_policy(&server, policy_root_coarse, 30000), 0);
 	assert_int_equal(energy_page_state(&fine), ENERGY_PAGE_STALE);
 	assert_int_equal(energy_page_read(&fine, 0, &stale), 0);
 	usleep(20000);
@@ -256,12 +241,12 @@ static void test_reload_marks_page_stale_then_restart_dead(void **state)
 	assert_true(info.coarse);
 	assert_int_equal(energy_page_read(&coarse, 0, &after), 0);
 	assert_int_equal(after.total % UNITS_PER_JOULE, 0);
-	install_policy(policy_root_none);
+	assert_int_equal(msrd_install_policy(&server, policy_root_none, 30000), 0);
 	assert_int_equal(energy_page_state(&coarse), ENERGY_PAGE_STALE);
 	assert_int_equal(haecer_energy_page_open(conn, 0x611, 0, &info, &fd), -EPERM);
 	energy_page_detach(&coarse);
 	/* A held page when msrd stops: DEAD. */
-	install_policy(policy_fine);
+	assert_int_equal(msrd_install_policy(&server, policy_fine, 30000), 0);
 	assert_int_equal(open_page(conn, 1000, &info, &fine), 0);
 	assert_int_equal(msrd_stop(&server), 0);
 	haecer_close(conn);

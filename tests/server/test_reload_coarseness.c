@@ -48,21 +48,6 @@ static struct msrd_server server;
 static struct haecer_conn *root;
 static uint32_t instance;
 
-static void install_policy(const char *text)
-{
-	char temporary[PATH_MAX + 8];
-	size_t before = msrd_log_count(&server, "SIGHUP: policy reloaded");
-
-	snprintf(temporary, sizeof(temporary), "%s.new", server.policy_path);
-	assert_int_equal(harness_write_file(temporary, text, 0644), 0);
-	assert_int_equal(rename(temporary, server.policy_path), 0);
-	assert_int_equal(msrd_signal(&server, SIGHUP), 0);
-	for (int i = 0; i < WAIT_MS / 10 && msrd_log_count(&server, "SIGHUP: policy reloaded") ==
-						   before; i++)
-		usleep(10000);
-	assert_true(msrd_log_count(&server, "SIGHUP: policy reloaded") > before);
-}
-
 static int may_not_open(void *argument)
 {
 	struct haecer_conn *conn;
@@ -94,7 +79,7 @@ static void test_same_coarseness_keeps_running(void **state)
 
 	(void)state;
 	id = start_schedule(2);
-	install_policy(fine_again);
+	assert_int_equal(msrd_install_policy(&server, fine_again, WAIT_MS), 0);
 	assert_int_equal(haecer_schedule_stop(root, id), 0);
 }
 
@@ -106,11 +91,11 @@ static void test_coarser_reload_stops_the_schedule(void **state)
 	id = start_schedule(1);
 	usleep(20000); /* exact records in the ring */
 	assert_int_equal(run_as(COARSE_UID, COARSE_UID, NULL, 0, may_not_open, NULL), 0);
-	install_policy(coarse_policy);
+	assert_int_equal(msrd_install_policy(&server, coarse_policy, WAIT_MS), 0);
 	assert_int_equal(run_as(COARSE_UID, COARSE_UID, NULL, 0, may_not_open, NULL), 0);
 	assert_int_equal(haecer_schedule_stop(root, id), -ENOENT);
 	assert_true(msrd_log_contains(&server, "the reloaded policy changes its energy coarseness"));
-	install_policy(fine_policy);
+	assert_int_equal(msrd_install_policy(&server, fine_policy, WAIT_MS), 0);
 }
 
 int main(void)

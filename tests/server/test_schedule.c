@@ -221,21 +221,6 @@ static void test_persistent_schedule(void **state)
 	ring_consumer_detach(&consumer);
 }
 
-static void install_policy(const char *text)
-{
-	char temporary[PATH_MAX + 8];
-	size_t before = msrd_log_count(&server, "SIGHUP: policy reloaded");
-
-	snprintf(temporary, sizeof(temporary), "%s.new", server.policy_path);
-	assert_int_equal(harness_write_file(temporary, text, 0644), 0);
-	assert_int_equal(rename(temporary, server.policy_path), 0);
-	assert_int_equal(msrd_signal(&server, SIGHUP), 0);
-	for (int i = 0; i < WAIT_MS / 10 && msrd_log_count(&server, "SIGHUP: policy reloaded") ==
-						   before; i++)
-		usleep(10000);
-	assert_true(msrd_log_count(&server, "SIGHUP: policy reloaded") > before);
-}
-
 static void test_reload_stops_what_is_no_longer_allowed(void **state)
 {
 	uint32_t persistent, plain, instance;
@@ -243,13 +228,13 @@ static void test_reload_stops_what_is_no_longer_allowed(void **state)
 	(void)state;
 	assert_int_equal(start(conn, 5, HAECER_SCHEDULE_PERSISTENT, &persistent, &instance), 0);
 	assert_int_equal(start(conn, 6, 0, &plain, &instance), 0);
-	install_policy(policy_without_persistence);
+	assert_int_equal(msrd_install_policy(&server, policy_without_persistence, WAIT_MS), 0);
 	assert_int_equal(haecer_schedule_stop(conn, persistent), -ENOENT);
 	assert_int_equal(haecer_schedule_stop(conn, plain), 0);
 	/* Counted only now: msrd logs the stop just after "policy reloaded", and a request it has
 	 * answered since means the whole reload is done (and logged). */
 	assert_int_equal(msrd_log_count(&server, "the reloaded policy does not allow it"), 1);
-	install_policy(policy);
+	assert_int_equal(msrd_install_policy(&server, policy, WAIT_MS), 0);
 }
 
 static void test_refusals(void **state)

@@ -25,7 +25,6 @@
 #include "haecer/perfmon.h"
 #include "tests/lib/bench_stats.h"
 #include "tests/lib/msrd_harness.h"
-#include "tests/lib/text_file.h"
 
 #define SAMPLES 20000
 #define BLOCKS 20
@@ -59,14 +58,6 @@ static void die(const char *what, int error)
 }
 
 /* The shipped policy's text (malloc'ed), NULL when it cannot be read. */
-static char *read_policy(void)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/configs/policies/default.yaml", harness_source_dir());
-	return harness_read_text(path, 65536);
-}
-
 static PerfCounter must(PerfCounter counter, const char *what)
 {
 	if (!counter.valid)
@@ -143,20 +134,15 @@ int main(void)
 {
 	const char *arguments[] = {"--backend", "sim", "--sim-model", "sandybridge",
 				   "--log-level", "notice", NULL};
-	char *policy = read_policy();
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct bench bench;
 	uint64_t medians[SERIES];
 	double ratio;
 
-	unsetenv("HAECER_VALGRIND");
-	if (policy == NULL || msrd_start(&server, policy, arguments) < 0) {
+	if (bench_start_msrd(&server, arguments) < 0) {
 		fprintf(stderr, "bench/client: cannot start msrd with the default policy\n");
-		free(policy);
 		return 1;
 	}
-	free(policy);
-	setenv(HAECER_SOCKET_ENV, server.socket_path, 1);
 	bench_pin(server.pid, cpus > 1 ? 1 : 0);
 	bench_pin(0, 0);
 	set_up(&bench, (int)cpus);

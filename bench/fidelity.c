@@ -42,7 +42,6 @@
 #include "hw/msr.h"
 #include "tests/lib/bench_stats.h"
 #include "tests/lib/msrd_harness.h"
-#include "tests/lib/text_file.h"
 
 #define FIDELITY_SEED "12"
 #define TSC_HZ 2500000000.0     /* sandybridge */
@@ -75,14 +74,6 @@ static void check(int error, const char *what)
 {
 	if (error < 0)
 		die(what, error);
-}
-
-static char *read_policy(void)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/configs/policies/default.yaml", harness_source_dir());
-	return harness_read_text(path, 65536);
 }
 
 static uint64_t ctx_tsc_hz(const struct haecer_context *ctx)
@@ -271,14 +262,11 @@ static void smi_virtual(const char *model, unsigned domain, uint64_t *detected, 
 	struct haecer_conn *virtual_conn;
 	struct haecer_context *ctx;
 	struct haecer_counter *energy;
-	char *policy = read_policy();
 
 	*detected = *truth = 0;
 	*unknown = 0;
-	if (policy == NULL || msrd_start(&virtual_server, policy, arguments) < 0)
+	if (bench_start_msrd(&virtual_server, arguments) < 0)
 		die("virtual-time msrd", -EIO);
-	free(policy);
-	setenv(HAECER_SOCKET_ENV, virtual_server.socket_path, 1);
 	check(haecer_connect(virtual_server.socket_path, &virtual_conn), "connect");
 	check(haecer_context_open(virtual_server.socket_path, &ctx), "context");
 	check(haecer_counter_open_energy(ctx, 0, domain, &energy), "energy counter");
@@ -326,20 +314,15 @@ int main(void)
 	struct haecer_context *ctx;
 	struct haecer_counter *pkg;
 	uint64_t rtt[200];
-	char *policy = read_policy();
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	double key_short100_med = 0, key_short300_p95 = 0, key_step1ms_p95 = 0;
 	uint64_t smi_detected, smi_true, zen_detected, zen_true;
 	unsigned smi_unknown, zen_unknown;
 
-	unsetenv("HAECER_VALGRIND");
-	if (policy == NULL || msrd_start(&server, policy, arguments) < 0) {
+	if (bench_start_msrd(&server, arguments) < 0) {
 		fprintf(stderr, "bench/fidelity: cannot start msrd with the default policy\n");
-		free(policy);
 		return 1;
 	}
-	free(policy);
-	setenv(HAECER_SOCKET_ENV, server.socket_path, 1);
 	bench_pin(server.pid, cpus > 1 ? 1 : 0);
 	bench_pin(0, 0);
 	srand(12);

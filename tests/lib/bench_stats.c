@@ -1,10 +1,33 @@
 #include "tests/lib/bench_stats.h"
 
+#include "haecer/msrd.h"
+#include "tests/lib/msrd_harness.h"
+#include "tests/lib/text_file.h"
+
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+int bench_start_msrd(struct msrd_server *server, const char *const *arguments)
+{
+	char path[PATH_MAX];
+	char *policy;
+	int status;
+
+	unsetenv("HAECER_VALGRIND");
+	snprintf(path, sizeof(path), "%s/configs/policies/default.yaml", harness_source_dir());
+	policy = harness_read_text(path, 65536);
+	if (policy == NULL)
+		return -1;
+	status = msrd_start(server, policy, arguments) < 0 ? -1 : 0;
+	free(policy);
+	if (status == 0)
+		setenv(HAECER_SOCKET_ENV, server->socket_path, 1);
+	return status;
+}
 
 uint64_t bench_now_ns(void)
 {

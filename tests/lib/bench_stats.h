@@ -1,6 +1,6 @@
 /*
- * tests/lib/bench_stats.h — what the benchmarks under bench/ share: a nanosecond clock, CPU
- * pinning, and order statistics of timed samples. Benchmarks link the test library; nothing
+ * tests/lib/bench_stats.h — what the benchmarks under bench/ share: msrd started with the shipped
+ * policy, a nanosecond clock, CPU pinning, and order statistics of timed samples. Benchmarks link the test library; nothing
  * here judges a figure, it only computes it.
  */
 #ifndef HAECER_TESTS_LIB_BENCH_STATS_H
@@ -9,6 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+struct msrd_server;
+
+/* msrd_start with the shipped configs/policies/default.yaml and `arguments`, never under valgrind
+ * (HAECER_VALGRIND is unset: a benchmark measures msrd itself), and HAECER_SOCKET pointed at it so
+ * the library's default context finds it. 0, or -1 when the policy is unreadable or msrd did not
+ * start. */
+int bench_start_msrd(struct msrd_server *server, const char *const *arguments);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);

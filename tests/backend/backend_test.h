@@ -139,6 +139,27 @@ static inline int test_root_teardown(void **state)
 	return 0;
 }
 
+/* The machine the msr backend describes from the stand-in tree at `root`; the tree is then
+ * removed and `root` freed. Aborts the test when the backend does not open or describe it. */
+static inline struct machine_info standin_machine_info(char *root)
+{
+	struct backend_options options = { .kind = BACKEND_MSR, .dev_root = root };
+	struct msr_backend *backend = NULL;
+	struct machine_info info;
+	int ret = backend_open(&options, &backend, NULL, 0);
+
+	if (ret == 0)
+		ret = backend_machine_info(backend, &info);
+	if (ret < 0) {
+		fprintf(stderr, "msr backend on the stand-in tree %s: %d\n", root, ret);
+		abort();
+	}
+	backend_close(backend);
+	remove_tree(root);
+	free(root);
+	return info;
+}
+
 static inline uint64_t read_or_die(struct msr_backend *backend, uint32_t cpu, uint32_t address)
 {
 	uint64_t value = 0;

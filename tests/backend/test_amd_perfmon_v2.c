@@ -16,9 +16,6 @@
 
 static bool probe(const char *vendor, uint32_t max_extended, uint32_t leaf_22_eax)
 {
-	struct backend_options options = { .kind = BACKEND_MSR };
-	struct msr_backend *backend = NULL;
-	struct machine_info info;
 	char *root = make_temp_dir();
 
 	if (strcmp(vendor, "AuthenticAMD") == 0) {
@@ -31,13 +28,7 @@ static bool probe(const char *vendor, uint32_t max_extended, uint32_t leaf_22_ea
 	tree_put_cpuid(root, 0, 0x80000000u, max_extended, 0, 0, 0);
 	tree_put_cpuid(root, 0, 0x80000022u, leaf_22_eax, 0x6, 0, 0);
 	tree_put_msr(root, 0, "msr", MSR_IA32_TSC, 1);
-	options.dev_root = root;
-	assert_int_equal(backend_open(&options, &backend, NULL, 0), 0);
-	assert_int_equal(backend_machine_info(backend, &info), 0);
-	backend_close(backend);
-	remove_tree(root);
-	free(root);
-	return info.amd_perfmon_v2;
+	return standin_machine_info(root).amd_perfmon_v2;
 }
 
 static void test_detection(void **state)
@@ -51,21 +42,12 @@ static void test_detection(void **state)
 
 static bool nmi_watchdog(const char *text)
 {
-	struct backend_options options = { .kind = BACKEND_MSR };
-	struct msr_backend *backend = NULL;
-	struct machine_info info;
 	char *root = make_temp_dir();
 
 	tree_put_msr(root, 0, "msr", MSR_IA32_TSC, 1);
 	if (text != NULL)
 		tree_write_text(root, "proc/sys/kernel/nmi_watchdog", "%s", text);
-	options.dev_root = root;
-	assert_int_equal(backend_open(&options, &backend, NULL, 0), 0);
-	assert_int_equal(backend_machine_info(backend, &info), 0);
-	backend_close(backend);
-	remove_tree(root);
-	free(root);
-	return info.nmi_watchdog;
+	return standin_machine_info(root).nmi_watchdog;
 }
 
 static void test_nmi_watchdog(void **state)

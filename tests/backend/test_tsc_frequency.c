@@ -25,9 +25,6 @@ struct tree_facts {
 
 static struct machine_info probe(const struct tree_facts *facts)
 {
-	struct backend_options options = { .kind = BACKEND_MSR };
-	struct msr_backend *backend = NULL;
-	struct machine_info info;
 	char *root = make_temp_dir();
 
 	if (facts->amd)
@@ -43,13 +40,7 @@ static struct machine_info probe(const struct tree_facts *facts)
 		tree_put_msr(root, 0, "msr", MSR_PLATFORM_INFO, facts->platform_info);
 	if (facts->pstate0)
 		tree_put_msr(root, 0, "msr", MSR_AMD_PSTATE_DEF0, facts->pstate0);
-	options.dev_root = root;
-	assert_int_equal(backend_open(&options, &backend, NULL, 0), 0);
-	assert_int_equal(backend_machine_info(backend, &info), 0);
-	backend_close(backend);
-	remove_tree(root);
-	free(root);
-	return info;
+	return standin_machine_info(root);
 }
 
 static void expect(const struct tree_facts *facts, uint64_t hz, unsigned source)

@@ -40,3 +40,16 @@ size_t harness_tool_argv(const char **argv, size_t max, const char *program,
 	argv[count] = NULL;
 	return count;
 }
+
+int harness_run_program(const char *program, const char *const *arguments, char **out,
+			char **err)
+{
+	const char *argv[32];
+	size_t count = harness_valgrind_prefix(argv);
+
+	argv[count++] = program;
+	for (size_t i = 0; arguments[i] != NULL && count < 31; i++)
+		argv[count++] = arguments[i];
+	argv[count] = NULL;
+	return harness_run(argv, out, err);
+}

@@ -22,4 +22,9 @@ size_t harness_valgrind_prefix(const char **argv);
 size_t harness_tool_argv(const char **argv, size_t max, const char *program,
 			 const char *socket_path, const char *const *arguments);
 
+/* Run [valgrind prefix] program arguments... (at most 31 entries in all; the rest are dropped)
+ * through harness_run: its exit status or -1, stdout and stderr as harness_run captures them. */
+int harness_run_program(const char *program, const char *const *arguments, char **out,
+			char **err);
+
 #endif

@@ -67,15 +67,8 @@ static int truth_watts(double *watts)
 
 static int run_tool(const char *const *arguments, char **out)
 {
-	const char *argv[32];
-	size_t count = harness_valgrind_prefix(argv);
-
-	argv[count++] = tool;
-	for (size_t i = 0; arguments[i] && count < 31; i++)
-		argv[count++] = arguments[i];
-	argv[count] = NULL;
 	char *err = NULL;
-	int status = harness_run(argv, out, &err);
+	int status = harness_run_program(tool, arguments, out, &err);
 	if (status != 0)
 		fprintf(stderr, "%s %s exited %d:\n%s\n", tool, arguments[0], status, err ? err : "");
 	free(err);

@@ -36,7 +36,6 @@ static int calm(const char *policy, char **out)
 	struct msrd_server server;
 	char tool[PATH_MAX], helper[PATH_MAX];
 	const char *const arguments[] = { "--backend", "sim", "--sim-model", "sandybridge", NULL };
-	const char *argv[24];
 	char *err = NULL;
 
 	snprintf(tool, sizeof(tool), "%s/haecer-prof", harness_build_dir());
@@ -44,13 +43,9 @@ static int calm(const char *policy, char **out)
 	if (msrd_start(&server, policy, arguments) < 0)
 		return -1;
 	setenv(HAECER_SOCKET_ENV, server.socket_path, 1);
-	size_t count = harness_valgrind_prefix(argv);
-	const char *words[] = { tool, "calm", "-n", "2", "-F", "500", "--", helper, "functions",
-				"0.15", NULL };
-	for (size_t i = 0; words[i]; i++)
-		argv[count++] = words[i];
-	argv[count] = NULL;
-	int status = harness_run(argv, out, &err);
+	const char *words[] = { "calm", "-n", "2", "-F", "500", "--", helper, "functions", "0.15",
+				NULL };
+	int status = harness_run_program(tool, words, out, &err);
 	if (status != 0)
 		fprintf(stderr, "calm exited %d: %s\n%s\n", status, err, *out ? *out : "");
 	free(err);

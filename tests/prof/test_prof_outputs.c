@@ -38,14 +38,7 @@ static char data_path[PATH_MAX + 32];
 
 static int run_tool(const char *const *arguments, char **out, char **err)
 {
-	const char *argv[32];
-	size_t count = harness_valgrind_prefix(argv);
-
-	argv[count++] = tool;
-	for (size_t i = 0; arguments[i] && count < 31; i++)
-		argv[count++] = arguments[i];
-	argv[count] = NULL;
-	return harness_run(argv, out, err);
+	return harness_run_program(tool, arguments, out, err);
 }
 
 static int report(const char *format, const char *output, char **out)

@@ -30,15 +30,8 @@ static char tool[PATH_MAX], helper[PATH_MAX], data_path[PATH_MAX + 32];
 
 static int run_tool(const char *const *arguments, char **out)
 {
-	const char *argv[32];
-	size_t count = harness_valgrind_prefix(argv);
 	char *err = NULL;
-
-	argv[count++] = tool;
-	for (size_t i = 0; arguments[i] && count < 31; i++)
-		argv[count++] = arguments[i];
-	argv[count] = NULL;
-	int status = harness_run(argv, out, &err);
+	int status = harness_run_program(tool, arguments, out, &err);
 	if (status != 0)
 		fprintf(stderr, "haecer-prof %s exited %d: %s\n", arguments[0], status, err);
 	free(err);

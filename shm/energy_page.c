@@ -17,6 +17,7 @@
  * rewrote the identity could make a reader report garbage, never read outside its mapping.
  */
 #include "shm/energy_page.h"
+#include "shm/memfd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -138,28 +139,17 @@ int energy_page_create(const struct energy_page_params *params,
 	status = energy_page_bytes_for(params->entry_count, &bytes);
 	if (status < 0)
 		return status;
-	fd = memfd_create("haecer-energy-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)bytes) < 0) {
-		status = -errno;
-		goto out;
-	}
-	mapping = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (mapping == MAP_FAILED) {
-		status = -errno;
-		goto out;
-	}
+	status = shm_memfd_map("haecer-energy-page", bytes, &fd, &mapping);
+	if (status < 0)
+		return status;
 	format(mapping, bytes, params, slots);
 	/* msrd's mapping is the only writable one there will ever be: F_SEAL_FUTURE_WRITE
 	 * refuses every later write(2) and writable mapping, whoever holds the descriptor. A
 	 * memfd inode is mode 0777: 0444 keeps /proc/self/fd reopenings read-only too. */
-	if (fchmod(fd, PAGE_MEMFD_MODE) < 0 ||
-	    fcntl(fd, F_ADD_SEALS,
-		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0) {
-		status = -errno;
+	status = shm_memfd_seal(fd, PAGE_MEMFD_MODE,
+				F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL);
+	if (status < 0)
 		goto out;
-	}
 	*writer = (struct energy_page_writer){ .mapping = mapping, .bytes = bytes,
 					       .entry_count = params->entry_count };
 	*fd_out = fd;
@@ -224,14 +214,7 @@ void energy_page_writer_close(struct energy_page_writer *writer)
 
 int energy_page_reopen_readonly(int fd)
 {
-	char path[32];
-	int readonly;
-
-	if (fd < 0)
-		return -EBADF;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	readonly = open(path, O_RDONLY | O_CLOEXEC);
-	return readonly < 0 ? -errno : readonly;
+	return shm_reopen_readonly(fd);
 }
 
 /* Judge a copy of the identity against the size of the memory it came with. */

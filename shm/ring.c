@@ -37,6 +37,7 @@
  * mode 0444, so a read-only descriptor cannot be reopened writable through /proc/self/fd by a
  * process of another user.
  */
+#include "shm/memfd.h"
 #include "shm/ring.h"
 
 #include <errno.h>
@@ -343,30 +344,17 @@ int ring_memfd_create(const struct ring_params *params, int *fd_out)
 	ring_bytes_for(params->capacity, &bytes);
 	snprintf(name, sizeof(name), "haecer-ring-%u.%u.%u", params->major, params->minor,
 		 params->instance);
-	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0) {
-		rc = -errno;
+	rc = shm_memfd_map(name, bytes, &fd, &memory);
+	if (rc)
 		goto out;
-	}
-	if (ftruncate(fd, (off_t)bytes)) {
-		rc = -errno;
-		goto out;
-	}
-	memory = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (memory == MAP_FAILED) {
-		rc = -errno;
-		goto out;
-	}
 	rc = format_memory(memory, bytes, params, true);
 	if (rc)
 		goto out;
 	/* A memfd inode is mode 0777: without this, anyone holding the read-only fd could reopen
 	 * /proc/self/fd/N read-write. Descriptors already open keep their access mode. */
-	if (fchmod(fd, RING_MEMFD_MODE) ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
-		rc = -errno;
+	rc = shm_memfd_seal(fd, RING_MEMFD_MODE, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+	if (rc)
 		goto out;
-	}
 	*fd_out = fd;
 	fd = -1;
 out:
@@ -393,14 +381,7 @@ int ring_memfd_release_records(int fd)
 
 int ring_reopen_readonly(int fd)
 {
-	char path[32];
-	int readonly;
-
-	if (fd < 0)
-		return -EBADF;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	readonly = open(path, O_RDONLY | O_CLOEXEC);
-	return readonly < 0 ? -errno : readonly;
+	return shm_reopen_readonly(fd);
 }
 
 static void info_fill(struct ring_info *info, const struct ring_header_copy *copy,

@@ -31,8 +31,8 @@
 #define MON_TEST_TIMEOUT_MS 60000u
 #define MON_TEST_MAX_ARGS 48u
 
-/* Ring majors of the tests' policy: 1-9 may be monitored, 10-20 only created. */
-#define MON_TEST_POLICY                                                                  \
+/* A policy's start: the Intel RAPL registers in the set `rapl`, up to "rules:". */
+#define MON_TEST_RAPL_MSRS                                                               \
 	"version: 1\n"                                                                   \
 	"default: deny\n"                                                                \
 	"msrs:\n"                                                                        \
@@ -40,7 +40,11 @@
 	"  - {name: PKG_ENERGY_STATUS, address: 0x611, read: true, set: rapl}\n"         \
 	"  - {name: PP0_ENERGY_STATUS, address: 0x639, read: true, set: rapl}\n"         \
 	"  - {name: PP1_ENERGY_STATUS, address: 0x641, read: true, set: rapl}\n"         \
-	"rules:\n"                                                                       \
+	"rules:\n"
+
+/* Ring majors of the tests' policy: 1-9 may be monitored, 10-20 only created. */
+#define MON_TEST_POLICY                                                                  \
+	MON_TEST_RAPL_MSRS                                                               \
 	"  - {match: {uid: 0}, allow: [rapl], create_rings: [1-20], monitor_rings: [1-9]}\n"
 
 struct proc {

@@ -11,14 +11,7 @@
 #include "tests/lib/msrd_group.h"
 
 #define TOP_POLICY                                                                        \
-	"version: 1\n"                                                                   \
-	"default: deny\n"                                                                \
-	"msrs:\n"                                                                        \
-	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"           \
-	"  - {name: PKG_ENERGY_STATUS, address: 0x611, read: true, set: rapl}\n"         \
-	"  - {name: PP0_ENERGY_STATUS, address: 0x639, read: true, set: rapl}\n"         \
-	"  - {name: PP1_ENERGY_STATUS, address: 0x641, read: true, set: rapl}\n"         \
-	"rules:\n"                                                                       \
+	MON_TEST_RAPL_MSRS                                                                \
 	"  - {match: {uid: 0}, allow: [rapl], create_rings: [1-99], monitor_rings: [1-99]}\n"
 
 static struct msrd_server server;

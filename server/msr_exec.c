@@ -758,11 +758,14 @@ void msr_exec_on_completion(struct msrd *server, const struct io_uring_cqe *cqe)
 
 /* A plain READ of a register msrd adds nothing to (no energy total, no slot): the device read
  * and the reply's send go to the kernel as one linked chain, the read writing straight into the
- * reply frame, so the request costs one io_uring_enter. */
+ * reply frame, so the request costs one io_uring_enter. Never an energy-status register, even
+ * one msrd keeps no total for: a coarse grant must see it refused (energy_finish_reads), and a
+ * linked read's value reaches the client unexamined. */
 static bool read_can_link(struct client *client, const struct msr_request *request)
 {
 	return request->op == WIRE_OP_READ && request->count == 1 && !request->ops[0].write &&
 	       request->kinds[0] == WIRE_BATCH_READ &&
+	       rapl_domain_of_address(request->ops[0].address) < 0 &&
 	       energy_find(client->server, request->ops[0].cpu, request->ops[0].address) == NULL &&
 	       client_idle_output(client);
 }

@@ -115,6 +115,7 @@ struct haecer_counter {
 	struct ring_producer ring;
 	int32_t page_entry;         /* its entry on the energy page; -1 not looked up yet */
 	int host_cpu;               /* event counters: the CPU the thread was pinned to, or -1 */
+	uint64_t slot_checked_ns;   /* the latest read through msrd (RDPMC reads in between) */
 	uint64_t reading_ns;        /* CLOCK_MONOTONIC_RAW when the latest reading was true */
 	bool reading_from_page;
 };

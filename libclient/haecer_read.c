@@ -12,6 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+/* How long RDPMC reads go on between two reads through msrd, which checks that the counter is
+ * still programmed as msrd left it (haecer__read_locked). */
+#define RDPMC_RECHECK_NS 10000000ull
+
 uint64_t haecer__extend(struct haecer_counter *counter, uint64_t raw)
 {
 	counter->value += (raw - counter->last_raw) & counter->width_mask;
@@ -118,7 +122,11 @@ int haecer__read_locked(struct haecer_counter *counter, uint64_t *value)
 
 	if (counter->info.kind == HAECER_COUNTER_ENERGY)
 		return read_energy(counter, value);
-	if (haecer__rdpmc_read(counter, &raw) == 0) {
+	/* RDPMC cannot tell that the kernel (perf, the NMI watchdog) reprogrammed the counter:
+	 * at least every RDPMC_RECHECK_NS a read goes through msrd, which checks its programming
+	 * and fails a lost slot with EIDRM. */
+	if (haecer__monotonic_raw_ns() - counter->slot_checked_ns < RDPMC_RECHECK_NS &&
+	    haecer__rdpmc_read(counter, &raw) == 0) {
 		*value = haecer__extend(counter, raw);
 		return 0;
 	}
@@ -127,6 +135,7 @@ int haecer__read_locked(struct haecer_counter *counter, uint64_t *value)
 		snprintf(what, sizeof(what), "reading %s", counter->info.name);
 		return haecer__fail_msrd(counter->ctx, error, what);
 	}
+	counter->slot_checked_ns = haecer__monotonic_raw_ns();
 	*value = haecer__extend(counter, raw);
 	return 0;
 }

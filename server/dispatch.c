@@ -551,6 +551,20 @@ static void handle_sim_set_load(struct client *client, const struct wire_header 
 	dispatch_reply_empty(client, header);
 }
 
+/* sim_allowed, and `domain` names a RAPL domain: the ground-truth queries' common checks. */
+static bool sim_domain_allowed(struct client *client, const struct wire_header *header,
+			       uint32_t domain)
+{
+	if (!sim_allowed(client, header))
+		return false;
+	if (domain >= RAPL_DOMAIN_COUNT) {
+		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
+				   "no RAPL domain %u", (unsigned)domain);
+		return false;
+	}
+	return true;
+}
+
 static void handle_sim_truth(struct client *client, const struct wire_header *header,
 			     const uint8_t *payload, size_t length)
 {
@@ -565,13 +579,8 @@ static void handle_sim_truth(struct client *client, const struct wire_header *he
 		dispatch_malformed(client, header, length);
 		return;
 	}
-	if (!sim_allowed(client, header))
+	if (!sim_domain_allowed(client, header, request.domain))
 		return;
-	if (request.domain >= RAPL_DOMAIN_COUNT) {
-		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
-				   "no RAPL domain %u", request.domain);
-		return;
-	}
 	status = backend_sim_energy_truth(client->server->backend, request.package,
 					  (enum rapl_domain)request.domain, &truth);
 	if (status < 0) {
@@ -605,13 +614,8 @@ static void handle_sim_energy_at(struct client *client, const struct wire_header
 		dispatch_malformed(client, header, length);
 		return;
 	}
-	if (!sim_allowed(client, header))
+	if (!sim_domain_allowed(client, header, request.domain))
 		return;
-	if (request.domain >= RAPL_DOMAIN_COUNT) {
-		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
-				   "no RAPL domain %u", request.domain);
-		return;
-	}
 	status = backend_sim_energy_at(client->server->backend, request.package,
 				       (enum rapl_domain)request.domain, request.at_ns, &truth);
 	if (status == -ERANGE) {

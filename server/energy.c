@@ -248,12 +248,12 @@ struct energy_counter *energy_find(struct msrd *server, uint32_t cpu, uint32_t a
 	return index >= 0 ? &energy->counters[index] : NULL;
 }
 
-/* The most units the domain can have counted in `elapsed_ns`: twice its maximum power over
- * the elapsed time plus STALE_SLACK_NS (the read may have been taken that long before its fold:
- * io_uring completion latency), plus a few units of rounding. Far below a wrap at any ESU msrd
- * meets: 1 kW for 100 ms is 100 J, 1.6 M units at 2^-14 J against 4.3 G. */
+/* The most units the domain can have counted in `elapsed_ns` at its maximum power: twice its
+ * maximum power over the elapsed time plus STALE_SLACK_NS (the read may have been taken that
+ * long before its fold: io_uring completion latency), plus a few units of rounding. */
 #define STALE_SLACK_NS 100000000ull
 #define STALE_MARGIN 2u
+#define STALE_BEHIND_UNITS ((RAPL_ENERGY_COUNTER_MASK + 1) / 4)
 
 static uint64_t plausible_units(const struct energy_counter *counter, uint64_t elapsed_ns)
 {
@@ -265,14 +265,40 @@ static uint64_t plausible_units(const struct energy_counter *counter, uint64_t e
 							       : (uint64_t)units;
 }
 
-/* The units `raw` adds to the total, or -1 when that is more than the domain can draw. */
-static int64_t plausible_delta(const struct energy_counter *counter, uint64_t raw,
-			       uint64_t now)
+/* Every one of a kind the first few times, then at powers of two: a broken bound must not flood
+ * the log. */
+static bool worth_logging(uint64_t count)
+{
+	return count <= 8 || (count & (count - 1)) == 0;
+}
+
+/* The units `raw` adds to the total, or -1 when `raw` is older than the total: behind it by less
+ * than a quarter of the register. A late reading is behind by what the domain drew in the moments
+ * it was late, far less than that; a step ahead is at most half the register (the sampler's
+ * period is half a wrap at the domain's maximum power), and a step of three quarters would need
+ * one and a half times that power for the whole period. A step ahead that is more than the
+ * domain could draw at its maximum power is counted all the same: the maximum is the machine's
+ * word (a model's figure, a simulated power trace, a graphics domain under load can exceed it),
+ * and taking such a step for a stale reading froze the total for good, as the kept total's time
+ * never moved on: the domain then read 0 J without a word. It is logged instead. */
+static int64_t fold_delta(struct energy_counter *counter, uint64_t raw, uint64_t now)
 {
 	uint64_t delta = (raw - counter->total) & RAPL_ENERGY_COUNTER_MASK;
 	uint64_t elapsed = now > counter->folded_ns ? now - counter->folded_ns : 0;
 
-	return delta <= plausible_units(counter, elapsed) ? (int64_t)delta : -1;
+	if (delta > RAPL_ENERGY_COUNTER_MASK + 1 - STALE_BEHIND_UNITS)
+		return -1;
+	if (delta > plausible_units(counter, elapsed)) {
+		counter->above_max_reads++;
+		if (worth_logging(counter->above_max_reads))
+			log_warnx("energy: %#x on CPU %u counted %llu units in %.3f s, more than its "
+				  "maximum power of %u mW allows: counted all the same (%llu such "
+				  "readings so far; a wrap could go unseen if it stays above it)",
+				  counter->address, counter->cpu, (unsigned long long)delta,
+				  (double)elapsed / 1e9, counter->max_power_mw,
+				  (unsigned long long)counter->above_max_reads);
+	}
+	return (int64_t)delta;
 }
 
 uint64_t energy_observe(struct msrd *server, struct energy_counter *counter, uint64_t *raw)
@@ -287,7 +313,7 @@ uint64_t energy_observe(struct msrd *server, struct energy_counter *counter, uin
 		counter->folded_ns = now;
 		return counter->total;
 	}
-	delta = plausible_delta(counter, *raw, now);
+	delta = fold_delta(counter, *raw, now);
 	if (delta < 0) {
 		/* As the kernel's rapl read loop does: read again, now that everything older
 		 * has been folded. */
@@ -295,11 +321,9 @@ uint64_t energy_observe(struct msrd *server, struct energy_counter *counter, uin
 		if (backend_read(server->backend, counter->cpu, counter->address, &reread) == 0) {
 			reread &= RAPL_ENERGY_COUNTER_MASK;
 			now = energy_now_ns(server);
-			delta = plausible_delta(counter, reread, now);
+			delta = fold_delta(counter, reread, now);
 		}
-		/* Every one the first few times, then at powers of two: a broken bound must not
-		 * flood the log. */
-		if (counter->stale_reads <= 8 || (counter->stale_reads & (counter->stale_reads - 1)) == 0)
+		if (worth_logging(counter->stale_reads))
 			log_warnx("energy: a reading of %#x on CPU %u (%#llx) is older than the total "
 				  "(%#llx): it would add a whole wrap; %s (%llu stale readings so far)",
 				  counter->address, counter->cpu, (unsigned long long)*raw,

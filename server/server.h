@@ -560,6 +560,7 @@ struct energy_counter {
 	uint32_t max_power_mw;         /* the domain's upper bound, for the stale-read check */
 	uint64_t folded_ns;            /* energy_now_ns of the last fold */
 	uint64_t stale_reads;          /* readings rejected as older than the last fold */
+	uint64_t above_max_reads;      /* readings that showed more than max_power_mw drew */
 	/* The sampler's own view, for energy pages: the register at its last sample, and the
 	 * times (CLOCK_MONOTONIC_RAW, TSC) of that sample and of the last one that saw it
 	 * change. Client reads do not move these. */
@@ -604,12 +605,12 @@ void energy_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe);
 /* The counter behind a read of (cpu, address), or NULL when it is no energy register msrd keeps
  * a total for. */
 struct energy_counter *energy_find(struct msrd *server, uint32_t cpu, uint32_t address);
-/* Extend a fresh reading of the register; returns the new total. A reading that would move the
- * total further than the domain can draw since the last fold (maximum power x elapsed time, with
- * margin) is older than the last fold (an out-of-order completion, a synchronous read racing
- * the sampler): it would add a whole wrap (2^32 units). Such a reading is re-read once; when
- * the re-read is stale too, the total stays. Either way it is logged, and *raw becomes what the
- * caller may show: the re-read, or the low bits of the total kept. */
+/* Extend a fresh reading of the register; returns the new total. A reading behind the total (by
+ * less than a quarter of the register) is older than the last fold (an out-of-order completion,
+ * a synchronous read racing the sampler): it would add a whole wrap (2^32 units). Such a reading
+ * is re-read once; when the re-read is stale too, the total stays. Either way it is logged, and
+ * *raw becomes what the caller may show: the re-read, or the low bits of the total kept. A
+ * reading ahead by more than the domain's maximum power allows is counted, and logged. */
 uint64_t energy_observe(struct msrd *server, struct energy_counter *counter, uint64_t *raw);
 /* Virtual time: advance the simulated CPU by ns in steps no longer than the sampling period,
  * sampling between steps so that no wrap goes unseen. */

@@ -186,10 +186,13 @@ static void add_instance(struct region_node *node, const struct region_frame *fr
 	uint32_t both = start->have & end->have;
 
 	for (unsigned d = 0; d < REGION_DOMAINS; d++) {
+		unsigned column = REGION_COLUMN_SHARE + d;
 		if (!(frame->charged_have & (1u << d)))
 			continue;
-		node->inclusive[REGION_COLUMN_SHARE + d] += frame->charged[d];
-		node->counted[REGION_COLUMN_SHARE + d]++;
+		node->inclusive[column] += frame->charged[d];
+		node->counted[column]++;
+		if ((both & (1u << column)) && end->value[column] == start->value[column])
+			node->no_update[d]++;
 	}
 	for (unsigned column = 0; column < REGION_COLUMNS; column++) {
 		if (!(both & (1u << column)) ||

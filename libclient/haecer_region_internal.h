@@ -83,7 +83,22 @@ struct region_node {
 	uint64_t abandoned;             /* instances whose thread exited before their end */
 	uint64_t inclusive[REGION_COLUMNS];
 	uint64_t counted[REGION_COLUMNS]; /* ended instances that had the column */
+	/* Ended instances whose domain register read the same at the end as at the begin: they
+	 * spanned no update (or the domain drew under one unit), so their charge of 0 is not a
+	 * measurement of 0 but "below one update" (the reports say so). */
+	uint64_t no_update[REGION_DOMAINS];
 };
+
+/* The share column of a region column: slot d for energy-pkg.. (slot 0, the package domain, for
+ * pkg-wide), REGION_DOMAINS for the others. */
+static inline unsigned region_column_slot(unsigned column)
+{
+	if (column == REGION_COLUMN_ENERGY)
+		return 0;
+	if (column >= REGION_COLUMN_SHARE && column < REGION_COLUMN_COUNTERS)
+		return column - REGION_COLUMN_SHARE;
+	return REGION_DOMAINS;
+}
 
 /* ---- haecer_region.c: the tree and the columns (read under haecer__region_lock) ---- */
 
@@ -120,6 +135,9 @@ HAECER_INTERNAL void haecer__region_describe_sources(FILE *out);
 /* Per share slot, the energy every package drew from the first region reading to the last,
  * summed over packages (nJ); *have: bit per slot read. */
 HAECER_INTERNAL void haecer__region_span(uint64_t *nanojoules, uint32_t *have);
+/* Per share slot, the highest maximum power (W) any source's machine states for the domain: one
+ * update of the register holds at most that x 1 ms. 0 where no machine says. */
+HAECER_INTERNAL void haecer__region_max_watts(double *watts);
 /* "msrd, simulated sandybridge; ..." for every source, into out (for CSV and JSON). */
 HAECER_INTERNAL void haecer__region_machines(char *out, size_t size, bool *simulated);
 /* After fork, in the child: forget every source (their contexts are the parent's). */

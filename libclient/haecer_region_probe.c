@@ -50,6 +50,7 @@ struct region_source {
 	uint32_t package_count;
 	struct package_energy *packages;
 	uint32_t slots;                  /* bit per share column slot the machine has */
+	double max_watts[REGION_DOMAINS]; /* the machine's maximum power per slot, 0: unknown */
 	bool simulated;
 	bool tsc_refused;                /* the policy refuses the simulated TSC: clock time */
 	char machine[96];
@@ -222,9 +223,13 @@ static struct region_source *new_source(struct haecer_context *ctx)
 		if (package < source->package_count)
 			source->packages[package].host_cpus++;
 	}
-	for (unsigned d = 0; d < REGION_DOMAINS; d++)
-		if (slot_domain(ctx, d) >= 0)
-			source->slots |= 1u << d;
+	for (unsigned d = 0; d < REGION_DOMAINS; d++) {
+		int domain = slot_domain(ctx, d);
+		if (domain < 0)
+			continue;
+		source->slots |= 1u << d;
+		source->max_watts[d] = (double)ctx->machine.rapl_max_power_mw[domain] / 1000.0;
+	}
 	describe_machine(source);
 	take_context_counters(source);
 	source->next = sources;
@@ -560,6 +565,17 @@ void haecer__region_span(uint64_t *nanojoules, uint32_t *have)
 			}
 		}
 	}
+	pthread_mutex_unlock(&source_lock);
+}
+
+void haecer__region_max_watts(double *watts)
+{
+	memset(watts, 0, sizeof(double) * REGION_DOMAINS);
+	pthread_mutex_lock(&source_lock);
+	for (const struct region_source *source = sources; source != NULL; source = source->next)
+		for (unsigned d = 0; d < REGION_DOMAINS; d++)
+			if (source->max_watts[d] > watts[d])
+				watts[d] = source->max_watts[d];
 	pthread_mutex_unlock(&source_lock);
 }
 

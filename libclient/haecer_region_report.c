@@ -30,6 +30,7 @@ struct flat {
 	unsigned shown[REGION_COLUMNS];     /* columns in the reports, in order */
 	unsigned shown_count;
 	unsigned primary;                   /* the energy column with watts and +-J/call */
+	double max_watts[REGION_DOMAINS];   /* per share slot (haecer__region_max_watts) */
 };
 
 /* ---- helpers ---- */
@@ -190,6 +191,7 @@ static int flat_build(struct flat *flat)
 struct cell {
 	char text[40];
 	bool partial;
+	bool no_update;                     /* some calls spanned no update of the register */
 };
 
 static void format_value(unsigned column, uint64_t value, char *out, size_t size)
@@ -205,7 +207,11 @@ static void format_value(unsigned column, uint64_t value, char *out, size_t size
 static void cell_of(const struct region_node *node, unsigned column, uint64_t value,
 		    struct cell *cell)
 {
+	unsigned slot = region_column_slot(column);
+
 	cell->partial = node->counted[column] > 0 && node->counted[column] < node->calls;
+	cell->no_update = slot < REGION_DOMAINS && node->counted[column] > 0 &&
+			  node->no_update[slot] > 0;
 	if (node->counted[column] == 0) {
 		snprintf(cell->text, sizeof(cell->text), "-");
 		return;
@@ -213,6 +219,8 @@ static void cell_of(const struct region_node *node, unsigned column, uint64_t va
 	format_value(column, value, cell->text, sizeof(cell->text));
 	if (cell->partial)
 		strcat(cell->text, "*");
+	if (cell->no_update)
+		strcat(cell->text, "?");
 }
 
 static int column_width(unsigned column)
@@ -243,12 +251,27 @@ static void print_header(FILE *out, const struct flat *flat, int name_width)
 	fprintf(out, "\n");
 }
 
-static bool print_row(FILE *out, const struct flat *flat, size_t index, int name_width)
+/* What one call of a region can be off by in an energy column: one update's energy at the
+ * region's own power, or at the domain's maximum power when a call spanned no update (its own
+ * power then says nothing: the register did not move). */
+static double per_call_uncertainty(const struct flat *flat, const struct region_node *node,
+				   unsigned column, double watts)
+{
+	unsigned slot = region_column_slot(column);
+
+	if (slot < REGION_DOMAINS && node->no_update[slot] > 0 && flat->max_watts[slot] > watts)
+		watts = flat->max_watts[slot];
+	return watts * UPDATE_SECONDS;
+}
+
+/* Bit 0: some cell was measured in only some calls; bit 1: some cell had calls that spanned no
+ * update. */
+static unsigned print_row(FILE *out, const struct flat *flat, size_t index, int name_width)
 {
 	const struct region_node *node = flat->nodes[index];
 	uint64_t exclusive[REGION_COLUMNS];
 	char name[HAECER_REGION_NAME_MAX + 1];
-	bool partial = false;
+	unsigned marks = 0;
 
 	printable(node->name, name, sizeof(name));
 	exclusive_of(node, flat->columns, exclusive);
@@ -259,7 +282,7 @@ static bool print_row(FILE *out, const struct flat *flat, size_t index, int name
 		struct cell inclusive, self;
 		cell_of(node, c, node->inclusive[c], &inclusive);
 		cell_of(node, c, exclusive[c], &self);
-		partial |= inclusive.partial;
+		marks |= (inclusive.partial ? 1u : 0u) | (inclusive.no_update ? 2u : 0u);
 		fprintf(out, " %*s %*s", column_width(c), inclusive.text, column_width(c), self.text);
 		if (c != flat->primary)
 			continue;
@@ -269,7 +292,10 @@ static bool print_row(FILE *out, const struct flat *flat, size_t index, int name
 
 			/* A call's energy is a difference of two register readings, each up to
 			 * one update (about 1 ms) old: off by up to one update's energy. */
-			fprintf(out, " %9.3f %11.6f", watts, watts * UPDATE_SECONDS);
+			fprintf(out, " %9.3f %11.6f", watts,
+				per_call_uncertainty(flat, node, c, watts));
+		} else if (node->counted[c] > 0 && node->no_update[region_column_slot(c)] > 0) {
+			fprintf(out, " %9s %11.6f", "-", per_call_uncertainty(flat, node, c, 0.0));
 		} else {
 			fprintf(out, " %9s %11s", "-", "-");
 		}
@@ -280,13 +306,37 @@ static bool print_row(FILE *out, const struct flat *flat, size_t index, int name
 		fprintf(out, "  (%llu not ended: thread exited)",
 			(unsigned long long)node->abandoned);
 	fprintf(out, "\n");
-	return partial;
+	return marks;
+}
+
+/* The footnote of the ? mark: which domains had calls that spanned no update, and what such a
+ * call can hold. */
+static void write_no_update_note(FILE *out, const struct flat *flat)
+{
+	fprintf(out, "? some calls spanned no update: the register of that domain read the same at "
+		"their end as at their begin (it changes about every 1 ms), so their energy is not "
+		"measured as 0 but is below one update, up to the domain's maximum power x 1 ms");
+	for (unsigned d = 0; d < REGION_DOMAINS; d++) {
+		uint64_t calls = 0;
+		for (size_t i = 0; i < flat->count; i++)
+			calls += flat->nodes[i]->no_update[d];
+		if (calls == 0)
+			continue;
+		fprintf(out, "; %s: %llu such calls, ", haecer__region_column_name(REGION_COLUMN_SHARE + d),
+			(unsigned long long)calls);
+		if (flat->max_watts[d] > 0)
+			fprintf(out, "up to %.6f J each (%.3f W x 1 ms)",
+				flat->max_watts[d] * UPDATE_SECONDS, flat->max_watts[d]);
+		else
+			fprintf(out, "maximum power unknown");
+	}
+	fprintf(out, "\n");
 }
 
 static void write_text(FILE *out, const struct flat *flat)
 {
 	int name_width = 6;
-	bool partial = false;
+	unsigned marks = 0;
 
 	for (size_t i = 0; i < flat->count; i++) {
 		int width = (int)(2 * flat->depth[i] + strlen(flat->nodes[i]->name));
@@ -295,10 +345,10 @@ static void write_text(FILE *out, const struct flat *flat)
 	}
 	print_header(out, flat, name_width);
 	for (size_t i = 0; i < flat->count; i++)
-		partial |= print_row(out, flat, i, name_width);
+		marks |= print_row(out, flat, i, name_width);
 	if (flat->count == 0)
 		fprintf(out, "(no regions)\n");
-	if (partial)
+	if (marks & 1u)
 		fprintf(out, "* measured in only some of the calls (refused or unreadable in the "
 			"others)\n");
 	if (flat->primary < REGION_COLUMNS)
@@ -306,6 +356,8 @@ static void write_text(FILE *out, const struct flat *flat)
 			"%s is off by up to one update's energy (watts x 1 ms); the other energy "
 			"columns likewise at their own watts\n",
 			haecer__region_column_name(flat->primary));
+	if (marks & 2u)
+		write_no_update_note(out, flat);
 }
 
 /* ---- Callgrind ---- */
@@ -575,6 +627,9 @@ static void write_csv(FILE *out, const struct flat *flat, const char *machine)
 		snprintf(name, sizeof(name), "%s_%s", haecer__region_column_name(c), unit_of(c));
 		fprintf(out, ",%s,%s_self", name, name);
 	}
+	for (unsigned i = 0; i < flat->shown_count; i++)
+		if (flat->shown[i] >= REGION_COLUMN_SHARE && flat->shown[i] < REGION_COLUMN_COUNTERS)
+			fprintf(out, ",%s_no_update_calls", haecer__region_column_name(flat->shown[i]));
 	fputs("\r\n", out);
 	for (size_t n = 0; n < flat->count; n++) {
 		const struct region_node *node = flat->nodes[n];
@@ -595,6 +650,13 @@ static void write_csv(FILE *out, const struct flat *flat, const char *machine)
 			csv_number(out, node, c, node->inclusive[c]);
 			fputc(',', out);
 			csv_number(out, node, c, exclusive[c]);
+		}
+		for (unsigned i = 0; i < flat->shown_count; i++) {
+			unsigned c = flat->shown[i];
+			if (c < REGION_COLUMN_SHARE || c >= REGION_COLUMN_COUNTERS)
+				continue;
+			fputc(',', out);
+			csv_number(out, node, c, node->no_update[c - REGION_COLUMN_SHARE]);
 		}
 		fputs("\r\n", out);
 	}
@@ -657,6 +719,25 @@ static void json_values(FILE *out, const struct flat *flat, const struct region_
 	fputc('}', out);
 }
 
+/* Per energy share column the region has: its calls that spanned no update (their 0 is "below
+ * one update", not a measured 0). */
+static void json_no_update(FILE *out, const struct flat *flat, const struct region_node *node)
+{
+	bool first = true;
+
+	fputs(", \"no_update_calls\": {", out);
+	for (unsigned i = 0; i < flat->shown_count; i++) {
+		unsigned c = flat->shown[i];
+		if (c < REGION_COLUMN_SHARE || c >= REGION_COLUMN_COUNTERS || node->counted[c] == 0)
+			continue;
+		fputs(first ? "" : ", ", out);
+		first = false;
+		json_string(out, haecer__region_column_name(c));
+		fprintf(out, ": %llu", (unsigned long long)node->no_update[c - REGION_COLUMN_SHARE]);
+	}
+	fputc('}', out);
+}
+
 static void json_path(FILE *out, const struct region_node *node)
 {
 	if (node->parent != NULL && node->parent != haecer__region_root()) {
@@ -687,7 +768,7 @@ static uint64_t span_rest(const struct span *span, unsigned d)
 	return span->package[d] > span->charged[d] ? span->package[d] - span->charged[d] : 0;
 }
 
-static void write_span_text(FILE *out, const struct span *span)
+static void write_span_text(FILE *out, const struct span *span, const struct flat *flat)
 {
 	if (span->have == 0)
 		return;
@@ -699,12 +780,17 @@ static void write_span_text(FILE *out, const struct span *span)
 			haecer__region_column_name(REGION_COLUMN_SHARE + d),
 			(double)span->package[d] / 1e9, (double)span->charged[d] / 1e9,
 			(double)span_rest(span, d) / 1e9);
+		/* Not a measured 0: the register never moved while regions ran. */
+		if (span->package[d] == 0)
+			fprintf(out, " (its register did not change: the domain drew under one unit "
+				"or is not counting; up to %.6f J per update)",
+				flat->max_watts[d] * UPDATE_SECONDS);
 	}
 	fprintf(out, "\nthe rest: what the program outside its regions, other processes and idle "
 		"drew; no region is charged with it\n");
 }
 
-static void write_span_json(FILE *out, const struct span *span)
+static void write_span_json(FILE *out, const struct span *span, const struct flat *flat)
 {
 	bool first = true;
 
@@ -715,9 +801,11 @@ static void write_span_json(FILE *out, const struct span *span)
 		fputs(first ? "" : ", ", out);
 		first = false;
 		json_string(out, haecer__region_column_name(REGION_COLUMN_SHARE + d));
-		fprintf(out, ": {\"package_nJ\": %llu, \"charged_nJ\": %llu, \"rest_nJ\": %llu}",
+		fprintf(out, ": {\"package_nJ\": %llu, \"charged_nJ\": %llu, \"rest_nJ\": %llu, "
+			"\"update_max_nJ\": %.0f}",
 			(unsigned long long)span->package[d], (unsigned long long)span->charged[d],
-			(unsigned long long)span_rest(span, d));
+			(unsigned long long)span_rest(span, d),
+			flat->max_watts[d] * UPDATE_SECONDS * 1e9);
 	}
 	fputs("},\n", out);
 }
@@ -738,7 +826,7 @@ static void write_json(FILE *out, const struct flat *flat, const char *machine, 
 	fputs("  \"energy_method\": \"per stretch between two markers of a thread: each domain's "
 	      "energy x the thread's CPU time / (the stretch x the package's host CPUs); pkg-wide: "
 	      "the whole package over the region\",\n", out);
-	write_span_json(out, span);
+	write_span_json(out, span, flat);
 	fputs("  \"columns\": [", out);
 	for (unsigned i = 0; i < flat->shown_count; i++) {
 		fputs(i > 0 ? ", " : "", out);
@@ -768,6 +856,7 @@ static void write_json(FILE *out, const struct flat *flat, const char *machine, 
 		json_values(out, flat, node, node->inclusive);
 		fputs(", \"self\": ", out);
 		json_values(out, flat, node, exclusive);
+		json_no_update(out, flat, node);
 		fputc('}', out);
 	}
 	fputs(flat->count > 0 ? "\n  ]\n}\n" : "]\n}\n", out);
@@ -778,6 +867,7 @@ static void write_json(FILE *out, const struct flat *flat, const char *machine, 
 int haecer__region_write(FILE *text, FILE *callgrind, FILE *csv, FILE *json)
 {
 	char command[COMMAND_MAX], machine[512];
+	double max_watts[REGION_DOMAINS];
 	struct span span = { 0 };
 	bool simulated;
 	struct flat flat;
@@ -790,13 +880,15 @@ int haecer__region_write(FILE *text, FILE *callgrind, FILE *csv, FILE *json)
 	haecer__region_describe_sources(text);
 	haecer__region_machines(machine, sizeof(machine), &simulated);
 	haecer__region_span(span.package, &span.have);
+	haecer__region_max_watts(max_watts);
 	haecer__region_lock();
 	error = flat_build(&flat);
 	if (error < 0)
 		goto out;
+	memcpy(flat.max_watts, max_watts, sizeof(flat.max_watts));
 	span_charged(&span, &flat);
 	write_text(text, &flat);
-	write_span_text(text, &span);
+	write_span_text(text, &span, &flat);
 	if (callgrind != NULL)
 		error = write_callgrind(callgrind, &flat);
 	if (csv != NULL)

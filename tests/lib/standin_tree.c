@@ -81,3 +81,16 @@ void tree_put_cpuid(const char *root, unsigned cpu, uint32_t leaf, uint32_t eax,
 	snprintf(relative, sizeof(relative), "dev/cpu/%u/cpuid", cpu);
 	tree_write_at(root, relative, regs, sizeof(regs), (off_t)leaf * 16);
 }
+
+void tree_put_sandybridge_rapl(const char *root, uint32_t pkg_energy)
+{
+	static const uint8_t last_byte;
+
+	mkdir(root, 0755);
+	tree_write_at(root, "dev/cpu/0/msr", &last_byte, 1, 0x2000 - 1);
+	tree_put_msr(root, 0, "msr", 0x606, STANDIN_SNB_ENERGY_UNIT);
+	tree_put_msr(root, 0, "msr", 0x614, 800); /* 100 W in eighths of a watt */
+	tree_write_at(root, "dev/cpu/0/msr", &pkg_energy, sizeof(pkg_energy), 0x611);
+	tree_put_cpuid(root, 0, 0, 0xD, 0x756e6547, 0x6c65746e, 0x49656e69); /* GenuineIntel */
+	tree_put_cpuid(root, 0, 1, 0x000206A7, 0, 0, 0);                    /* Sandy Bridge */
+}

@@ -31,4 +31,16 @@ void tree_put_msr(const char *root, unsigned cpu, const char *device, uint32_t a
 void tree_put_cpuid(const char *root, unsigned cpu, uint32_t leaf, uint32_t eax, uint32_t ebx,
 		    uint32_t ecx, uint32_t edx);
 
+/* Energy units of the stand-in Sandy Bridge: 2^-14 J (RAPL_POWER_UNIT 0x000A0E03). */
+#define STANDIN_SNB_ENERGY_UNIT 0x000A0E03ull
+#define STANDIN_SNB_JOULE 16384ull
+
+/* A stand-in Sandy Bridge client part for msrd's msr backend (--dev-root root; root is made
+ * when missing): GenuineIntel, family 6 model 0x2A (so RAPL PKG, PP0 and PP1, the graphics
+ * domain), one CPU whose msr file is 0x2000 bytes, RAPL_POWER_UNIT with energy units of 2^-14 J,
+ * PKG_POWER_INFO saying 100 W thermal spec (the bound msrd checks energy movement against) and
+ * PKG_ENERGY_STATUS holding `pkg_energy`. PKG_POWER_INFO's bytes overlap PKG's upper ones in the
+ * file, so PKG is written after it, as the 32-bit register it is; every other register reads 0. */
+void tree_put_sandybridge_rapl(const char *root, uint32_t pkg_energy);
+
 #endif

@@ -22,9 +22,7 @@
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/standin_tree.h"
 
-#define FILE_SIZE 0x2000u
 #define PKG 0x611u
-#define UNIT 0x000A0E03ull /* energy status unit 2^-14 J */
 #define PKG_START 0x01234567u
 #define MOVED 1000u        /* units the register moves while msrd is away: 61 mJ */
 
@@ -100,17 +98,7 @@ int main(void)
 		return 1;
 	snprintf(tree, sizeof(tree), "%s/root", server.dir);
 	snprintf(dev_root, sizeof(dev_root), "%s", tree);
-	if (harness_standin_msr_tree(tree, 1, FILE_SIZE) < 0 ||
-	    harness_standin_write(tree, 0, 0x606, UNIT) < 0 ||
-	    /* PKG_POWER_INFO: 100 W thermal spec, the bound of plausible movement; its bytes
-	     * overlap PKG's upper ones in the stand-in file, so PKG is written after it. */
-	    harness_standin_write(tree, 0, 0x614, 800) < 0) {
-		msrd_kill(&server);
-		return 1;
-	}
-	set_register(PKG_START);
-	tree_put_cpuid(tree, 0, 0, 0xD, 0x756e6547, 0x6c65746e, 0x49656e69); /* GenuineIntel */
-	tree_put_cpuid(tree, 0, 1, 0x000206A7, 0, 0, 0);                    /* Sandy Bridge */
+	tree_put_sandybridge_rapl(tree, PKG_START);
 	if (msrd_launch(&server, arguments) < 0) {
 		msrd_kill(&server);
 		return 1;

@@ -22,7 +22,7 @@ const char *tool_name(void)
 	return program;
 }
 
-static void vwarn_line(const char *format, va_list arguments)
+void tool_vwarn(const char *format, va_list arguments)
 {
 	fprintf(stderr, "%s: ", program);
 	vfprintf(stderr, format, arguments);
@@ -34,19 +34,26 @@ void tool_warn(const char *format, ...)
 	va_list arguments;
 
 	va_start(arguments, format);
-	vwarn_line(format, arguments);
+	tool_vwarn(format, arguments);
 	va_end(arguments);
+}
+
+int tool_vusage_error(const char *format, va_list arguments)
+{
+	tool_vwarn(format, arguments);
+	fprintf(stderr, "Try '%s --help' for more information.\n", program);
+	return TOOL_EXIT_USAGE;
 }
 
 int tool_usage_error(const char *format, ...)
 {
 	va_list arguments;
+	int status;
 
 	va_start(arguments, format);
-	vwarn_line(format, arguments);
+	status = tool_vusage_error(format, arguments);
 	va_end(arguments);
-	fprintf(stderr, "Try '%s --help' for more information.\n", program);
-	return TOOL_EXIT_USAGE;
+	return status;
 }
 
 /* The option getopt_long just stopped at. A long one is the word it read, argv[optind - 1]

@@ -13,6 +13,7 @@
 #define HAECER_TOOLS_COMMON_TOOLOPT_H
 
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -22,10 +23,14 @@
 void tool_init(const char *name);
 const char *tool_name(void);
 
-/* "NAME: message\n" on stderr (warnx(3)). */
+/* "NAME: message\n" on stderr (warnx(3)); tool_vwarn takes the arguments as a va_list, for a
+ * tool's own variadic message functions. */
 void tool_warn(const char *format, ...) __attribute__((format(printf, 1, 2)));
+void tool_vwarn(const char *format, va_list arguments) __attribute__((format(printf, 1, 0)));
 /* tool_warn, then "Try 'NAME --help' for more information."; returns TOOL_EXIT_USAGE. */
 int tool_usage_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
+int tool_vusage_error(const char *format, va_list arguments)
+	__attribute__((format(printf, 1, 0)));
 
 /* The message for getopt_long's ':' (missing value) or '?' (unknown option) result, naming
  * the option: "-x needs a value", "unknown option '--frob'"; returns TOOL_EXIT_USAGE. `argv`

@@ -67,23 +67,21 @@ bool mon_parse_seconds(const char *text, double *out)
 int mon_usage_error(const char *format, ...)
 {
 	va_list arguments;
-	char line[1024];
+	int status;
 
 	va_start(arguments, format);
-	vsnprintf(line, sizeof(line), format, arguments);
+	status = tool_vusage_error(format, arguments);
 	va_end(arguments);
-	return tool_usage_error("%s", line);
+	return status;
 }
 
 int mon_fail(const char *format, ...)
 {
 	va_list arguments;
-	char line[1024];
 
 	va_start(arguments, format);
-	vsnprintf(line, sizeof(line), format, arguments);
+	tool_vwarn(format, arguments);
 	va_end(arguments);
-	tool_warn("%s", line);
 	return MON_EXIT_FAILED;
 }
 

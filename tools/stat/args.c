@@ -15,12 +15,10 @@
 void stat_error(const char *format, ...)
 {
 	va_list arguments;
-	char line[1024];
 
 	va_start(arguments, format);
-	vsnprintf(line, sizeof(line), format, arguments);
+	tool_vwarn(format, arguments);
 	va_end(arguments);
-	tool_warn("%s", line);
 }
 
 #define usage_error tool_usage_error

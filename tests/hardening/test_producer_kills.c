@@ -99,12 +99,7 @@ static void one_run(unsigned run)
 				" torn %" PRIu64 " out of order %" PRIu64 "\n",
 			run, threads, capacity, flags, delay_us, info.pushed, tally.received,
 			tally.lost, tally.torn, tally.out_of_order);
-	assert_int_equal(tally.torn, 0);
-	assert_int_equal(tally.out_of_order, 0);
-	assert_int_equal(tally.received + tally.lost, info.pushed);
-	assert_int_equal(consumer.position, info.pushed);
-	if (threads == 1)
-		assert_int_equal(ring_test_final_gaps(&tally, info.pushed), tally.lost);
+	ring_test_expect_accounted(&consumer, &tally, info.pushed, threads);
 	assert_int_equal(ring_consume_final(&consumer, records, BATCH, &lost_after), 0);
 	assert_int_equal(lost_after, 0);
 	ring_consumer_detach(&consumer);

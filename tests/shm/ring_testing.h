@@ -113,6 +113,23 @@ static inline uint64_t ring_test_final_gaps(const struct ring_test_tally *tally,
 	return tally->gaps + (pushed > next ? pushed - next : 0);
 }
 
+#ifdef assert_int_equal /* cmocka tests only: the helper programs have no cmocka */
+/* After a final drain, every record the producers pushed is accounted for: none torn or out of
+ * order, each received or reported lost, the consumer at the end, and with one producer thread
+ * the gaps in its sequence are exactly the losses. */
+static inline void ring_test_expect_accounted(const struct ring_consumer *consumer,
+					      const struct ring_test_tally *tally, uint64_t pushed,
+					      unsigned threads)
+{
+	assert_int_equal(tally->torn, 0);
+	assert_int_equal(tally->out_of_order, 0);
+	assert_int_equal(tally->received + tally->lost, pushed);
+	assert_int_equal(consumer->position, pushed);
+	if (threads == 1)
+		assert_int_equal(ring_test_final_gaps(tally, pushed), tally->lost);
+}
+#endif
+
 /* Drain with ring_consume_final until every position below head is decided. */
 static inline int ring_test_drain_final(struct ring_consumer *consumer,
 					struct ring_test_tally *tally)

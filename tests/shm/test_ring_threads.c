@@ -78,11 +78,7 @@ static void run_threads(uint32_t flags, uint32_t threads, uint32_t capacity)
 	       threads, tally.received, tally.lost, dropped);
 	assert_int_equal(info.pushed, per_thread * threads);
 	assert_int_equal(info.producer_dropped, dropped);
-	assert_int_equal(tally.torn, 0);
-	assert_int_equal(tally.out_of_order, 0);
-	assert_int_equal(tally.received + tally.lost, info.pushed);
-	if (threads == 1)
-		assert_int_equal(ring_test_final_gaps(&tally, info.pushed), tally.lost);
+	ring_test_expect_accounted(&consumer, &tally, info.pushed, threads);
 	ring_consumer_detach(&consumer);
 	ring_producer_detach(&producer);
 }

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "haecer/perfmon.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/standin_tree.h"
 
@@ -87,24 +88,19 @@ static void test_value_goes_on_across_a_restart(void **state)
 	haecer_context_close(ctx);
 }
 
+static int prepare(const struct msrd_server *prepared)
+{
+	snprintf(tree, sizeof(tree), "%s/root", prepared->dir);
+	snprintf(dev_root, sizeof(dev_root), "%s", tree);
+	tree_put_sandybridge_rapl(tree, PKG_START);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_value_goes_on_across_a_restart),
 	};
-	int failures;
 
-	if (msrd_prepare(&server, policy) < 0)
-		return 1;
-	snprintf(tree, sizeof(tree), "%s/root", server.dir);
-	snprintf(dev_root, sizeof(dev_root), "%s", tree);
-	tree_put_sandybridge_rapl(tree, PKG_START);
-	if (msrd_launch(&server, arguments) < 0) {
-		msrd_kill(&server);
-		return 1;
-	}
-	failures = cmocka_run_group_tests(tests, NULL, NULL);
-	if (msrd_stop(&server) < 0)
-		failures++;
-	return failures == 0 ? 0 : 1;
+	return MSRD_RUN_GROUP_PREPARED(&server, policy, prepare, arguments, NULL, tests);
 }

@@ -23,6 +23,7 @@
 #include "haecer/msrd.h"
 #include "hw/msr.h"
 #include "shm/ring.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/standin_tree.h"
 #include "tests/lib/test_check.h"
@@ -53,6 +54,8 @@ static const char policy[] =
 
 static struct msrd_server server;
 static char tree[PATH_MAX + 16];
+static char dev_root[PATH_MAX + 32];
+static const char *const arguments[] = { "--backend", "msr", "--dev-root", dev_root, NULL };
 
 static int coarse_schedule(struct haecer_conn *conn)
 {
@@ -123,27 +126,20 @@ static void test_dormant_domain_is_coarse(void **state)
 	assert_int_equal(run_as(COARSE_UID, COARSE_UID, NULL, 0, coarse_client, NULL), 0);
 }
 
+/* A Sandy Bridge client part: it has PP1, the graphics domain, which reads 0. */
+static int prepare(const struct msrd_server *prepared)
+{
+	snprintf(tree, sizeof(tree), "%s/root", prepared->dir);
+	snprintf(dev_root, sizeof(dev_root), "%s", tree);
+	tree_put_sandybridge_rapl(tree, PKG_START);
+	return 0;
+}
+
 int main(void)
 {
-	char dev_root[PATH_MAX + 32];
-	const char *arguments[] = { "--backend", "msr", "--dev-root", dev_root, NULL };
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dormant_domain_is_coarse),
 	};
-	int failures;
 
-	if (msrd_prepare(&server, policy) < 0)
-		return 1;
-	snprintf(tree, sizeof(tree), "%s/root", server.dir);
-	snprintf(dev_root, sizeof(dev_root), "%s", tree);
-	/* A Sandy Bridge client part: it has PP1, the graphics domain, which reads 0. */
-	tree_put_sandybridge_rapl(tree, PKG_START);
-	if (msrd_launch(&server, arguments) < 0) {
-		msrd_kill(&server);
-		return 1;
-	}
-	failures = cmocka_run_group_tests(tests, NULL, NULL);
-	if (msrd_stop(&server) < 0)
-		failures++;
-	return failures == 0 ? 0 : 1;
+	return MSRD_RUN_GROUP_PREPARED(&server, policy, prepare, arguments, NULL, tests);
 }

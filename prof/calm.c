@@ -66,6 +66,8 @@ struct calm {
 	uint64_t last_aperf[MAX_FREQ_CPUS], last_mperf[MAX_FREQ_CPUS];
 	bool have_last[MAX_FREQ_CPUS];
 	struct samples freq[2];
+	/* Cycles over the active epochs of each mode: the mean clock weighted by activity. */
+	double active_aperf[2], active_mperf[2];
 	struct samples seconds[2], joules[2];
 };
 
@@ -194,10 +196,12 @@ static void collect_frequency(struct calm *calm, int mode, uint64_t from, uint64
 			calm->last_aperf[cpu] = aperf->value;
 			calm->last_mperf[cpu] = mperf->value;
 			calm->have_last[cpu] = true;
-			if (usable)
-				samples_add(&calm->freq[mode],
-					    (double)calm->machine.tsc_hz * (double)da / (double)dm /
-						    1e6);
+			if (!usable)
+				continue;
+			samples_add(&calm->freq[mode],
+				    (double)calm->machine.tsc_hz * (double)da / (double)dm / 1e6);
+			calm->active_aperf[mode] += (double)da;
+			calm->active_mperf[mode] += (double)dm;
 		}
 	}
 }
@@ -443,6 +447,18 @@ out:
 	return pcc;
 }
 
+/* The mean clock while active, every epoch weighted by its active cycles (sum of dAPERF over
+ * sum of dMPERF): an epoch the CPU was barely awake in weighs as little as it ran. The plain
+ * mean of per-epoch ratios lets a few such epochs, whose two registers an msrd preempted
+ * between its reads shifted against each other, move it by percent. */
+static double active_mhz(const struct calm *calm, int mode)
+{
+	if (calm->active_mperf[mode] <= 0.0)
+		return NAN;
+	return (double)calm->machine.tsc_hz * calm->active_aperf[mode] /
+	       calm->active_mperf[mode] / 1e6;
+}
+
 int prof_calm(const struct prof_calm_options *options)
 {
 	struct calm calm;
@@ -486,7 +502,7 @@ int prof_calm(const struct prof_calm_options *options)
 		printf("frequency: %zu and %zu CPU epochs of %llu ms, mean %.0f and %.0f MHz, "
 		       "PMF correlation %.3f over %zu Freedman-Diaconis bins\n",
 		       calm.freq[0].count, calm.freq[1].count, EPOCH_NS / 1000000ull,
-		       mean_of(&calm.freq[0]), mean_of(&calm.freq[1]), pcc, bins);
+		       active_mhz(&calm, 0), active_mhz(&calm, 1), pcc, bins);
 	else
 		printf("frequency: not measured (msrd does not grant APERF/MPERF)\n");
 	bool calm_time = fabs(time_pct) <= CALM_TIME_PCT;

@@ -1,7 +1,7 @@
 /*
  * haecer-prof — energy profiler for unmodified programs (see prof/prof.h, haecer-prof(1)).
  *
- *   haecer-prof record [-F HZ] [-o FILE] [--socket PATH] [-q] -- ./app args
+ *   haecer-prof record [-F HZ] [-o FILE] [--sampler perf|timer] [--socket PATH] [-q] -- ./app args
  *   haecer-prof report [-i FILE] [--format text|folded|callgrind|json|svg] [-o OUT]
  *   haecer-prof calm [-F HZ] [-n RUNS] [--socket PATH] -- ./app args
  *
@@ -21,13 +21,15 @@
 static const char usage_text[] =
 	"usage: haecer-prof --help | --version\n"
 	"       haecer-prof record [-F HZ] [-o FILE] [-E MS] [--call-graph fp|dwarf]\n"
-	"                          [--socket PATH] [-q] -- COMMAND [ARGS]\n"
+	"                          [--sampler perf|timer] [--socket PATH] [-q] -- COMMAND [ARGS]\n"
 	"       haecer-prof report [-i FILE] [--format text|folded|callgrind|json|svg] [-o OUT]\n"
 	"       haecer-prof calm [-F HZ] [-n RUNS] [--socket PATH] -- COMMAND [ARGS]\n"
 	"\n"
 	"record  run COMMAND, sample its threads' call stacks HZ times per second of CPU time\n"
 	"        (default 1000) and msrd's energy readings of every package and RAPL domain,\n"
-	"        into FILE (default ./" PROF_DEFAULT_FILE "), energy every MS ms (default 10)\n"
+	"        into FILE (default ./" PROF_DEFAULT_FILE "), energy every MS ms (default 10);\n"
+	"        sampler: perf_event_open, or CPU-time timers in a preloaded agent when perf is\n"
+	"        refused (--sampler forces one)\n"
 	"report  charge each energy interval to the program's threads by CPU-time share and show\n"
 	"        per thread, function and call path; folded = FlameGraph lines weighted in uJ\n"
 	"calm    run COMMAND RUNS times without and with the profiler (default 5): time and\n"
@@ -61,6 +63,7 @@ static int record_main(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "energy-period", required_argument, NULL, 'E' },
 		{ "call-graph", required_argument, NULL, 'g' },
+		{ "sampler", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct prof_record_options record = { .hz = PROF_DEFAULT_HZ, .output = PROF_DEFAULT_FILE };
@@ -69,6 +72,14 @@ static int record_main(int argc, char **argv)
 	optind = 1;
 	while ((option = getopt_long(argc, argv, "+F:o:qE:", options, NULL)) != -1) {
 		switch (option) {
+		case 'S':
+			if (strcmp(optarg, "perf") == 0)
+				record.sampler = PROF_SAMPLER_PERF;
+			else if (strcmp(optarg, "timer") == 0)
+				record.sampler = PROF_SAMPLER_TIMER;
+			else
+				return usage("--sampler: perf or timer");
+			break;
 		case 'g':
 			if (strcmp(optarg, "fp") == 0) {
 				record.dwarf_unwind = false;

@@ -23,3 +23,13 @@ $(BUILD)/libhaecer-instrument.so: $(call objects_of,$(INSTRUMENT_SOURCES)) $(HAE
 PROGRAMS += $(BUILD)/libhaecer-instrument.so
 $(BUILD)/tests/prof/helper_instrumented.o: HAECER_CFLAGS += -finstrument-functions
 $(BUILD)/tests/prof/helper_prof_nofp.o: HAECER_CFLAGS += -fomit-frame-pointer
+
+# libhaecer-prof-agent.so: record's sampler where perf_event_open is refused (--sampler timer),
+# preloaded into the program; plain C and libc only, so it loads into anything.
+AGENT_SOURCES := $(wildcard prof/agent/*.c)
+AGENT_VERSION_SCRIPT := prof/agent/agent.map
+$(BUILD)/libhaecer-prof-agent.so: $(call objects_of,$(AGENT_SOURCES)) $(AGENT_VERSION_SCRIPT)
+	$(CC) $(HAECER_LDFLAGS) $(LDFLAGS) -shared $(HAECER_SHARED_FLAGS) \
+		-Wl,--version-script=$(AGENT_VERSION_SCRIPT) -o $@ \
+		$(filter-out $(AGENT_VERSION_SCRIPT),$^) -ldl
+PROGRAMS += $(BUILD)/libhaecer-prof-agent.so

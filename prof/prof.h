@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define PROF_DEFAULT_FILE "haecer-prof.data"
 #define PROF_DEFAULT_HZ 1000u
@@ -83,10 +84,23 @@ struct prof_energy {
  * it was due), so the report scales each thread's samples on a CPU to its exact time there. */
 struct prof_task_time {
 	uint32_t pid, tid;
-	uint32_t cpu;
+	uint32_t cpu;     /* PROF_TASK_TIME_ALL_CPUS: only from the agent, never in a file */
 	uint32_t reserved;
 	uint64_t ns;
 };
+
+#define PROF_TASK_TIME_ALL_CPUS UINT32_MAX
+
+/* The timer sampler (--sampler timer): libhaecer-prof-agent.so, preloaded, writes SAMPLE, COMM,
+ * LOST and TASK_TIME (a thread's total at its end, cpu PROF_TASK_TIME_ALL_CPUS) records, each
+ * head + payload in one write of at most PIPE_BUF bytes, into the pipe whose descriptor
+ * PROF_AGENT_FD_ENV names; record turns them into the data file's records. */
+#define PROF_AGENT_FD_ENV "HAECER_PROF_AGENT_FD"
+#define PROF_AGENT_HZ_ENV "HAECER_PROF_AGENT_HZ"
+#define PROF_AGENT_SIGNAL_ENV "HAECER_PROF_SIGNAL"
+#define PROF_AGENT_LIBRARY_ENV "HAECER_PROF_AGENT"
+#define PROF_AGENT_LIBRARY "libhaecer-prof-agent.so"
+#define PROF_AGENT_DEFAULT_SIGNAL (SIGRTMAX - 3)
 
 /* --call-graph dwarf: the user registers and a copy of the top of the user stack at a sample
  * (x86-64: perf's AX BX CX DX SI DI BP SP IP R8..R15 order), unwound at report time with the
@@ -133,8 +147,11 @@ char *prof_meta_get(const struct prof_data *data, const char *key);
 
 /* ---- record ---- */
 
+enum prof_sampler { PROF_SAMPLER_AUTO, PROF_SAMPLER_PERF, PROF_SAMPLER_TIMER };
+
 struct prof_record_options {
 	unsigned hz;
+	enum prof_sampler sampler; /* AUTO: perf, the timer agent when perf is refused */
 	const char *output;
 	const char *socket;   /* NULL: $HAECER_SOCKET / default */
 	char *const *command;
@@ -145,6 +162,22 @@ struct prof_record_options {
 /* Runs the command and writes the data file; returns the command's exit status (0..255), or
  * 128 + signal, or a negative errno when the profile could not be taken. */
 int prof_record(const struct prof_record_options *options);
+
+/* The timer sampler's side in record (prof/timer.c): the agent library is found
+ * ($HAECER_PROF_AGENT, beside haecer-prof, or ../lib from it) and a pipe made (open); the
+ * forked child puts the agent into its environment (child); the parent keeps the read end
+ * (started) and turns what arrives into data-file records (drain, and finish after the exit). */
+struct prof_timer;
+int prof_timer_open(struct prof_timer **out);
+const char *prof_timer_library(const struct prof_timer *timer);
+int prof_timer_fd(const struct prof_timer *timer);
+void prof_timer_child(struct prof_timer *timer, unsigned hz);
+void prof_timer_started(struct prof_timer *timer, pid_t pid);
+void prof_timer_drain(struct prof_timer *timer, struct prof_writer *writer);
+void prof_timer_finish(struct prof_timer *timer, struct prof_writer *writer);
+void prof_timer_counts(const struct prof_timer *timer, uint64_t *samples, uint64_t *lost,
+		       bool *broken);
+void prof_timer_close(struct prof_timer *timer);
 
 /* ---- symbols ---- */
 
@@ -219,6 +252,8 @@ struct prof_profile {
 	/* what the file says */
 	char *command;
 	char *sim_model;       /* NULL: real hardware */
+	char *sampler;         /* "perf" or "timer" (the preloaded agent) */
+	int timer_signal;      /* the agent's signal, timer sampler only */
 	unsigned hz;
 	uint32_t domain_mask;
 	int primary_domain;    /* the domain whose energy weighs the call paths (PKG first) */

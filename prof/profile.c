@@ -423,6 +423,10 @@ static void read_meta(struct builder *builder, const struct prof_data *data)
 
 	profile->command = prof_meta_get(data, "command");
 	profile->sim_model = prof_meta_get(data, "sim_model");
+	profile->sampler = prof_meta_get(data, "sampler");
+	if ((text = prof_meta_get(data, "timer_signal")))
+		profile->timer_signal = atoi(text);
+	free(text);
 	if ((text = prof_meta_get(data, "frequency_hz")))
 		profile->hz = (unsigned)strtoul(text, NULL, 10);
 	free(text);
@@ -680,6 +684,7 @@ void prof_profile_free(struct prof_profile *profile)
 {
 	free(profile->command);
 	free(profile->sim_model);
+	free(profile->sampler);
 	free(profile->threads);
 	for (size_t i = 0; i < profile->function_count; i++) {
 		free(profile->functions[i].lines);

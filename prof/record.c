@@ -139,12 +139,21 @@ static int perf_open(const struct perf_event_attr *attr, pid_t pid, int cpu)
 /* perf's x86-64 user registers AX..IP (0-8) and R8..R15 (16-23): what CFI unwinding needs. */
 #define X86_64_UNWIND_REGS 0xff01ffull
 
-static int open_sampling(struct recorder *recorder, pid_t child, unsigned hz, bool dwarf)
+/* What perf_event_open says when perf is not to be had here (paranoid setting, seccomp, no
+ * software events, no such system call): the timer agent can sample instead. */
+static bool perf_refused(int error)
+{
+	return error == -EACCES || error == -EPERM || error == -ENOENT || error == -ENOSYS;
+}
+
+/* quiet_refusal: say nothing when perf is refused (the caller falls back and says so). */
+static int open_sampling(struct recorder *recorder, pid_t child, unsigned hz, bool dwarf,
+			 bool quiet_refusal)
 {
 	struct perf_event_attr attr;
 	long pages = dwarf ? 8 * PERF_DATA_PAGES : PERF_DATA_PAGES;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	int error = 0;
+	int error = 0, opened = 0;
 
 	memset(&attr, 0, sizeof(attr));
 	attr.size = sizeof(attr);
@@ -185,15 +194,18 @@ static int open_sampling(struct recorder *recorder, pid_t child, unsigned hz, bo
 			continue; /* offline CPU */
 		if (fd < 0) {
 			error = fd;
+			if (quiet_refusal && perf_refused(fd))
+				return error;
 			prof_error("perf_event_open (task clock, CPU %d) failed: %s%s", cpu,
 				   strerror(-fd),
 				   fd == -EACCES || fd == -EPERM
 					   ? " (see /proc/sys/kernel/perf_event_paranoid: 2 or lower "
-					     "is needed; the preloaded-timer fallback is not built)"
+					     "is needed; --sampler timer samples without perf)"
 					   : "");
 			return error;
 		}
 		slot->fd = fd;
+		opened++;
 		slot->bytes = (size_t)(pages + 1) * page;
 		slot->base = mmap(NULL, slot->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (slot->base == MAP_FAILED) {
@@ -202,6 +214,11 @@ static int open_sampling(struct recorder *recorder, pid_t child, unsigned hz, bo
 			prof_error("cannot map the sample ring of CPU %d: %s", cpu, strerror(-error));
 			return error;
 		}
+	}
+	if (opened == 0) {
+		if (!quiet_refusal)
+			prof_error("perf_event_open: no CPU has a task-clock event");
+		return -ENOENT;
 	}
 	recorder->record_buffer = malloc(65536);
 	return recorder->record_buffer ? 0 : -ENOMEM;
@@ -380,6 +397,7 @@ static void close_sampling(struct recorder *recorder)
 	}
 	free(recorder->cpus);
 	recorder->cpus = NULL;
+	recorder->cpu_count = 0;
 	free(recorder->record_buffer);
 	recorder->record_buffer = NULL;
 }
@@ -566,7 +584,12 @@ static void ignore_signal(int signal_number)
 	(void)signal_number;
 }
 
-static void __attribute__((noreturn)) run_child(char *const *command, int go, int report)
+/* The go byte: run under perf's events, or with the timer agent preloaded. */
+#define GO_PERF 'g'
+#define GO_TIMER 't'
+
+static void __attribute__((noreturn)) run_child(char *const *command, int go, int report,
+						struct prof_timer *timer, unsigned hz)
 {
 	char byte = 0;
 	int error;
@@ -574,7 +597,9 @@ static void __attribute__((noreturn)) run_child(char *const *command, int go, in
 	/* Wait until the parent has set up sampling and energy (or gave up: EOF). */
 	while (read(go, &byte, 1) < 0 && errno == EINTR)
 		;
-	if (byte != 'g')
+	if (byte == GO_TIMER && timer)
+		prof_timer_child(timer, hz);
+	else if (byte != GO_PERF)
 		_exit(EXIT_CODE_CANNOT_RUN);
 	execvp(command[0], command);
 	error = errno;
@@ -614,9 +639,25 @@ int prof_record(const struct prof_record_options *options)
 		energy_period_ns = HAECER_SCHEDULE_MIN_PERIOD_NS;
 	int status = 0, raw_status = 0, exec_errno = 0;
 	pid_t child = -1;
-	bool exited = false, signals_caught = false;
+	bool exited = false, signals_caught = false, use_timer = false;
+	struct prof_timer *timer = NULL;
+	int timer_error = 0;
 
 	memset(&recorder, 0, sizeof(recorder));
+	if (options->sampler != PROF_SAMPLER_PERF) {
+		if (options->dwarf_unwind && options->sampler == PROF_SAMPLER_TIMER) {
+			prof_error("--call-graph dwarf needs perf's stack copies; the timer sampler "
+				   "walks frame pointers only");
+			return -EINVAL;
+		}
+		timer_error = prof_timer_open(&timer);
+		if (timer_error < 0 && options->sampler == PROF_SAMPLER_TIMER) {
+			prof_error("the timer sampler's %s: %s (set %s to its path)",
+				   PROF_AGENT_LIBRARY, strerror(-timer_error),
+				   PROF_AGENT_LIBRARY_ENV);
+			return timer_error;
+		}
+	}
 	status = prof_writer_open(&recorder.writer, options->output);
 	if (status < 0) {
 		prof_error("cannot write %s: %s", options->output, strerror(-status));
@@ -644,8 +685,10 @@ int prof_record(const struct prof_record_options *options)
 		sigaction(SIGQUIT, &saved[1], NULL);
 		close(go_pipe[1]);
 		close(report_pipe[0]);
-		run_child(options->command, go_pipe[0], report_pipe[1]);
+		run_child(options->command, go_pipe[0], report_pipe[1], timer, options->hz);
 	}
+	if (timer && child > 0)
+		prof_timer_started(timer, child);
 	close(go_pipe[0]);
 	go_pipe[0] = -1;
 	close(report_pipe[1]);
@@ -656,9 +699,29 @@ int prof_record(const struct prof_record_options *options)
 		goto out;
 	}
 	recorder.dwarf = options->dwarf_unwind;
-	status = open_sampling(&recorder, child, options->hz, options->dwarf_unwind);
-	if (status < 0)
-		goto out;
+	if (options->sampler == PROF_SAMPLER_TIMER) {
+		use_timer = true;
+	} else {
+		bool may_fall_back = options->sampler == PROF_SAMPLER_AUTO && timer &&
+				     !options->dwarf_unwind;
+		status = open_sampling(&recorder, child, options->hz, options->dwarf_unwind,
+				       may_fall_back);
+		if (status < 0 && may_fall_back && perf_refused(status)) {
+			close_sampling(&recorder);
+			if (!options->quiet)
+				fprintf(stderr, "haecer-prof: perf_event_open refused (%s): sampling "
+						"with CPU-time timers in a preloaded agent instead\n",
+					strerror(-status));
+			use_timer = true;
+		} else if (status < 0) {
+			if (perf_refused(status) && options->sampler == PROF_SAMPLER_AUTO)
+				prof_error("and the timer sampler cannot stand in: %s",
+					   options->dwarf_unwind
+						   ? "--call-graph dwarf needs perf"
+						   : strerror(-timer_error));
+			goto out;
+		}
+	}
 
 	meta(&recorder, "version=1");
 	{
@@ -675,13 +738,22 @@ int prof_record(const struct prof_record_options *options)
 	meta(&recorder, "period_ns=%" PRIu64, period_ns);
 	meta(&recorder, "energy_period_ns=%" PRIu64, energy_period_ns);
 	meta(&recorder, "unwinding=%s", options->dwarf_unwind ? "dwarf" : "frame-pointer");
+	meta(&recorder, "sampler=%s", use_timer ? "timer" : "perf");
+	if (use_timer) {
+		const char *signal_text = getenv(PROF_AGENT_SIGNAL_ENV);
+		int signal_number = signal_text ? atoi(signal_text) : PROF_AGENT_DEFAULT_SIGNAL;
+		if (signal_number < SIGRTMIN || signal_number > SIGRTMAX)
+			signal_number = PROF_AGENT_DEFAULT_SIGNAL;
+		meta(&recorder, "timer_signal=%d", signal_number);
+		meta(&recorder, "timer_agent=%s", prof_timer_library(timer));
+	}
 	write_machine_meta(&recorder, haecer_server_info(recorder.conn));
 	status = wait_first_energy(&recorder);
 	if (status < 0)
 		goto out;
 	record_cpustat(&recorder);
 	meta(&recorder, "start_ns=%" PRIu64, now_raw_ns());
-	if (write(go_pipe[1], "g", 1) != 1) {
+	if (write(go_pipe[1], use_timer ? "t" : "g", 1) != 1) {
 		status = -errno;
 		goto out;
 	}
@@ -696,7 +768,7 @@ int prof_record(const struct prof_record_options *options)
 			exec_errno = 0;
 	}
 
-	struct pollfd *fds = calloc((size_t)recorder.cpu_count, sizeof(*fds));
+	struct pollfd *fds = calloc((size_t)recorder.cpu_count + 1, sizeof(*fds));
 	if (!fds) {
 		status = -ENOMEM;
 		goto out;
@@ -707,7 +779,11 @@ int prof_record(const struct prof_record_options *options)
 			if (recorder.cpus[cpu].fd >= 0)
 				fds[count++] = (struct pollfd){ .fd = recorder.cpus[cpu].fd,
 								.events = POLLIN };
+		if (use_timer)
+			fds[count++] = (struct pollfd){ .fd = prof_timer_fd(timer), .events = POLLIN };
 		poll(fds, count, POLL_MS);
+		if (use_timer)
+			prof_timer_drain(timer, &recorder.writer);
 		drain_perf(&recorder);
 		drain_energy(&recorder, false);
 		pid_t done = waitpid(child, &raw_status, WNOHANG);
@@ -726,6 +802,16 @@ int prof_record(const struct prof_record_options *options)
 	}
 	drain_perf(&recorder);
 	record_task_totals(&recorder);
+	if (use_timer) {
+		bool broken;
+		uint64_t agent_lost;
+		prof_timer_finish(timer, &recorder.writer);
+		prof_timer_counts(timer, &recorder.samples, &agent_lost, &broken);
+		recorder.lost += agent_lost;
+		if (broken)
+			meta(&recorder, "timer_note=the agent sent a record that made no sense; "
+					"what followed it was dropped");
+	}
 	stop_energy(&recorder);
 	if (exec_errno) {
 		prof_error("cannot run '%s': %s", options->command[0], strerror(exec_errno));
@@ -763,6 +849,7 @@ out:
 			close(report_pipe[i]);
 	}
 	close_sampling(&recorder);
+	prof_timer_close(timer);
 	if (recorder.conn)
 		stop_energy(&recorder);
 	int closed = prof_writer_close(&recorder.writer);

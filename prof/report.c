@@ -69,6 +69,12 @@ static void text_header(const struct prof_profile *profile, FILE *out)
 		fprintf(out, "SIMULATED CPU (msrd's sim backend, model %s): these energies come "
 			     "from a model, not from hardware\n",
 			profile->sim_model);
+	if (profile->sampler && strcmp(profile->sampler, "timer") == 0)
+		fprintf(out, "sampler: timer (CPU-time timers in the preloaded agent, signal %d; "
+			     "they fire on the kernel's tick, so at most its rate per thread)\n",
+			profile->timer_signal);
+	else
+		fprintf(out, "sampler: perf (perf_event_open task clock)\n");
 	fprintf(out, "%" PRIu64 " samples at %u Hz (%" PRIu64 " lost), %.3f s CPU time; ",
 		profile->samples, profile->hz, profile->lost_samples, profile->program_ns / 1e9);
 	if (profile->unwound_samples)
@@ -280,7 +286,9 @@ static void json_report(const struct prof_profile *profile, FILE *out)
 		fputs("null", out);
 	fprintf(out, ",\n  \"frequency_hz\": %u,\n  \"primary_domain\": \"%s\",\n", profile->hz,
 		prof_domain_name(profile->primary_domain));
-	fprintf(out, "  \"unwound_samples\": %" PRIu64 ",\n", profile->unwound_samples);
+	fprintf(out, "  \"sampler\": ");
+	json_string(profile->sampler ? profile->sampler : "perf", out);
+	fprintf(out, ",\n  \"unwound_samples\": %" PRIu64 ",\n", profile->unwound_samples);
 	fprintf(out, "  \"samples\": %" PRIu64 ", \"attributed_samples\": %" PRIu64
 		     ", \"lost_samples\": %" PRIu64 ", \"truncated_samples\": %" PRIu64 ",\n",
 		profile->samples, profile->attributed_samples, profile->lost_samples,

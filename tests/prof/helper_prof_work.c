@@ -2,21 +2,30 @@
  * A program with known behaviour for haecer-prof's tests (built with frame pointers, -g):
  *
  *   helper_prof_work functions SECONDS   one thread: burn_heavy 3 ms, burn_light 1 ms, repeat
+ *   helper_prof_work functions-odd SECONDS  the same 3:1 in 2.7 ms and 0.9 ms: a cycle out of
+ *                                        step with a 4 ms (250 Hz) or 10 ms kernel tick, on
+ *                                        which CPU-time timers fire
  *   helper_prof_work threads SECONDS     thread "heavy" busy all the time, thread "light" busy
  *                                        1 ms in every 2 ms
  *   helper_prof_work sleeper SECONDS     thread "busy" busy, thread "sleepy" busy 1 ms in
  *                                        every 20 ms
+ *   helper_prof_work handlers SECONDS    as functions, with its own SIGPROF profiling timer
+ *                                        and its own handler for the timer sampler's signal
+ *                                        ($HAECER_PROF_SIGNAL, else SIGRTMAX-3), which it sends
+ *                                        itself; exits 3 unless every handler ran as due
  *
  * It prints its own truth, the CPU time each function and thread really used
  * (CLOCK_THREAD_CPUTIME_ID), as `truth function NAME NS` and `truth thread NAME TID NS`, so a test
  * can compare the profile's shares with what happened rather than with what was intended.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,11 +69,13 @@ static __attribute__((noinline)) void spin(uint64_t ns)
 
 static uint64_t heavy_ns, light_ns;
 
+static uint64_t heavy_spin_ns = 3000000, light_spin_ns = 1000000;
+
 static __attribute__((noinline)) void burn_heavy(void)
 {
 	uint64_t start = thread_cpu_ns();
 
-	spin(3000000);
+	spin(heavy_spin_ns);
 	heavy_ns += thread_cpu_ns() - start;
 }
 
@@ -72,7 +83,7 @@ static __attribute__((noinline)) void burn_light(void)
 {
 	uint64_t start = thread_cpu_ns();
 
-	spin(1000000);
+	spin(light_spin_ns);
 	light_ns += thread_cpu_ns() - start;
 }
 
@@ -126,6 +137,56 @@ static int two_threads(struct worker *a, struct worker *b)
 	return 0;
 }
 
+static volatile sig_atomic_t profiling_ticks, own_signals;
+
+static void on_profiling_tick(int signal_number)
+{
+	(void)signal_number;
+	profiling_ticks++;
+}
+
+static void on_own_signal(int signal_number, siginfo_t *info, void *context)
+{
+	(void)signal_number;
+	(void)context;
+	if (info->si_code == SI_QUEUE && info->si_value.sival_int == 77)
+		own_signals++;
+}
+
+/* A program that profiles itself with SIGPROF and uses the agent's real-time signal. */
+static int own_handlers(uint64_t until)
+{
+	const char *text = getenv("HAECER_PROF_SIGNAL");
+	int own = text ? atoi(text) : SIGRTMAX - 3;
+	struct sigaction action, back;
+	int sent = 0;
+
+	signal(SIGPROF, on_profiling_tick);
+	memset(&action, 0, sizeof(action));
+	action.sa_sigaction = on_own_signal;
+	action.sa_flags = SA_SIGINFO;
+	sigemptyset(&action.sa_mask);
+	if (sigaction(own, &action, NULL) < 0 || sigaction(own, NULL, &back) < 0 ||
+	    back.sa_sigaction != on_own_signal) {
+		fprintf(stderr, "sigaction does not give back this program's handler\n");
+		return 3;
+	}
+	struct itimerval every = { { 0, 1000 }, { 0, 1000 } };
+	setitimer(ITIMER_PROF, &every, NULL);
+	while (wall_ns() < until) {
+		burn_heavy();
+		burn_light();
+		if (sent < 100 && sigqueue(getpid(), own, (union sigval){ .sival_int = 77 }) == 0)
+			sent++;
+	}
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	setitimer(ITIMER_PROF, &off, NULL);
+	printf("truth function burn_heavy %llu\n", (unsigned long long)heavy_ns);
+	printf("handlers profiling_ticks=%d own_signals=%d sent=%d\n", (int)profiling_ticks,
+	       (int)own_signals, sent);
+	return profiling_ticks > 0 && own_signals == sent && sent > 0 ? 0 : 3;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -135,7 +196,11 @@ int main(int argc, char **argv)
 	uint64_t duration = (uint64_t)(atof(argv[2]) * 1e9);
 	uint64_t until = wall_ns() + duration;
 
-	if (strcmp(argv[1], "functions") == 0) {
+	if (strcmp(argv[1], "functions-odd") == 0) {
+		heavy_spin_ns = 2700000;
+		light_spin_ns = 900000;
+	}
+	if (strcmp(argv[1], "functions") == 0 || strcmp(argv[1], "functions-odd") == 0) {
 		while (wall_ns() < until) {
 			burn_heavy();
 			burn_light();
@@ -156,6 +221,8 @@ int main(int argc, char **argv)
 					 .period_ns = 20000000, .until_ns = until };
 		return two_threads(&busy, &sleepy);
 	}
+	if (strcmp(argv[1], "handlers") == 0)
+		return own_handlers(until);
 	fprintf(stderr, "unknown mode %s\n", argv[1]);
 	return 2;
 }

@@ -12,6 +12,9 @@
  * threads on one package (one busy, one half busy), and a thread that mostly sleeps (it is
  * charged its CPU time, not its wall time). What the program did not use is "other/idle", and
  * program + other/idle is the whole package energy the report measured.
+ *
+ * It runs with `--sampler perf`; test_prof_timer builds the same checks with PROF_SAMPLER
+ * "timer" (the preloaded agent) and adds its own.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -29,6 +32,10 @@
 #include "tests/lib/tool_argv.h"
 
 #define HZ "1000"
+#ifndef PROF_SAMPLER
+#define PROF_SAMPLER "perf"
+#define PROF_FUNCTIONS_MODE "functions"
+#endif
 #define PERIOD_NS 1000000.0
 
 static const char policy[] =
@@ -171,8 +178,8 @@ static int record(const char *mode, char **truth)
 {
 	char duration[32];
 	snprintf(duration, sizeof(duration), "%.2f", seconds);
-	const char *arguments[] = { "record", "-q", "-F", HZ, "-o", data_path, "--", helper, mode,
-				    duration, NULL };
+	const char *arguments[] = { "record", "-q", "-F", HZ, "--sampler", PROF_SAMPLER, "-o",
+				    data_path, "--", helper, mode, duration, NULL };
 	return run_tool(arguments, truth);
 }
 
@@ -187,12 +194,13 @@ static int check_functions(double watts, int cpus)
 	char *truth = NULL, *folded = NULL, *text = NULL;
 	int failed = 1;
 
-	CHECK(record("functions", &truth) == 0);
+	CHECK(record(PROF_FUNCTIONS_MODE, &truth) == 0);
 	if (report("folded", &folded) != 0 || report("text", &text) != 0)
 		goto out;
 	double heavy = truth_ns(truth, "function", "burn_heavy", NULL);
 	double light = truth_ns(truth, "function", "burn_light", NULL);
-	if (heavy <= 0 || light <= 0 || !strstr(text, "SIMULATED CPU")) {
+	if (heavy <= 0 || light <= 0 || !strstr(text, "SIMULATED CPU") ||
+	    !strstr(text, "sampler: " PROF_SAMPLER " (")) {
 		fprintf(stderr, "no truth or no simulated marker:\n%s\n%s\n", truth, text);
 		goto out;
 	}
@@ -283,6 +291,10 @@ int main(void)
 	    check_threads("threads", "heavy", "light", watts, cpus) ||
 	    check_threads("sleeper", "busy", "sleepy", watts, cpus))
 		goto out;
+#ifdef PROF_EXTRA_CHECK
+	if (PROF_EXTRA_CHECK())
+		goto out;
+#endif
 	failed = 0;
 out:
 	haecer_close(conn);

@@ -56,6 +56,10 @@ struct builder {
 	struct task_cpu tasks[TASK_HASH];
 	double cpu_total_ns[MAX_HOST_CPUS];
 	bool scaled_out_of_range;
+	/* The timer sampler: every sample carries its thread's exact CPU time since the one
+	 * before, so a thread's total only adds what ran after its last sample, however many
+	 * samples the tick gave it. */
+	bool exact_periods;
 };
 
 static struct task_cpu *task_of(struct builder *builder, uint32_t tid, uint32_t cpu)
@@ -118,6 +122,8 @@ static double sample_ns(struct builder *builder, const struct prof_sample *sampl
 	if (!task || !task->exact || task->sampled_ns <= 0)
 		return (double)sample->period_ns;
 	double factor = task->actual_ns / task->sampled_ns;
+	if (builder->exact_periods && factor >= 1.0)
+		return (double)sample->period_ns * factor;
 	/* A thread with few samples on a CPU is off by up to a period or two either way. */
 	if (task->actual_ns > 3.0 * task->sampled_ns + 2.0 * (double)sample->period_ns ||
 	    task->actual_ns < 0.5 * task->sampled_ns - 2.0 * (double)sample->period_ns) {
@@ -424,6 +430,7 @@ static void read_meta(struct builder *builder, const struct prof_data *data)
 	profile->command = prof_meta_get(data, "command");
 	profile->sim_model = prof_meta_get(data, "sim_model");
 	profile->sampler = prof_meta_get(data, "sampler");
+	builder->exact_periods = profile->sampler && strcmp(profile->sampler, "timer") == 0;
 	if ((text = prof_meta_get(data, "timer_signal")))
 		profile->timer_signal = atoi(text);
 	free(text);

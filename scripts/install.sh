@@ -97,6 +97,9 @@ install_libraries() {
 	# haecer-prof's -finstrument-functions runtime, for LD_PRELOAD
 	[ -f "$build/libhaecer-instrument.so" ] &&
 		put "$build/libhaecer-instrument.so" "$libdir" 0755
+	# haecer-prof's timer sampler, preloaded by record (found in ../lib from haecer-prof)
+	[ -f "$build/libhaecer-prof-agent.so" ] &&
+		put "$build/libhaecer-prof-agent.so" "$libdir" 0755
 	return 0
 }
 

@@ -166,10 +166,8 @@ static void on_signal(int signal_number, siginfo_t *info, void *context)
 {
 	struct thread_state *state = &thread_state;
 	int saved_errno = errno;
-	struct {
-		struct prof_sample sample;
-		uint64_t ips[PROF_MAX_FRAMES];
-	} record;
+	uint64_t words[(sizeof(struct prof_sample) + 7) / 8 + PROF_MAX_FRAMES];
+	struct prof_sample *sample = (struct prof_sample *)words;
 	char comm[16] = { 0 };
 	unsigned cpu = 0;
 
@@ -192,7 +190,7 @@ static void on_signal(int signal_number, siginfo_t *info, void *context)
 	uint64_t cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	if (syscall(SYS_getcpu, &cpu, NULL, NULL) < 0)
 		cpu = 0;
-	record.sample = (struct prof_sample){
+	*sample = (struct prof_sample){
 		.pid = (uint32_t)agent.pid,
 		.tid = (uint32_t)current_tid(),
 		.time_ns = clock_ns(CLOCK_MONOTONIC_RAW),
@@ -200,8 +198,8 @@ static void on_signal(int signal_number, siginfo_t *info, void *context)
 		.cpu = cpu,
 	};
 	state->last_cpu_ns = cpu_ns;
-	record.sample.nr = walk_stack(context, state, record.ips, PROF_MAX_FRAMES);
-	send_record(PROF_REC_SAMPLE, &record, sizeof(record.sample) + record.sample.nr * 8u);
+	sample->nr = walk_stack(context, state, sample->ips, PROF_MAX_FRAMES);
+	send_record(PROF_REC_SAMPLE, sample, sizeof(*sample) + sample->nr * 8u);
 	errno = saved_errno;
 }
 

@@ -35,6 +35,7 @@
 #ifndef PROF_SAMPLER
 #define PROF_SAMPLER "perf"
 #define PROF_FUNCTIONS_MODE "functions"
+#define PROF_TICK_SAMPLER 0
 #endif
 #define PERIOD_NS 1000000.0
 
@@ -149,9 +150,11 @@ static double thread_joules(const char *text, int tid)
  * sampling period: the sampler resolves no less) of its share of the CPU time, and the sum
  * within 10 % of what the simulator's power makes due (the kernel's task clock, which the
  * samples are scaled to, runs a few per cent ahead of the threads' own CPU clocks when the host
- * is overloaded). */
+ * is overloaded). random_samples (the timer sampler only): the samples of a tick-driven sampler,
+ * which on a busy host are a random sample of the program's phases, not a systematic one; twice
+ * their binomial error is allowed on top. */
 static int close_to(const char *const *names, const double *charged, const double *cpu_ns,
-		    size_t count, double watts, int cpus)
+		    size_t count, double watts, int cpus, double random_samples)
 {
 	double charged_sum = 0, cpu_sum = 0;
 
@@ -168,7 +171,10 @@ static int close_to(const char *const *names, const double *charged, const doubl
 	CHECK(charged_sum > 0);
 	for (size_t i = 0; i < count; i++) {
 		double share = charged[i] / charged_sum, truth = cpu_ns[i] / cpu_sum;
-		CHECK(fabs(share - truth) <= 0.05 * truth + PERIOD_NS / cpu_sum);
+		double random = random_samples > 0
+					? 2 * sqrt(truth * (1 - truth) / random_samples)
+					: 0;
+		CHECK(fabs(share - truth) <= 0.05 * truth + PERIOD_NS / cpu_sum + random);
 	}
 	CHECK(fabs(charged_sum - due) <= 0.10 * due);
 	return 0;
@@ -207,7 +213,16 @@ static int check_functions(double watts, int cpus)
 	const char *names[] = { "burn_heavy", "burn_light" };
 	double charged[] = { folded_joules(folded, "burn_heavy"), folded_joules(folded, "burn_light") };
 	double used[] = { heavy, light };
-	if (close_to(names, charged, used, 2, watts, cpus)) {
+	/* the header's "N samples at HZ Hz", the line after the sampler's */
+	unsigned long long samples = 0;
+	const char *sampler_line = strstr(text, "\nsampler: ");
+	const char *count_line = sampler_line ? strchr(sampler_line + 1, '\n') : NULL;
+	if (PROF_TICK_SAMPLER &&
+	    (!count_line || sscanf(count_line + 1, "%llu samples", &samples) != 1)) {
+		fprintf(stderr, "no sample count:\n%s\n", text);
+		goto out;
+	}
+	if (close_to(names, charged, used, 2, watts, cpus, (double)samples)) {
 		fprintf(stderr, "%s\n", text);
 		goto out;
 	}
@@ -249,7 +264,7 @@ static int check_threads(const char *mode, const char *first, const char *second
 	const char *names[] = { first, second };
 	double charged[] = { thread_joules(text, tid_first), thread_joules(text, tid_second) };
 	double used[] = { first_ns, second_ns };
-	if (close_to(names, charged, used, 2, watts, cpus)) {
+	if (close_to(names, charged, used, 2, watts, cpus, 0)) {
 		fprintf(stderr, "%s\n", text);
 		goto out;
 	}

@@ -2,7 +2,7 @@
  * prof/calm.c — haecer-prof calm (seed 003 §3.2): does profiling change what it measures?
  *
  * The command runs RUNS times plainly and RUNS times under `haecer-prof record`, interleaved
- * (plain, profiled, plain, ...) so a drift of the machine hits both alike. For each run: wall
+ * (plain, profiled, profiled, plain, ...) so a drift of the machine hits both alike. For each run: wall
  * time, the energy of every package (primary domain, msrd's 64-bit totals read before and
  * after), and — through an msrd schedule of APERF (0xE8) and MPERF (0xE7) of each host CPU every
  * 10 ms — the effective frequency of every CPU in every epoch it was not halted. A profiled
@@ -19,6 +19,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,6 +70,8 @@ struct calm {
 	/* Cycles over the active epochs of each mode: the mean clock weighted by activity. */
 	double active_aperf[2], active_mperf[2];
 	struct samples seconds[2], joules[2];
+	/* CPU time: the program's (both modes) and the recorder's (profiled runs) */
+	struct samples cpu_seconds[2], recorder_seconds;
 };
 
 static uint64_t now_raw_ns(void)
@@ -245,7 +248,8 @@ static double energy_at(const struct prof_data *data, uint64_t when, bool *found
 /* The profiled program's own time (exec to exit) and energy over it, from its data file: the
  * recorder's set-up before the exec and its last energy reading after the exit are not the
  * program's. */
-static int profiled_window(const char *path, double *seconds, double *joules)
+static int profiled_window(const char *path, double *seconds, double *joules,
+			   double *cpu_seconds, double *recorder_seconds)
 {
 	struct prof_data data;
 	int status = prof_data_load(path, &data);
@@ -253,6 +257,12 @@ static int profiled_window(const char *path, double *seconds, double *joules)
 
 	if (status < 0)
 		return status;
+	char *cpu_text = prof_meta_get(&data, "program_cpu_ns");
+	char *recorder_text = prof_meta_get(&data, "recorder_cpu_ns");
+	*cpu_seconds = cpu_text ? strtoull(cpu_text, NULL, 10) / 1e9 : NAN;
+	*recorder_seconds = recorder_text ? strtoull(recorder_text, NULL, 10) / 1e9 : NAN;
+	free(cpu_text);
+	free(recorder_text);
 	char *start_text = prof_meta_get(&data, "start_ns");
 	char *end_text = prof_meta_get(&data, "end_ns");
 	status = -EBADMSG;
@@ -324,7 +334,9 @@ static int run_once(struct calm *calm, const struct prof_calm_options *options, 
 	}
 	if (child < 0)
 		return -errno;
-	while (waitpid(child, &raw, 0) < 0 && errno == EINTR)
+	struct rusage usage;
+	memset(&usage, 0, sizeof(usage));
+	while (wait4(child, &raw, 0, &usage) < 0 && errno == EINTR)
 		;
 	uint64_t end = now_raw_ns();
 	if (energy_total(calm, &after) < 0)
@@ -336,10 +348,18 @@ static int run_once(struct calm *calm, const struct prof_calm_options *options, 
 		return -ECHILD;
 	}
 	double seconds = (end - start) / 1e9, joules = after - before;
-	if (mode == 1 && profiled_window(data_path, &seconds, &joules) < 0) {
+	double cpu_seconds = (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+			     (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+	double recorder_seconds = NAN;
+	if (mode == 1 && profiled_window(data_path, &seconds, &joules, &cpu_seconds,
+					 &recorder_seconds) < 0) {
 		prof_error("calm: the profile of the run is unreadable");
 		return -EBADMSG;
 	}
+	if (!isnan(cpu_seconds))
+		samples_add(&calm->cpu_seconds[mode], cpu_seconds);
+	if (!isnan(recorder_seconds))
+		samples_add(&calm->recorder_seconds, recorder_seconds);
 	samples_add(&calm->seconds[mode], seconds);
 	samples_add(&calm->joules[mode], joules);
 	return 0;
@@ -474,10 +494,13 @@ int prof_calm(const struct prof_calm_options *options)
 	status = setup(&calm, options->socket);
 	if (status < 0)
 		goto out;
+	/* plain, profiled, profiled, plain, ...: a drift of the machine within a pair hits
+	 * both modes alike, not always the second one. */
 	for (unsigned run = 0; run < options->runs && status == 0; run++) {
-		status = run_once(&calm, options, 0, data_path);
+		int first = run % 2;
+		status = run_once(&calm, options, first, data_path);
 		if (status == 0)
-			status = run_once(&calm, options, 1, data_path);
+			status = run_once(&calm, options, !first, data_path);
 	}
 	if (status < 0)
 		goto out;
@@ -498,6 +521,13 @@ int prof_calm(const struct prof_calm_options *options)
 	       sd_of(&calm.seconds[0]), t1, sd_of(&calm.seconds[1]), time_pct);
 	printf("%-10s %14.4f (%6.4f) %14.4f (%6.4f) %+8.2f %%   (every package, whole machine)\n",
 	       "energy J", e0, sd_of(&calm.joules[0]), e1, sd_of(&calm.joules[1]), energy_pct);
+	if (calm.cpu_seconds[0].count && calm.cpu_seconds[1].count) {
+		double c0 = median_of(&calm.cpu_seconds[0]), c1 = median_of(&calm.cpu_seconds[1]);
+		printf("%-10s %14.4f (%6.4f) %14.4f (%6.4f) %+8.2f %%   (the program's CPU time; "
+		       "record's own: median %.4f s)\n",
+		       "CPU s", c0, sd_of(&calm.cpu_seconds[0]), c1, sd_of(&calm.cpu_seconds[1]),
+		       c0 > 0 ? 100 * (c1 - c0) / c0 : NAN, median_of(&calm.recorder_seconds));
+	}
 	if (calm.frequency)
 		printf("frequency: %zu and %zu CPU epochs of %llu ms, mean %.0f and %.0f MHz, "
 		       "PMF correlation %.3f over %zu Freedman-Diaconis bins\n",
@@ -526,7 +556,9 @@ out:
 		free(calm.freq[mode].values);
 		free(calm.seconds[mode].values);
 		free(calm.joules[mode].values);
+		free(calm.cpu_seconds[mode].values);
 	}
+	free(calm.recorder_seconds.values);
 	haecer_close(calm.conn);
 	return status;
 }

@@ -24,6 +24,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,7 +34,12 @@
 #include "shm/ring.h"
 
 #define PERF_DATA_PAGES 128u
-#define POLL_MS 10
+/* How often record wakes to copy records when nothing wakes it sooner: the program's exit
+ * (a pidfd) and a quarter-full perf ring do. Each wake costs the machine the program runs on
+ * (two CPUs here) a little; the rings hold seconds. Without a pidfd (before Linux 5.3) the exit
+ * is seen only on a wake, so the wakes come often enough not to stretch the run much. */
+#define POLL_MS 100
+#define POLL_MS_NO_PIDFD 5
 #define RING_MAJOR_DEFAULT 42u
 #define RING_MAJOR_ENV "HAECER_PROF_RING_MAJOR"
 #define ENERGY_CAPACITY 65536u
@@ -178,7 +184,9 @@ static int open_sampling(struct recorder *recorder, pid_t child, unsigned hz, bo
 	attr.inherit_stat = 1;
 	attr.use_clockid = 1;
 	attr.clockid = CLOCK_MONOTONIC_RAW;
-	attr.wakeup_events = 64;
+	/* Wake the reader when a quarter of the ring is full, not every few samples. */
+	attr.watermark = 1;
+	attr.wakeup_watermark = (uint32_t)((size_t)pages * page / 4);
 
 	recorder->cpu_count = (int)sysconf(_SC_NPROCESSORS_CONF);
 	recorder->cpus = calloc((size_t)recorder->cpu_count, sizeof(*recorder->cpus));
@@ -345,6 +353,17 @@ static void handle_perf_record(struct recorder *recorder, int cpu,
 	}
 }
 
+/* `size` bytes at ring position `at` (it wraps at data_size). */
+static void copy_from_ring(void *to, const unsigned char *data, uint64_t data_size, uint64_t at,
+			   size_t size)
+{
+	size_t offset = (size_t)(at % data_size);
+	size_t first = size < data_size - offset ? size : (size_t)(data_size - offset);
+
+	memcpy(to, data + offset, first);
+	memcpy((unsigned char *)to + first, data, size - first);
+}
+
 static void drain_perf(struct recorder *recorder)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -361,12 +380,10 @@ static void drain_perf(struct recorder *recorder)
 
 		while (head - tail >= sizeof(struct perf_event_header)) {
 			struct perf_event_header header;
-			for (size_t i = 0; i < sizeof(header); i++)
-				((unsigned char *)&header)[i] = data[(tail + i) % data_size];
+			copy_from_ring(&header, data, data_size, tail, sizeof(header));
 			if (header.size < sizeof(header) || header.size > head - tail)
 				break;
-			for (size_t i = 0; i < header.size; i++)
-				recorder->record_buffer[i] = data[(tail + i) % data_size];
+			copy_from_ring(recorder->record_buffer, data, data_size, tail, header.size);
 			handle_perf_record(recorder, cpu,
 					   (const struct perf_event_header *)recorder->record_buffer);
 			tail += header.size;
@@ -577,6 +594,12 @@ static void write_machine_meta(struct recorder *recorder, const struct haecer_se
 	meta(recorder, "domains=0x%x", mask);
 }
 
+static uint64_t rusage_cpu_ns(const struct rusage *usage)
+{
+	return (uint64_t)(usage->ru_utime.tv_sec + usage->ru_stime.tv_sec) * 1000000000ull +
+	       (uint64_t)(usage->ru_utime.tv_usec + usage->ru_stime.tv_usec) * 1000ull;
+}
+
 /* ---- the child ---- */
 
 static void ignore_signal(int signal_number)
@@ -773,25 +796,35 @@ int prof_record(const struct prof_record_options *options)
 		status = -ENOMEM;
 		goto out;
 	}
+	/* The exit wakes record at once, so the end of the run is when the program ended, not
+	 * the next wake after it. (The timer agent's pipe is not polled: it would wake record at
+	 * every sample; it holds about a second of them.) */
+	int exit_fd = (int)syscall(SYS_pidfd_open, child, 0);
+	uint64_t exit_ns = 0;
+	struct rusage child_usage, own_usage;
+
+	memset(&child_usage, 0, sizeof(child_usage));
 	while (!exited) {
 		nfds_t count = 0;
 		for (int cpu = 0; cpu < recorder.cpu_count; cpu++)
 			if (recorder.cpus[cpu].fd >= 0)
 				fds[count++] = (struct pollfd){ .fd = recorder.cpus[cpu].fd,
 								.events = POLLIN };
-		if (use_timer)
-			fds[count++] = (struct pollfd){ .fd = prof_timer_fd(timer), .events = POLLIN };
-		poll(fds, count, POLL_MS);
+		if (exit_fd >= 0)
+			fds[count++] = (struct pollfd){ .fd = exit_fd, .events = POLLIN };
+		poll(fds, count, exit_fd >= 0 ? POLL_MS : POLL_MS_NO_PIDFD);
+		if (wait4(child, &raw_status, WNOHANG, &child_usage) == child) {
+			exited = true;
+			exit_ns = now_raw_ns();
+		}
 		if (use_timer)
 			prof_timer_drain(timer, &recorder.writer);
 		drain_perf(&recorder);
 		drain_energy(&recorder, false);
-		pid_t done = waitpid(child, &raw_status, WNOHANG);
-		if (done == child)
-			exited = true;
 	}
+	if (exit_fd >= 0)
+		close(exit_fd);
 	free(fds);
-	uint64_t exit_ns = now_raw_ns();
 	meta(&recorder, "end_ns=%" PRIu64, exit_ns);
 	record_cpustat(&recorder);
 	/* One more energy set after the exit closes the last interval. */
@@ -821,6 +854,11 @@ int prof_record(const struct prof_record_options *options)
 					       : 128 + WTERMSIG(raw_status);
 	}
 	meta(&recorder, "exit_status=%d", status);
+	/* CPU time of the program (its threads and the children it waited for) and of record
+	 * itself: what the profile cost, apart from what the host's load did to the wall time. */
+	meta(&recorder, "program_cpu_ns=%" PRIu64, rusage_cpu_ns(&child_usage));
+	if (getrusage(RUSAGE_SELF, &own_usage) == 0)
+		meta(&recorder, "recorder_cpu_ns=%" PRIu64, rusage_cpu_ns(&own_usage));
 	meta(&recorder, "lost_samples=%" PRIu64, recorder.lost);
 	meta(&recorder, "lost_energy_records=%" PRIu64, recorder.energy_lost);
 	if (!options->quiet)

@@ -29,6 +29,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -47,6 +48,10 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define TLS __thread __attribute__((tls_model("initial-exec")))
+_Static_assert(sizeof(struct prof_record_head) == 8 &&
+		       8 + sizeof(struct prof_sample) + PROF_MAX_FRAMES * 8 <= PIPE_BUF,
+	       "a sample with its whole call chain fits one atomic pipe write");
+
 /* si_value of the agent's own timer expiries, to tell them from anything else on the signal */
 #define TIMER_COOKIE 0x48505246
 
@@ -82,18 +87,26 @@ static uint64_t clock_ns(clockid_t clock)
 	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
+/* One record, head and payload in one write (at most PIPE_BUF bytes: never interleaved with
+ * another thread's); a full pipe loses it, counted. */
+static void send_bytes(const void *record, size_t size)
+{
+	if (write(agent.fd, record, size) != (ssize_t)size)
+		__atomic_add_fetch(&agent.lost, 1, __ATOMIC_RELAXED);
+}
+
+/* A small record (COMM, TASK_TIME, LOST). */
 static void send_record(uint32_t type, const void *payload, size_t size)
 {
-	unsigned char buffer[sizeof(struct prof_record_head) + sizeof(struct prof_sample) +
-			     PROF_MAX_FRAMES * 8];
+	unsigned char buffer[sizeof(struct prof_record_head) + sizeof(struct prof_task_time) +
+			     sizeof(struct prof_comm)];
 	struct prof_record_head head = { .type = type, .size = (uint32_t)size };
 
 	if (size > sizeof(buffer) - sizeof(head))
 		return;
 	memcpy(buffer, &head, sizeof(head));
 	memcpy(buffer + sizeof(head), payload, size);
-	if (write(agent.fd, buffer, sizeof(head) + size) != (ssize_t)(sizeof(head) + size))
-		__atomic_add_fetch(&agent.lost, 1, __ATOMIC_RELAXED);
+	send_bytes(buffer, sizeof(head) + size);
 }
 
 static pid_t current_tid(void)
@@ -166,8 +179,10 @@ static void on_signal(int signal_number, siginfo_t *info, void *context)
 {
 	struct thread_state *state = &thread_state;
 	int saved_errno = errno;
-	uint64_t words[(sizeof(struct prof_sample) + 7) / 8 + PROF_MAX_FRAMES];
-	struct prof_sample *sample = (struct prof_sample *)words;
+	/* the record head, then the sample and its call chain: one write */
+	uint64_t words[1 + (sizeof(struct prof_sample) + 7) / 8 + PROF_MAX_FRAMES];
+	struct prof_record_head *head = (struct prof_record_head *)words;
+	struct prof_sample *sample = (struct prof_sample *)(words + 1);
 	char comm[16] = { 0 };
 	unsigned cpu = 0;
 
@@ -199,7 +214,9 @@ static void on_signal(int signal_number, siginfo_t *info, void *context)
 	};
 	state->last_cpu_ns = cpu_ns;
 	sample->nr = walk_stack(context, state, sample->ips, PROF_MAX_FRAMES);
-	send_record(PROF_REC_SAMPLE, sample, sizeof(*sample) + sample->nr * 8u);
+	*head = (struct prof_record_head){ .type = PROF_REC_SAMPLE,
+					   .size = (uint32_t)(sizeof(*sample) + sample->nr * 8u) };
+	send_bytes(words, sizeof(*head) + head->size);
 	errno = saved_errno;
 }
 

@@ -4,7 +4,13 @@
  * interleaved: the plain runs are the same-run baseline), and the attribution error of a
  * 1 kHz profile: two leaf functions with a 3:1 split of the work, each one's share of the
  * program's energy against its share of the CPU time it really used (CLOCK_THREAD_CPUTIME_ID),
- * the larger relative error of the two.
+ * the larger relative error of the two. calm's workload (`prof work`) is a fixed number of
+ * steps, so what profiling costs the program shows in its time; the attribution's (`prof
+ * shares`) runs its leaves for 2.7 ms and 0.9 ms of CPU time in turn: a cycle out of step with
+ * the 1 ms sampling period. (A cycle in step with it, such as 1.5 + 0.5
+ * ms, is seen at the same few phases by any fixed-rate sampler; the error that gives is
+ * aliasing of that workload, up to 7 % in earlier runs, not the attribution this figure is
+ * about.)
  *
  * Starts a real msrd (simulated Sandy Bridge following the host's load, default policy) through
  * the test harness; HAECER_BUILD and HAECER_SOURCE say where msrd, haecer-prof and the policy
@@ -32,6 +38,9 @@
 #define RUNS_1K "11"
 #define ROUNDS 300
 #define UNIT_ITERATIONS 400000
+#define SHARES_ROUNDS 140
+#define HEAVY_NS 2700000ull
+#define LIGHT_NS 900000ull
 
 static volatile uint64_t sink;
 
@@ -59,6 +68,46 @@ static __attribute__((noinline)) void light_leaf(void)
 	for (int i = 0; i < UNIT_ITERATIONS; i++)
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
 	sink = x;
+}
+
+/* Arithmetic for `ns` of this thread's CPU time, the clock read every 20000 steps. Inlined into
+ * each leaf, so a sample lands in the leaf itself. */
+static inline __attribute__((always_inline)) void burn(uint64_t ns)
+{
+	uint64_t end = thread_cpu_ns() + ns, x = sink;
+
+	while (thread_cpu_ns() < end)
+		for (int i = 0; i < 20000; i++)
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+	sink = x;
+}
+
+static __attribute__((noinline)) void heavy_timed_leaf(void)
+{
+	burn(HEAVY_NS);
+}
+
+static __attribute__((noinline)) void light_timed_leaf(void)
+{
+	burn(LIGHT_NS);
+}
+
+/* The attribution's workload: the same 3:1, timed, with its truth on stdout. */
+static int shares(void)
+{
+	uint64_t heavy = 0, light = 0;
+
+	for (int round = 0; round < SHARES_ROUNDS; round++) {
+		uint64_t start = thread_cpu_ns();
+		heavy_timed_leaf();
+		uint64_t middle = thread_cpu_ns();
+		light_timed_leaf();
+		light += thread_cpu_ns() - middle;
+		heavy += middle - start;
+	}
+	printf("truth heavy_leaf %llu\ntruth light_leaf %llu\n", (unsigned long long)heavy,
+	       (unsigned long long)light);
+	return 0;
 }
 
 /* The workload: a fixed amount of work, with its own truth on stdout. */
@@ -113,20 +162,24 @@ static int calm(const char *hz, double *time_pct, double *energy_pct)
 	return 0;
 }
 
-static double folded_self(const char *folded, const char *leaf)
+/* The weight of every call path through `function` (its inclusive energy, uJ). */
+static double folded_inclusive(const char *folded, const char *function)
 {
-	char needle[64];
+	size_t length = strlen(function);
 	double total = 0;
 
-	snprintf(needle, sizeof(needle), "%s ", leaf);
 	for (const char *line = folded; line && *line;) {
 		const char *end = strchr(line, '\n');
 		const char *space = end ? memrchr(line, ' ', (size_t)(end - line)) : NULL;
-		size_t length = strlen(leaf);
-		if (space && (size_t)(space - line) >= length &&
-		    memcmp(space - length, leaf, length) == 0 &&
-		    (space - length == line || space[-(long)length - 1] == ';'))
-			total += atof(space + 1);
+		for (const char *frame = line; space && frame < space;) {
+			const char *next = memchr(frame, ';', (size_t)(space - frame));
+			const char *frame_end = next ? next : space;
+			if ((size_t)(frame_end - frame) == length && memcmp(frame, function, length) == 0) {
+				total += atof(space + 1);
+				break;
+			}
+			frame = next ? next + 1 : space;
+		}
 		line = end ? end + 1 : NULL;
 	}
 	return total;
@@ -137,7 +190,7 @@ static int attribution(const char *dir, double *error_pct)
 	char data[PATH_MAX + 16];
 	snprintf(data, sizeof(data), "%s/bench.data", dir);
 	const char *record[] = { tool, "record", "-q", "-F", "1000", "-o", data, "--", self_path,
-				 "work", NULL };
+				 "shares", NULL };
 	const char *report[] = { tool, "report", "-i", data, "--format", "folded", NULL };
 	char *truth = NULL, *folded = NULL;
 	int failed = -1;
@@ -148,7 +201,8 @@ static int attribution(const char *dir, double *error_pct)
 	if (!h || !l)
 		goto out;
 	double heavy_ns = atof(h + 17), light_ns = atof(l + 17);
-	double heavy_uj = folded_self(folded, "heavy_leaf"), light_uj = folded_self(folded, "light_leaf");
+	double heavy_uj = folded_inclusive(folded, "heavy_timed_leaf");
+	double light_uj = folded_inclusive(folded, "light_timed_leaf");
 	if (heavy_uj + light_uj <= 0)
 		goto out;
 	double heavy_share = heavy_uj / (heavy_uj + light_uj);
@@ -178,6 +232,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && strcmp(argv[1], "work") == 0)
 		return work();
+	if (argc == 2 && strcmp(argv[1], "shares") == 0)
+		return shares();
 	ssize_t length = readlink("/proc/self/exe", self_path, sizeof(self_path) - 1);
 	if (length <= 0)
 		return 1;

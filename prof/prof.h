@@ -175,8 +175,9 @@ void prof_timer_child(struct prof_timer *timer, unsigned hz);
 void prof_timer_started(struct prof_timer *timer, pid_t pid);
 void prof_timer_drain(struct prof_timer *timer, struct prof_writer *writer);
 void prof_timer_finish(struct prof_timer *timer, struct prof_writer *writer);
+/* started: the agent spoke (its constructor ran in the program) */
 void prof_timer_counts(const struct prof_timer *timer, uint64_t *samples, uint64_t *lost,
-		       bool *broken);
+		       bool *broken, bool *started);
 void prof_timer_close(struct prof_timer *timer);
 
 /* ---- symbols ---- */

@@ -434,6 +434,9 @@ static void read_meta(struct builder *builder, const struct prof_data *data)
 	if ((text = prof_meta_get(data, "timer_signal")))
 		profile->timer_signal = atoi(text);
 	free(text);
+	if ((text = prof_meta_get(data, "timer_note")))
+		snprintf(profile->notes, sizeof(profile->notes), "%s; ", text);
+	free(text);
 	if ((text = prof_meta_get(data, "frequency_hz")))
 		profile->hz = (unsigned)strtoul(text, NULL, 10);
 	free(text);
@@ -652,7 +655,8 @@ int prof_profile_build(const struct prof_data *data, struct prof_profile *profil
 	sum_totals(&profile->root, &ignored);
 	cpu_shares(builder, data);
 	if (profile->samples > profile->attributed_samples)
-		snprintf(profile->notes, sizeof(profile->notes),
+		snprintf(profile->notes + strlen(profile->notes),
+			 sizeof(profile->notes) - strlen(profile->notes),
 			 "%llu samples fell outside the energy intervals and carry no energy; ",
 			 (unsigned long long)(profile->samples - profile->attributed_samples));
 	if (builder->scaled_out_of_range) {

@@ -836,14 +836,22 @@ int prof_record(const struct prof_record_options *options)
 	drain_perf(&recorder);
 	record_task_totals(&recorder);
 	if (use_timer) {
-		bool broken;
+		bool broken, started;
 		uint64_t agent_lost;
 		prof_timer_finish(timer, &recorder.writer);
-		prof_timer_counts(timer, &recorder.samples, &agent_lost, &broken);
+		prof_timer_counts(timer, &recorder.samples, &agent_lost, &broken, &started);
 		recorder.lost += agent_lost;
 		if (broken)
 			meta(&recorder, "timer_note=the agent sent a record that made no sense; "
 					"what followed it was dropped");
+		if (!started) {
+			static const char never[] =
+				"the timer agent never started in the program: it does not load "
+				"into a statically linked or set-user-ID program, nor into one "
+				"whose LD_PRELOAD was cleared";
+			meta(&recorder, "timer_note=%s", never);
+			fprintf(stderr, "haecer-prof: %s\n", never);
+		}
 	}
 	stop_energy(&recorder);
 	if (exec_errno) {

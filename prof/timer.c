@@ -369,8 +369,9 @@ void prof_timer_finish(struct prof_timer *timer, struct prof_writer *writer)
 }
 
 void prof_timer_counts(const struct prof_timer *timer, uint64_t *samples, uint64_t *lost,
-		       bool *broken)
+		       bool *broken, bool *started)
 {
+	*started = timer->spoke;
 	*samples = timer->samples;
 	*lost = timer->lost;
 	*broken = timer->broken;

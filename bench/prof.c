@@ -174,7 +174,8 @@ static double folded_inclusive(const char *folded, const char *function)
 		for (const char *frame = line; space && frame < space;) {
 			const char *next = memchr(frame, ';', (size_t)(space - frame));
 			const char *frame_end = next ? next : space;
-			if ((size_t)(frame_end - frame) == length && memcmp(frame, function, length) == 0) {
+			if ((size_t)(frame_end - frame) == length &&
+			    memcmp(frame, function, length) == 0) {
 				total += atof(space + 1);
 				break;
 			}

@@ -2,10 +2,10 @@
  * prof/calm.c — haecer-prof calm (seed 003 §3.2): does profiling change what it measures?
  *
  * The command runs RUNS times plainly and RUNS times under `haecer-prof record`, interleaved
- * (plain, profiled, profiled, plain, ...) so a drift of the machine hits both alike. For each run: wall
- * time, the energy of every package (primary domain, msrd's 64-bit totals read before and
- * after), and — through an msrd schedule of APERF (0xE8) and MPERF (0xE7) of each host CPU every
- * 10 ms — the effective frequency of every CPU in every epoch it was not halted. A profiled
+ * (plain, profiled, profiled, plain, ...) so a drift of the machine hits both alike. For each
+ * run: wall time, the energy of every package (primary domain, msrd's 64-bit totals read before
+ * and after), and — through an msrd schedule of APERF (0xE8) and MPERF (0xE7) of each host CPU
+ * every 10 ms — the effective frequency of every CPU in every epoch it was not halted. A profiled
  * run's time and energy are the program's own, exec to exit, from its profile (the recorder's
  * set-up and last reading are not the program's); a plain run's are fork to exit
  * (TSC rate × ΔAPERF / ΔMPERF). CHAPPIE's criteria: time and energy within 5 %, and the two

@@ -669,8 +669,8 @@ int prof_record(const struct prof_record_options *options)
 	memset(&recorder, 0, sizeof(recorder));
 	if (options->sampler != PROF_SAMPLER_PERF) {
 		if (options->dwarf_unwind && options->sampler == PROF_SAMPLER_TIMER) {
-			prof_error("--call-graph dwarf needs perf's stack copies; the timer sampler "
-				   "walks frame pointers only");
+			prof_error("--call-graph dwarf needs perf's stack copies; the timer "
+				   "sampler walks frame pointers only");
 			return -EINVAL;
 		}
 		timer_error = prof_timer_open(&timer);
@@ -732,8 +732,9 @@ int prof_record(const struct prof_record_options *options)
 		if (status < 0 && may_fall_back && perf_refused(status)) {
 			close_sampling(&recorder);
 			if (!options->quiet)
-				fprintf(stderr, "haecer-prof: perf_event_open refused (%s): sampling "
-						"with CPU-time timers in a preloaded agent instead\n",
+				fprintf(stderr,
+					"haecer-prof: perf_event_open refused (%s): sampling with "
+					"CPU-time timers in a preloaded agent instead\n",
 					strerror(-status));
 			use_timer = true;
 		} else if (status < 0) {

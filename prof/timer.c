@@ -203,7 +203,8 @@ static void read_maps(struct prof_timer *timer, struct prof_writer *writer)
 		char *path = line + path_at;
 		path[strcspn(path, "\n")] = '\0';
 		size_t length = strlen(path);
-		if (path[0] != '/' || (length > 10 && strcmp(path + length - 10, " (deleted)") == 0))
+		bool deleted = length > 10 && strcmp(path + length - 10, " (deleted)") == 0;
+		if (path[0] != '/' || deleted)
 			continue;
 		if (map_seen(timer, start, end, offset, path))
 			continue;
@@ -344,8 +345,8 @@ void prof_timer_drain(struct prof_timer *timer, struct prof_writer *writer)
 			}
 			if (timer->used - at - sizeof(head) < head.size)
 				break;
-			if (!take_record(timer, writer, head.type, timer->buffer + at + sizeof(head),
-					 head.size)) {
+			const unsigned char *payload = timer->buffer + at + sizeof(head);
+			if (!take_record(timer, writer, head.type, payload, head.size)) {
 				timer->broken = true;
 				break;
 			}

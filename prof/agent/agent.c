@@ -118,9 +118,9 @@ static pid_t current_tid(void)
  * the frame pointer climbs inside the thread's stack above the interrupted stack pointer (all
  * mapped memory). Code without frame pointers ends the chain early, as perf's walk does.
  * Not instrumented by ASan: it reads other functions' frames on purpose. */
-__attribute__((no_sanitize("address"))) static uint32_t walk_stack(const ucontext_t *context,
-								    const struct thread_state *state,
-								    uint64_t *ips, uint32_t max)
+__attribute__((no_sanitize("address"))) static uint32_t
+walk_stack(const ucontext_t *context, const struct thread_state *state, uint64_t *ips,
+	   uint32_t max)
 {
 	uint32_t count = 0;
 #if defined(__x86_64__)

@@ -139,10 +139,12 @@ static void print_load(const char *when)
 	free(load);
 }
 
-static int calm(const char *hz, double *time_pct, double *energy_pct)
+/* sampler: NULL for perf, the sampler the target is for */
+static int calm(const char *hz, const char *sampler, double *time_pct, double *energy_pct)
 {
-	const char *runs = strcmp(hz, "1000") == 0 ? RUNS_1K : RUNS;
-	const char *argv[] = { tool, "calm", "-n", runs, "-F", hz, "--", self_path, "work", NULL };
+	const char *runs = strcmp(hz, "1000") == 0 && !sampler ? RUNS_1K : RUNS;
+	const char *argv[] = { tool, "calm", "-n", runs, "-F", hz, "--sampler",
+			       sampler ? sampler : "perf", "--", self_path, "work", NULL };
 	char *out = NULL, *err = NULL;
 	int status = harness_run(argv, &out, &err);
 	const char *last = out ? strstr(out, "overhead_time_pct=") : NULL;
@@ -252,11 +254,17 @@ int main(int argc, char **argv)
 	setenv(HAECER_SOCKET_ENV, server.socket_path, 1);
 	print_load("before");
 	for (int i = 0; i < 3; i++)
-		if (calm(rates[i], &time_pct[i], &energy_pct[i]) < 0)
+		if (calm(rates[i], NULL, &time_pct[i], &energy_pct[i]) < 0)
 			goto out;
+	/* The timer sampler where perf is refused, for comparison (not the target). */
+	double timer_time_pct, timer_energy_pct;
+	if (calm("1000", "timer", &timer_time_pct, &timer_energy_pct) < 0)
+		goto out;
 	if (attribution(server.dir, &error_pct) < 0)
 		goto out;
 	print_load("after");
+	printf("timer sampler (--sampler timer) at 1 kHz: time %.2f %%, energy %.2f %%\n",
+	       timer_time_pct, timer_energy_pct);
 	printf("overhead at 100 Hz: time %.2f %%, energy %.2f %%; at 4 kHz: time %.2f %%, energy "
 	       "%.2f %% (SIMULATED CPU following the host's load)\n",
 	       time_pct[0], energy_pct[0], time_pct[2], energy_pct[2]);

@@ -286,7 +286,7 @@ static int run_once(struct calm *calm, const struct prof_calm_options *options, 
 		    const char *data_path)
 {
 	char hz[16];
-	const char *profiled[8];
+	const char *profiled[10];
 	char *const *argv = options->command;
 	size_t count = 0;
 	double before, after;
@@ -297,6 +297,10 @@ static int run_once(struct calm *calm, const struct prof_calm_options *options, 
 		profiled[count++] = "haecer-prof";
 		profiled[count++] = "record";
 		profiled[count++] = "-q";
+		if (options->sampler) {
+			profiled[count++] = "--sampler";
+			profiled[count++] = options->sampler;
+		}
 		profiled[count++] = "-F";
 		profiled[count++] = hz;
 		profiled[count++] = "-o";
@@ -513,8 +517,9 @@ int prof_calm(const struct prof_calm_options *options)
 	double energy_pct = e0 > 0 ? 100 * (e1 - e0) / e0 : NAN;
 	size_t bins;
 	double pcc = frequency_pcc(&calm, &bins);
-	printf("haecer-prof calm: %u runs each, interleaved, profiled at %u Hz%s\n", options->runs,
-	       options->hz, simulated ? "; SIMULATED CPU: energies and frequencies from a model" : "");
+	printf("haecer-prof calm: %u runs each, interleaved, profiled at %u Hz%s%s%s\n",
+	       options->runs, options->hz, options->sampler ? " by the sampler " : "",
+	       options->sampler ? options->sampler : "", simulated ? "; SIMULATED CPU: energies and frequencies from a model" : "");
 	printf("%-10s %23s %23s %10s\n", "", "plain: median (sd)", "profiled: median (sd)",
 	       "overhead");
 	printf("%-10s %14.4f (%6.4f) %14.4f (%6.4f) %+8.2f %%\n", "time s", t0,

@@ -3,7 +3,7 @@
  *
  *   haecer-prof record [-F HZ] [-o FILE] [--sampler perf|timer] [--socket PATH] [-q] -- ./app args
  *   haecer-prof report [-i FILE] [--format text|folded|callgrind|json|svg] [-o OUT]
- *   haecer-prof calm [-F HZ] [-n RUNS] [--socket PATH] -- ./app args
+ *   haecer-prof calm [-F HZ] [-n RUNS] [--sampler perf|timer] [--socket PATH] -- ./app args
  *
  * Exit status: record returns the program's status; 2 for usage errors, 1 when the profile
  * could not be taken or read.
@@ -23,7 +23,8 @@ static const char usage_text[] =
 	"       haecer-prof record [-F HZ] [-o FILE] [-E MS] [--call-graph fp|dwarf]\n"
 	"                          [--sampler perf|timer] [--socket PATH] [-q] -- COMMAND [ARGS]\n"
 	"       haecer-prof report [-i FILE] [--format text|folded|callgrind|json|svg] [-o OUT]\n"
-	"       haecer-prof calm [-F HZ] [-n RUNS] [--socket PATH] -- COMMAND [ARGS]\n"
+	"       haecer-prof calm [-F HZ] [-n RUNS] [--sampler perf|timer] [--socket PATH]\n"
+	"                        -- COMMAND [ARGS]\n"
 	"\n"
 	"record  run COMMAND, sample its threads' call stacks HZ times per second of CPU time\n"
 	"        (default 1000) and msrd's energy readings of every package and RAPL domain,\n"
@@ -187,6 +188,7 @@ static int calm_main(int argc, char **argv)
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "runs", required_argument, NULL, 'n' },
 		{ "socket", required_argument, NULL, 's' },
+		{ "sampler", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct prof_calm_options calm = { .hz = PROF_DEFAULT_HZ, .runs = 5 };
@@ -208,6 +210,11 @@ static int calm_main(int argc, char **argv)
 			break;
 		}
 		case 's': calm.socket = optarg; break;
+		case 'S':
+			if (strcmp(optarg, "perf") != 0 && strcmp(optarg, "timer") != 0)
+				return usage("--sampler: perf or timer");
+			calm.sampler = optarg;
+			break;
 		default: return usage(NULL);
 		}
 	}

@@ -295,6 +295,7 @@ int prof_report_svg(const struct prof_profile *profile, FILE *out);
 struct prof_calm_options {
 	unsigned hz;
 	unsigned runs;
+	const char *sampler;  /* "perf", "timer", or NULL: record's own choice */
 	const char *socket;
 	char *const *command;
 };

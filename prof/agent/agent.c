@@ -75,7 +75,9 @@ static struct {
 	uint64_t lost;      /* samples the full pipe refused (atomic) */
 	int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 	int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
-	/* The program's own disposition of the agent's signal. */
+	/* The program's own disposition of the agent's signal. The handler copies it unlocked: a
+	 * program changing it while the signal arrives from elsewhere may have the old or the new
+	 * one called, as with the kernel's own disposition. */
 	struct sigaction program_action;
 } agent = { .fd = -1 };
 

@@ -1,11 +1,15 @@
 /*
  * bench/fastpath — energy readings without a round trip (msrd's energy page), in one run:
- *  - an energy read through the page (seqlock copy of one entry) against a plain load from a
- *    shared page (the floor: one 64-bit load from a MAP_SHARED memfd mapping) and against the
- *    exact round trip (ENERGY_READ): back-to-back reads (the key figures), and chains of
- *    dependent reads (each one's latency) in the text;
+ *  - an energy read through the page as a client's counter read makes it
+ *    (energy_page_read_total: the total and its sample time under the seqlock) against a plain
+ *    load from a shared page (the floor: one 64-bit load from a MAP_SHARED memfd mapping) and
+ *    against the exact round trip (ENERGY_READ): back-to-back reads (the key figures), and
+ *    chains of dependent reads (each one's latency) in the text; the text also gives the copy
+ *    of a whole entry (energy_page_read, what a region's poll takes) and a whole
+ *    haecer_counter_read through the page (lock, read, fold, clock reads for the age);
  *  - msrd's CPU (utime + stime) while a page is held and sampled at 1 kHz and at 10 kHz, with
- *    msrd idle in the same run as the baseline;
+ *    msrd idle in the same run as the baseline, and the floor of any 1 kHz sampler: this process
+ *    waking on a bare io_uring 1 ms timeout for as long, nothing else done;
  *  - the smallest region startEnergyRead/endEnergyRead (haecer_energy_start/end) measures within
  *    ±10 % on the simulator, before (round trips: $HAECER_ENERGY_EXACT's mode) and after (the
  *    page, 10 kHz): regions of a busy wait of 20 µs to 20 ms at constant simulated power, each
@@ -18,12 +22,14 @@
  * short_floor_us=…   (short_floor_us: after; the text says before)
  */
 #include <errno.h>
+#include <liburing.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "haecer/msrd.h"
@@ -65,6 +71,25 @@ static __attribute__((noreturn)) void die(const char *what)
 static double page_read_ns(const struct energy_page_reader *reader)
 {
 	static uint64_t rounds[ROUNDS];
+	struct energy_page_total reading;
+	uint64_t sink = 0;
+
+	for (int round = 0; round < ROUNDS; round++) {
+		uint64_t start = bench_now_ns();
+		for (int i = 0; i < PER_ROUND; i++) {
+			if (energy_page_read_total(reader, 0, &reading) == 0)
+				sink += reading.total;
+		}
+		rounds[round] = bench_now_ns() - start;
+	}
+	__asm__ volatile("" : : "r"(sink));
+	return (double)bench_median_u64(rounds, ROUNDS) / PER_ROUND;
+}
+
+/* A whole entry copied (energy_page_read): what a region's poll takes. */
+static double page_copy_ns(const struct energy_page_reader *reader)
+{
+	static uint64_t rounds[ROUNDS];
 	struct energy_page_reading reading;
 	uint64_t sink = 0;
 
@@ -87,16 +112,41 @@ static volatile uint64_t zero_mask;
 static double page_read_chain_ns(const struct energy_page_reader *reader)
 {
 	static uint64_t rounds[ROUNDS];
-	struct energy_page_reading reading = { 0 };
+	struct energy_page_total reading = { 0 };
 	uint64_t mask = zero_mask;
 
 	for (int round = 0; round < ROUNDS; round++) {
 		uint64_t start = bench_now_ns();
 		for (int i = 0; i < PER_ROUND; i++)
-			energy_page_read(reader, (uint32_t)(reading.total & mask), &reading);
+			energy_page_read_total(reader, (uint32_t)(reading.total & mask), &reading);
 		rounds[round] = bench_now_ns() - start;
 	}
 	return (double)bench_median_u64(rounds, ROUNDS) / PER_ROUND;
+}
+
+/* haecer_counter_read of an energy counter served by the page, whole. */
+static double counter_read_ns(void)
+{
+	static uint64_t rounds[ROUNDS / 10];
+	struct haecer_context *ctx;
+	struct haecer_counter *energy;
+	uint64_t value, sink = 0;
+
+	if (haecer_context_open(server.socket_path, &ctx) < 0 ||
+	    haecer_counter_open_energy(ctx, 0, RAPL_PKG, &energy) < 0 ||
+	    haecer_counter_read(energy, &value) < 0)
+		die("an energy counter");
+	for (int round = 0; round < ROUNDS / 10; round++) {
+		uint64_t start = bench_now_ns();
+		for (int i = 0; i < PER_ROUND; i++) {
+			if (haecer_counter_read(energy, &value) == 0)
+				sink += value;
+		}
+		rounds[round] = bench_now_ns() - start;
+	}
+	__asm__ volatile("" : : "r"(sink));
+	haecer_context_close(ctx);
+	return (double)bench_median_u64(rounds, ROUNDS / 10) / PER_ROUND;
 }
 
 static double load_ns(bool chain)
@@ -159,6 +209,36 @@ static double msrd_cpu_pct(double seconds)
 		die("msrd's /proc/PID/stat");
 	return (double)(after - before) / (double)sysconf(_SC_CLK_TCK) /
 	       ((double)(bench_now_ns() - began) / 1e9) * 100.0;
+}
+
+/* A bare io_uring timer loop at `rate`: the CPU of the wakeups alone. */
+static double bare_timer_cpu_pct(uint32_t rate, double seconds)
+{
+	struct __kernel_timespec period = { .tv_nsec = 1000000000ll / rate };
+	struct rusage before, after;
+	struct io_uring ring;
+	uint64_t began;
+	long count = (long)(seconds * rate);
+
+	if (io_uring_queue_init(4, &ring, 0) < 0)
+		die("io_uring");
+	getrusage(RUSAGE_SELF, &before);
+	began = bench_now_ns();
+	for (long i = 0; i < count; i++) {
+		struct io_uring_cqe *cqe;
+
+		io_uring_prep_timeout(io_uring_get_sqe(&ring), &period, 0, 0);
+		io_uring_submit_and_wait(&ring, 1);
+		if (io_uring_peek_cqe(&ring, &cqe) == 0)
+			io_uring_cqe_seen(&ring, cqe);
+	}
+	getrusage(RUSAGE_SELF, &after);
+	io_uring_queue_exit(&ring);
+	double used = (double)(after.ru_utime.tv_sec - before.ru_utime.tv_sec +
+			       after.ru_stime.tv_sec - before.ru_stime.tv_sec) +
+		      (double)(after.ru_utime.tv_usec - before.ru_utime.tv_usec +
+			       after.ru_stime.tv_usec - before.ru_stime.tv_usec) / 1e6;
+	return used / ((double)(bench_now_ns() - began) / 1e9) * 100.0;
 }
 
 static double sampling_cpu_pct(uint32_t rate, double seconds)
@@ -264,7 +344,8 @@ int main(void)
 	struct haecer_energy_page_info info;
 	struct energy_page_reader reader;
 	struct haecer_conn *conn;
-	double page, load, page_chain, load_chain, roundtrip, idle, sample1k, sample10k, watts, before, after;
+	double page, copy, counter, load, page_chain, load_chain, roundtrip, idle, sample1k, sample10k;
+	double watts, before, after, bare1k;
 	int fd;
 
 	unsetenv("HAECER_VALGRIND");
@@ -279,13 +360,16 @@ int main(void)
 	close(fd);
 	page = page_read_ns(&reader);
 	load = load_ns(false);
+	copy = page_copy_ns(&reader);
 	page_chain = page_read_chain_ns(&reader);
 	load_chain = load_ns(true);
 	roundtrip = roundtrip_ns(conn);
 	energy_page_detach(&reader);
+	counter = counter_read_ns();
 	haecer_close(conn);
 	printf("one energy reading:\n");
-	printf("  through the page (seqlock copy): median %.1f ns\n", page);
+	printf("  through the page (total + time): median %.1f ns (whole entry: %.1f ns; a whole "
+	       "haecer_counter_read through it: %.1f ns)\n", page, copy, counter);
 	printf("  plain load from a shared page:   median %.1f ns (page / load = %.2f)\n", load,
 	       page / load);
 	printf("  dependent reads (each index from the previous value): page %.1f ns, load %.1f ns "
@@ -297,8 +381,10 @@ int main(void)
 	idle = msrd_cpu_pct(3.0);
 	sample1k = sampling_cpu_pct(1000, 3.0);
 	sample10k = sampling_cpu_pct(10000, 3.0);
+	bare1k = bare_timer_cpu_pct(1000, 3.0);
 	printf("msrd's CPU (utime + stime): idle %.2f %%, a page held at 1 kHz %.2f %%, at 10 kHz "
-	       "%.2f %%\n", idle, sample1k, sample10k);
+	       "%.2f %%; a bare io_uring 1 ms timer loop (no work): %.2f %%\n", idle, sample1k,
+	       sample10k, bare1k);
 
 	if (haecer_connect(server.socket_path, &conn) < 0)
 		die("connect");

@@ -178,9 +178,11 @@ HAECER_INTERNAL void haecer__ring_detach(struct haecer_counter *counter);
  * cannot serve it (opted out, not granted, msrd without pages, virtual time, page stale and
  * refused again, msrd gone): then the caller makes the exact round trip, which applies msrd's
  * current policy. A STALE page is asked for again (the new grant's page); a DEAD one (msrd
- * stopped) reconnects the context first. */
+ * stopped) reconnects the context first. The lean read (total, sample time) unless `full` is
+ * not NULL: then the whole entry too (a region's poll needs the sample's TSC). */
 HAECER_INTERNAL int haecer__page_reading(struct haecer_counter *counter,
-					 struct energy_page_reading *reading);
+					 struct energy_page_total *reading,
+					 struct energy_page_reading *full);
 /* An energy region poll from the page (lock held): total, and the TSC of now extrapolated from
  * msrd's last sample (the simulated CPU's TSC on a simulated CPU). < 0 as above. */
 HAECER_INTERNAL int haecer__page_sample(struct haecer_counter *counter,

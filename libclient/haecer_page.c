@@ -126,8 +126,10 @@ static int reconnect(struct haecer_context *ctx)
 	return 0;
 }
 
+/* The lean read (total and sample time) serves counter reads; a region's poll also needs the
+ * sample's TSC and takes the whole entry. */
 static int page_read_entry(struct haecer_counter *counter, struct haecer_page *page,
-			   struct energy_page_reading *reading)
+			   struct energy_page_total *lean, struct energy_page_reading *full)
 {
 	int error;
 
@@ -138,11 +140,18 @@ static int page_read_entry(struct haecer_counter *counter, struct haecer_page *p
 			return found;
 		counter->page_entry = found;
 	}
-	error = energy_page_read(&page->reader, (uint32_t)counter->page_entry, reading);
+	if (full == NULL)
+		return energy_page_read_total(&page->reader, (uint32_t)counter->page_entry, lean);
+	error = energy_page_read(&page->reader, (uint32_t)counter->page_entry, full);
+	if (error == 0)
+		*lean = (struct energy_page_total){ .total = full->total,
+						    .sample_ns = full->sample_ns,
+						    .state = full->state };
 	return error;
 }
 
-int haecer__page_reading(struct haecer_counter *counter, struct energy_page_reading *reading)
+int haecer__page_reading(struct haecer_counter *counter, struct energy_page_total *reading,
+			 struct energy_page_reading *full)
 {
 	struct haecer_context *ctx = counter->ctx;
 	struct haecer_page *page;
@@ -159,7 +168,7 @@ int haecer__page_reading(struct haecer_counter *counter, struct energy_page_read
 			if (error < 0)
 				return error;
 		}
-		error = page_read_entry(counter, page, reading);
+		error = page_read_entry(counter, page, reading, full);
 		if (error < 0)
 			return error;
 		if (reading->state == ENERGY_PAGE_LIVE) {
@@ -184,8 +193,9 @@ int haecer__page_reading(struct haecer_counter *counter, struct energy_page_read
 int haecer__page_sample(struct haecer_counter *counter, struct energy_sample *sample)
 {
 	struct energy_page_reading reading;
+	struct energy_page_total lean;
 	const struct haecer_page *page;
-	int error = haecer__page_reading(counter, &reading);
+	int error = haecer__page_reading(counter, &lean, &reading);
 
 	if (error < 0)
 		return error;

@@ -87,14 +87,15 @@ uint64_t haecer__fold_energy(struct haecer_counter *counter, uint64_t raw, const
 static int read_energy(struct haecer_counter *counter, uint64_t *value)
 {
 	struct haecer_context *ctx = counter->ctx;
-	struct energy_page_reading reading;
+	struct energy_page_total reading;
 	uint64_t raw = 0, total = 0;
 	char what[HAECER_COUNTER_NAME_MAX + 48];
 	int error;
 
 	counter->reading_from_page = false;
-	if (haecer__page_reading(counter, &reading) == 0) {
-		*value = haecer__fold_energy(counter, reading.raw, &reading.total);
+	if (haecer__page_reading(counter, &reading, NULL) == 0) {
+		/* The register is the total mod 2^32: msrd folds each reading into the total. */
+		*value = haecer__fold_energy(counter, reading.total, &reading.total);
 		counter->reading_from_page = true;
 		counter->reading_ns = reading.sample_ns;
 		return haecer__continuity_error(counter);

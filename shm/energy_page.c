@@ -1,15 +1,20 @@
 /*
- * Energy page layout (layout version 1)
+ * Energy page layout (layout version 2)
  *
  *   offset   0: identity, written once before the page is shared: magic "HAECEPG1", layout
  *              version, page bytes, entry count, flags, address, min_interval_ms,
  *              resolution_uj, tsc_hz, producer pid
- *          128: the sequence word, alone on its line; 192: the state word
- *          256: entry_count entries of 64 bytes: identity (cpu, package, domain, exponent,
- *              per_cpu) then total, raw, sample_ns, sample_tsc, update_ns, update_tsc
+ *          128: the sequence word (write under way, state, write count), alone on its line
+ *          256: entry_count entries of 64 bytes, one cache line each: identity (cpu, package,
+ *              domain, exponent, per_cpu) then total, sample_ns, raw, sample_tsc, update_ns,
+ *              update_tsc (struct energy_page_entry)
  *
- * One writer (msrd). A write section: relaxed store of sequence + 1 (odd), release fence, the
- * values as relaxed 64-bit atomic stores, release store of sequence + 2. A reader: acquire-load
+ * A client's read (energy_page_read_total) touches two lines: the words and its entry.
+ *
+ * One writer (msrd). A write section: relaxed store of the sequence word with its writing bit
+ * set (odd), release fence, the values as relaxed 64-bit atomic stores, release store of the
+ * word without the bit, one step on. The state (LIVE, STALE, DEAD) is bits 1-2 of the same word,
+ * so a reading and the state it was taken under come from one load. A reader: acquire-load
  * the word; odd means a write is under way (try again); copy the entry with relaxed loads, an
  * acquire fence, load the word again: unchanged means the copy is one write's values, exactly
  * (the seqlock of the rings' slots, shm/ring.c). Readers validate the identity and the mapping's
@@ -23,6 +28,7 @@
 #include <fcntl.h>
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -33,7 +39,6 @@
 #define PAGE_ENTRY_BYTES 64u
 #define PAGE_ROUND 4096u
 #define PAGE_MEMFD_MODE 0444
-#define READ_ATTEMPTS 10000u
 
 struct page_identity {
 	uint64_t magic;
@@ -52,35 +57,24 @@ struct page_identity {
 struct page_header {
 	struct page_identity identity;
 	alignas(128) _Atomic uint64_t sequence;
-	alignas(64) _Atomic uint32_t state;
-};
-
-struct page_entry {
-	uint32_t cpu;
-	uint32_t package;
-	uint8_t domain;
-	uint8_t exponent;
-	uint8_t per_cpu;
-	uint8_t reserved[5];
-	_Atomic uint64_t total;
-	_Atomic uint64_t raw;
-	_Atomic uint64_t sample_ns;
-	_Atomic uint64_t sample_tsc;
-	_Atomic uint64_t update_ns;
-	_Atomic uint64_t update_tsc;
 };
 
 _Static_assert(sizeof(struct page_header) <= PAGE_HEADER_BYTES, "header must fit its room");
-_Static_assert(sizeof(struct page_entry) == PAGE_ENTRY_BYTES, "entry layout is part of the ABI");
+_Static_assert(offsetof(struct page_header, sequence) == ENERGY_PAGE_SEQUENCE_OFFSET,
+	       "the inlined reader's offset of the sequence word");
+_Static_assert(PAGE_HEADER_BYTES == ENERGY_PAGE_ENTRIES_OFFSET,
+	       "the inlined reader's offset of the entries");
+_Static_assert(sizeof(struct energy_page_entry) == PAGE_ENTRY_BYTES,
+	       "entry layout is part of the ABI");
 
 static struct page_header *header_of(void *mapping)
 {
 	return mapping;
 }
 
-static struct page_entry *entries_of(void *mapping)
+static struct energy_page_entry *entries_of(void *mapping)
 {
-	return (struct page_entry *)((uint8_t *)mapping + PAGE_HEADER_BYTES);
+	return (struct energy_page_entry *)((uint8_t *)mapping + PAGE_HEADER_BYTES);
 }
 
 int energy_page_bytes_for(uint32_t entry_count, size_t *bytes)
@@ -98,7 +92,7 @@ static void format(void *mapping, size_t bytes, const struct energy_page_params 
 		   const struct energy_page_slot *slots)
 {
 	struct page_header *header = header_of(mapping);
-	struct page_entry *entries = entries_of(mapping);
+	struct energy_page_entry *entries = entries_of(mapping);
 
 	memset(mapping, 0, bytes);
 	header->identity = (struct page_identity){
@@ -119,8 +113,9 @@ static void format(void *mapping, size_t bytes, const struct energy_page_params 
 		entries[i].exponent = slots[i].exponent;
 		entries[i].per_cpu = slots[i].per_cpu ? 1 : 0;
 	}
-	atomic_store_explicit(&header->sequence, 0, memory_order_relaxed);
-	atomic_store_explicit(&header->state, ENERGY_PAGE_LIVE, memory_order_relaxed);
+	atomic_store_explicit(&header->sequence, (uint64_t)ENERGY_PAGE_LIVE
+							 << ENERGY_PAGE_SEQUENCE_STATE_SHIFT,
+			      memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	header->identity.magic = ENERGY_PAGE_MAGIC;
 }
@@ -166,14 +161,15 @@ void energy_page_begin(struct energy_page_writer *writer)
 	struct page_header *header = header_of(writer->mapping);
 	uint64_t sequence = atomic_load_explicit(&header->sequence, memory_order_relaxed);
 
-	atomic_store_explicit(&header->sequence, sequence + 1, memory_order_relaxed);
+	atomic_store_explicit(&header->sequence, sequence | ENERGY_PAGE_SEQUENCE_WRITING,
+			      memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 }
 
 void energy_page_put(struct energy_page_writer *writer, uint32_t index,
 		     const struct energy_page_reading *reading)
 {
-	struct page_entry *entry;
+	struct energy_page_entry *entry;
 
 	if (index >= writer->entry_count)
 		return;
@@ -191,18 +187,31 @@ void energy_page_end(struct energy_page_writer *writer)
 	struct page_header *header = header_of(writer->mapping);
 	uint64_t sequence = atomic_load_explicit(&header->sequence, memory_order_relaxed);
 
-	atomic_store_explicit(&header->sequence, sequence + 1, memory_order_release);
+	atomic_store_explicit(&header->sequence,
+			      (sequence & ~ENERGY_PAGE_SEQUENCE_WRITING) + ENERGY_PAGE_SEQUENCE_STEP,
+			      memory_order_release);
+}
+
+static uint32_t state_of(uint64_t sequence)
+{
+	return (uint32_t)((sequence & ENERGY_PAGE_SEQUENCE_STATE_MASK) >>
+			  ENERGY_PAGE_SEQUENCE_STATE_SHIFT);
 }
 
 void energy_page_set_state(struct energy_page_writer *writer, enum energy_page_state state)
 {
 	struct page_header *header;
+	uint64_t sequence;
 
 	if (writer->mapping == NULL)
 		return;
 	header = header_of(writer->mapping);
-	if (atomic_load_explicit(&header->state, memory_order_relaxed) < (uint32_t)state)
-		atomic_store_explicit(&header->state, (uint32_t)state, memory_order_release);
+	sequence = atomic_load_explicit(&header->sequence, memory_order_relaxed);
+	if (state_of(sequence) < (uint32_t)state)
+		atomic_store_explicit(&header->sequence,
+				      (sequence & ~ENERGY_PAGE_SEQUENCE_STATE_MASK) |
+					      ((uint64_t)state << ENERGY_PAGE_SEQUENCE_STATE_SHIFT),
+				      memory_order_release);
 }
 
 void energy_page_writer_close(struct energy_page_writer *writer)
@@ -304,15 +313,15 @@ void energy_page_detach(struct energy_page_reader *reader)
 	*reader = (struct energy_page_reader){ 0 };
 }
 
-static const struct page_entry *reader_entries(const struct energy_page_reader *reader)
+static const struct energy_page_entry *reader_entries(const struct energy_page_reader *reader)
 {
-	return (const struct page_entry *)((const uint8_t *)reader->mapping + PAGE_HEADER_BYTES);
+	return (const struct energy_page_entry *)((const uint8_t *)reader->mapping + PAGE_HEADER_BYTES);
 }
 
 int energy_page_slot(const struct energy_page_reader *reader, uint32_t index,
 		     struct energy_page_slot *slot)
 {
-	const struct page_entry *entry;
+	const struct energy_page_entry *entry;
 
 	if (reader->mapping == NULL || index >= reader->info.entry_count)
 		return -ERANGE;
@@ -326,7 +335,7 @@ int energy_page_slot(const struct energy_page_reader *reader, uint32_t index,
 int energy_page_find(const struct energy_page_reader *reader, uint32_t cpu, uint32_t package)
 {
 	for (uint32_t i = 0; i < reader->info.entry_count; i++) {
-		const struct page_entry *entry = &reader_entries(reader)[i];
+		const struct energy_page_entry *entry = &reader_entries(reader)[i];
 		if (entry->per_cpu ? entry->cpu == cpu : entry->package == package)
 			return (int)i;
 	}
@@ -337,23 +346,23 @@ uint32_t energy_page_state(const struct energy_page_reader *reader)
 {
 	const struct page_header *header = reader->mapping;
 
-	return atomic_load_explicit(&header->state, memory_order_acquire);
+	return state_of(atomic_load_explicit(&header->sequence, memory_order_acquire));
 }
 
 int energy_page_read(const struct energy_page_reader *reader, uint32_t index,
 		     struct energy_page_reading *reading)
 {
 	const struct page_header *header;
-	const struct page_entry *entry;
+	const struct energy_page_entry *entry;
 
 	if (reader == NULL || reader->mapping == NULL || reading == NULL ||
 	    index >= reader->info.entry_count)
 		return -ERANGE;
 	header = reader->mapping;
 	entry = &reader_entries(reader)[index];
-	for (unsigned attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+	for (unsigned attempt = 0; attempt < ENERGY_PAGE_READ_ATTEMPTS; attempt++) {
 		uint64_t before = atomic_load_explicit(&header->sequence, memory_order_acquire);
-		if (before & 1u)
+		if (before & ENERGY_PAGE_SEQUENCE_WRITING)
 			continue;
 		reading->total = atomic_load_explicit(&entry->total, memory_order_relaxed);
 		reading->raw = atomic_load_explicit(&entry->raw, memory_order_relaxed);
@@ -366,7 +375,7 @@ int energy_page_read(const struct energy_page_reader *reader, uint32_t index,
 			continue;
 		reading->sequence = before;
 		reading->exponent = entry->exponent;
-		reading->state = atomic_load_explicit(&header->state, memory_order_acquire);
+		reading->state = state_of(before);
 		return 0;
 	}
 	return -EAGAIN;

@@ -9,14 +9,14 @@
  * and read it without a round trip.
  *
  * Guarantees:
- *  - A reader never returns a torn snapshot: the writer (one, msrd) raises a sequence word to
- *    an odd value, writes, and lowers it to the next even value; a reader copies between two
+ *  - A reader never returns a torn snapshot: the writer (one, msrd) marks a sequence word as
+ *    writing (odd), writes, and moves it to its next even value; a reader copies between two
  *    loads of the word and keeps the copy only when both are the same even value (the rings'
- *    seqlock discipline, shm/ring.c). A reader never waits forever: after a bounded number of
+ *    seqlock discipline, shm/ring.c). The page's state lives in the same word. A reader never waits forever: after a bounded number of
  *    attempts (a writer stopped mid-write) it returns -EAGAIN.
  *  - The page is a sealed memfd (size sealed, F_SEAL_FUTURE_WRITE: no writable mapping or
  *    write can be made after msrd's own, inode mode 0444); clients get a read-only descriptor.
- *  - A page tells its reader when to stop trusting it: its state word says STALE (the policy
+ *  - A page tells its reader when to stop trusting it: its state says STALE (the policy
  *    was reloaded: ask msrd for a page again) or DEAD (msrd stopped); neither is ever undone.
  *  - A coarse page (a coarse energy grant) carries only values msrd already quantised to the
  *    grant's resolution and published at most once per its interval, with the times of those
@@ -27,12 +27,14 @@
 #ifndef HAECER_SHM_ENERGY_PAGE_H
 #define HAECER_SHM_ENERGY_PAGE_H
 
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define ENERGY_PAGE_MAGIC UINT64_C(0x3147504543454148) /* "HAECEPG1" little-endian */
-#define ENERGY_PAGE_LAYOUT_VERSION 1u
+#define ENERGY_PAGE_LAYOUT_VERSION 2u
 #define ENERGY_PAGE_MAX_ENTRIES 4096u
 
 /* Page states (the state word). */
@@ -125,10 +127,45 @@ int energy_page_reopen_readonly(int fd);
 
 /* ---- readers ---- */
 
+/* The layout an inlined reader needs (layout version 2); everything else goes through the
+ * functions. The sequence word: bit 0 set while a write is under way, bits 1-2 the page's state
+ * (enum energy_page_state), the rest counts writes (each adds ENERGY_PAGE_SEQUENCE_STEP). */
+#define ENERGY_PAGE_SEQUENCE_OFFSET 128u
+#define ENERGY_PAGE_ENTRIES_OFFSET 256u
+#define ENERGY_PAGE_SEQUENCE_WRITING UINT64_C(0x1)
+#define ENERGY_PAGE_SEQUENCE_STATE_SHIFT 1u
+#define ENERGY_PAGE_SEQUENCE_STATE_MASK UINT64_C(0x6)
+#define ENERGY_PAGE_SEQUENCE_STEP UINT64_C(0x8)
+#define ENERGY_PAGE_READ_ATTEMPTS 10000u
+
+/* An entry as it lies on the page: 64 bytes, one cache line. */
+struct energy_page_entry {
+	uint32_t cpu;
+	uint32_t package;
+	uint8_t domain;
+	uint8_t exponent;
+	uint8_t per_cpu;
+	uint8_t reserved[5];
+	_Atomic uint64_t total;
+	_Atomic uint64_t sample_ns;
+	_Atomic uint64_t raw;
+	_Atomic uint64_t sample_tsc;
+	_Atomic uint64_t update_ns;
+	_Atomic uint64_t update_tsc;
+};
+
 struct energy_page_reader {
 	const void *mapping;
 	size_t bytes;
 	struct energy_page_info info;
+};
+
+/* What a reader's hot path needs of an entry: a consistent (total, sample time, state). */
+struct energy_page_total {
+	uint64_t total;            /* 64-bit total in register units (coarse: quantised); the
+				    * register itself is total mod 2^32 (msrd folds it so) */
+	uint64_t sample_ns;        /* CLOCK_MONOTONIC_RAW of msrd's sample (coarse: publication) */
+	uint32_t state;            /* enum energy_page_state at the time of the reading */
 };
 
 /* Map the page behind fd read-only and validate everything a reader relies on before touching
@@ -151,7 +188,46 @@ int energy_page_find(const struct energy_page_reader *reader, uint32_t cpu, uint
  * returned in the reading; the caller decides what STALE and DEAD mean to it. */
 int energy_page_read(const struct energy_page_reader *reader, uint32_t index,
 		     struct energy_page_reading *reading);
-/* The page's state word alone. */
+/* The same discipline as energy_page_read for the total, its sample time and the page's state
+ * only (the reading clients make): two loads of the sequence word (which holds the state) around
+ * two loads from the entry's cache line, no copy of the rest, inlined. The same returns. */
+static inline int energy_page_read_total(const struct energy_page_reader *reader, uint32_t index,
+					 struct energy_page_total *reading)
+{
+	const uint8_t *base = reader->mapping;
+	const _Atomic uint64_t *sequence;
+	const struct energy_page_entry *entry;
+
+	if (index >= reader->info.entry_count)
+		return -ERANGE;
+	sequence = (const _Atomic uint64_t *)(const void *)(base + ENERGY_PAGE_SEQUENCE_OFFSET);
+	entry = (const struct energy_page_entry *)(const void *)(base +
+								 ENERGY_PAGE_ENTRIES_OFFSET) +
+		index;
+	for (unsigned attempt = 0; attempt < ENERGY_PAGE_READ_ATTEMPTS; attempt++) {
+		/* Acquire: the entry's loads cannot move before it. */
+		uint64_t before = atomic_load_explicit(sequence, memory_order_acquire);
+		uint64_t total = atomic_load_explicit(&entry->total, memory_order_relaxed);
+		uint64_t sample_ns = atomic_load_explicit(&entry->sample_ns, memory_order_relaxed);
+
+		/* Nor after the second load of the word (on x86 a compiler barrier only: loads
+		 * are not reordered with loads). */
+		atomic_thread_fence(memory_order_acquire);
+		if ((before & ENERGY_PAGE_SEQUENCE_WRITING) != 0 ||
+		    atomic_load_explicit(sequence, memory_order_relaxed) != before)
+			continue;
+		*reading = (struct energy_page_total){
+			.total = total,
+			.sample_ns = sample_ns,
+			.state = (uint32_t)((before & ENERGY_PAGE_SEQUENCE_STATE_MASK) >>
+					    ENERGY_PAGE_SEQUENCE_STATE_SHIFT),
+		};
+		return 0;
+	}
+	return -EAGAIN;
+}
+
+/* The page's state alone. */
 uint32_t energy_page_state(const struct energy_page_reader *reader);
 
 #endif

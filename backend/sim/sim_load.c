@@ -32,12 +32,14 @@ struct sim_host_load {
 	size_t buffer_size;
 };
 
-/* Read the whole file from offset 0; /proc/stat is generated on each read, so one pass. */
+/* Read the whole file from offset 0; /proc/stat is generated on each read, so one pass. A read
+ * shorter than asked for reached the end: reading on to see 0 would generate it all again. */
 static int read_stat(struct sim_host_load *host, size_t *length)
 {
 	size_t used = 0;
 
 	for (;;) {
+		size_t asked;
 		ssize_t got;
 
 		if (used + 1 >= host->buffer_size) {
@@ -52,13 +54,13 @@ static int read_stat(struct sim_host_load *host, size_t *length)
 			host->buffer = bigger;
 			host->buffer_size = size;
 		}
-		got = pread(host->fd, host->buffer + used, host->buffer_size - 1 - used,
-			    (off_t)used);
+		asked = host->buffer_size - 1 - used;
+		got = pread(host->fd, host->buffer + used, asked, (off_t)used);
 		if (got < 0)
 			return -errno;
-		if (got == 0)
-			break;
 		used += (size_t)got;
+		if ((size_t)got < asked)
+			break;
 	}
 	host->buffer[used] = '\0';
 	*length = used;

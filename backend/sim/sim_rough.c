@@ -12,6 +12,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "backend/sim/sim_internal.h"
@@ -64,6 +65,13 @@ static int64_t draw_jitter(const struct sim *sim, uint64_t what, uint64_t index)
 	return (int64_t)llround(value);
 }
 
+static uint64_t host_tick_ns(void)
+{
+	long ticks_per_second = sysconf(_SC_CLK_TCK);
+
+	return ticks_per_second > 0 ? SIM_NS_PER_SECOND / (uint64_t)ticks_per_second : 0;
+}
+
 void sim_rough_configure(struct sim *sim, bool ideal, uint64_t seed)
 {
 	const struct sim_model_rough *model = sim->model->rough;
@@ -86,6 +94,12 @@ void sim_rough_configure(struct sim *sim, bool ideal, uint64_t seed)
 	rough->smi_jitter_ns = (uint64_t)model->smi_jitter_us * 1000ull;
 	rough->smi_offset_ns = period ? draw(sim, DRAW_SMI_OFFSET, 0) % period : 0;
 	rough->host_sample_ns = (uint64_t)model->host_sample_us * 1000ull;
+	/* /proc/stat counts busy time in ticks of 1/USER_HZ (10 ms): a read between two ticks
+	 * finds nothing new and costs its generation in the kernel (most of msrd's CPU while a
+	 * page is sampled at 1 kHz). Scripted loads and power traces are not sampled: they apply
+	 * at every observation. */
+	if (rough->host_sample_ns < host_tick_ns())
+		rough->host_sample_ns = host_tick_ns();
 }
 
 /* ---- the update grid ---- */

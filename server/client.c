@@ -730,8 +730,13 @@ void client_on_send(struct client *client, const struct io_uring_cqe *cqe)
 	}
 	if (client->linked_send && cqe->res == -ECANCELED && !client->closing) {
 		/* Its device read failed: the reply it would have sent is dropped; the error
-		 * reply queued behind it goes out instead. */
+		 * reply queued behind it goes out instead. Every reply queued since moves up by
+		 * the dropped bytes, and so do the descriptors marked on them (the linked reply
+		 * carries none): a mark left behind would send a descriptor with a later reply's
+		 * middle bytes. */
 		client->linked_send = false;
+		for (uint8_t i = 0; i < client->fd_mark_count; i++)
+			client->fd_marks[i].offset -= client->sending.used;
 		client->stream_queued -= client->sending.used;
 		client->sending.used = 0;
 		client->sending_offset = 0;

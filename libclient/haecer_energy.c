@@ -501,7 +501,7 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 	/* When the value was true: msrd's sample behind a page reading, else somewhere in the
 	 * round trip (its whole length is the doubt). */
 	at = after > age ? after - age : 0;
-	doubt = counter->reading_from_page ? after - at : after - before;
+	doubt = counter->reading_dated ? after - at : after - before;
 	previous_value = counter->energy_previous_value;
 	previous_ns = counter->energy_previous_ns;
 	counter->energy_previous_value = value;

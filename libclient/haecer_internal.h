@@ -117,7 +117,13 @@ struct haecer_counter {
 	int host_cpu;               /* event counters: the CPU the thread was pinned to, or -1 */
 	uint64_t slot_checked_ns;   /* the latest read through msrd (RDPMC reads in between) */
 	uint64_t reading_ns;        /* CLOCK_MONOTONIC_RAW when the latest reading was true */
-	bool reading_from_page;
+	bool reading_dated;         /* reading_ns holds (a page reading, or a held round trip's) */
+	/* The latest round trip's value: a page reading from an older sample of msrd must not
+	 * undercut it, until the page catches up or is mapped again (perhaps under another grant,
+	 * which may rightly coarsen the value). */
+	bool exact_held;
+	uint64_t exact_value;
+	uint64_t exact_ns;          /* when the round trip returned */
 };
 
 /* ---- haecer_context.c ---- */
@@ -163,6 +169,13 @@ HAECER_INTERNAL uint64_t haecer__extend(struct haecer_counter *counter, uint64_t
  * continuity is lost (continuity_lost; haecer__continuity_error says so) and the value stays. */
 HAECER_INTERNAL uint64_t haecer__fold_energy(struct haecer_counter *counter, uint64_t raw,
 					     const uint64_t *total);
+/* Fold a total from msrd's energy page. *held: the page is behind the counter's latest round
+ * trip (an older sample of msrd): the value returned is the round trip's instead, true at
+ * counter->exact_ns; a page that caught up ends the hold. */
+HAECER_INTERNAL uint64_t haecer__fold_page(struct haecer_counter *counter, uint64_t total,
+					   bool *held);
+/* Whether folding this page total would be held (the page is behind the latest round trip). */
+HAECER_INTERNAL bool haecer__page_behind(const struct haecer_counter *counter, uint64_t total);
 /* -EIDRM with the reason when the counter lost its continuity, else 0. */
 HAECER_INTERNAL int haecer__continuity_error(const struct haecer_counter *counter);
 /* Read one counter's 64-bit value through msrd (lock held), no ring push. */

@@ -52,13 +52,18 @@ void haecer__pages_close(struct haecer_context *ctx)
 	}
 }
 
-/* Counters read their entry again after the page changed. */
+/* Counters read their entry again after the page changed, and stop holding a round trip's
+ * value against it. */
 static void entries_forget(struct haecer_context *ctx, uint32_t address)
 {
 	for (struct haecer_counter *counter = ctx->counters; counter != NULL;
 	     counter = counter->next)
-		if (counter->info.counter_address == address)
+		if (counter->info.counter_address == address) {
 			counter->page_entry = -1;
+			/* Perhaps another grant: its values may rightly be coarser than the
+			 * latest round trip's. */
+			counter->exact_held = false;
+		}
 }
 
 static struct haecer_page *page_slot(struct haecer_context *ctx, uint32_t address)
@@ -195,6 +200,7 @@ int haecer__page_sample(struct haecer_counter *counter, struct energy_sample *sa
 	struct energy_page_reading reading;
 	struct energy_page_total lean;
 	const struct haecer_page *page;
+	bool held;
 	int error = haecer__page_reading(counter, &lean, &reading);
 
 	if (error < 0)
@@ -202,7 +208,11 @@ int haecer__page_sample(struct haecer_counter *counter, struct energy_sample *sa
 	page = page_slot(counter->ctx, counter->info.counter_address);
 	if (page == NULL || page->period_ns > REGION_PAGE_MAX_PERIOD_NS)
 		return -ENOENT;
-	sample->total = haecer__fold_energy(counter, reading.raw, &reading.total);
+	/* Behind the latest round trip, the page's sample time is not the value's: poll by round
+	 * trip until the page catches up. */
+	if (haecer__page_behind(counter, reading.total))
+		return -ENOENT;
+	sample->total = haecer__fold_page(counter, reading.total, &held);
 	/* The register was read when msrd sampled it, not now: an energy region must not take a
 	 * value up to one sampling period old for a fresh one. */
 	sample->tsc = sample->before = sample->after = reading.sample_tsc;

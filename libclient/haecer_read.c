@@ -59,21 +59,53 @@ int haecer__continuity_error(const struct haecer_counter *counter)
 			    counter->info.name);
 }
 
+static uint64_t fold_total(struct haecer_counter *counter, uint64_t raw, uint64_t total)
+{
+	uint64_t now_ns = haecer__monotonic_raw_ns();
+
+	if (counter->continuity_lost)
+		return counter->value;
+	if (counter->total_rebase)
+		rebase_total(counter, raw, total, now_ns);
+	if (counter->continuity_lost)
+		return counter->value;
+	counter->value = total + counter->total_offset;
+	counter->last_raw = raw & counter->width_mask;
+	counter->folded_ns = now_ns;
+	return counter->value;
+}
+
+/* msrd's page is written at each of its samples, a round trip reads msrd's total now: a page
+ * read after a round trip may still hold the sample before it. Within one page mapping (one
+ * grant: a policy reload marks the page STALE and the library maps the new one, entries_forget)
+ * the counter keeps the round trip's value until the page passes it. */
+bool haecer__page_behind(const struct haecer_counter *counter, uint64_t total)
+{
+	return counter->exact_held && !counter->continuity_lost && !counter->total_rebase &&
+	       total + counter->total_offset < counter->exact_value;
+}
+
+uint64_t haecer__fold_page(struct haecer_counter *counter, uint64_t total, bool *held)
+{
+	/* The register is the total mod 2^32: msrd folds each reading into the total. */
+	*held = haecer__page_behind(counter, total);
+	if (*held)
+		return counter->exact_value;
+	counter->exact_held = false;
+	return fold_total(counter, total, total);
+}
+
 uint64_t haecer__fold_energy(struct haecer_counter *counter, uint64_t raw, const uint64_t *total)
 {
 	if (total != NULL) {
-		uint64_t now_ns = haecer__monotonic_raw_ns();
+		uint64_t value = fold_total(counter, raw, *total);
 
-		if (counter->continuity_lost)
-			return counter->value;
-		if (counter->total_rebase)
-			rebase_total(counter, raw, *total, now_ns);
-		if (counter->continuity_lost)
-			return counter->value;
-		counter->value = *total + counter->total_offset;
-		counter->last_raw = raw & counter->width_mask;
-		counter->folded_ns = now_ns;
-		return counter->value;
+		if (!counter->continuity_lost) {
+			counter->exact_held = true;
+			counter->exact_value = value;
+			counter->exact_ns = counter->folded_ns;
+		}
+		return value;
 	}
 	if (!counter->have_raw) {
 		counter->have_raw = true;
@@ -92,12 +124,13 @@ static int read_energy(struct haecer_counter *counter, uint64_t *value)
 	char what[HAECER_COUNTER_NAME_MAX + 48];
 	int error;
 
-	counter->reading_from_page = false;
+	counter->reading_dated = false;
 	if (haecer__page_reading(counter, &reading, NULL) == 0) {
-		/* The register is the total mod 2^32: msrd folds each reading into the total. */
-		*value = haecer__fold_energy(counter, reading.total, &reading.total);
-		counter->reading_from_page = true;
-		counter->reading_ns = reading.sample_ns;
+		bool held;
+
+		*value = haecer__fold_page(counter, reading.total, &held);
+		counter->reading_dated = true;
+		counter->reading_ns = held ? counter->exact_ns : reading.sample_ns;
 		return haecer__continuity_error(counter);
 	}
 	if (ctx->energy_totals)
@@ -166,12 +199,13 @@ int haecer_counter_read_aged(struct haecer_counter *counter, uint64_t *value, ui
 	if (error < 0)
 		return error;
 	before = haecer__monotonic_raw_ns();
-	counter->reading_from_page = false;
+	counter->reading_dated = false;
 	error = haecer__read_locked(counter, value);
 	after = haecer__monotonic_raw_ns();
-	/* A page reading was true at msrd's sample; a round trip read the register somewhere in
-	 * it, its middle the best estimate of when. */
-	at = counter->reading_from_page ? counter->reading_ns : before + (after - before) / 2;
+	/* A page reading was true at msrd's sample (a held round trip's value: when that round
+	 * trip returned); a round trip read the register somewhere in it, its middle the best
+	 * estimate of when. */
+	at = counter->reading_dated ? counter->reading_ns : before + (after - before) / 2;
 	if (error == 0 && counter->info.monitored)
 		haecer__publish(counter, *value, at);
 	if (error == 0 && age_ns != NULL)

@@ -275,8 +275,11 @@ void haecer_counter_free(struct haecer_counter *counter);
  * counters: one msrd round trip. Energy counters: from msrd's energy page (no round trip) when
  * msrd grants one, as coarse as the grant (the page's values are as old as msrd's last sample,
  * at most 1/rate: see haecer_counter_read_aged); otherwise, or with the exact mode on, one
- * round trip. A monitored counter also pushes {value, counter id, unit exponent, timestamp} to
- * its ring (timestamp: when the value was true). */
+ * round trip. Page reads and round trips mixed on one counter never go backwards: a page read
+ * whose sample is older than the latest round trip returns that round trip's value (and its
+ * time) until the page passes it; only a policy reload that changes the grant (a coarser
+ * value) can lower the next one. A monitored counter also pushes {value, counter id, unit
+ * exponent, timestamp} to its ring (timestamp: when the value was true). */
 int haecer_counter_read(struct haecer_counter *counter, uint64_t *value);
 
 /* haecer_counter_read, also saying how old the value is: *age_ns = now (CLOCK_MONOTONIC_RAW)

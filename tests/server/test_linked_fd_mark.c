@@ -28,15 +28,14 @@
 #include "haecer/msrd.h"
 #include "proto/wire.h"
 #include "shm/energy_page.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/raw_client.h"
 #include "tests/lib/standin_tree.h"
 
-#define FILE_SIZE 0x2000u /* registers at 0 .. 0x1ff8 exist */
-#define BEYOND 0x2000u    /* past the file's end: the driver's EIO */
+#define BEYOND 0x2000u /* past the stand-in file's end: the driver's EIO */
 #define PKG_ENERGY 0x611u
-#define UNIT 0x000A0E03ull /* energy status unit 2^-14 J */
-#define PKG_START 0x1234567ull
+#define PKG_START 0x1234567u
 #define TIMEOUT_MS 10000u
 
 static const char policy[] =
@@ -52,6 +51,8 @@ static const char policy[] =
 
 static struct msrd_server server;
 static char tree[PATH_MAX + 16];
+static char dev_root[PATH_MAX + 32];
+static const char *const arguments[] = { "--backend", "msr", "--dev-root", dev_root, NULL };
 
 /* Exactly `length` bytes with one recvmsg: the descriptor that came with them, or -1. */
 static int receive_with_fd(int socket_fd, uint8_t *buffer, size_t length)
@@ -138,37 +139,19 @@ static void test_descriptor_rides_on_its_reply(void **state)
 	close(socket_fd);
 }
 
+static int prepare(const struct msrd_server *prepared)
+{
+	snprintf(tree, sizeof(tree), "%s/root", prepared->dir);
+	snprintf(dev_root, sizeof(dev_root), "%s", tree);
+	tree_put_sandybridge_rapl(tree, PKG_START);
+	return 0;
+}
+
 int main(void)
 {
-	char dev_root[PATH_MAX + 32];
-	const char *arguments[] = { "--backend", "msr", "--dev-root", dev_root, NULL };
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_descriptor_rides_on_its_reply),
 	};
-	int failures;
 
-	if (msrd_prepare(&server, policy) < 0)
-		return 1;
-	snprintf(tree, sizeof(tree), "%s/root", server.dir);
-	snprintf(dev_root, sizeof(dev_root), "%s", tree);
-	if (harness_standin_msr_tree(tree, 1, FILE_SIZE) < 0 ||
-	    harness_standin_write(tree, 0, 0x10, 0x1122334455667788ull) < 0 ||
-	    harness_standin_write(tree, 0, 0x606, UNIT) < 0 ||
-	    harness_standin_write(tree, 0, PKG_ENERGY, PKG_START) < 0 ||
-	    /* PKG_POWER_INFO: 100 W thermal spec, the bound of plausible jumps. */
-	    harness_standin_write(tree, 0, 0x614, 800) < 0) {
-		msrd_kill(&server);
-		return 1;
-	}
-	/* A Sandy Bridge client part (family 6, model 0x2A). */
-	tree_put_cpuid(tree, 0, 0, 0xD, 0x756e6547, 0x6c65746e, 0x49656e69); /* GenuineIntel */
-	tree_put_cpuid(tree, 0, 1, 0x000206A7, 0, 0, 0);
-	if (msrd_launch(&server, arguments) < 0) {
-		msrd_kill(&server);
-		return 1;
-	}
-	failures = cmocka_run_group_tests(tests, NULL, NULL);
-	if (msrd_stop(&server) < 0)
-		failures++;
-	return failures == 0 ? 0 : 1;
+	return MSRD_RUN_GROUP_PREPARED(&server, policy, prepare, arguments, NULL, tests);
 }

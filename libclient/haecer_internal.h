@@ -118,6 +118,7 @@ struct haecer_counter {
 	uint64_t slot_checked_ns;   /* the latest read through msrd (RDPMC reads in between) */
 	uint64_t reading_ns;        /* CLOCK_MONOTONIC_RAW when the latest reading was true */
 	bool reading_dated;         /* reading_ns holds (a page reading, or a held round trip's) */
+	uint64_t page_checked_ns;   /* CLOCK_MONOTONIC_RAW right after the latest page read */
 	/* The latest round trip's value: a page reading from an older sample of msrd must not
 	 * undercut it, until the page catches up or is mapped again (perhaps under another grant,
 	 * which may rightly coarsen the value). */
@@ -169,7 +170,8 @@ HAECER_INTERNAL uint64_t haecer__extend(struct haecer_counter *counter, uint64_t
  * continuity is lost (continuity_lost; haecer__continuity_error says so) and the value stays. */
 HAECER_INTERNAL uint64_t haecer__fold_energy(struct haecer_counter *counter, uint64_t raw,
 					     const uint64_t *total);
-/* Fold a total from msrd's energy page. *held: the page is behind the counter's latest round
+/* Fold a total from msrd's energy page, just read by haecer__page_reading (whose clock read,
+ * page_checked_ns, it takes for the fold's time). *held: the page is behind the counter's latest round
  * trip (an older sample of msrd): the value returned is the round trip's instead, true at
  * counter->exact_ns; a page that caught up ends the hold. */
 HAECER_INTERNAL uint64_t haecer__fold_page(struct haecer_counter *counter, uint64_t total,

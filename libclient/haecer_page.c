@@ -177,7 +177,9 @@ int haecer__page_reading(struct haecer_counter *counter, struct energy_page_tota
 		if (error < 0)
 			return error;
 		if (reading->state == ENERGY_PAGE_LIVE) {
-			if (haecer__monotonic_raw_ns() - reading->sample_ns > page->stale_after_ns)
+			/* This clock read serves the staleness check, the fold and the age. */
+			counter->page_checked_ns = haecer__monotonic_raw_ns();
+			if (counter->page_checked_ns - reading->sample_ns > page->stale_after_ns)
 				return -ESTALE;
 			return 0;
 		}

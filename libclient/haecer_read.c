@@ -59,10 +59,9 @@ int haecer__continuity_error(const struct haecer_counter *counter)
 			    counter->info.name);
 }
 
-static uint64_t fold_total(struct haecer_counter *counter, uint64_t raw, uint64_t total)
+static uint64_t fold_total(struct haecer_counter *counter, uint64_t raw, uint64_t total,
+			   uint64_t now_ns)
 {
-	uint64_t now_ns = haecer__monotonic_raw_ns();
-
 	if (counter->continuity_lost)
 		return counter->value;
 	if (counter->total_rebase)
@@ -92,13 +91,13 @@ uint64_t haecer__fold_page(struct haecer_counter *counter, uint64_t total, bool 
 	if (*held)
 		return counter->exact_value;
 	counter->exact_held = false;
-	return fold_total(counter, total, total);
+	return fold_total(counter, total, total, counter->page_checked_ns);
 }
 
 uint64_t haecer__fold_energy(struct haecer_counter *counter, uint64_t raw, const uint64_t *total)
 {
 	if (total != NULL) {
-		uint64_t value = fold_total(counter, raw, *total);
+		uint64_t value = fold_total(counter, raw, *total, haecer__monotonic_raw_ns());
 
 		if (!counter->continuity_lost) {
 			counter->exact_held = true;
@@ -201,7 +200,8 @@ int haecer_counter_read_aged(struct haecer_counter *counter, uint64_t *value, ui
 	before = haecer__monotonic_raw_ns();
 	counter->reading_dated = false;
 	error = haecer__read_locked(counter, value);
-	after = haecer__monotonic_raw_ns();
+	/* A page reading took the time right after it (haecer__page_reading). */
+	after = counter->reading_dated ? counter->page_checked_ns : haecer__monotonic_raw_ns();
 	/* A page reading was true at msrd's sample (a held round trip's value: when that round
 	 * trip returned); a round trip read the register somewhere in it, its middle the best
 	 * estimate of when. */

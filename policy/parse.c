@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/log.h"
+
 /* ---- schema: every scalar is a string, see raw.h ---- */
 
 #define TEXT_FIELD(key, flags, type, member) \
@@ -130,16 +132,29 @@ yaml_node_t *policy_yaml_key(yaml_document_t *document, yaml_node_t *mapping, co
 
 yaml_node_t *policy_yaml_value(yaml_document_t *document, yaml_node_t *mapping, const char *key)
 {
-	yaml_node_t *found = NULL;
-
 	if (mapping == NULL || mapping->type != YAML_MAPPING_NODE)
 		return NULL;
 	for (yaml_node_pair_t *pair = mapping->data.mapping.pairs.start;
 	     pair < mapping->data.mapping.pairs.top; pair++) {
 		if (scalar_is(yaml_document_get_node(document, pair->key), key))
-			found = yaml_document_get_node(document, pair->value);
+			return yaml_document_get_node(document, pair->value);
 	}
-	return found;
+	return NULL;
+}
+
+/* The first key of a mapping node that is not a scalar, or NULL. */
+static yaml_node_t *yaml_structured_key(yaml_document_t *document, yaml_node_t *mapping)
+{
+	if (mapping == NULL || mapping->type != YAML_MAPPING_NODE)
+		return NULL;
+	for (yaml_node_pair_t *pair = mapping->data.mapping.pairs.start;
+	     pair < mapping->data.mapping.pairs.top; pair++) {
+		yaml_node_t *key = yaml_document_get_node(document, pair->key);
+
+		if (key != NULL && key->type != YAML_SCALAR_NODE)
+			return key;
+	}
+	return NULL;
 }
 
 yaml_node_t *policy_yaml_item(yaml_document_t *document, yaml_node_t *sequence, size_t index)
@@ -251,7 +266,7 @@ struct shape_frame {
 /* libcyaml's log lines for one failed load: the first error message and the backtrace,
  * innermost frame first. */
 struct shape_log {
-	char message[200];
+	char message[512];
 	struct shape_frame frames[SHAPE_MAX_FRAMES];
 	size_t frame_count;
 };
@@ -279,12 +294,15 @@ static void parse_frame(struct shape_log *log, const char *line)
 static void shape_log_line(cyaml_log_t level, void *context, const char *format, va_list args)
 {
 	struct shape_log *log = context;
-	char line[256];
+	char line[512];
 
 	if (level < CYAML_LOG_ERROR)
 		return;
-	vsnprintf(line, sizeof(line), format, args);
-	line[strcspn(line, "\n")] = '\0';
+	/* One call is one line ending in a newline; only that one is cut, since a quoted key
+	 * may hold newlines of its own and must still match its node in the tree. */
+	int length = vsnprintf(line, sizeof(line), format, args);
+	if (length > 0 && (size_t)length < sizeof(line) && line[length - 1] == '\n')
+		line[length - 1] = '\0';
 	if (strncmp(line, "  in ", 5) == 0) {
 		parse_frame(log, line);
 		return;
@@ -292,7 +310,15 @@ static void shape_log_line(cyaml_log_t level, void *context, const char *format,
 	if (log->message[0] != '\0' || strcmp(line, "Load: Backtrace:") == 0)
 		return;
 	const char *text = strncmp(line, "Load: ", 6) == 0 ? line + 6 : line;
-	snprintf(log->message, sizeof(log->message), "%.*s", (int)sizeof(log->message) - 1, text);
+	snprintf(log->message, sizeof(log->message), "%s", text);
+}
+
+/* The text after `prefix` in the message: a key, up to the end of the line, spaces and all. */
+static const char *message_rest(const struct shape_log *log, const char *prefix)
+{
+	size_t length = strlen(prefix);
+
+	return strncmp(log->message, prefix, length) == 0 ? log->message + length : NULL;
 }
 
 /* Where the backtrace leads in the libyaml tree, and how to describe that node. */
@@ -384,7 +410,7 @@ static int key_error(yaml_document_t *document, const struct shape_log *log, con
 		     bool duplicate, struct policy_error *error)
 {
 	struct shape_place place;
-	char keys[160];
+	char keys[160], shown[96];
 
 	/* An unknown key leaves libcyaml's innermost frame on the mapping itself; a duplicate
 	 * leaves it on the repeated field. */
@@ -392,12 +418,17 @@ static int key_error(yaml_document_t *document, const struct shape_log *log, con
 	const char *title = mapping_kinds[mapping_kind_of(&place)].title;
 	struct where at = where_of(&place, policy_yaml_key(document, place.node, key,
 							   duplicate ? 1 : 0));
+	/* a quoted key may hold any character; the message stays one line */
+	log_escape(shown, sizeof(shown), key, strlen(key));
 	if (duplicate)
-		return policy_fail(error, at.line, at.column, "duplicate key '%s' in %s", key,
+		return policy_fail(error, at.line, at.column, "duplicate key '%s' in %s", shown,
 				   title);
 	list_keys(mapping_kinds[mapping_kind_of(&place)].fields, keys, sizeof(keys));
+	if (key[0] == '\0')
+		return policy_fail(error, at.line, at.column, "empty key in %s (known keys: %s)",
+				   title, keys);
 	return policy_fail(error, at.line, at.column, "unknown key '%s' in %s (known keys: %s)",
-			   key, title, keys);
+			   shown, title, keys);
 }
 
 static int missing_key_error(yaml_document_t *document, const struct shape_log *log,
@@ -430,18 +461,42 @@ static int type_error(yaml_document_t *document, const struct shape_log *log,
 			   yaml_kind_name(expected), yaml_kind_name(found));
 }
 
+/* libcyaml has no handler for a mapping key that is a list or a mapping: it fails without a
+ * message, its backtrace ending in the mapping (on the last field it read). It reads keys in
+ * order, so the key it stopped at is the first such key there. */
+static int structured_key_error(yaml_document_t *document, const struct shape_log *log,
+				struct policy_error *error)
+{
+	struct shape_place place;
+
+	follow_backtrace(document, log, 1, &place);
+	yaml_node_t *key = yaml_structured_key(document, place.node);
+	if (key == NULL)
+		return 1; /* not that case after all: the caller says what libcyaml said */
+	struct where at = where_of(&place, key);
+	return policy_fail(error, at.line, at.column, "a key in %s must be a single value, not %s",
+			   mapping_kinds[mapping_kind_of(&place)].title,
+			   yaml_kind_name(key->type == YAML_MAPPING_NODE ? "MAPPING" : "SEQUENCE"));
+}
+
 static int shape_error(yaml_document_t *document, const struct shape_log *log,
 		       struct policy_error *error)
 {
 	char first[64], second[64];
 	struct shape_place place;
+	const char *key;
 
-	if (sscanf(log->message, "Unexpected key: %63s", first) == 1)
-		return key_error(document, log, first, false, error);
-	if (sscanf(log->message, "Mapping field already seen: %63s", first) == 1)
-		return key_error(document, log, first, true, error);
-	if (sscanf(log->message, "Missing required mapping field: %63s", first) == 1)
-		return missing_key_error(document, log, first, error);
+	if ((key = message_rest(log, "Unexpected key: ")) != NULL)
+		return key_error(document, log, key, false, error);
+	if ((key = message_rest(log, "Mapping field already seen: ")) != NULL)
+		return key_error(document, log, key, true, error);
+	if ((key = message_rest(log, "Missing required mapping field: ")) != NULL)
+		return missing_key_error(document, log, key, error);
+	if (log->message[0] == '\0' && log->frame_count > 0) {
+		int result = structured_key_error(document, log, error);
+		if (result <= 0)
+			return result;
+	}
 	if (sscanf(log->message, "Expecting %63s got event: %63s", first, second) == 2) {
 		first[strcspn(first, ",")] = '\0';
 		return type_error(document, log, first, second, error);

@@ -74,7 +74,8 @@ struct raw_policy {
 int policy_build(const struct raw_policy *raw, yaml_document_t *document, struct policy *policy,
 		 struct policy_error *error);
 
-/* The value node of `key` in a mapping node (its last occurrence), or NULL. */
+/* The value node of `key` in a mapping node (its first occurrence: the one libcyaml descended
+ * into before it refused a repeated key), or NULL. */
 yaml_node_t *policy_yaml_value(yaml_document_t *document, yaml_node_t *mapping, const char *key);
 /* The key node of the `occurrence`-th (0-based) `key` in a mapping node, or NULL. */
 yaml_node_t *policy_yaml_key(yaml_document_t *document, yaml_node_t *mapping, const char *key,

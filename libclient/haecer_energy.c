@@ -15,7 +15,13 @@
  * msrd a poll is a round trip of tens of microseconds, so the update lies anywhere between the
  * previous poll's read and this one's; the middle of the two is the estimate, at both ends of the
  * region, and the energy from the start update to startEnergyRead's return (the first part of
- * startEnergyRead's last poll) is subtracted like the wait.
+ * startEnergyRead's last poll) is subtracted like the wait. That leaves an error of up to half a
+ * round trip of power at each end (+-15 % of a 300 us region). So regions ask for msrd's energy
+ * page with precise edges (server/energy_edges.c): msrd reads the register densely around each
+ * predicted update and writes the update's bracket into the page; the region polls the page (a
+ * memory copy: the thesis's tight loop) and takes the middle of msrd's bracket, half the bracket
+ * being the doubt. A bracket wider than PAGE_SHARP_NS (a window that missed) is treated like a
+ * blurred round-trip detection. HAECER_ENERGY_EXACT (or no page) keeps the round trips.
  *
  * SMIs (seed 001 2.1.2.6): MSR_SMI_COUNT, read in every poll where the model has it and the
  * policy grants it, counts them exactly; a region an SMI hit says so (smi_count > 0) and callers
@@ -141,8 +147,15 @@ static int poll_locked(struct haecer_counter *counter, struct energy_sample *sam
 	uint64_t before = 0;
 	int error;
 
-	if (haecer__page_sample(counter, sample) == 0)
-		return 0;
+	sample->edge_lo = sample->edge_hi = 0;
+	if (!virtual_time(ctx)) {
+		before = tsc_now(ctx);
+		if (haecer__page_sample(counter, sample) == 0) {
+			sample->before = before;
+			sample->after = tsc_now(ctx);
+			return 0;
+		}
+	}
 	plan_poll(counter, &plan);
 	if (plan.tsc < 0)
 		before = tsc_now(ctx);
@@ -191,9 +204,18 @@ static int poll_once(struct haecer_counter *counter, struct energy_sample *sampl
 /* An update seen: `before` is the last poll that did not show it, `after` the first that did. */
 struct update_seen {
 	struct energy_sample before, after;
-	uint64_t tsc;               /* estimate: between the two reads */
+	uint64_t tsc;               /* estimate: the middle of its bracket */
+	uint64_t bracket;           /* ticks it is known to: between the two polls, or msrd's
+				     * bracket on an energy page */
+	bool from_page;             /* the bracket is msrd's (precise edges) */
 	bool extrapolated;          /* tsc counted back from a later, sharp update */
 };
+
+/* A page bracket at most this wide is sharp (msrd's precise windows read every few us; a wider
+ * one is a window that missed its update). */
+#define PAGE_SHARP_NS 20000ull
+/* haecer_counter_read_energy extrapolates only from updates bracketed at least this well. */
+#define ESTIMATE_SHARP_NS 50000ull
 
 /* The typical time between two polls (a moving average over about 16), the yardstick of a
  * sharp detection. */
@@ -210,14 +232,19 @@ static bool sharp(const struct haecer_counter *counter, const struct update_seen
 {
 	uint64_t slack = counter->ctx->machine.tsc_hz * SHARP_SLACK_NS / 1000000000ull;
 
-	return seen->after.tsc - seen->before.tsc <=
+	if (seen->from_page)
+		return seen->bracket <= counter->ctx->machine.tsc_hz * PAGE_SHARP_NS / 1000000000ull;
+	return seen->bracket <=
 	       SHARP_FACTOR * __atomic_load_n(&counter->typical_gap, __ATOMIC_RELAXED) + slack;
 }
 
 /* Nothing but the update happened between the two polls: no SMI stretched them. */
 static bool clean(const struct update_seen *seen)
 {
-	return !seen->after.smi_exact || seen->after.smi == seen->before.smi;
+	/* A poll from the energy page has no count (the region reads it by round trip at its
+	 * two ends instead): unknown, not a change. */
+	return !seen->after.smi_exact || !seen->before.smi_exact ||
+	       seen->after.smi == seen->before.smi;
 }
 
 /* Poll until the register differs from `from` (a poll already taken). */
@@ -233,7 +260,8 @@ static int wait_for_update(struct haecer_counter *counter, const struct energy_s
 		error = poll_once(counter, &seen->after);
 		if (error < 0)
 			return error;
-		note_gap(counter, seen->after.tsc - seen->before.tsc);
+		if (seen->after.edge_hi == 0)
+			note_gap(counter, seen->after.tsc - seen->before.tsc);
 		if (seen->after.total != seen->before.total)
 			break;
 		seen->before = seen->after;
@@ -242,8 +270,40 @@ static int wait_for_update(struct haecer_counter *counter, const struct energy_s
 					    counter->info.name, counter->info.cpu,
 					    HAECER_ENERGY_TIMEOUT_MS);
 	}
-	seen->tsc = seen->before.tsc + (seen->after.tsc - seen->before.tsc) / 2;
+	/* msrd's bracket of the change when the page has one and it is this change's (the page
+	 * showed the total before it at the previous poll); else the two polls around it. */
+	seen->from_page = seen->after.edge_hi != 0 && seen->after.edge_hi >= seen->after.edge_lo &&
+			  (seen->before.edge_hi == 0 || seen->before.edge_hi <= seen->after.edge_lo);
+	if (seen->from_page) {
+		seen->bracket = seen->after.edge_hi - seen->after.edge_lo;
+		seen->tsc = seen->after.edge_lo + seen->bracket / 2;
+	} else {
+		seen->bracket = seen->after.tsc - seen->before.tsc;
+		seen->tsc = seen->before.tsc + seen->bracket / 2;
+	}
 	return 0;
+}
+
+/* MSR_SMI_COUNT by round trip, for polls that came from the energy page (which has no SMI
+ * count): the count stays unknown when the model has none or the policy refuses it. */
+static void smi_poll(struct haecer_counter *counter, struct energy_sample *sample)
+{
+	const struct haecer_context *ctx = counter->ctx;
+	struct haecer_msr_op op = { .kind = HAECER_MSR_READ, .cpu = counter->info.cpu,
+				    .address = MSR_SMI_COUNT };
+	int error;
+
+	if (sample->smi_exact || !(ctx->machine.flags & HAECER_MACHINE_HAS_SMI_COUNT) ||
+	    counter->smi_unreadable)
+		return;
+	error = haecer_msr_batch(ctx->conn, &op, 1);
+	if (error == -EPERM || op.status == -EPERM)
+		counter->smi_unreadable = true;
+	if (error < 0 || op.status < 0)
+		return;
+	sample->smi = op.value;
+	sample->smi_exact = true;
+	sample->after = tsc_now(ctx);
 }
 
 /* Poll once, then until the next update. */
@@ -257,7 +317,7 @@ static int next_update(struct haecer_counter *counter, struct update_seen *seen)
 	return wait_for_update(counter, &first, seen);
 }
 
-static int check_energy_counter(const struct haecer_counter *counter)
+static int check_energy_counter(struct haecer_counter *counter)
 {
 	struct haecer_context *ctx;
 	int error = haecer__counter_lock(counter, &ctx);
@@ -266,6 +326,8 @@ static int check_energy_counter(const struct haecer_counter *counter)
 		return error;
 	if (counter->info.kind != HAECER_COUNTER_ENERGY)
 		error = haecer__fail(-EINVAL, "%s is not an energy counter", counter->info.name);
+	else
+		counter->wants_precise = true; /* regions and estimates: the page's precise edges */
 	pthread_mutex_unlock(&ctx->lock);
 	return error;
 }
@@ -324,6 +386,7 @@ int haecer_energy_calibrate(struct haecer_counter *energy, unsigned updates,
 int haecer_energy_start(struct haecer_counter *energy, struct haecer_energy_region *region)
 {
 	struct update_seen at;
+	struct energy_sample smi_before = { 0 };
 	int error;
 
 	haecer__clear_detail();
@@ -331,6 +394,12 @@ int haecer_energy_start(struct haecer_counter *energy, struct haecer_energy_regi
 		return haecer__fail(-EINVAL, "no region");
 	region->active = false;
 	error = check_energy_counter(energy);
+	/* Polls from the energy page carry no SMI count: it is read by round trip before the
+	 * wait for the start update (after it, the round trip would stand between the update
+	 * and the region: a lead of tens of microseconds at a guessed power). An SMI during the
+	 * wait is then counted against the region too: filtered, never missed. */
+	if (error == 0 && !virtual_time(energy->ctx)) /* virtual time: no pages */
+		smi_poll(energy, &smi_before);
 	if (error == 0)
 		error = next_update(energy, &at);
 	/* Start at an update whose time is known: a blurred detection (a preempted poll) or one an
@@ -343,8 +412,13 @@ int haecer_energy_start(struct haecer_counter *energy, struct haecer_energy_regi
 	}
 	if (error < 0)
 		return error;
+	if (!at.after.smi_exact && smi_before.smi_exact) {
+		at.after.smi = smi_before.smi;
+		at.after.smi_exact = true;
+	}
 	region->start_total = at.after.total;
 	region->start_update_tsc = at.tsc;
+	region->start_bracket = at.bracket;
 	region->start_tsc = at.after.after;
 	region->start_poll_tsc = at.after.after;
 	region->start_smi = at.after.smi;
@@ -361,7 +435,7 @@ static void closing_estimate(const struct haecer_counter *energy, struct update_
 {
 	double update_ticks = (double)energy->ctx->machine.tsc_hz * (double)UPDATE_NS / 1e9;
 	double updates;
-	uint64_t back;
+	uint64_t back, lo, hi;
 
 	if ((sharp(energy, closing) && clean(closing)) || sharp_one->tsc == closing->tsc ||
 	    per_tick <= 0.0)
@@ -369,9 +443,12 @@ static void closing_estimate(const struct haecer_counter *energy, struct update_
 	updates = (double)(sharp_one->after.total - closing->after.total) * energy->info.unit /
 		  (per_tick * update_ticks);
 	back = (uint64_t)llround(updates) * (uint64_t)llround(update_ticks);
-	if (updates < 0.5 || back >= sharp_one->tsc ||
-	    sharp_one->tsc - back < closing->before.before ||
-	    sharp_one->tsc - back > closing->after.after)
+	/* Where the update can have been: between the two polls around it, or inside msrd's
+	 * bracket when it came from the energy page. */
+	lo = closing->from_page ? closing->after.edge_lo : closing->before.before;
+	hi = closing->from_page ? closing->after.edge_hi : closing->after.after;
+	if (updates < 0.5 || back >= sharp_one->tsc || sharp_one->tsc - back < lo ||
+	    sharp_one->tsc - back > hi)
 		return; /* the count does not fit the polls: keep the middle */
 	closing->tsc = sharp_one->tsc - back;
 	closing->extrapolated = true;
@@ -386,11 +463,11 @@ static void region_result(const struct haecer_counter *energy,
 	double unit = energy->info.unit;
 	uint64_t lead = region->start_tsc > region->start_update_tsc ?
 				region->start_tsc - region->start_update_tsc : 0;
-	/* How far each update estimate can be off: half the gap between its two polls. */
+	/* How far each update estimate can be off: half its bracket (the gap between its two
+	 * polls, or msrd's bracket on a page with precise edges). */
 	uint64_t jitter = energy->ctx->machine.tsc_hz * UPDATE_LATE_NS / 1000000000ull;
-	uint64_t blur = (closing->extrapolated ? jitter :
-						 (closing->after.tsc - closing->before.tsc) / 2) +
-			(region->start_tsc - region->start_update_tsc);
+	uint64_t blur = (closing->extrapolated ? jitter : closing->bracket / 2) +
+			region->start_bracket / 2;
 
 	memset(result, 0, sizeof(*result));
 	result->joules_per_tick = per_tick;
@@ -439,6 +516,7 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 		error = wait_for_update(energy, &first, &closing);
 	if (error < 0)
 		return error;
+	smi_poll(energy, &closing.after);
 	/* The power of the same polling right after: between two sharp updates (the closing one
 	 * or a later one, and a sharp one at least as far on as the wait was long, so that the
 	 * blur of the two update times weighs no more on the wait's energy than on one update's),
@@ -475,12 +553,60 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 	return 0;
 }
 
+/* The estimate of the energy at the moment of the read from a page reading with precise edges:
+ * the total the last update brought, plus the power of the last update interval (its energy over
+ * the time between the middles of its two brackets) times the time since the last update. The
+ * uncertainty: the unit, the last update's half bracket at that power, and the power's own
+ * error from both brackets over the age; a change of power since the last update is not in it
+ * (it cannot be seen before the next update). false when the reading has no such edges. */
+static bool estimate_now(const struct haecer_counter *counter,
+			 const struct energy_page_reading *page, uint64_t value, uint64_t now_ns,
+			 struct haecer_energy_reading *out)
+{
+	uint64_t edge, previous, half, previous_half, age;
+	double unit = counter->info.unit, watts, seconds;
+
+	if (page->update_lo_ns == 0 || page->previous_update_lo_ns == 0 ||
+	    page->update_ns < page->update_lo_ns ||
+	    page->previous_update_ns < page->previous_update_lo_ns ||
+	    page->total < page->previous_total)
+		return false;
+	half = (page->update_ns - page->update_lo_ns) / 2;
+	previous_half = (page->previous_update_ns - page->previous_update_lo_ns) / 2;
+	edge = page->update_lo_ns + half;
+	previous = page->previous_update_lo_ns + previous_half;
+	/* Only sharp brackets (a window that missed its update leaves a wide one: the power of
+	 * that interval would be off by as much), an interval of about one update (+-20 %), and a
+	 * reading that is the page's own total. */
+	if (2 * half > ESTIMATE_SHARP_NS || 2 * previous_half > ESTIMATE_SHARP_NS ||
+	    edge <= previous || edge - previous > UPDATE_NS * 6 / 5 ||
+	    edge - previous < UPDATE_NS * 4 / 5 ||
+	    (value & RAPL_ENERGY_COUNTER_MASK) != (page->total & RAPL_ENERGY_COUNTER_MASK))
+		return false;
+	seconds = (double)(edge - previous) / 1e9;
+	watts = (double)(page->total - page->previous_total) * unit / seconds;
+	age = now_ns > edge ? now_ns - edge : 0;
+	out->estimated = true;
+	out->update_age_ns = age;
+	out->update_bracket_ns = 2 * half;
+	out->estimate_joules = out->joules + watts * (double)age / 1e9;
+	out->estimate_uncertainty_joules =
+		unit + watts * (double)half / 1e9 +
+		watts * (double)(half + previous_half) / (double)(edge - previous) *
+			(double)age / 1e9;
+	out->watts_last_update = watts;
+	return true;
+}
+
 int haecer_counter_read_energy(struct haecer_counter *counter,
 			       struct haecer_energy_reading *out)
 {
 	struct haecer_context *ctx;
+	struct energy_page_reading page = { 0 };
+	struct energy_page_total lean;
 	uint64_t value, before, after, age = 0, at, doubt, previous_value, previous_ns;
 	double watts, max_watts;
+	bool from_page;
 	unsigned domain;
 	int error;
 
@@ -501,6 +627,11 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 	/* When the value was true: msrd's sample behind a page reading, else somewhere in the
 	 * round trip (its whole length is the doubt). */
 	at = after > age ? after - age : 0;
+	from_page = counter->reading_dated;
+	/* The page's brackets for the estimate: a full reading of the entry (the lean read of
+	 * readCounter carries only the total and its time). */
+	if (from_page && haecer__page_reading(counter, &lean, &page) < 0)
+		from_page = false;
 	doubt = counter->reading_dated ? after - at : after - before;
 	previous_value = counter->energy_previous_value;
 	previous_ns = counter->energy_previous_ns;
@@ -516,11 +647,17 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 	if (previous_ns && at - previous_ns >= 10 * UPDATE_NS && value >= previous_value)
 		watts = (double)(value - previous_value) * counter->info.unit /
 			((double)(at - previous_ns) / 1e9);
+	memset(out, 0, sizeof(*out));
 	out->value = value;
 	out->joules = (double)value * counter->info.unit;
 	out->update_joules = watts * (double)UPDATE_NS / 1e9 + counter->info.unit;
 	out->age_max_ns = UPDATE_NS + UPDATE_LATE_NS + doubt;
 	out->watts_estimated = watts;
+	/* The read happened between before and after: the page's copy is the latest ~100 ns. */
+	if (!from_page || !estimate_now(counter, &page, value, after, out)) {
+		out->estimate_joules = out->joules;
+		out->estimate_uncertainty_joules = out->update_joules;
+	}
 	return 0;
 }
 

@@ -50,6 +50,8 @@ struct haecer_page {
 	bool unavailable;           /* refused, or unusable: round trips for this register */
 	uint64_t stale_after_ns;    /* a LIVE page's sample older than this: msrd is gone */
 	uint64_t period_ns;         /* msrd's sampling period of the page */
+	bool precise;               /* msrd brackets every update (precise edges granted) */
+	bool precise_asked;         /* asked for them once already (a refusal is not asked again) */
 	struct energy_page_reader reader;
 };
 
@@ -85,6 +87,9 @@ struct energy_sample {
 	uint64_t total;             /* 64-bit energy value, as haecer_counter_read returns */
 	uint64_t smi;               /* MSR_SMI_COUNT, when the model has it */
 	bool smi_exact;             /* smi was read */
+	/* From an energy page: the bracket of the update that brought `total` (msrd's last
+	 * sample that did not see it, its first that did; TSC), 0 when the page has none. */
+	uint64_t edge_lo, edge_hi;
 };
 
 struct haecer_counter {
@@ -125,6 +130,7 @@ struct haecer_counter {
 	bool exact_held;
 	uint64_t exact_value;
 	uint64_t exact_ns;          /* when the round trip returned */
+	bool wants_precise;         /* regions and read_energy: ask for the page's precise edges */
 };
 
 /* ---- haecer_context.c ---- */

@@ -26,6 +26,8 @@
  * -49 % at the median through a 1 kHz page, +0.3 % through round trips), so regions poll by
  * round trip unless the page is sampled at 10 kHz. */
 #define REGION_PAGE_MAX_PERIOD_NS 100000ull
+/* With precise edges (msrd brackets each update to a few microseconds) the page serves regions
+ * whatever its period: the edge comes from the bracket, not from the poll that saw it. */
 
 int haecer_context_set_energy_exact(struct haecer_context *ctx, bool exact)
 {
@@ -92,7 +94,9 @@ static int page_map(struct haecer_context *ctx, struct haecer_page *page)
 	if ((haecer_server_info(ctx->conn)->features & HAECER_FEATURE_ENERGY_PAGE) == 0)
 		error = -EOPNOTSUPP;
 	else
-		error = haecer_energy_page_open(ctx->conn, page->address, 0, &info, &fd);
+		error = haecer_energy_page_request(ctx->conn, page->address, 0,
+						   page->precise_asked ? HAECER_ENERGY_PAGE_PRECISE
+								       : 0, &info, &fd);
 	if (error == 0) {
 		error = energy_page_attach(&page->reader, fd);
 		close(fd);
@@ -103,6 +107,7 @@ static int page_map(struct haecer_context *ctx, struct haecer_page *page)
 	}
 	period = info.rate_hz != 0 ? 1000000000ull / info.rate_hz : STALE_MIN_NS;
 	page->period_ns = period;
+	page->precise = info.precise_edges;
 	page->stale_after_ns = period * STALE_PERIODS > STALE_MIN_NS ? period * STALE_PERIODS
 								     : STALE_MIN_NS;
 	page->mapped = true;
@@ -167,6 +172,15 @@ int haecer__page_reading(struct haecer_counter *counter, struct energy_page_tota
 	page = page_slot(ctx, counter->info.counter_address);
 	if (page == NULL || page->unavailable)
 		return -ENOENT;
+	/* Regions and estimates want the update's bracket to a few microseconds: ask for the same
+	 * page with precise edges once (msrd keeps the first hold too, until the connection ends;
+	 * a coarse grant's page comes back without them). */
+	if (counter->wants_precise && page->mapped && !page->precise_asked) {
+		page_forget(page);
+		page->precise_asked = true;
+	}
+	if (counter->wants_precise)
+		page->precise_asked = true;
 	for (unsigned attempt = 0; attempt < 2; attempt++) {
 		if (!page->mapped) {
 			error = page_map(ctx, page);
@@ -208,7 +222,7 @@ int haecer__page_sample(struct haecer_counter *counter, struct energy_sample *sa
 	if (error < 0)
 		return error;
 	page = page_slot(counter->ctx, counter->info.counter_address);
-	if (page == NULL || page->period_ns > REGION_PAGE_MAX_PERIOD_NS)
+	if (page == NULL || (page->period_ns > REGION_PAGE_MAX_PERIOD_NS && !page->precise))
 		return -ENOENT;
 	/* Behind the latest round trip, the page's sample time is not the value's: poll by round
 	 * trip until the page catches up. */
@@ -216,8 +230,10 @@ int haecer__page_sample(struct haecer_counter *counter, struct energy_sample *sa
 		return -ENOENT;
 	sample->total = haecer__fold_page(counter, reading.total, &held);
 	/* The register was read when msrd sampled it, not now: an energy region must not take a
-	 * value up to one sampling period old for a fresh one. */
-	sample->tsc = sample->before = sample->after = reading.sample_tsc;
+	 * value up to one sampling period old for a fresh one. The caller sets before/after. */
+	sample->tsc = reading.sample_tsc;
+	sample->edge_lo = reading.update_lo_tsc;
+	sample->edge_hi = reading.update_lo_tsc ? reading.update_tsc : 0;
 	sample->smi = 0;
 	sample->smi_exact = false;
 	return 0;

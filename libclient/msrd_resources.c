@@ -133,7 +133,15 @@ int haecer_energy_read(struct haecer_conn *conn, uint32_t cpu, uint32_t address,
 int haecer_energy_page_open(struct haecer_conn *conn, uint32_t address, uint32_t rate_hz,
 			    struct haecer_energy_page_info *info, int *fd)
 {
-	struct wire_energy_page_request request = { .address = address, .rate_hz = rate_hz };
+	return haecer_energy_page_request(conn, address, rate_hz, 0, info, fd);
+}
+
+int haecer_energy_page_request(struct haecer_conn *conn, uint32_t address, uint32_t rate_hz,
+			       uint32_t flags, struct haecer_energy_page_info *info, int *fd)
+{
+	struct wire_energy_page_request request = {
+		.address = address, .rate_hz = rate_hz,
+		.flags = flags & HAECER_ENERGY_PAGE_PRECISE ? WIRE_ENERGY_PAGE_PRECISE : 0 };
 	struct wire_writer writer = haecer__begin(conn);
 	struct wire_energy_page page;
 	struct haecer_reply reply;
@@ -152,6 +160,7 @@ int haecer_energy_page_open(struct haecer_conn *conn, uint32_t address, uint32_t
 	*info = (struct haecer_energy_page_info){
 		.address = page.address,
 		.coarse = (page.flags & WIRE_ENERGY_PAGE_COARSE) != 0,
+		.precise_edges = (page.flags & WIRE_ENERGY_PAGE_PRECISE) != 0,
 		.entry_count = page.entry_count,
 		.rate_hz = page.rate_hz,
 		.min_interval_ms = page.min_interval_ms,

@@ -426,14 +426,18 @@ struct wire_slot_ids {
 /* ENERGY_READ: request as READ (u32 cpu, u32 address); reply u64 raw, u64 total. */
 #define WIRE_ENERGY_READ_REPLY_SIZE 16u
 
-/* ENERGY_PAGE: u32 address (an energy-status register), u32 rate_hz (0: the policy's bound);
- * reply the page's description and a read-only descriptor of it (shm/energy_page.h). */
+/* ENERGY_PAGE: u32 address (an energy-status register), u32 rate_hz (0: the policy's bound),
+ * optionally u32 flags (WIRE_ENERGY_PAGE_PRECISE: precise edges while held; 8-byte requests
+ * have none); reply the page's description and a read-only descriptor of it
+ * (shm/energy_page.h). */
 struct wire_energy_page_request {
 	uint32_t address;
 	uint32_t rate_hz;
+	uint32_t flags;
 };
-#define WIRE_ENERGY_PAGE_REQUEST_SIZE 8u
+#define WIRE_ENERGY_PAGE_REQUEST_SIZE 12u
 #define WIRE_ENERGY_PAGE_COARSE 0x1u   /* quantised to the grant's resolution and interval */
+#define WIRE_ENERGY_PAGE_PRECISE 0x2u  /* request: precise edges; reply: granted (fine pages) */
 struct wire_energy_page {
 	uint32_t address;
 	uint32_t flags;                /* WIRE_ENERGY_PAGE_* */

@@ -706,17 +706,24 @@ void wire_put_energy_page_request(struct wire_writer *writer,
 {
 	wire_put_u32(writer, message->address);
 	wire_put_u32(writer, message->rate_hz);
+	wire_put_u32(writer, message->flags);
 }
 
 int wire_get_energy_page_request(const void *payload, size_t length,
 				 struct wire_energy_page_request *out)
 {
 	struct wire_reader reader;
+	int status;
 
 	wire_reader_init(&reader, payload, length);
 	out->address = wire_get_u32(&reader);
 	out->rate_hz = wire_get_u32(&reader);
-	return wire_reader_finish(&reader);
+	/* Version 1's request had no flags. */
+	out->flags = length == WIRE_ENERGY_PAGE_REQUEST_SIZE ? wire_get_u32(&reader) : 0;
+	status = wire_reader_finish(&reader);
+	if (status < 0)
+		return status;
+	return (out->flags & ~WIRE_ENERGY_PAGE_PRECISE) != 0 ? -EINVAL : 0;
 }
 
 void wire_put_energy_page(struct wire_writer *writer, const struct wire_energy_page *message)
@@ -749,7 +756,8 @@ int wire_get_energy_page(const void *payload, size_t length, struct wire_energy_
 	status = wire_reader_finish(&reader);
 	if (status < 0)
 		return status;
-	if (reserved != 0 || (out->flags & ~WIRE_ENERGY_PAGE_COARSE) != 0)
+	if (reserved != 0 ||
+	    (out->flags & ~(WIRE_ENERGY_PAGE_COARSE | WIRE_ENERGY_PAGE_PRECISE)) != 0)
 		return -EINVAL;
 	return 0;
 }

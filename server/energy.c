@@ -112,39 +112,57 @@ static uint64_t sample_tsc(struct msrd *server, uint32_t cpu)
 	return __rdtsc();
 }
 
-/* The sampler's view, for energy pages: a change since its previous sample is an update. */
-static void note_sample(struct msrd *server, struct energy_counter *counter, uint64_t raw,
-			uint64_t now_ns)
+/* The sampler's view, for energy pages: a change since its previous sample is an update, and
+ * it happened between that sample's read (lo: time taken before it) and this one's (time taken
+ * after it). */
+static bool note_sample(struct energy_counter *counter, uint64_t raw, uint64_t lo_ns,
+			uint64_t lo_tsc, uint64_t now_ns, uint64_t tsc)
 {
-	uint64_t tsc = server->energy.pages != NULL ? sample_tsc(server, counter->cpu) : 0;
+	bool changed;
 
 	raw &= RAPL_ENERGY_COUNTER_MASK;
-	if (counter->sample_ns == 0 || raw != counter->sample_raw) {
+	changed = counter->sample_ns == 0 || raw != counter->sample_raw;
+	if (changed) {
+		counter->previous_total = counter->update_ns ? counter->total_at_update : 0;
+		counter->previous_update_ns = counter->update_ns;
+		counter->previous_update_tsc = counter->update_tsc;
+		counter->previous_update_lo_ns = counter->update_lo_ns;
+		counter->previous_update_lo_tsc = counter->update_lo_tsc;
+		counter->update_lo_ns = counter->sample_ns ? counter->sample_lo_ns : 0;
+		counter->update_lo_tsc = counter->sample_ns ? counter->sample_lo_tsc : 0;
 		counter->update_ns = now_ns;
 		counter->update_tsc = tsc;
+		counter->total_at_update = counter->total;
 	}
 	counter->sample_raw = raw;
 	counter->sample_ns = now_ns;
 	counter->sample_tsc = tsc;
+	counter->sample_lo_ns = lo_ns;
+	counter->sample_lo_tsc = lo_tsc;
+	return changed;
 }
 
-static void sample_one(struct msrd *server, struct energy_counter *counter, uint64_t now_ns)
+bool energy_sample_counter(struct msrd *server, struct energy_counter *counter, uint32_t cpu)
 {
-	uint64_t raw;
+	bool timed = server->energy.pages != NULL;
+	uint64_t lo_tsc = timed ? sample_tsc(server, counter->cpu) : 0;
+	uint64_t lo_ns = monotonic_raw_ns(), raw;
+	int status = backend_read(server->backend, cpu, counter->address, &raw);
+	uint64_t now_ns = monotonic_raw_ns();
+	uint64_t tsc = timed ? sample_tsc(server, counter->cpu) : 0;
 
-	if (backend_read(server->backend, counter->cpu, counter->address, &raw) == 0) {
-		energy_observe(server, counter, &raw);
-		note_sample(server, counter, raw, now_ns);
-	}
+	if (status < 0)
+		return false;
+	energy_observe(server, counter, &raw);
+	return note_sample(counter, raw, lo_ns, lo_tsc, now_ns, tsc);
 }
 
 void energy_sample_all(struct msrd *server)
 {
 	struct energy_state *energy = &server->energy;
-	uint64_t now_ns = monotonic_raw_ns();
 
 	for (uint32_t i = 0; i < energy->count; i++)
-		sample_one(server, &energy->counters[i], now_ns);
+		energy_sample_counter(server, &energy->counters[i], energy->counters[i].cpu);
 	energy->samples++;
 	energy_pages_publish(server);
 }
@@ -152,11 +170,11 @@ void energy_sample_all(struct msrd *server)
 void energy_sample_some(struct msrd *server, const bool *wanted)
 {
 	struct energy_state *energy = &server->energy;
-	uint64_t now_ns = monotonic_raw_ns();
 
 	for (uint32_t i = 0; i < energy->count; i++)
 		if (wanted[i])
-			sample_one(server, &energy->counters[i], now_ns);
+			energy_sample_counter(server, &energy->counters[i],
+					      energy->counters[i].cpu);
 	energy_pages_publish(server);
 }
 

@@ -93,6 +93,13 @@ static void publish_fine(struct msrd *server, struct msrd_energy_page *page)
 			.sample_tsc = counter->sample_tsc,
 			.update_ns = counter->update_ns,
 			.update_tsc = counter->update_tsc,
+			.update_lo_ns = counter->update_lo_ns,
+			.update_lo_tsc = counter->update_lo_tsc,
+			.previous_total = counter->previous_total,
+			.previous_update_ns = counter->previous_update_ns,
+			.previous_update_tsc = counter->previous_update_tsc,
+			.previous_update_lo_ns = counter->previous_update_lo_ns,
+			.previous_update_lo_tsc = counter->previous_update_lo_tsc,
 		};
 		energy_page_put(&page->writer, i, &reading);
 	}
@@ -156,6 +163,15 @@ void energy_pages_publish(struct msrd *server)
 		(page->coarse ? publish_coarse : publish_fine)(server, page);
 }
 
+/* The precise edges' windows publish to fine pages only: a coarse page is written from the
+ * page sampler's regular ticks alone, so not even its publication times follow the windows. */
+void energy_pages_publish_fine(struct msrd *server)
+{
+	for (struct msrd_energy_page *page = server->energy.pages; page != NULL; page = page->next)
+		if (!page->coarse)
+			publish_fine(server, page);
+}
+
 static bool virtual_time(const struct msrd *server)
 {
 	return server->config->backend.sim_virtual_time &&
@@ -200,6 +216,7 @@ static void update_rate(struct msrd *server)
 	struct energy_state *energy = &server->energy;
 	uint32_t rate = 0;
 	uint32_t bound = policy_rate_bound(server);
+	bool precise = false;
 
 	if (energy->page_wanted == NULL && energy->count > 0)
 		energy->page_wanted = calloc(energy->count, sizeof(*energy->page_wanted));
@@ -210,10 +227,24 @@ static void update_rate(struct msrd *server)
 				energy->page_wanted[page->counters[i]] = true;
 	}
 
-	for (struct client *client = server->clients; client != NULL; client = client->next)
-		for (uint32_t i = 0; i < client->page_hold_count; i++)
-			if (client->page_holds[i].rate_hz > rate)
-				rate = client->page_holds[i].rate_hz;
+	if (energy->edge_wanted == NULL && energy->count > 0)
+		energy->edge_wanted = calloc(energy->count, sizeof(*energy->edge_wanted));
+	if (energy->edge_wanted != NULL)
+		memset(energy->edge_wanted, 0, energy->count * sizeof(*energy->edge_wanted));
+	for (struct client *client = server->clients; client != NULL; client = client->next) {
+		for (uint32_t i = 0; i < client->page_hold_count; i++) {
+			const struct energy_page_hold *hold = &client->page_holds[i];
+
+			if (hold->rate_hz > rate)
+				rate = hold->rate_hz;
+			for (uint32_t e = 0; hold->precise && energy->edge_wanted != NULL &&
+					     e < hold->page->count; e++) {
+				energy->edge_wanted[hold->page->counters[e]] = true;
+				precise = true;
+			}
+		}
+	}
+	energy_edges_set(server, precise ? energy->edge_wanted : NULL);
 	if (rate > bound)
 		rate = bound;
 	if (rate != server->energy.page_rate_hz)
@@ -282,10 +313,10 @@ static int make_page(struct msrd *server, uint32_t address, bool coarse,
 				  : energy_page_create(&params, slots, &page->writer, &page->fd);
 	if (status < 0)
 		goto out;
-	energy_sample_all(server);
-	(coarse ? publish_coarse : publish_fine)(server, page);
+	/* Listed first, so that this sample already takes the times a page needs. */
 	page->next = energy->pages;
 	energy->pages = page;
+	energy_sample_all(server);
 	*out = page;
 	page = NULL;
 out:
@@ -313,11 +344,13 @@ static bool keeps_total(struct msrd *server, uint32_t address)
 }
 
 static void reply_page(struct client *client, const struct wire_header *header,
-		       const struct msrd_energy_page *page, uint32_t rate_hz, int fd)
+		       const struct msrd_energy_page *page, uint32_t rate_hz, bool precise,
+		       int fd)
 {
 	struct wire_energy_page reply = {
 		.address = page->address,
-		.flags = page->coarse ? WIRE_ENERGY_PAGE_COARSE : 0,
+		.flags = (page->coarse ? WIRE_ENERGY_PAGE_COARSE : 0) |
+			 (precise ? WIRE_ENERGY_PAGE_PRECISE : 0),
 		.entry_count = page->count,
 		.rate_hz = rate_hz,
 		.min_interval_ms = page->coarse ? page->limit.min_interval_ms : 0,
@@ -344,7 +377,7 @@ void energy_pages_handle_request(struct client *client, const struct wire_header
 	struct msrd_energy_page *page;
 	uint32_t bound = policy_rate_bound(server);
 	uint32_t rate;
-	bool coarse;
+	bool coarse, precise;
 	int status;
 	int fd;
 
@@ -398,11 +431,14 @@ void energy_pages_handle_request(struct client *client, const struct wire_header
 		return;
 	}
 	rate = request.rate_hz == 0 || request.rate_hz > bound ? bound : request.rate_hz;
+	/* Precise edges only on a fine page: a coarse grant must not learn when the register
+	 * changes any finer than its interval (the request is granted, coarse, without them). */
+	precise = (request.flags & WIRE_ENERGY_PAGE_PRECISE) != 0 && !coarse;
 	client->page_holds[client->page_hold_count++] =
-		(struct energy_page_hold){ .page = page, .rate_hz = rate };
+		(struct energy_page_hold){ .page = page, .rate_hz = rate, .precise = precise };
 	page->holders++;
 	update_rate(server);
-	reply_page(client, header, page, rate, fd);
+	reply_page(client, header, page, rate, precise, fd);
 }
 
 /* Forget pages nobody holds (they are made again on request). */
@@ -459,4 +495,7 @@ void energy_pages_free(struct msrd *server)
 	server->energy.page_rate_hz = 0;
 	free(server->energy.page_wanted);
 	server->energy.page_wanted = NULL;
+	energy_edges_set(server, NULL);
+	free(server->energy.edge_wanted);
+	server->energy.edge_wanted = NULL;
 }

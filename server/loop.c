@@ -329,6 +329,9 @@ static void dispatch_completion(struct msrd *server, const struct io_uring_cqe *
 	case TAG_ENERGY_PAGE:
 		energy_pages_on_timeout(server, cqe);
 		break;
+	case TAG_ENERGY_EDGE:
+		energy_edges_on_timeout(server, cqe);
+		break;
 	case TAG_IGNORE:
 	default:
 		break;
@@ -397,6 +400,12 @@ int loop_run(struct msrd *server)
 		}
 		io_uring_cq_advance(&loop->ring, seen);
 		privilege_log_refused();
+		if (energy_edges_spin_due(server)) {
+			/* Replies first: the spin stops at the next completion, never before it. */
+			finish_turn(server);
+			io_uring_submit(&loop->ring);
+			energy_edges_spin(server);
+		}
 	}
 	return status;
 }

@@ -117,6 +117,7 @@ enum loop_tag {
 	TAG_ENERGY = 8,   /* the energy sampler's timeout */
 	TAG_SCHEDULE = 9, /* a schedule's period timeout */
 	TAG_ENERGY_PAGE = 10, /* the energy pages' sampling timeout */
+	TAG_ENERGY_EDGE = 11, /* the precise edges' window timeout */
 };
 
 #define LOOP_BUFFER_GROUP 1
@@ -176,6 +177,7 @@ struct msrd_energy_page;
 struct energy_page_hold {
 	struct msrd_energy_page *page;
 	uint32_t rate_hz;
+	bool precise;                  /* asked for precise edges, and granted (a fine page) */
 };
 #define CLIENT_MAX_ENERGY_PAGES 8u
 
@@ -569,6 +571,30 @@ struct energy_counter {
 	uint64_t sample_tsc;
 	uint64_t update_ns;
 	uint64_t update_tsc;
+	/* The bracket of that change: the time taken before the read of the last sample that did
+	 * not see it (update_ns/update_tsc are taken after the read that did); the change before
+	 * it, its total and bracket. sample_lo_* is the last sample's time before its read. */
+	uint64_t sample_lo_ns;
+	uint64_t sample_lo_tsc;
+	uint64_t total_at_update;
+	uint64_t update_lo_ns;
+	uint64_t update_lo_tsc;
+	uint64_t previous_total;
+	uint64_t previous_update_ns;
+	uint64_t previous_update_tsc;
+	uint64_t previous_update_lo_ns;
+	uint64_t previous_update_lo_tsc;
+	/* Precise edges (energy_edges.c): the model of this register's update grid. */
+	struct energy_edge_model {
+		bool wanted;           /* a precise page shows this register */
+		bool locked;           /* an edge was seen sharp: the grid below is known */
+		uint64_t anchor_ns;    /* the grid point of the last edge seen */
+		double period_ns;      /* learnt update interval */
+		double variance_ns2;   /* of the edges around the predicted grid point */
+		uint64_t window_from_ns, window_to_ns; /* the window sampled now or next */
+		uint64_t next_ns;      /* the next sample of this register */
+		uint64_t windows, sharp_edges; /* for the log and tests */
+	} edge;
 };
 
 /* The previous reading one reader got from a counter under a coarse grant. */
@@ -594,6 +620,13 @@ struct energy_state {
 	struct __kernel_timespec page_timeout;
 	uint64_t page_samples;
 	bool *page_wanted;             /* per counter: some page holds it */
+	/* Precise edges (energy_edges.c): while some holder of a fine page asked for them. */
+	bool edges_on;
+	bool edge_armed;
+	bool edge_spin_due;            /* a window is open: read it at the end of this turn */
+	bool *edge_wanted;             /* per counter: some precise holder's page shows it */
+	struct __kernel_timespec edge_timeout;
+	uint64_t edge_samples;
 };
 
 /* Find every energy-status register of the machine, take a first sample, and log the period. */
@@ -635,6 +668,22 @@ uint64_t energy_now_ns(struct msrd *server);
  * the energy pages; energy_sample_some only the counters wanted[i] says (energy pages' own). */
 void energy_sample_all(struct msrd *server);
 void energy_sample_some(struct msrd *server, const bool *wanted);
+/* Read one energy register through `cpu` (one of its package's CPUs, or its own for a per-core
+ * register): the total extended, the sampler's times and the change's bracket updated; true when
+ * the register changed since the sampler's previous read (pages are not published). */
+bool energy_sample_counter(struct msrd *server, struct energy_counter *counter, uint32_t cpu);
+
+/* ---- precise edges (energy_edges.c) ---- */
+
+/* Turn window sampling on or off for the counters `wanted` marks (NULL: off). While on, msrd
+ * reads each such register densely only in a short window around its predicted update (learnt
+ * from its own samples), so the page's bracket of the last update is a few microseconds wide. */
+void energy_edges_set(struct msrd *server, const bool *wanted);
+void energy_edges_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe);
+/* A window opened this turn: the loop calls energy_edges_spin once the turn's completions are
+ * consumed and its replies submitted. */
+bool energy_edges_spin_due(const struct msrd *server);
+void energy_edges_spin(struct msrd *server);
 
 /* ---- energy pages (energy_page.c) ---- */
 
@@ -654,8 +703,10 @@ void energy_pages_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe
 bool energy_pages_coarse_reading(struct msrd *server, const struct energy_counter *counter,
 				  const struct policy_energy_limit *limit, uint64_t *raw,
 				  uint64_t *total);
-/* Write the latest sample into every page (after energy_sample_all). */
+/* Write the latest sample into every page (after energy_sample_all); _fine into fine pages
+ * only (the precise edges' windows). */
 void energy_pages_publish(struct msrd *server);
+void energy_pages_publish_fine(struct msrd *server);
 /* The page sampling period while pages are held; 0 otherwise. */
 uint64_t energy_pages_period_ns(const struct msrd *server);
 /* At exit: every page is marked DEAD and unmapped. */

@@ -8,6 +8,9 @@
  *          256: entry_count entries of 64 bytes, one cache line each: identity (cpu, package,
  *              domain, exponent, per_cpu) then total, sample_ns, raw, sample_tsc, update_ns,
  *              update_tsc (struct energy_page_entry)
+ *          then (version 3) entry_count records of 64 bytes, the brackets of each entry's last
+ *              two updates: update_lo_ns, update_lo_tsc, previous_total, previous_update_ns,
+ *              previous_update_tsc, previous_update_lo_ns, previous_update_lo_tsc, reserved
  *
  * A client's read (energy_page_read_total) touches two lines: the words and its entry.
  *
@@ -37,6 +40,7 @@
 
 #define PAGE_HEADER_BYTES 256u
 #define PAGE_ENTRY_BYTES 64u
+#define PAGE_EDGES_BYTES 64u
 #define PAGE_ROUND 4096u
 #define PAGE_MEMFD_MODE 0444
 
@@ -72,6 +76,28 @@ static struct page_header *header_of(void *mapping)
 	return mapping;
 }
 
+/* Version 3: the brackets of each entry's last two updates, in a second array after the
+ * entries (entry i's at PAGE_HEADER_BYTES + entry_count * PAGE_ENTRY_BYTES + i *
+ * PAGE_EDGES_BYTES), written in the same write sections; the fast path's entry stays one line. */
+struct page_edges {
+	_Atomic uint64_t update_lo_ns;
+	_Atomic uint64_t update_lo_tsc;
+	_Atomic uint64_t previous_total;
+	_Atomic uint64_t previous_update_ns;
+	_Atomic uint64_t previous_update_tsc;
+	_Atomic uint64_t previous_update_lo_ns;
+	_Atomic uint64_t previous_update_lo_tsc;
+	uint64_t reserved;
+};
+
+_Static_assert(sizeof(struct page_edges) == PAGE_EDGES_BYTES, "edges layout is part of the ABI");
+
+static struct page_edges *edges_of(void *mapping, uint32_t entry_count)
+{
+	return (struct page_edges *)((uint8_t *)mapping + PAGE_HEADER_BYTES +
+				     (size_t)entry_count * PAGE_ENTRY_BYTES);
+}
+
 static struct energy_page_entry *entries_of(void *mapping)
 {
 	return (struct energy_page_entry *)((uint8_t *)mapping + PAGE_HEADER_BYTES);
@@ -83,7 +109,7 @@ int energy_page_bytes_for(uint32_t entry_count, size_t *bytes)
 
 	if (bytes == NULL || entry_count == 0 || entry_count > ENERGY_PAGE_MAX_ENTRIES)
 		return -EINVAL;
-	needed = PAGE_HEADER_BYTES + (size_t)entry_count * PAGE_ENTRY_BYTES;
+	needed = PAGE_HEADER_BYTES + (size_t)entry_count * (PAGE_ENTRY_BYTES + PAGE_EDGES_BYTES);
 	*bytes = (needed + PAGE_ROUND - 1) / PAGE_ROUND * PAGE_ROUND;
 	return 0;
 }
@@ -170,6 +196,7 @@ void energy_page_put(struct energy_page_writer *writer, uint32_t index,
 		     const struct energy_page_reading *reading)
 {
 	struct energy_page_entry *entry;
+	struct page_edges *edges;
 
 	if (index >= writer->entry_count)
 		return;
@@ -180,6 +207,19 @@ void energy_page_put(struct energy_page_writer *writer, uint32_t index,
 	atomic_store_explicit(&entry->sample_tsc, reading->sample_tsc, memory_order_relaxed);
 	atomic_store_explicit(&entry->update_ns, reading->update_ns, memory_order_relaxed);
 	atomic_store_explicit(&entry->update_tsc, reading->update_tsc, memory_order_relaxed);
+	edges = &edges_of(writer->mapping, writer->entry_count)[index];
+	atomic_store_explicit(&edges->update_lo_ns, reading->update_lo_ns, memory_order_relaxed);
+	atomic_store_explicit(&edges->update_lo_tsc, reading->update_lo_tsc, memory_order_relaxed);
+	atomic_store_explicit(&edges->previous_total, reading->previous_total,
+			      memory_order_relaxed);
+	atomic_store_explicit(&edges->previous_update_ns, reading->previous_update_ns,
+			      memory_order_relaxed);
+	atomic_store_explicit(&edges->previous_update_tsc, reading->previous_update_tsc,
+			      memory_order_relaxed);
+	atomic_store_explicit(&edges->previous_update_lo_ns, reading->previous_update_lo_ns,
+			      memory_order_relaxed);
+	atomic_store_explicit(&edges->previous_update_lo_tsc, reading->previous_update_lo_tsc,
+			      memory_order_relaxed);
 }
 
 void energy_page_end(struct energy_page_writer *writer)
@@ -354,12 +394,14 @@ int energy_page_read(const struct energy_page_reader *reader, uint32_t index,
 {
 	const struct page_header *header;
 	const struct energy_page_entry *entry;
+	const struct page_edges *edges;
 
 	if (reader == NULL || reader->mapping == NULL || reading == NULL ||
 	    index >= reader->info.entry_count)
 		return -ERANGE;
 	header = reader->mapping;
 	entry = &reader_entries(reader)[index];
+	edges = &edges_of((void *)reader->mapping, reader->info.entry_count)[index];
 	for (unsigned attempt = 0; attempt < ENERGY_PAGE_READ_ATTEMPTS; attempt++) {
 		uint64_t before = atomic_load_explicit(&header->sequence, memory_order_acquire);
 		if (before & ENERGY_PAGE_SEQUENCE_WRITING)
@@ -370,6 +412,20 @@ int energy_page_read(const struct energy_page_reader *reader, uint32_t index,
 		reading->sample_tsc = atomic_load_explicit(&entry->sample_tsc, memory_order_relaxed);
 		reading->update_ns = atomic_load_explicit(&entry->update_ns, memory_order_relaxed);
 		reading->update_tsc = atomic_load_explicit(&entry->update_tsc, memory_order_relaxed);
+		reading->update_lo_ns = atomic_load_explicit(&edges->update_lo_ns,
+							     memory_order_relaxed);
+		reading->update_lo_tsc = atomic_load_explicit(&edges->update_lo_tsc,
+							      memory_order_relaxed);
+		reading->previous_total = atomic_load_explicit(&edges->previous_total,
+							       memory_order_relaxed);
+		reading->previous_update_ns = atomic_load_explicit(&edges->previous_update_ns,
+								   memory_order_relaxed);
+		reading->previous_update_tsc = atomic_load_explicit(&edges->previous_update_tsc,
+								    memory_order_relaxed);
+		reading->previous_update_lo_ns =
+			atomic_load_explicit(&edges->previous_update_lo_ns, memory_order_relaxed);
+		reading->previous_update_lo_tsc =
+			atomic_load_explicit(&edges->previous_update_lo_tsc, memory_order_relaxed);
 		atomic_thread_fence(memory_order_acquire);
 		if (atomic_load_explicit(&header->sequence, memory_order_relaxed) != before)
 			continue;

@@ -5,8 +5,10 @@
  * client holds a page, msrd samples the registers at a rate the policy bounds and writes, per
  * register (one entry per package, or per core for AMD's core energy): the 64-bit total, the
  * raw 32-bit register, its unit exponent, and the CLOCK_MONOTONIC_RAW and TSC times of the last
- * sample and of the last sample that saw the register change. Clients map the page read-only
- * and read it without a round trip.
+ * sample and of the last sample that saw the register change, with the bracket of that change
+ * (the last sample before it that did not see it: the register changed between the two) and the
+ * same of the change before it (its total and bracket: the power of the last update interval).
+ * Clients map the page read-only and read it without a round trip.
  *
  * Guarantees:
  *  - A reader never returns a torn snapshot: the writer (one, msrd) marks a sequence word as
@@ -34,7 +36,7 @@
 #include <stdint.h>
 
 #define ENERGY_PAGE_MAGIC UINT64_C(0x3147504543454148) /* "HAECEPG1" little-endian */
-#define ENERGY_PAGE_LAYOUT_VERSION 2u
+#define ENERGY_PAGE_LAYOUT_VERSION 3u
 #define ENERGY_PAGE_MAX_ENTRIES 4096u
 
 /* Page states (the state word). */
@@ -76,6 +78,18 @@ struct energy_page_reading {
 	uint64_t sample_tsc;       /* TSC of the same */
 	uint64_t update_ns;        /* CLOCK_MONOTONIC_RAW of the last sample that saw a change */
 	uint64_t update_tsc;
+	/* The bracket of the last change: the last sample before update_ns that did not see it
+	 * (taken before that sample's read; update_ns is taken after the read that saw it).
+	 * 0 when unknown (the first sample, and always on a coarse page). */
+	uint64_t update_lo_ns;
+	uint64_t update_lo_tsc;
+	/* The change before it: the total it showed and its bracket (0 when unknown, always on a
+	 * coarse page). */
+	uint64_t previous_total;
+	uint64_t previous_update_ns;
+	uint64_t previous_update_tsc;
+	uint64_t previous_update_lo_ns;
+	uint64_t previous_update_lo_tsc;
 	uint64_t sequence;         /* the page's sequence word the reading was taken under */
 	uint8_t exponent;
 	uint32_t state;            /* enum energy_page_state at the time of the reading */

@@ -250,7 +250,8 @@ static void test_resource_messages(void **state)
 	assert_int_equal(total, 1ull << 40 | 5);
 	assert_int_equal(wire_get_energy_reading(buffer, 15, &raw, &total), -EBADMSG);
 
-	struct wire_energy_page_request page_request = { 0x611, 10000 }, page_request_out;
+	struct wire_energy_page_request page_request = { 0x611, 10000, WIRE_ENERGY_PAGE_PRECISE },
+					page_request_out;
 	struct wire_energy_page page = { 0x611, WIRE_ENERGY_PAGE_COARSE, 2, 1000, 50, 1000000,
 					 4096 }, page_out;
 	wire_writer_init(&writer, buffer, sizeof(buffer));
@@ -258,6 +259,14 @@ static void test_resource_messages(void **state)
 	assert_int_equal(writer.used, WIRE_ENERGY_PAGE_REQUEST_SIZE);
 	assert_int_equal(wire_get_energy_page_request(buffer, writer.used, &page_request_out), 0);
 	assert_int_equal(page_request_out.rate_hz, 10000);
+	assert_int_equal(page_request_out.flags, WIRE_ENERGY_PAGE_PRECISE);
+	/* Version 1's 8-byte request: no flags. */
+	assert_int_equal(wire_get_energy_page_request(buffer, 8, &page_request_out), 0);
+	assert_int_equal(page_request_out.flags, 0);
+	buffer[8] |= 0x80; /* a flag nobody knows */
+	assert_int_equal(wire_get_energy_page_request(buffer, writer.used, &page_request_out),
+			 -EINVAL);
+	buffer[8] &= 0x7f;
 	assert_int_equal(wire_get_energy_page_request(buffer, writer.used - 1, &page_request_out),
 			 -EBADMSG);
 	assert_int_equal(wire_get_energy_page_request(buffer, writer.used + 1, &page_request_out),
@@ -272,7 +281,7 @@ static void test_resource_messages(void **state)
 		    page_out.resolution_uj == page.resolution_uj && page_out.bytes == page.bytes);
 	assert_int_equal(wire_get_energy_page(buffer, writer.used - 1, &page_out), -EBADMSG);
 	assert_int_equal(wire_get_energy_page(buffer, writer.used + 1, &page_out), -EBADMSG);
-	buffer[4] = 0x3; /* an unknown flag */
+	buffer[4] = 0x4; /* an unknown flag (1 coarse, 2 precise edges) */
 	assert_int_equal(wire_get_energy_page(buffer, writer.used, &page_out), -EINVAL);
 
 	wire_writer_init(&writer, buffer, sizeof(buffer));

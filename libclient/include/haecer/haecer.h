@@ -346,6 +346,7 @@ struct haecer_energy_region {
 	uint64_t start_update_tsc;  /* the update it synchronised to (estimate) */
 	uint64_t start_poll_tsc;    /* when the poll that saw it returned */
 	uint64_t start_smi;
+	uint64_t start_bracket;     /* ticks the start update is known to */
 	bool active;
 };
 
@@ -394,7 +395,17 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 
 /* An energy reading with what it cannot tell: the register changes only at its updates (about
  * every 1 ms), so a difference of two readings is off by up to one update's energy, and a reading
- * shows the energy of an update up to age_max_ns ago. */
+ * shows the energy of an update up to age_max_ns ago.
+ *
+ * Beside the register's total, an estimate of the energy at the moment of the read: when msrd's
+ * energy page brackets the register's updates (precise edges, asked for by this call), the total
+ * of the last update plus the power of the update interval before it times the time since the
+ * update (update_age_ns). A difference of two estimates is then off by the change of power
+ * within about one update interval at each end, not by up to one update's energy. It is an
+ * estimate: the energy after the last update is extrapolated, not counted, and a later reading's
+ * estimate can be lower than an earlier one's (the register totals, value and joules, never go
+ * back). Without precise edges (HAECER_ENERGY_EXACT, a round trip, a coarse grant)
+ * estimated is false and the estimate is the register's total with update_joules as its +-. */
 struct haecer_energy_reading {
 	uint64_t value;             /* as haecer_counter_read (units) */
 	double joules;              /* value * unit */
@@ -403,9 +414,15 @@ struct haecer_energy_reading {
 				     * is 10 ms or more ago, else the domain's maximum */
 	uint64_t age_max_ns;        /* the update shown is at most this old (1 ms + 50 us + the
 				     * round trip; an SMI can add to it) */
+	bool estimated;             /* estimate_joules extrapolates from a bracketed update */
+	double estimate_joules;     /* energy at the read: joules + watts_last_update x age */
+	double estimate_uncertainty_joules; /* its +- from the brackets (not power changes) */
+	double watts_last_update;   /* the power of the last update interval (estimated only) */
+	uint64_t update_age_ns;     /* from the last update (its bracket's middle) to the read */
+	uint64_t update_bracket_ns; /* how well that update's time is known */
 };
 
-/* Read an energy counter with its uncertainty (one msrd round trip). */
+/* Read an energy counter with its uncertainty (the energy page, else one msrd round trip). */
 int haecer_counter_read_energy(struct haecer_counter *counter,
 			       struct haecer_energy_reading *out);
 

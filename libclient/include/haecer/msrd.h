@@ -260,6 +260,7 @@ int haecer_energy_read(struct haecer_conn *conn, uint32_t cpu, uint32_t address,
 struct haecer_energy_page_info {
 	uint32_t address;
 	bool coarse;
+	bool precise_edges;        /* granted: msrd brackets each update to a few microseconds */
 	uint32_t entry_count;
 	uint32_t rate_hz;          /* the sampling rate msrd granted */
 	uint32_t min_interval_ms;  /* coarse only */
@@ -268,6 +269,17 @@ struct haecer_energy_page_info {
 };
 int haecer_energy_page_open(struct haecer_conn *conn, uint32_t address, uint32_t rate_hz,
 			    struct haecer_energy_page_info *info, int *fd);
+
+/* The same, with flags. HAECER_ENERGY_PAGE_PRECISE asks for precise edges while this connection
+ * holds the page: msrd learns the register's update grid and reads it densely (every few
+ * microseconds) only in a short window around each predicted update, so the page's bracket of
+ * the last update (update_lo_ns .. update_ns, shm/energy_page.h) is a few microseconds wide; a
+ * window that missed its update (an SMI, a late wake) leaves a wide bracket, which says so. It
+ * costs msrd about 13 register reads per update of the register while held. Granted only on a
+ * fine page (info->precise_edges): a coarse grant gets its coarse page without them. */
+#define HAECER_ENERGY_PAGE_PRECISE 0x1u
+int haecer_energy_page_request(struct haecer_conn *conn, uint32_t address, uint32_t rate_hz,
+			       uint32_t flags, struct haecer_energy_page_info *info, int *fd);
 
 /* In batches (haecer_msr_batch, haecer_batch_register/run): kind HAECER_MSR_ENERGY_READ gives
  * value = raw and total = the 64-bit total; kind HAECER_MSR_SLOT_READ reads slot `address`

@@ -1,0 +1,306 @@
+/*
+ * server/energy_edges.c — precise update edges for energy pages (seed 001 2.3.2-2.3.3).
+ *
+ * A RAPL energy register changes about once a millisecond (SDM vol. 3B 14.9.3), each update
+ * within about +-20 us of its mark (seed 001 2.3.2), SMIs shifting some. A region shorter than a
+ * few updates is measured from update to update (libclient/haecer_energy.c), so its error is how
+ * well the two update times are known. The thesis knew them to a tight loop's ~250 ns; a client
+ * polling through msrd knows them only to a round trip (tens of microseconds).
+ *
+ * While a holder of a fine energy page asked for precise edges, msrd learns each such
+ * register's update grid from its own samples (a phase-locked estimate: the grid point of the
+ * last edge and the interval, corrected by a fraction of each new edge's offset; the spread of
+ * those offsets sizes the window) and reads the register back to back only in a window of +-3.5
+ * standard deviations (at most +-EDGE_WINDOW_MAX_NS) around the predicted edge, opened
+ * EDGE_WAKE_MARGIN_NS earlier still (timer wakes come tens of microseconds late on a busy host:
+ * without the margin a quarter of the windows missed their update on the 2-core build host). A
+ * timer wakes msrd at the window's start; at the end of that loop turn (its replies submitted)
+ * msrd reads the register until it changes, the window ends, or any completion arrives (a
+ * client's request: the spin stops at once and goes on at the end of the next turn). The spin is
+ * bounded by the window (at most 2 x EDGE_WINDOW_MAX_NS + EDGE_WAKE_MARGIN_NS = 140 us) and
+ * never delays a request by more than the one register read under way when it arrived. No timer
+ * runs inside a window (it would only interrupt the spin); the window's end is its backstop.
+ * Timer wakes every few microseconds were tried first: they came 15-100 us apart, brackets as
+ * wide as a round trip. Each change carries its bracket — the time before the read of the last
+ * sample that did not see it, the time after the read of the first that did — published in the
+ * page: a client takes the edge from there, with the bracket as its uncertainty. A window that
+ * missed its edge (an SMI, a late wake, an early update) ends in sampling every
+ * EDGE_SEARCH_SPACING_NS until the change is seen, and the wide bracket says so.
+ *
+ * io_uring's timeouts are hrtimers armed without the thread's timer slack (io_uring/timeout.c),
+ * so no prctl(PR_SET_TIMERSLACK) is needed (msrd's seccomp filter does not allow it anyway).
+ *
+ * Cost, bounded here and not by the page rate: msrd spins for at most 140 us per update of each
+ * wanted register, typically the margin plus half a window (about 60 us: ~6 % of one CPU per
+ * register; bench/fidelity prints msrd's CPU with and without). A fine grant can already poll
+ * the register by round trip as densely, so precise edges tell its holder nothing its grant
+ * does not; coarse grants never get them (energy_page.c).
+ *
+ * Reading a package-scoped register from another CPU of the package costs that CPU an IPI (the
+ * msr driver's rdmsr_on_cpu). The windows read it through the CPU msrd runs on when that CPU is
+ * in the register's package (sched_getcpu just before the read: a migration in between costs at
+ * most one IPI), so dense sampling does not interrupt the measured CPUs; a register of another
+ * package is read through its own CPU (no way around the IPI there).
+ */
+#include "server/server.h"
+
+#include <math.h>
+#include <sched.h>
+
+#define EDGE_NOMINAL_NS 1000000.0     /* "approximately 1 ms" */
+#define EDGE_SPACING_NS 4000ull       /* between reads inside a window */
+#define EDGE_SEARCH_SPACING_NS 20000ull /* before the grid is known, and after a missed window */
+#define EDGE_WINDOW_MIN_NS 12000.0
+#define EDGE_WINDOW_MAX_NS 50000.0
+#define EDGE_SIGMAS 3.5
+#define EDGE_WAKE_MARGIN_NS 40000ull
+#define EDGE_INITIAL_SIGMA_NS 12000.0
+/* An edge whose bracket is at most this wide teaches the grid; wider ones only keep its count.
+ * A window's reads come EDGE_SPACING_NS apart at best; a wake and a read of the simulated CPU
+ * took 15-20 us on the 2-core build host, so brackets of about 20 us are the window working. */
+#define EDGE_SHARP_NS 30000ull
+#define EDGE_PHASE_GAIN 0.25
+#define EDGE_PERIOD_GAIN 0.02
+#define EDGE_VARIANCE_GAIN 0.1
+
+static uint64_t now_raw_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static bool virtual_time(const struct msrd *server)
+{
+	return server->config->backend.sim_virtual_time &&
+	       backend_kind(server->backend) == BACKEND_SIM;
+}
+
+/* A CPU of the register's package that is this thread's own, if msrd runs in that package. */
+static uint32_t read_cpu(const struct msrd *server, const struct energy_counter *counter)
+{
+	const struct machine_info *machine = &server->machine;
+	int here = sched_getcpu();
+
+	if (counter->domain == RAPL_DOMAIN_AMD_CORE || here < 0 ||
+	    (uint32_t)here >= machine->cpu_count)
+		return counter->cpu;
+	return machine->cpu_package[here] == machine->cpu_package[counter->cpu] ? (uint32_t)here
+									       : counter->cpu;
+}
+
+static void plan_window(struct energy_edge_model *model)
+{
+	double sigma = sqrt(model->variance_ns2);
+	double half = EDGE_SIGMAS * sigma;
+	uint64_t predicted = model->anchor_ns + (uint64_t)llround(model->period_ns);
+
+	if (half < EDGE_WINDOW_MIN_NS)
+		half = EDGE_WINDOW_MIN_NS;
+	if (half > EDGE_WINDOW_MAX_NS)
+		half = EDGE_WINDOW_MAX_NS;
+	/* The spin starts EDGE_WAKE_MARGIN_NS earlier still: a timer wake comes tens of
+	 * microseconds late on a busy host, and a wake after the update misses it. */
+	model->window_from_ns = predicted - (uint64_t)half - EDGE_WAKE_MARGIN_NS;
+	model->window_to_ns = predicted + (uint64_t)half;
+	model->next_ns = model->window_from_ns;
+	model->windows++;
+}
+
+/* A change was seen with bracket [lo, hi]: teach the grid (sharp) or keep its count (blurred). */
+static void learn(struct energy_edge_model *model, uint64_t lo, uint64_t hi)
+{
+	uint64_t edge = lo + (hi - lo) / 2;
+	bool sharp = lo != 0 && hi - lo <= EDGE_SHARP_NS;
+	double n, residual, predicted;
+
+	if (!model->locked) {
+		/* The first edge, from the search's coarser reads: a wider first window. */
+		double half_bracket = (double)(hi - lo) / 2.0;
+
+		if (lo == 0 || hi - lo > 2 * EDGE_SEARCH_SPACING_NS)
+			return;
+		model->locked = true;
+		model->anchor_ns = edge;
+		model->period_ns = EDGE_NOMINAL_NS;
+		model->variance_ns2 = EDGE_INITIAL_SIGMA_NS * EDGE_INITIAL_SIGMA_NS +
+				      half_bracket * half_bracket;
+		return;
+	}
+	n = nearbyint((double)(int64_t)(edge - model->anchor_ns) / model->period_ns);
+	if (n < 1.0)
+		n = 1.0;
+	predicted = (double)model->anchor_ns + n * model->period_ns;
+	residual = (double)edge - predicted;
+	if (!sharp) {
+		/* Where the grid says it was; the miss widens the next windows. */
+		model->anchor_ns = (uint64_t)llround(predicted);
+		model->variance_ns2 += (EDGE_WINDOW_MAX_NS * EDGE_WINDOW_MAX_NS / 4.0 -
+					model->variance_ns2) * EDGE_VARIANCE_GAIN;
+		return;
+	}
+	if (fabs(residual) > model->period_ns / 4.0) {
+		/* Lost (a long stall, a domain that skipped): start again from this edge. */
+		model->anchor_ns = edge;
+		model->variance_ns2 = EDGE_INITIAL_SIGMA_NS * EDGE_INITIAL_SIGMA_NS;
+		return;
+	}
+	model->anchor_ns = (uint64_t)llround(predicted + EDGE_PHASE_GAIN * residual);
+	model->period_ns += EDGE_PERIOD_GAIN * residual / n;
+	model->variance_ns2 += (residual * residual - model->variance_ns2) * EDGE_VARIANCE_GAIN;
+	model->sharp_edges++;
+}
+
+/* One read of the register in its window, and what comes next. */
+static bool sample(struct msrd *server, struct energy_counter *counter, uint64_t now)
+{
+	struct energy_edge_model *model = &counter->edge;
+	bool changed = energy_sample_counter(server, counter, read_cpu(server, counter));
+
+	server->energy.edge_samples++;
+	now = counter->sample_ns ? counter->sample_ns : now;
+	if (changed) {
+		learn(model, counter->update_lo_ns, counter->update_ns);
+		if (model->locked)
+			plan_window(model);
+		else
+			model->next_ns = now + EDGE_SEARCH_SPACING_NS;
+		return true;
+	}
+	if (!model->locked || now >= model->window_to_ns)
+		model->next_ns = now + EDGE_SEARCH_SPACING_NS;
+	else if (now >= model->window_from_ns)
+		model->next_ns = now + EDGE_SPACING_NS;
+	else
+		model->next_ns = model->window_from_ns;
+	return false;
+}
+
+static void arm(struct msrd *server)
+{
+	struct energy_state *energy = &server->energy;
+	uint64_t next = UINT64_MAX, now, delay;
+	struct io_uring_sqe *sqe;
+
+	if (energy->edge_armed || !energy->edges_on || server->stopping)
+		return;
+	for (uint32_t i = 0; i < energy->count; i++) {
+		const struct energy_edge_model *model = &energy->counters[i].edge;
+		uint64_t due = model->next_ns;
+
+		/* Inside an open window the spin reads (it resumes after every loop turn that
+		 * interrupted it): a timer every few microseconds would only interrupt it; the
+		 * window's end is the backstop. */
+		if (model->locked && due > model->window_from_ns && due < model->window_to_ns)
+			due = model->window_to_ns;
+		if (model->wanted && due < next)
+			next = due;
+	}
+	if (next == UINT64_MAX)
+		return;
+	now = now_raw_ns();
+	delay = next > now ? next - now : 1;
+	energy->edge_timeout = (struct __kernel_timespec){
+		.tv_sec = (long long)(delay / 1000000000ull),
+		.tv_nsec = (long long)(delay % 1000000000ull),
+	};
+	sqe = loop_sqe(&server->loop);
+	io_uring_prep_timeout(sqe, &energy->edge_timeout, 0, 0);
+	io_uring_sqe_set_data64(sqe, loop_user_data(server, TAG_ENERGY_EDGE, 0));
+	energy->edge_armed = true;
+}
+
+void energy_edges_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe)
+{
+	struct energy_state *energy = &server->energy;
+	bool changed = false;
+	uint64_t now;
+
+	energy->edge_armed = false;
+	if (cqe->res == -ECANCELED || !energy->edges_on)
+		return;
+	now = now_raw_ns();
+	for (uint32_t i = 0; i < energy->count; i++) {
+		struct energy_counter *counter = &energy->counters[i];
+
+		if (counter->edge.wanted && counter->edge.next_ns <= now)
+			changed |= sample(server, counter, now);
+	}
+	/* Only a change is worth a publication; the page sampler keeps sample times fresh. */
+	if (changed)
+		energy_pages_publish_fine(server);
+	/* A window that is open now is read on at the end of this turn (energy_edges_spin). */
+	for (uint32_t i = 0; i < energy->count; i++) {
+		const struct energy_edge_model *model = &energy->counters[i].edge;
+
+		if (model->wanted && model->locked && model->next_ns < model->window_to_ns &&
+		    model->next_ns >= model->window_from_ns)
+			energy->edge_spin_due = true;
+	}
+	arm(server);
+}
+
+bool energy_edges_spin_due(const struct msrd *server)
+{
+	return server->energy.edge_spin_due;
+}
+
+void energy_edges_spin(struct msrd *server)
+{
+	struct energy_state *energy = &server->energy;
+	bool changed = false;
+
+	energy->edge_spin_due = false;
+	if (!energy->edges_on)
+		return;
+	for (uint32_t i = 0; i < energy->count; i++) {
+		struct energy_counter *counter = &energy->counters[i];
+		struct energy_edge_model *model = &counter->edge;
+		uint64_t now = now_raw_ns();
+
+		if (!model->wanted || !model->locked || now < model->window_from_ns)
+			continue;
+		/* Read until the change, the window's end, or work for the loop: a completion
+		 * (a client's request, a timer) stops the spin at once, so no client waits for it
+		 * longer than one register read; the window goes on by timer. */
+		while (now < model->window_to_ns && model->next_ns < model->window_to_ns) {
+			if (io_uring_cq_ready(&server->loop.ring) != 0) {
+				/* Goes on after the loop's turn. */
+				energy->edge_spin_due = true;
+				break;
+			}
+			if (sample(server, counter, now)) {
+				changed = true;
+				break;
+			}
+			now = now_raw_ns();
+		}
+	}
+	if (changed)
+		energy_pages_publish_fine(server);
+	arm(server);
+}
+
+void energy_edges_set(struct msrd *server, const bool *wanted)
+{
+	struct energy_state *energy = &server->energy;
+	bool on = false;
+	uint64_t now = now_raw_ns();
+
+	for (uint32_t i = 0; i < energy->count; i++) {
+		struct energy_edge_model *model = &energy->counters[i].edge;
+		bool want = wanted != NULL && wanted[i] && !virtual_time(server);
+
+		if (want && !model->wanted) {
+			*model = (struct energy_edge_model){ .wanted = true, .next_ns = now };
+		} else if (!want) {
+			model->wanted = false;
+		}
+		on |= want;
+	}
+	if (on != energy->edges_on)
+		log_info("energy pages: precise edges %s", on ? "on" : "off");
+	energy->edges_on = on;
+	arm(server);
+}

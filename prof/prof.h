@@ -178,6 +178,10 @@ void prof_timer_finish(struct prof_timer *timer, struct prof_writer *writer);
 /* started: the agent spoke (its constructor ran in the program) */
 void prof_timer_counts(const struct prof_timer *timer, uint64_t *samples, uint64_t *lost,
 		       bool *broken, bool *started);
+/* Threads that ended with CPU time but no sample: the timer fires on the kernel's tick, so a
+ * thread whose short runs fall between ticks is never seen, and its energy is not the program's
+ * in the report. */
+void prof_timer_unsampled(const struct prof_timer *timer, uint64_t *threads, uint64_t *cpu_ns);
 void prof_timer_close(struct prof_timer *timer);
 
 /* ---- symbols ---- */

@@ -845,6 +845,18 @@ int prof_record(const struct prof_record_options *options)
 		if (broken)
 			meta(&recorder, "timer_note=the agent sent a record that made no sense; "
 					"what followed it was dropped");
+		uint64_t unsampled_threads, unsampled_ns;
+		prof_timer_unsampled(timer, &unsampled_threads, &unsampled_ns);
+		if (unsampled_threads > 0) {
+			meta(&recorder,
+			     "timer_note=%" PRIu64 " thread(s) ran %.1f ms of CPU time in all but no "
+			     "timer tick fell in their runs: they have no samples, and their energy "
+			     "is under other/idle, not the program's (perf's sampler has no such gap)",
+			     unsampled_threads, (double)unsampled_ns / 1e6);
+			fprintf(stderr, "haecer-prof: %" PRIu64 " thread(s) with %.1f ms of CPU time got no "
+				"timer sample; see the report's note\n", unsampled_threads,
+				(double)unsampled_ns / 1e6);
+		}
 		if (!started) {
 			static const char never[] =
 				"the timer agent never started in the program: it does not load "

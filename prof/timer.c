@@ -52,6 +52,8 @@ struct prof_timer {
 	struct task_share *tasks;
 	size_t task_count, task_capacity;
 	uint64_t samples, lost;
+	/* Threads that ended with CPU time but without a sample (no tick fell in their runs). */
+	uint64_t unsampled_threads, unsampled_ns;
 };
 
 static uint64_t now_ns(void)
@@ -255,6 +257,13 @@ static void thread_ended(struct prof_timer *timer, struct prof_writer *writer,
 		if (timer->tasks[i].tid == end->tid)
 			sampled += timer->tasks[i].ns;
 	uint64_t tail = end->ns > sampled ? end->ns - sampled : 0;
+	bool any = false;
+	for (size_t i = 0; i < timer->task_count; i++)
+		any = any || timer->tasks[i].tid == end->tid;
+	if (!any && end->ns > 0) {
+		timer->unsampled_threads++;
+		timer->unsampled_ns += end->ns;
+	}
 	for (size_t i = 0; i < timer->task_count;) {
 		struct task_share *share = &timer->tasks[i];
 		if (share->tid != end->tid) {
@@ -376,6 +385,12 @@ void prof_timer_counts(const struct prof_timer *timer, uint64_t *samples, uint64
 	*samples = timer->samples;
 	*lost = timer->lost;
 	*broken = timer->broken;
+}
+
+void prof_timer_unsampled(const struct prof_timer *timer, uint64_t *threads, uint64_t *cpu_ns)
+{
+	*threads = timer->unsampled_threads;
+	*cpu_ns = timer->unsampled_ns;
 }
 
 void prof_timer_close(struct prof_timer *timer)

@@ -9,6 +9,10 @@
  *                                        1 ms in every 2 ms
  *   helper_prof_work sleeper SECONDS     thread "busy" busy, thread "sleepy" busy 1 ms in
  *                                        every 20 ms
+ *   helper_prof_work sleeper-odd SECONDS the same with "sleepy" busy 1.7 ms in every 18.3 ms:
+ *                                        20 ms is five 4 ms ticks, and a thread woken by a
+ *                                        timer each 20 ms can run between the same two ticks
+ *                                        every time, never seen by a CPU-time timer
  *   helper_prof_work handlers SECONDS    as functions, with its own SIGPROF profiling timer
  *                                        and its own handler for the timer sampler's signal
  *                                        ($HAECER_PROF_SIGNAL, else SIGRTMAX-3), which it sends
@@ -20,6 +24,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,7 +195,7 @@ static int own_handlers(uint64_t until)
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s functions|threads|sleeper SECONDS\n", argv[0]);
+		fprintf(stderr, "usage: %s functions|threads|sleeper|sleeper-odd SECONDS\n", argv[0]);
 		return 2;
 	}
 	uint64_t duration = (uint64_t)(atof(argv[2]) * 1e9);
@@ -215,10 +220,12 @@ int main(int argc, char **argv)
 					.until_ns = until };
 		return two_threads(&heavy, &light);
 	}
-	if (strcmp(argv[1], "sleeper") == 0) {
+	if (strcmp(argv[1], "sleeper") == 0 || strcmp(argv[1], "sleeper-odd") == 0) {
+		bool odd = strcmp(argv[1], "sleeper-odd") == 0;
 		struct worker busy = { .name = "busy", .until_ns = until };
-		struct worker sleepy = { .name = "sleepy", .busy_ns = 1000000,
-					 .period_ns = 20000000, .until_ns = until };
+		struct worker sleepy = { .name = "sleepy", .busy_ns = odd ? 1700000 : 1000000,
+					 .period_ns = odd ? 18300000 : 20000000,
+					 .until_ns = until };
 		return two_threads(&busy, &sleepy);
 	}
 	if (strcmp(argv[1], "handlers") == 0)

@@ -35,6 +35,7 @@
 #ifndef PROF_SAMPLER
 #define PROF_SAMPLER "perf"
 #define PROF_FUNCTIONS_MODE "functions"
+#define PROF_SLEEPER_MODE "sleeper"
 #define PROF_TICK_SAMPLER 0
 #endif
 #define PERIOD_NS 1000000.0
@@ -304,7 +305,7 @@ int main(void)
 	fprintf(stderr, "simulated package: %.3f W; %d host CPUs\n", watts, cpus);
 	if (check_functions(watts, cpus) ||
 	    check_threads("threads", "heavy", "light", watts, cpus) ||
-	    check_threads("sleeper", "busy", "sleepy", watts, cpus))
+	    check_threads(PROF_SLEEPER_MODE, "busy", "sleepy", watts, cpus))
 		goto out;
 #ifdef PROF_EXTRA_CHECK
 	if (PROF_EXTRA_CHECK())

@@ -20,6 +20,9 @@ static int check_program_handlers(void);
  * with a 250 Hz tick is seen at one phase of it (aliasing, said in haecer-prof(1)); the same 3:1
  * split in a cycle out of step is what this test measures. */
 #define PROF_FUNCTIONS_MODE "functions-odd"
+/* Likewise the sleeping thread: woken every 20 ms (five ticks) it can run between the same two
+ * ticks every time and get no sample at all (the report then says so in a note). */
+#define PROF_SLEEPER_MODE "sleeper-odd"
 /* On a busy host the ticks that find the program running fall at random phases of it: the
  * function shares get a random sample's error on top of the 5 % (the threads' shares do not:
  * each thread's exact CPU time is reported at its end). */

@@ -42,6 +42,23 @@ struct codec {
 	size_t size; /* bytes of the host-side message */
 };
 
+/* Messages whose decoder still takes an older, shorter form (its missing fields zero): that
+ * form encodes in the current one, the given bytes followed by zeros. */
+static const struct {
+	const char *name;
+	size_t length;
+} older_forms[] = {
+	{ "energy_page_request", 8 }, /* before its flags */
+};
+
+static bool older_form(const struct codec *codec, size_t length)
+{
+	for (size_t i = 0; i < sizeof(older_forms) / sizeof(older_forms[0]); i++)
+		if (strcmp(codec->name, older_forms[i].name) == 0 && length == older_forms[i].length)
+			return true;
+	return false;
+}
+
 #define ADAPT(name, type)                                                                  \
 	static int decode_##name(const void *payload, size_t length, void *out)            \
 	{                                                                                  \
@@ -202,8 +219,14 @@ static void round_trip(const struct codec *codec, const uint8_t *payload, size_t
 	wire_writer_init(&writer, first, sizeof(first));
 	codec->encode(&writer, message);
 	assert(!writer.overflow);
-	assert(writer.used == length); /* exact-size decoders: the same length comes back */
 	used = writer.used;
+	if (older_form(codec, length)) {
+		assert(used > length && memcmp(first, payload, length) == 0);
+		for (size_t i = length; i < used; i++)
+			assert(first[i] == 0);
+	} else {
+		assert(used == length); /* exact-size decoders: the same length comes back */
+	}
 	memset(again, 0, codec->size);
 	assert(codec->decode(first, used, again) == 0);
 	wire_writer_init(&writer, second, sizeof(second));

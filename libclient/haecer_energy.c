@@ -284,6 +284,32 @@ static int wait_for_update(struct haecer_counter *counter, const struct energy_s
 	return 0;
 }
 
+/* msrd runs a connection's precise windows only within its lease (150 ms, server/energy_edges.c)
+ * of the connection's last request, so that a program that measured once does not keep msrd
+ * spinning on its package. Regions and estimates renew it by a round trip (one read of the
+ * register) when none was made for half a lease; a renewal after a lapse restarts the windows,
+ * and the updates before their first window are bracketed only as wide as the page's sampling
+ * (regions wait for a sharp one; estimates fall back to the reading's own doubt). */
+#define LEASE_RENEW_NS 75000000ull
+
+static void lease_renewed(struct haecer_context *ctx)
+{
+	__atomic_store_n(&ctx->lease_renewed_ns, haecer__monotonic_raw_ns(), __ATOMIC_RELAXED);
+}
+
+static void lease_renew(struct haecer_counter *counter)
+{
+	struct haecer_context *ctx = counter->ctx;
+	uint64_t now = haecer__monotonic_raw_ns();
+
+	if (virtual_time(ctx) ||
+	    now - __atomic_load_n(&ctx->lease_renewed_ns, __ATOMIC_RELAXED) < LEASE_RENEW_NS)
+		return;
+	if (haecer_energy_read(ctx->conn, counter->info.cpu, counter->info.counter_address, NULL,
+			       NULL) == 0)
+		lease_renewed(ctx);
+}
+
 /* MSR_SMI_COUNT by round trip, for polls that came from the energy page (which has no SMI
  * count): the count stays unknown when the model has none or the policy refuses it. */
 static void smi_poll(struct haecer_counter *counter, struct energy_sample *sample)
@@ -304,6 +330,7 @@ static void smi_poll(struct haecer_counter *counter, struct energy_sample *sampl
 	sample->smi = op.value;
 	sample->smi_exact = true;
 	sample->after = tsc_now(ctx);
+	lease_renewed(counter->ctx);
 }
 
 /* Poll once, then until the next update. */
@@ -361,6 +388,7 @@ int haecer_energy_calibrate(struct haecer_counter *energy, unsigned updates,
 	if (updates > CALIBRATION_MAX_UPDATES)
 		return haecer__fail(-EINVAL, "calibrate over 1 to %u updates",
 				    CALIBRATION_MAX_UPDATES);
+	lease_renew(energy);
 	error = next_update(energy, &start);
 	current = start;
 	for (unsigned i = 0; i < updates && error == 0; i++) {
@@ -398,8 +426,11 @@ int haecer_energy_start(struct haecer_counter *energy, struct haecer_energy_regi
 	 * wait for the start update (after it, the round trip would stand between the update
 	 * and the region: a lead of tens of microseconds at a guessed power). An SMI during the
 	 * wait is then counted against the region too: filtered, never missed. */
-	if (error == 0 && !virtual_time(energy->ctx)) /* virtual time: no pages */
+	if (error == 0 && !virtual_time(energy->ctx)) { /* virtual time: no pages */
 		smi_poll(energy, &smi_before);
+		/* Without MSR_SMI_COUNT the lease needs its own round trip. */
+		lease_renew(energy);
+	}
 	if (error == 0)
 		error = next_update(energy, &at);
 	/* Start at an update whose time is known: a blurred detection (a preempted poll) or one an
@@ -507,8 +538,12 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 	if (region == NULL || result == NULL || !region->active)
 		return haecer__fail(-EINVAL, "no energy region was started");
 	region->active = false;
-	if (!virtual_time(energy->ctx))
+	if (!virtual_time(energy->ctx)) {
 		called = tsc_now(energy->ctx);
+		/* A region longer than the lease: its windows start again (their grid kept) for
+		 * the closing update; this round trip is part of the wait, subtracted with it. */
+		lease_renew(energy);
+	}
 	error = poll_once(energy, &first);
 	if (error == 0 && virtual_time(energy->ctx))
 		called = first.tsc;
@@ -616,6 +651,7 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 	error = check_energy_counter(counter);
 	if (error < 0)
 		return error;
+	lease_renew(counter);
 	before = haecer__monotonic_raw_ns();
 	error = haecer_counter_read_aged(counter, &value, &age);
 	after = haecer__monotonic_raw_ns();

@@ -70,6 +70,8 @@ struct haecer_context {
 	struct haecer_conn *conn;
 	char socket_path[256];      /* for reconnecting after msrd restarted */
 	bool energy_exact;          /* round trips only: $HAECER_ENERGY_EXACT, or the API */
+	uint64_t lease_renewed_ns;  /* last round trip of a region or estimate (atomic): msrd's
+				     * precise edges run within a lease of the last request */
 	struct haecer_page pages[HAECER_CONTEXT_PAGES];
 	struct haecer_machine_info machine;
 	struct event_db *db;

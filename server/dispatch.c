@@ -682,6 +682,7 @@ void dispatch_frame(struct client *client, const struct wire_header *header,
 		    const uint8_t *payload, size_t length)
 {
 	client->refusal_logged = false;
+	energy_pages_client_request(client);
 	if ((header->flags & WIRE_FLAG_REPLY) != 0 || header->status != 0) {
 		client_fail(client, header->request_id, WIRE_STATUS_MALFORMED,
 			    "a request has no reply flag and status 0");

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shm/energy_page.h"
@@ -210,12 +211,22 @@ static void arm(struct msrd *server)
 	energy->page_armed = true;
 }
 
-/* The rate: the highest any holder asked for (bounded when it asked); 0 when none holds one. */
+static uint64_t now_raw_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+/* The rate: the highest any holder asked for (bounded when it asked); 0 when none holds one.
+ * The precise edges: the registers of leased precise holders' pages. */
 static void update_rate(struct msrd *server)
 {
 	struct energy_state *energy = &server->energy;
 	uint32_t rate = 0;
 	uint32_t bound = policy_rate_bound(server);
+	uint64_t now = now_raw_ns();
 	bool precise = false;
 
 	if (energy->page_wanted == NULL && energy->count > 0)
@@ -231,16 +242,25 @@ static void update_rate(struct msrd *server)
 		energy->edge_wanted = calloc(energy->count, sizeof(*energy->edge_wanted));
 	if (energy->edge_wanted != NULL)
 		memset(energy->edge_wanted, 0, energy->count * sizeof(*energy->edge_wanted));
+	energy->edge_lease_lapse_ns = UINT64_MAX;
 	for (struct client *client = server->clients; client != NULL; client = client->next) {
+		uint64_t lapse = client->last_request_ns + EDGE_LEASE_NS;
+
+		/* Only holders that sent a request within the lease: the windows cost the package
+		 * they measure ~6 % of a CPU, and nobody reads sharp edges between requests. */
+		client->edges_leased = lapse > now;
 		for (uint32_t i = 0; i < client->page_hold_count; i++) {
 			const struct energy_page_hold *hold = &client->page_holds[i];
 
 			if (hold->rate_hz > rate)
 				rate = hold->rate_hz;
-			for (uint32_t e = 0; hold->precise && energy->edge_wanted != NULL &&
-					     e < hold->page->count; e++) {
+			for (uint32_t e = 0; hold->precise && client->edges_leased &&
+					     energy->edge_wanted != NULL && e < hold->page->count;
+			     e++) {
 				energy->edge_wanted[hold->page->counters[e]] = true;
 				precise = true;
+				if (lapse < energy->edge_lease_lapse_ns)
+					energy->edge_lease_lapse_ns = lapse;
 			}
 		}
 	}
@@ -455,6 +475,28 @@ static void drop_unheld(struct msrd *server)
 		*link = page->next;
 		page_free(page, server->stopping ? ENERGY_PAGE_DEAD : ENERGY_PAGE_STALE);
 	}
+}
+
+static bool holds_precise(const struct client *client)
+{
+	for (uint32_t i = 0; i < client->page_hold_count; i++)
+		if (client->page_holds[i].precise)
+			return true;
+	return false;
+}
+
+void energy_pages_client_request(struct client *client)
+{
+	client->last_request_ns = now_raw_ns();
+	/* A lapsed lease renewed: the windows start again (their grid is kept, energy_edges.c). */
+	if (!client->edges_leased && holds_precise(client))
+		update_rate(client->server);
+}
+
+void energy_pages_leases_check(struct msrd *server)
+{
+	if (now_raw_ns() >= server->energy.edge_lease_lapse_ns)
+		update_rate(server);
 }
 
 void energy_pages_release_client(struct client *client)

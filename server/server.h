@@ -256,6 +256,11 @@ struct client {
 	uint32_t stale_slot_count;
 	struct energy_page_hold page_holds[CLIENT_MAX_ENERGY_PAGES];
 	uint32_t page_hold_count;
+	/* Precise edges run for this client's holds only within EDGE_LEASE_NS of its last request
+	 * (energy_page.c): a program that measured once and goes on without msrd must not leave
+	 * msrd spinning on the package it measures. */
+	uint64_t last_request_ns;      /* CLOCK_MONOTONIC_RAW of its latest request */
+	bool edges_leased;             /* its precise holds are in energy.edge_wanted now */
 
 	uint64_t frame_started_ns;     /* a partial frame is pending since; 0 none */
 	uint64_t send_started_ns;      /* the send in flight started; 0 none */
@@ -624,7 +629,9 @@ struct energy_state {
 	bool edges_on;
 	bool edge_armed;
 	bool edge_spin_due;            /* a window is open: read it at the end of this turn */
-	bool *edge_wanted;             /* per counter: some precise holder's page shows it */
+	bool *edge_wanted;             /* per counter: some leased precise holder's page shows it */
+	uint64_t edge_lease_lapse_ns;  /* the earliest a lease in edge_wanted can lapse: then
+					* the set is computed again */
 	struct __kernel_timespec edge_timeout;
 	uint64_t edge_samples;
 };
@@ -675,6 +682,10 @@ bool energy_sample_counter(struct msrd *server, struct energy_counter *counter, 
 
 /* ---- precise edges (energy_edges.c) ---- */
 
+/* A precise holder's windows run only within this long of its last request (see the lease in
+ * energy_edges.c's header). */
+#define EDGE_LEASE_NS 150000000ull
+
 /* Turn window sampling on or off for the counters `wanted` marks (NULL: off). While on, msrd
  * reads each such register densely only in a short window around its predicted update (learnt
  * from its own samples), so the page's bracket of the last update is a few microseconds wide. */
@@ -691,6 +702,12 @@ void energy_edges_spin(struct msrd *server);
  * coarse when the client's grant is. */
 void energy_pages_handle_request(struct client *client, const struct wire_header *header,
 				 const uint8_t *payload, size_t length);
+/* A request from the client: its precise holds' lease is renewed (the windows start again
+ * when it had lapsed). */
+void energy_pages_client_request(struct client *client);
+/* A lease in the precise edges' set may have lapsed (now >= energy.edge_lease_lapse_ns):
+ * compute the set again. */
+void energy_pages_leases_check(struct msrd *server);
 /* The client is going away: its holds are dropped (sampling stops with the last). */
 void energy_pages_release_client(struct client *client);
 /* After a reload: every page is marked STALE and forgotten; holders ask again under the new

@@ -7,6 +7,9 @@
  *    total and bracket on the page are the change before;
  *  - msrd runs the windows only while a precise holder holds its page (its log says when they
  *    start and stop), and a plain page's holder gets them only then;
+ *  - the windows run on a lease: a precise holder that sends no request for EDGE_LEASE_NS
+ *    (150 ms) stops them (the log says so, and its page's brackets widen to the page's own
+ *    sampling period), and its next request starts them again (brackets finer than that);
  *  - a coarse grant that asks for precise edges gets its coarse page without them: the reply
  *    says so, msrd does not start the windows, and the page's brackets stay empty (0).
  * The widths of the brackets depend on the host's load: printed, not asserted.
@@ -178,6 +181,76 @@ static void test_windows_only_while_asked(void **state)
 	haecer_close(conn);
 }
 
+/* The next change on the page (polled, with a request every renew_ns when that is not 0):
+ * its bracket's width; 0 when none came within timeout_ns. */
+static uint64_t next_bracket(struct haecer_conn *conn, struct energy_page_reader *reader,
+			     uint64_t renew_ns, uint64_t timeout_ns)
+{
+	struct energy_page_reading reading, first;
+	uint64_t start = raw_now_ns(), renewed = start;
+
+	assert_int_equal(energy_page_read(reader, 0, &first), 0);
+	while (raw_now_ns() - start < timeout_ns) {
+		assert_int_equal(energy_page_read(reader, 0, &reading), 0);
+		if (reading.update_ns != first.update_ns && reading.update_lo_ns != 0)
+			return reading.update_ns - reading.update_lo_ns;
+		if (renew_ns != 0 && raw_now_ns() - renewed > renew_ns) {
+			assert_int_equal(haecer_energy_read(conn, 0, 0x611, NULL, NULL), 0);
+			renewed = raw_now_ns();
+		}
+		usleep(100);
+	}
+	return 0;
+}
+
+/* A fine bracket (the windows run): narrower than the 100 Hz page's own 10 ms sampling. */
+#define FINE_NS 1000000ull
+
+/* The windows run while the holder sends requests, stop within about the lease after its last,
+ * and start again with its next. */
+static void test_windows_stop_when_the_lease_lapses(void **state)
+{
+	struct haecer_energy_page_info info;
+	struct energy_page_reader reader;
+	struct haecer_conn *conn;
+	size_t ons = msrd_log_count(&server, EDGES_ON), offs = msrd_log_count(&server, EDGES_OFF);
+	uint64_t width, quiet_from;
+	bool fine = false;
+
+	(void)state;
+	assert_int_equal(haecer_connect(server.socket_path, &conn), 0);
+	assert_int_equal(open_page(conn, HAECER_ENERGY_PAGE_PRECISE, &info, &reader), 0);
+	assert_true(info.precise_edges);
+	assert_true(wait_more(EDGES_ON, ons));
+	/* Renewed every 20 ms: fine brackets. */
+	for (int i = 0; i < 200 && !fine; i++)
+		fine = (width = next_bracket(conn, &reader, 20000000ull, 100000000ull)) != 0 &&
+		       width < FINE_NS;
+	assert_true(fine);
+	/* No request any more: the windows stop by themselves, the page's brackets are its
+	 * 100 Hz sampler's. */
+	quiet_from = raw_now_ns();
+	assert_true(wait_more(EDGES_OFF, offs));
+	print_message("windows stopped %llu ms after the last request\n",
+		      (unsigned long long)((raw_now_ns() - quiet_from) / 1000000ull));
+	for (int i = 0; i < 3; i++) {
+		width = next_bracket(conn, &reader, 0, 1000000000ull);
+		assert_true(width >= FINE_NS);
+	}
+	assert_int_equal(msrd_log_count(&server, EDGES_ON), ons + 1); /* not restarted */
+	/* A request renews the lease: the windows run again. */
+	assert_int_equal(haecer_energy_read(conn, 0, 0x611, NULL, NULL), 0);
+	assert_true(wait_more(EDGES_ON, ons + 1));
+	fine = false;
+	for (int i = 0; i < 200 && !fine; i++)
+		fine = (width = next_bracket(conn, &reader, 50000000ull, 100000000ull)) != 0 &&
+		       width < FINE_NS;
+	assert_true(fine);
+	energy_page_detach(&reader);
+	haecer_close(conn);
+	assert_true(wait_more(EDGES_OFF, offs + 1));
+}
+
 static int coarse_client(void *argument)
 {
 	struct haecer_energy_page_info info;
@@ -222,6 +295,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_brackets_hold_the_truth),
 		cmocka_unit_test(test_windows_only_while_asked),
+		cmocka_unit_test(test_windows_stop_when_the_lease_lapses),
 		cmocka_unit_test(test_coarse_grant_gets_no_edges),
 	};
 	int failed;

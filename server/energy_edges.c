@@ -36,6 +36,22 @@
  * the register by round trip as densely, so precise edges tell its holder nothing its grant
  * does not; coarse grants never get them (energy_page.c).
  *
+ * The lease: a holder's ask counts only within EDGE_LEASE_NS (150 ms) of its connection's last
+ * request (energy_page.c keeps the wanted set; dispatch renews). A program that measured one
+ * region and then computes for an hour would otherwise keep msrd spinning on the package it
+ * measures for that hour. The windows' own timer (at least once per update while any run)
+ * computes the set again when the earliest lease lapses, so they stop within about a
+ * millisecond of it; a request from a lapsed holder starts them at once, with the grid learnt
+ * before when the lapse was under EDGE_KEEP_GRID_NS (its first window is then sharp; else a
+ * search, about an update, with a wide first bracket). Why 150 ms: a region's end polls the page
+ * without round trips for up to ~40 updates (the closing update, then sharp ones for its power),
+ * and libhaecer renews only when it sent nothing for half a lease (75 ms, a register read), so
+ * at least 75 ms of lease covers those 40 ms; and what a lapse costs after the last use, ~6 % of
+ * a CPU for 150 ms (9 ms of CPU), is lost in any program's noise. Regions shorter than the lease
+ * never see a lapse (their start's round trip covers their end); a longer one's end renews and
+ * its closing update may come before the first window: libhaecer then treats it as blurred
+ * (placed from a later sharp update, or the wide bracket in its uncertainty).
+ *
  * Reading a package-scoped register from another CPU of the package costs that CPU an IPI (the
  * msr driver's rdmsr_on_cpu). The windows read it through the CPU msrd runs on when that CPU is
  * in the register's package (sched_getcpu just before the read: a migration in between costs at

@@ -9,7 +9,10 @@
  *    back), joules = value x unit;
  *  - with round trips forced (haecer_context_set_energy_exact) there is no estimate: estimated
  *    is false, the estimate is the register's joules and its +- one update's energy;
- *  - under a coarse grant there is no estimate either (no precise edges for coarse grants).
+ *  - under a coarse grant there is no estimate either (no precise edges for coarse grants);
+ *  - after msrd's windows stopped for want of requests (their lease lapsed: its log says so), a
+ *    region starts them again (the log says so when haecer_energy_start returns) and its result
+ *    lies within the uncertainty it states of the simulator's energy over the region.
  */
 #include <errno.h>
 #include <math.h>
@@ -162,6 +165,75 @@ static void test_no_estimate_for_a_coarse_grant(void **state)
 	assert_int_equal(msrd_install_policy(&server, policy_fine, 30000), 0);
 }
 
+static size_t wait_log_more(const char *needle, size_t before)
+{
+	size_t count = msrd_log_count(&server, needle);
+
+	for (unsigned waited = 0; count <= before && waited < 5000; waited += 10) {
+		usleep(10000);
+		count = msrd_log_count(&server, needle);
+	}
+	return count;
+}
+
+static void spin_ns(uint64_t ns)
+{
+	uint64_t until = raw_now_ns() + ns;
+
+	while (raw_now_ns() < until)
+		;
+}
+
+static void test_region_after_a_lease_lapse(void **state)
+{
+	struct haecer_context *ctx;
+	struct haecer_counter *pkg;
+	struct haecer_conn *conn;
+	struct timed once;
+	unsigned checked = 0;
+
+	(void)state;
+	assert_int_equal(haecer_connect(server.socket_path, &conn), 0);
+	assert_int_equal(haecer_sim_power_trace(conn, "pkg: 3600000 30\n"), 0);
+	assert_int_equal(haecer_context_open(server.socket_path, &ctx), 0);
+	assert_int_equal(haecer_counter_open_energy(ctx, 0, RAPL_PKG, &pkg), 0);
+	read_timed(pkg, &once); /* asks for the precise edges */
+	for (int round = 0; round < 4; round++) {
+		struct haecer_energy_region region;
+		struct haecer_energy_result result;
+		size_t ons = msrd_log_count(&server, "precise edges on");
+		size_t offs = msrd_log_count(&server, "precise edges off");
+		uint64_t from, to;
+		double truth, error, allowed;
+
+		/* Nothing sent: the lease lapses, the windows stop. */
+		assert_true(wait_log_more("precise edges off", offs) > offs);
+		assert_int_equal(haecer_energy_start(pkg, &region), 0);
+		from = raw_now_ns();
+		spin_ns(500000);
+		to = raw_now_ns();
+		assert_int_equal(haecer_energy_end(pkg, &region, &result), 0);
+		/* The start renewed the lease (msrd logged it before its reply). */
+		assert_true(msrd_log_count(&server, "precise edges on") > ons);
+		if (result.smi_count_exact && result.smi_count != 0)
+			continue; /* filtered, as callers do */
+		truth = truth_at(conn, to) - truth_at(conn, from);
+		error = result.joules - truth;
+		/* The stated doubt, two units, and the few microseconds between the region's ends
+		 * and this test's clock reads around them. */
+		allowed = result.uncertainty_joules + 2.0 / 65536.0 + WATTS * 10e-6;
+		print_message("region after a lapse: %.6f J, truth %.6f J, stated +-%.6f J\n",
+			      result.joules, truth, result.uncertainty_joules);
+		if (fabs(error) > allowed)
+			fail_msg("region off by %.6f J, allowed +-%.6f J", error, allowed);
+		checked++;
+	}
+	assert_true(checked >= 1);
+	haecer_counter_free(pkg);
+	haecer_context_close(ctx);
+	haecer_close(conn);
+}
+
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge", "--sim-seed",
@@ -169,6 +241,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_estimate_within_its_uncertainty),
 		cmocka_unit_test(test_no_estimate_for_a_coarse_grant),
+		cmocka_unit_test(test_region_after_a_lease_lapse),
 	};
 	int failed;
 

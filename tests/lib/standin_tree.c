@@ -94,3 +94,9 @@ void tree_put_sandybridge_rapl(const char *root, uint32_t pkg_energy)
 	tree_put_cpuid(root, 0, 0, 0xD, 0x756e6547, 0x6c65746e, 0x49656e69); /* GenuineIntel */
 	tree_put_cpuid(root, 0, 1, 0x000206A7, 0, 0, 0);                    /* Sandy Bridge */
 }
+
+void tree_prepare_sandybridge_rapl(const char *dir, char *root, size_t size, uint32_t pkg_energy)
+{
+	snprintf(root, size, "%s/root", dir);
+	tree_put_sandybridge_rapl(root, pkg_energy);
+}

@@ -43,4 +43,8 @@ void tree_put_cpuid(const char *root, unsigned cpu, uint32_t leaf, uint32_t eax,
  * file, so PKG is written after it, as the 32-bit register it is; every other register reads 0. */
 void tree_put_sandybridge_rapl(const char *root, uint32_t pkg_energy);
 
+/* The same tree at `dir`/root, its path written to `root` (what --dev-root is given): the
+ * prepare step of a test running msrd's msr backend on it. */
+void tree_prepare_sandybridge_rapl(const char *dir, char *root, size_t size, uint32_t pkg_energy);
+
 #endif

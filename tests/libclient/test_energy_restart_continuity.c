@@ -39,8 +39,7 @@ static const char policy[] =
 
 static struct msrd_server server;
 static char tree[PATH_MAX + 16];
-static char dev_root[PATH_MAX + 32];
-static const char *const arguments[] = { "--backend", "msr", "--dev-root", dev_root, NULL };
+static const char *const arguments[] = { "--backend", "msr", "--dev-root", tree, NULL };
 
 /* The 32-bit register alone: its neighbours' bytes overlap it in the stand-in file. */
 static uint32_t register_value(void)
@@ -90,9 +89,7 @@ static void test_value_goes_on_across_a_restart(void **state)
 
 static int prepare(const struct msrd_server *prepared)
 {
-	snprintf(tree, sizeof(tree), "%s/root", prepared->dir);
-	snprintf(dev_root, sizeof(dev_root), "%s", tree);
-	tree_put_sandybridge_rapl(tree, PKG_START);
+	tree_prepare_sandybridge_rapl(prepared->dir, tree, sizeof(tree), PKG_START);
 	return 0;
 }
 

@@ -54,8 +54,7 @@ static const char policy[] =
 
 static struct msrd_server server;
 static char tree[PATH_MAX + 16];
-static char dev_root[PATH_MAX + 32];
-static const char *const arguments[] = { "--backend", "msr", "--dev-root", dev_root, NULL };
+static const char *const arguments[] = { "--backend", "msr", "--dev-root", tree, NULL };
 
 static int coarse_schedule(struct haecer_conn *conn)
 {
@@ -129,9 +128,7 @@ static void test_dormant_domain_is_coarse(void **state)
 /* A Sandy Bridge client part: it has PP1, the graphics domain, which reads 0. */
 static int prepare(const struct msrd_server *prepared)
 {
-	snprintf(tree, sizeof(tree), "%s/root", prepared->dir);
-	snprintf(dev_root, sizeof(dev_root), "%s", tree);
-	tree_put_sandybridge_rapl(tree, PKG_START);
+	tree_prepare_sandybridge_rapl(prepared->dir, tree, sizeof(tree), PKG_START);
 	return 0;
 }
 

@@ -51,8 +51,7 @@ static const char policy[] =
 
 static struct msrd_server server;
 static char tree[PATH_MAX + 16];
-static char dev_root[PATH_MAX + 32];
-static const char *const arguments[] = { "--backend", "msr", "--dev-root", dev_root, NULL };
+static const char *const arguments[] = { "--backend", "msr", "--dev-root", tree, NULL };
 
 /* Exactly `length` bytes with one recvmsg: the descriptor that came with them, or -1. */
 static int receive_with_fd(int socket_fd, uint8_t *buffer, size_t length)
@@ -141,9 +140,7 @@ static void test_descriptor_rides_on_its_reply(void **state)
 
 static int prepare(const struct msrd_server *prepared)
 {
-	snprintf(tree, sizeof(tree), "%s/root", prepared->dir);
-	snprintf(dev_root, sizeof(dev_root), "%s", tree);
-	tree_put_sandybridge_rapl(tree, PKG_START);
+	tree_prepare_sandybridge_rapl(prepared->dir, tree, sizeof(tree), PKG_START);
 	return 0;
 }
 

@@ -209,6 +209,7 @@ struct update_seen {
 				     * bracket on an energy page */
 	bool from_page;             /* the bracket is msrd's (precise edges) */
 	bool extrapolated;          /* tsc counted back from a later, sharp update */
+	uint64_t anchor_bracket;    /* when extrapolated: that update's bracket */
 };
 
 /* A page bracket at most this wide is sharp (msrd's precise windows read every few us; a wider
@@ -359,15 +360,26 @@ static int check_energy_counter(struct haecer_counter *counter)
 	return error;
 }
 
-/* Energy per TSC tick between two seen updates. */
+/* Energy per TSC tick between two seen updates, and how far off it can be: each update time is
+ * known to half its bracket, each total to one unit (a register floors what it counts). A
+ * wide bracket (a window that missed, a preempted poll) makes a wide doubt, never a silent one. */
+struct power {
+	double per_tick;
+	double doubt_per_tick;
+};
+
 static int power_between(const struct haecer_counter *counter, const struct update_seen *from,
-			 const struct update_seen *to, double *joules_per_tick)
+			 const struct update_seen *to, struct power *power)
 {
+	double ticks, halves;
+
 	if (to->tsc <= from->tsc)
 		return haecer__fail(-EIO, "the TSC did not advance while %s updated",
 				    counter->info.name);
-	*joules_per_tick = (double)(to->after.total - from->after.total) * counter->info.unit /
-			   (double)(to->tsc - from->tsc);
+	ticks = (double)(to->tsc - from->tsc);
+	halves = (double)(from->bracket / 2 + to->bracket / 2);
+	power->per_tick = (double)(to->after.total - from->after.total) * counter->info.unit / ticks;
+	power->doubt_per_tick = power->per_tick * halves / ticks + counter->info.unit / ticks;
 	return 0;
 }
 
@@ -376,7 +388,7 @@ int haecer_energy_calibrate(struct haecer_counter *energy, unsigned updates,
 {
 	struct update_seen start, current;
 	struct haecer_context *ctx;
-	double per_tick = 0.0;
+	struct power power = { 0 };
 	int error;
 
 	haecer__clear_detail();
@@ -397,17 +409,17 @@ int haecer_energy_calibrate(struct haecer_counter *energy, unsigned updates,
 		error = wait_for_update(energy, &from, &current);
 	}
 	if (error == 0)
-		error = power_between(energy, &start, &current, &per_tick);
+		error = power_between(energy, &start, &current, &power);
 	if (error < 0)
 		return error;
 	error = haecer__counter_lock(energy, &ctx);
 	if (error < 0)
 		return error;
-	energy->joules_per_tick = per_tick;
+	energy->joules_per_tick = power.per_tick;
 	energy->calibrated = true;
 	pthread_mutex_unlock(&ctx->lock);
 	if (joules_per_tick != NULL)
-		*joules_per_tick = per_tick;
+		*joules_per_tick = power.per_tick;
 	return 0;
 }
 
@@ -459,17 +471,21 @@ int haecer_energy_start(struct haecer_counter *energy, struct haecer_energy_regi
 
 /* A blurred closing update (its polls were far apart: msrd or this thread was preempted) is
  * placed by counting back from the first sharp update after it: k updates of about 1 ms each,
- * k from the energy between them at the measured power. The updates' own jitter (+-20 us on the
- * thesis's machine) is then the error, instead of up to the whole blur. */
+ * k from the energy between them at the measured power. The two updates' own jitter (+-20 us on
+ * the thesis's machine) and the later one's half bracket are then the error, instead of up to
+ * the whole blur. Only from an update that is itself sharp, at a power measured between sharp
+ * updates: counting back from a blurred one moves the closing update by up to its blur while
+ * stating only the jitter (seen on a loaded host: 120 us off, +-50 us stated). */
 static void closing_estimate(const struct haecer_counter *energy, struct update_seen *closing,
-			     const struct update_seen *sharp_one, double per_tick)
+			     const struct update_seen *sharp_one, bool power_sharp,
+			     double per_tick)
 {
 	double update_ticks = (double)energy->ctx->machine.tsc_hz * (double)UPDATE_NS / 1e9;
 	double updates;
 	uint64_t back, lo, hi;
 
 	if ((sharp(energy, closing) && clean(closing)) || sharp_one->tsc == closing->tsc ||
-	    per_tick <= 0.0)
+	    !sharp(energy, sharp_one) || !clean(sharp_one) || !power_sharp || per_tick <= 0.0)
 		return;
 	updates = (double)(sharp_one->after.total - closing->after.total) * energy->info.unit /
 		  (per_tick * update_ticks);
@@ -483,21 +499,24 @@ static void closing_estimate(const struct haecer_counter *energy, struct update_
 		return; /* the count does not fit the polls: keep the middle */
 	closing->tsc = sharp_one->tsc - back;
 	closing->extrapolated = true;
+	closing->anchor_bracket = sharp_one->bracket;
 }
 
 static void region_result(const struct haecer_counter *energy,
 			  const struct haecer_energy_region *region, uint64_t called,
-			  const struct update_seen *closing, double per_tick,
+			  const struct update_seen *closing, const struct power *power,
 			  struct haecer_energy_result *result)
 {
 	uint64_t tsc_hz = energy->ctx->machine.tsc_hz;
-	double unit = energy->info.unit;
+	double unit = energy->info.unit, per_tick = power->per_tick;
 	uint64_t lead = region->start_tsc > region->start_update_tsc ?
 				region->start_tsc - region->start_update_tsc : 0;
 	/* How far each update estimate can be off: half its bracket (the gap between its two
-	 * polls, or msrd's bracket on a page with precise edges). */
+	 * polls, or msrd's bracket on a page with precise edges); counted back, the jitter of
+	 * two updates and the half bracket of the one counted from. */
 	uint64_t jitter = energy->ctx->machine.tsc_hz * UPDATE_LATE_NS / 1000000000ull;
-	uint64_t blur = (closing->extrapolated ? jitter : closing->bracket / 2) +
+	uint64_t blur = (closing->extrapolated ? jitter + closing->anchor_bracket / 2
+					       : closing->bracket / 2) +
 			region->start_bracket / 2;
 
 	memset(result, 0, sizeof(*result));
@@ -507,7 +526,11 @@ static void region_result(const struct haecer_counter *energy,
 	result->lead_ticks = lead;
 	result->wait_joules = (double)(result->wait_ticks + lead) * per_tick;
 	result->joules = result->raw_joules - result->wait_joules;
-	result->uncertainty_joules = 2.0 * unit + (double)blur * per_tick;
+	/* The units, the update times' blur at the power (which may be off itself), and the
+	 * power's doubt over the whole wait and lead it is subtracted for. */
+	result->uncertainty_joules =
+		2.0 * unit + (double)blur * (per_tick + power->doubt_per_tick) +
+		(double)(result->wait_ticks + lead) * power->doubt_per_tick;
 	result->region_ticks = called - region->start_tsc;
 	result->seconds = tsc_hz ? (double)result->region_ticks / (double)tsc_hz : 0.0;
 	result->detected_wait_ticks = closing->after.tsc - called;
@@ -531,7 +554,7 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 	struct update_seen closing, from, next;
 	struct haecer_context *ctx;
 	uint64_t called = 0, wait_updates;
-	double per_tick = 0.0;
+	struct power power = { 0 };
 	int error;
 
 	haecer__clear_detail();
@@ -574,15 +597,19 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 	if (error == 0 && next.tsc == from.tsc)
 		error = wait_for_update(energy, &next.after, &next);
 	if (error == 0)
-		error = power_between(energy, &from, &next, &per_tick);
+		error = power_between(energy, &from, &next, &power);
 	if (error < 0)
 		return error;
-	closing_estimate(energy, &closing, &from, per_tick);
+	/* On a loaded host the tries can run out before two sharp updates came: the power is
+	 * then measured between blurred ones and its doubt says so. */
+	closing_estimate(energy, &closing, &from,
+			 sharp(energy, &from) && clean(&from) && sharp(energy, &next) && clean(&next),
+			 power.per_tick);
 	error = haecer__counter_lock(energy, &ctx);
 	if (error < 0)
 		return error;
-	region_result(energy, region, called, &closing, per_tick, result);
-	energy->joules_per_tick = per_tick;
+	region_result(energy, region, called, &closing, &power, result);
+	energy->joules_per_tick = power.per_tick;
 	energy->calibrated = true;
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
@@ -599,7 +626,7 @@ static bool estimate_now(const struct haecer_counter *counter,
 			 struct haecer_energy_reading *out)
 {
 	uint64_t edge, previous, half, previous_half, age;
-	double unit = counter->info.unit, watts, seconds;
+	double unit = counter->info.unit, watts, seconds, watts_doubt;
 
 	if (page->update_lo_ns == 0 || page->previous_update_lo_ns == 0 ||
 	    page->update_ns < page->update_lo_ns ||
@@ -624,12 +651,15 @@ static bool estimate_now(const struct haecer_counter *counter,
 	out->estimated = true;
 	out->update_age_ns = age;
 	out->update_bracket_ns = 2 * half;
+	/* Each edge is known to half its bracket, and each total to one unit (a register floors
+	 * the energy it counts). */
+	watts_doubt = watts * (double)(half + previous_half) / (double)(edge - previous) +
+		      unit / seconds;
 	out->estimate_joules = out->joules + watts * (double)age / 1e9;
 	out->estimate_uncertainty_joules =
-		unit + watts * (double)half / 1e9 +
-		watts * (double)(half + previous_half) / (double)(edge - previous) *
-			(double)age / 1e9;
+		unit + watts * (double)half / 1e9 + watts_doubt * (double)age / 1e9;
 	out->watts_last_update = watts;
+	out->watts_last_update_uncertainty = watts_doubt;
 	return true;
 }
 

@@ -362,7 +362,9 @@ struct haecer_energy_result {
 	double joules_per_tick;     /* that power: measured over the update interval after the
 				     * closing update (per TSC tick) */
 	double uncertainty_joules;  /* +- what the method cannot resolve: one energy unit at each
-				     * end and the polls' timing blur at the updates */
+				     * end, the timing blur at the two updates, and that power's
+				     * own doubt (its updates' blur) over the wait and lead; not
+				     * a change of power right after the region */
 	uint64_t region_ticks;      /* TSC ticks from startEnergyRead's return to the end call */
 	uint64_t wait_ticks;        /* TSC ticks from the end call to the closing update (est.) */
 	uint64_t lead_ticks;        /* TSC ticks from the start update (est.) to the return */
@@ -418,6 +420,8 @@ struct haecer_energy_reading {
 	double estimate_joules;     /* energy at the read: joules + watts_last_update x age */
 	double estimate_uncertainty_joules; /* its +- from the brackets (not power changes) */
 	double watts_last_update;   /* the power of the last update interval (estimated only) */
+	double watts_last_update_uncertainty; /* its +-: the two brackets' half widths over the
+					       * interval, and one unit (estimated only) */
 	uint64_t update_age_ns;     /* from the last update (its bracket's middle) to the read */
 	uint64_t update_bracket_ns; /* how well that update's time is known */
 };

@@ -135,6 +135,7 @@ static bool note_sample(struct energy_counter *counter, uint64_t raw, uint64_t l
 		counter->total_at_update = counter->total;
 	}
 	counter->sample_raw = raw;
+	counter->sample_total = counter->total;
 	counter->sample_ns = now_ns;
 	counter->sample_tsc = tsc;
 	counter->sample_lo_ns = lo_ns;

@@ -88,7 +88,7 @@ static void publish_fine(struct msrd *server, struct msrd_energy_page *page)
 	for (uint32_t i = 0; i < page->count; i++) {
 		const struct energy_counter *counter = &server->energy.counters[page->counters[i]];
 		struct energy_page_reading reading = {
-			.total = counter->total,
+			.total = counter->sample_total,
 			.raw = counter->sample_raw,
 			.sample_ns = counter->sample_ns,
 			.sample_tsc = counter->sample_tsc,
@@ -123,7 +123,7 @@ static void publish_coarse(struct msrd *server, struct msrd_energy_page *page)
 		const struct energy_counter *counter = &server->energy.counters[page->counters[i]];
 		struct energy_page_reading *last = &page->last[i];
 		uint64_t units = resolution_units(counter->exponent, page->limit.resolution_uj);
-		uint64_t total = counter->total - counter->total % units;
+		uint64_t total = counter->sample_total - counter->sample_total % units;
 		/* The coarse value's publication time; the sampler's own times stay private. */
 		uint64_t at_ns = counter->sample_ns, at_tsc = counter->sample_tsc;
 

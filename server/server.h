@@ -572,6 +572,9 @@ struct energy_counter {
 	 * times (CLOCK_MONOTONIC_RAW, TSC) of that sample and of the last one that saw it
 	 * change. Client reads do not move these. */
 	uint64_t sample_raw;
+	uint64_t sample_total;         /* total as of that sample: a page pairs it with the
+					* sample's time (total may have moved on by a client's
+					* read since, and that read's time is not the sample's) */
 	uint64_t sample_ns;
 	uint64_t sample_tsc;
 	uint64_t update_ns;

@@ -396,8 +396,9 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 		      struct haecer_energy_result *result);
 
 /* An energy reading with what it cannot tell: the register changes only at its updates (about
- * every 1 ms), so a difference of two readings is off by up to one update's energy, and a reading
- * shows the energy of an update up to age_max_ns ago.
+ * every 1 ms), so a difference of two readings is off by up to one update's energy at the power
+ * of either end (update_joules bounds it at the domain's maximum power), and a reading shows the
+ * energy of an update up to age_max_ns ago.
  *
  * Beside the register's total, an estimate of the energy at the moment of the read: when msrd's
  * energy page brackets the register's updates (precise edges, asked for by this call), the total
@@ -411,9 +412,12 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 struct haecer_energy_reading {
 	uint64_t value;             /* as haecer_counter_read (units) */
 	double joules;              /* value * unit */
-	double update_joules;       /* one update's energy (+ one unit): the +- of a difference */
-	double watts_estimated;     /* the power it assumes: since the previous reading when that
-				     * is 10 ms or more ago, else the domain's maximum */
+	double update_joules;       /* the +- of a difference: one update (1 ms + 50 us) at the
+				     * domain's maximum power, + one unit */
+	double watts_estimated;     /* the typical power: since the previous reading when that is
+				     * 10 ms or more ago (simulated time in virtual time), else the
+				     * domain's maximum; x 1 ms, a typical update's energy (not a
+				     * bound: power changes near the ends are not in it) */
 	uint64_t age_max_ns;        /* the update shown is at most this old (1 ms + 50 us + the
 				     * round trip; an SMI can add to it) */
 	bool estimated;             /* estimate_joules extrapolates from a bracketed update */

@@ -136,8 +136,9 @@ static size_t build_command(const struct msrd_server *server, int ready_fd,
 	argv[count++] = STORE("%s/msrd", harness_build_dir());
 	argv[count++] = "--foreground";
 	argv[count++] = "--log-level";
+	/* debug: tests count lines msrd logs only there ("precise edges on/off"). */
 	argv[count++] = getenv("HAECER_MSRD_LOG_LEVEL") != NULL ? getenv("HAECER_MSRD_LOG_LEVEL")
-							       : "info";
+							       : "debug";
 	argv[count++] = "--socket";
 	argv[count++] = server->socket_path;
 	argv[count++] = "--policy";

@@ -18,8 +18,9 @@
  * refuse (--seccomp off).
  *
  * Environment: HAECER_TEST_KEEP=1 keeps msrd's directory (and log) after a clean stop;
- * HAECER_MSRD_LOG_LEVEL overrides msrd's log level (info by default); HAECER_MSRD_SECCOMP the
- * filter's mode (enforce, log, off).
+ * HAECER_MSRD_LOG_LEVEL overrides msrd's log level (debug by default: tests count some of its
+ * debug lines, "precise edges on/off"); HAECER_MSRD_SECCOMP the filter's mode (enforce, log,
+ * off).
  */
 #ifndef HAECER_TESTS_LIB_MSRD_HARNESS_H
 #define HAECER_TESTS_LIB_MSRD_HARNESS_H
@@ -53,7 +54,7 @@ bool harness_valgrind(void);
 /* Prepare server->dir etc. and write the policy (mode 0644) without starting anything. */
 int msrd_prepare(struct msrd_server *server, const char *policy_yaml);
 /* Start msrd in the prepared directory. `arguments` is NULL-terminated and added after the
- * harness's own (--socket, --policy, --foreground, --ready-fd, --models-dir, --log-level info,
+ * harness's own (--socket, --policy, --foreground, --ready-fd, --models-dir, --log-level debug,
  * --state-dir, --seccomp, --refusal-log-burst 0 so tests can count every refusal): a test's own
  * --seccomp, --state-dir or --refusal-log-burst comes later and wins.
  * 0 once msrd listens; -1 when it exited or did not get ready (its log is printed). */

@@ -267,17 +267,18 @@ int backend_sim_energy_truth_cpu(const struct msr_backend *backend, uint32_t cpu
 	return backend->sim ? sim_energy_truth(backend->sim, cpu, domain, out) : -EOPNOTSUPP;
 }
 
+/* The simulated CPU that answers for `package` (its first), or -errno. */
+static int sim_package_cpu(const struct msr_backend *backend, uint32_t package)
+{
+	return backend->sim ? sim_package_first_cpu(backend->sim, package) : -EOPNOTSUPP;
+}
+
 int backend_sim_energy_at(const struct msr_backend *backend, uint32_t package,
 			  enum rapl_domain domain, uint64_t at_ns, struct sim_energy_truth *out)
 {
-	int cpu;
+	int cpu = sim_package_cpu(backend, package);
 
-	if (!backend->sim)
-		return -EOPNOTSUPP;
-	cpu = sim_package_first_cpu(backend->sim, package);
-	if (cpu < 0)
-		return cpu;
-	return sim_energy_at(backend->sim, (uint32_t)cpu, domain, at_ns, out);
+	return cpu < 0 ? cpu : sim_energy_at(backend->sim, (uint32_t)cpu, domain, at_ns, out);
 }
 
 int backend_sim_power_trace(struct msr_backend *backend, const char *text, const char *where)
@@ -288,12 +289,7 @@ int backend_sim_power_trace(struct msr_backend *backend, const char *text, const
 int backend_sim_energy_truth(const struct msr_backend *backend, uint32_t package,
 			     enum rapl_domain domain, struct sim_energy_truth *out)
 {
-	int cpu;
+	int cpu = sim_package_cpu(backend, package);
 
-	if (!backend->sim)
-		return -EOPNOTSUPP;
-	cpu = sim_package_first_cpu(backend->sim, package);
-	if (cpu < 0)
-		return cpu;
-	return sim_energy_truth(backend->sim, (uint32_t)cpu, domain, out);
+	return cpu < 0 ? cpu : sim_energy_truth(backend->sim, (uint32_t)cpu, domain, out);
 }

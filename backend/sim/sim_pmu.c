@@ -363,6 +363,19 @@ static bool amd_counter(const struct sim_pmu *pmu, uint32_t address, bool *contr
 static int write_control(struct sim *sim, struct sim_cpu *cpu, uint64_t *control,
 			 uint64_t valid, uint64_t value);
 
+/* A write to the global status' clear register (Intel IA32_PERF_GLOBAL_OVF_CTRL, AMD
+ * PerfCntrGlobalStatusClr): each 1 clears that status bit, after the counters are brought up to
+ * now (a wrap until now still sets its bit first); a reserved bit is a #GP. */
+static int clear_global_status(struct sim *sim, struct sim_cpu *cpu, uint64_t valid,
+			       uint64_t value)
+{
+	if (value & ~valid)
+		return -EIO;
+	counters_reprogram(sim, cpu, sim_cpu_busy_at(sim, cpu, sim->now));
+	cpu->global_status &= ~value;
+	return 0;
+}
+
 /* PerfMonV2's global registers (AMD PPR 19h model 11h, MSRC000_0300..0302). */
 static int amd_global_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address,
 			   uint64_t *value)
@@ -392,11 +405,7 @@ static int amd_global_write(struct sim *sim, struct sim_cpu *cpu, uint32_t addre
 	case MSR_AMD_PERF_CNTR_GLOBAL_CTL:
 		return write_control(sim, cpu, &cpu->global_ctrl, sim->pmu.global_ctrl_valid, value);
 	case MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR:
-		if (value & ~sim->pmu.global_ctrl_valid)
-			return -EIO;
-		counters_reprogram(sim, cpu, sim_cpu_busy_at(sim, cpu, sim->now));
-		cpu->global_status &= ~value;
-		return 0;
+		return clear_global_status(sim, cpu, sim->pmu.global_ctrl_valid, value);
 	default:
 		return -ENOENT;
 	}
@@ -481,11 +490,7 @@ static int write_global(struct sim *sim, struct sim_cpu *cpu, uint32_t address, 
 	case MSR_IA32_PERF_GLOBAL_STATUS:
 		return -EIO; /* read-only */
 	case MSR_IA32_PERF_GLOBAL_OVF_CTRL:
-		if (value & ~pmu->ovf_ctrl_valid)
-			return -EIO;
-		counters_reprogram(sim, cpu, sim_cpu_busy_at(sim, cpu, sim->now));
-		cpu->global_status &= ~value;
-		return 0;
+		return clear_global_status(sim, cpu, pmu->ovf_ctrl_valid, value);
 	default:
 		return -ENOENT;
 	}

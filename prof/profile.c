@@ -437,6 +437,13 @@ static void read_meta(struct builder *builder, const struct prof_data *data)
 	if ((text = prof_meta_get(data, "timer_note")))
 		snprintf(profile->notes, sizeof(profile->notes), "%s; ", text);
 	free(text);
+	if ((text = prof_meta_get(data, "kernel_time")) && strcmp(text, "unsampled") == 0) {
+		size_t used = strlen(profile->notes);
+		snprintf(profile->notes + used, sizeof(profile->notes) - used,
+			 "perf sampled user mode only (perf_event_paranoid): each thread's kernel "
+			 "time, its start and exit included, is spread over its samples; ");
+	}
+	free(text);
 	if ((text = prof_meta_get(data, "frequency_hz")))
 		profile->hz = (unsigned)strtoul(text, NULL, 10);
 	free(text);

@@ -14,7 +14,9 @@
  * program + other/idle is the whole package energy the report measured.
  *
  * It runs with `--sampler perf`; test_prof_timer builds the same checks with PROF_SAMPLER
- * "timer" (the preloaded agent) and adds its own.
+ * "timer" (the preloaded agent) and adds its own. Run as root, perf samples kernel time too; last,
+ * a user for whom perf_event_paranoid (2) allows user-mode samples only gets a profile whose
+ * report says that each thread's kernel time is spread over its samples.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "haecer/msrd.h"
@@ -29,6 +32,7 @@
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/policy_text.h"
 #include "tests/lib/test_check.h"
+#include "tests/lib/text_file.h"
 #include "tests/lib/tool_argv.h"
 
 #define HZ "1000"
@@ -51,7 +55,13 @@ static const char policy[] =
 	"    allow: [rapl]\n"
 	"    create_rings: [1-99]\n"
 	"    monitor_rings: [1-99]\n"
-	"    capabilities: [sim_control]\n";
+	"    capabilities: [sim_control]\n"
+	"  - match: {uid: 4302}\n"
+	"    allow: [rapl]\n"
+	"    create_rings: [1-99]\n"
+	"    monitor_rings: [1-99]\n";
+
+#define USER_ONLY_UID 4302
 
 static struct msrd_server server;
 static struct haecer_conn *conn;
@@ -276,6 +286,58 @@ out:
 	return failed;
 }
 
+/* As USER_ONLY_UID: record and report into `argument` (a directory that uid owns). */
+static int record_as_user(void *argument)
+{
+	const char *dir = argument;
+	char path[PATH_MAX + 32];
+	char *out = NULL, *text = NULL;
+	int failed = 1;
+
+	snprintf(path, sizeof(path), "%s/user.data", dir);
+	const char *record_arguments[] = { "record", "-q", "-F", HZ, "--sampler", "perf", "-o",
+					   path, "--", helper, "functions", "0.3", NULL };
+	const char *report_arguments[] = { "report", "-i", path, "--format", "text", NULL };
+	if (run_tool(record_arguments, &out) != 0 || run_tool(report_arguments, &text) != 0)
+		goto out;
+	if (!strstr(text, "perf sampled user mode only") || !strstr(text, "burn_heavy")) {
+		fprintf(stderr, "a user-mode-only profile does not say so:\n%s\n", text);
+		goto out;
+	}
+	failed = 0;
+out:
+	free(out);
+	free(text);
+	return failed;
+}
+
+/* perf_event_paranoid 2 lets a user sample its own programs in user mode only: record falls
+ * back to that, and the report says what it does with the kernel time no sample saw. As root
+ * the profiles above sampled the kernel too, and say nothing of it. */
+static int check_user_only(void)
+{
+	char dir[PATH_MAX + 32], *paranoid = NULL;
+	int failed = 1;
+
+	if (strcmp(PROF_SAMPLER, "perf") != 0)
+		return 0;
+	paranoid = harness_read_text("/proc/sys/kernel/perf_event_paranoid", 64);
+	if (geteuid() != 0 || !paranoid || atoi(paranoid) != 2) {
+		fprintf(stderr, "not root or perf_event_paranoid is not 2: user-only perf not "
+				"tested\n");
+		free(paranoid);
+		return 0;
+	}
+	free(paranoid);
+	snprintf(dir, sizeof(dir), "%s/user", server.dir);
+	if (mkdir(dir, 0700) < 0 || chown(dir, USER_ONLY_UID, USER_ONLY_UID) < 0) {
+		fprintf(stderr, "cannot make %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	failed = run_as(USER_ONLY_UID, USER_ONLY_UID, NULL, 0, record_as_user, dir) != 0;
+	return failed;
+}
+
 int main(void)
 {
 	char script[PATH_MAX + 32];
@@ -305,7 +367,7 @@ int main(void)
 	fprintf(stderr, "simulated package: %.3f W; %d host CPUs\n", watts, cpus);
 	if (check_functions(watts, cpus) ||
 	    check_threads("threads", "heavy", "light", watts, cpus) ||
-	    check_threads(PROF_SLEEPER_MODE, "busy", "sleepy", watts, cpus))
+	    check_threads(PROF_SLEEPER_MODE, "busy", "sleepy", watts, cpus) || check_user_only())
 		goto out;
 #ifdef PROF_EXTRA_CHECK
 	if (PROF_EXTRA_CHECK())

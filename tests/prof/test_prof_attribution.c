@@ -286,22 +286,31 @@ out:
 	return failed;
 }
 
-/* As USER_ONLY_UID: record and report into `argument` (a directory that uid owns). */
-static int record_as_user(void *argument)
+/* A 0.3 s profile of the functions into `path` (with `--sampler sampler` unless NULL) whose text
+ * report must name burn_heavy and contain `expected`; else `complaint` and the report. */
+static int short_profile_says(const char *path, const char *sampler, const char *expected,
+			      const char *complaint)
 {
-	const char *dir = argument;
-	char path[PATH_MAX + 32];
+	const char *record_arguments[16] = { "record", "-q", "-F", HZ };
+	const char *report_arguments[] = { "report", "-i", path, "--format", "text", NULL };
 	char *out = NULL, *text = NULL;
+	size_t count = 4;
 	int failed = 1;
 
-	snprintf(path, sizeof(path), "%s/user.data", dir);
-	const char *record_arguments[] = { "record", "-q", "-F", HZ, "--sampler", "perf", "-o",
-					   path, "--", helper, "functions", "0.3", NULL };
-	const char *report_arguments[] = { "report", "-i", path, "--format", "text", NULL };
+	if (sampler != NULL) {
+		record_arguments[count++] = "--sampler";
+		record_arguments[count++] = sampler;
+	}
+	record_arguments[count++] = "-o";
+	record_arguments[count++] = path;
+	record_arguments[count++] = "--";
+	record_arguments[count++] = helper;
+	record_arguments[count++] = PROF_FUNCTIONS_MODE;
+	record_arguments[count++] = "0.3";
 	if (run_tool(record_arguments, &out) != 0 || run_tool(report_arguments, &text) != 0)
 		goto out;
-	if (!strstr(text, "perf sampled user mode only") || !strstr(text, "burn_heavy")) {
-		fprintf(stderr, "a user-mode-only profile does not say so:\n%s\n", text);
+	if (!strstr(text, expected) || !strstr(text, "burn_heavy")) {
+		fprintf(stderr, "%s:\n%s\n", complaint, text);
 		goto out;
 	}
 	failed = 0;
@@ -309,6 +318,16 @@ out:
 	free(out);
 	free(text);
 	return failed;
+}
+
+/* As USER_ONLY_UID: a profile into `argument` (a directory that uid owns). */
+static int record_as_user(void *argument)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/user.data", (const char *)argument);
+	return short_profile_says(path, "perf", "perf sampled user mode only",
+				  "a user-mode-only profile does not say so");
 }
 
 /* perf_event_paranoid 2 lets a user sample its own programs in user mode only: record falls

@@ -42,15 +42,17 @@ static uint64_t monotonic_raw_ns(void)
 	return (uint64_t)now.tv_sec * SIM_NS_PER_SECOND + (uint64_t)now.tv_nsec;
 }
 
-sim_u128 sim_cpu_busy_at(struct sim *sim, struct sim_cpu *cpu, uint64_t t)
+struct sim_progress sim_cpu_progress_at(struct sim *sim, struct sim_cpu *cpu, uint64_t t)
 {
 	if (t > cpu->t) {
 		uint64_t running = (t - cpu->t) - sim_rough_smi_time(sim, cpu->t, t);
+		sim_u128 delta = (sim_u128)cpu->load * running;
 
-		cpu->busy += (sim_u128)cpu->load * running;
+		cpu->core += sim_clock_core_delta(sim, cpu, cpu->busy, delta);
+		cpu->busy += delta;
 		cpu->t = t;
 	}
-	return cpu->busy;
+	return (struct sim_progress){ .busy = cpu->busy, .core = cpu->core };
 }
 
 /* Energy of the law from its start to seg_t0 + x (x <= seg_len for a ramp); differences of it
@@ -116,38 +118,63 @@ static void domain_set_law(struct sim_domain *domain, const struct sim_power_law
 	domain->history_count++;
 }
 
-/* A load-driven domain: idle + (max - idle) x mean load of its CPUs, from domain->t on. */
-static void domain_set_power(struct sim_domain *domain)
+/* A load-driven domain: idle + (max - idle) x mean load of its CPUs, each weighted by its power
+ * factor (sim_clock.c: 1 at the all-core clock), from domain->t on; never above max. */
+static void domain_set_power(const struct sim *sim, struct sim_domain *domain)
 {
-	sim_u128 span = (sim_u128)domain->span_uw * domain->load_sum;
-	uint64_t power = domain->idle_uw +
-			 (uint64_t)(span / ((sim_u128)domain->cpus * SIM_LOAD_ONE));
-	struct sim_power_law law = { .seg_t0 = domain->t, .from_uw = power, .to_uw = power };
+	sim_u128 weighted = 0, span;
+	uint64_t power;
+	struct sim_power_law law = { .seg_t0 = domain->t };
 
 	if (domain->traced)
 		return;
+	for (uint32_t i = domain->first_cpu; i < domain->first_cpu + domain->cpus; i++) {
+		const struct sim_cpu *cpu = &sim->cpus[i];
+
+		weighted += (sim_u128)cpu->load * (domain->clocked ? cpu->power_q : SIM_POWER_ONE);
+	}
+	span = (sim_u128)domain->span_uw * weighted /
+	       ((sim_u128)domain->cpus * SIM_LOAD_ONE * SIM_POWER_ONE);
+	power = domain->idle_uw + (span < domain->span_uw ? (uint64_t)span : domain->span_uw);
+	law.from_uw = law.to_uw = power;
 	if (domain->law.seg_len == 0 && domain->law.from_uw == power)
 		return;
 	domain_set_law(domain, &law);
 }
 
+static bool domain_in_package(const struct sim *sim, const struct sim_domain *domain,
+			      uint32_t package)
+{
+	return sim->cpus[domain->first_cpu].package == package;
+}
+
+/* Bring the package's CPUs and domains up to t, then give `index` (a CPU of it, or UINT32_MAX
+ * for none) the load `load` and the package's CPUs the clocks and domains the powers that
+ * follow: one CPU's load moves every clock of its package (the active cores change). */
+static void package_set(struct sim *sim, uint32_t package, uint32_t index, uint32_t load,
+			uint64_t t)
+{
+	uint32_t first = package * sim->model->cpus_per_package;
+
+	for (uint32_t i = first; i < first + sim->model->cpus_per_package; i++)
+		sim_cpu_progress_at(sim, &sim->cpus[i], t);
+	for (uint32_t i = 0; i < sim->domain_count; i++) {
+		if (domain_in_package(sim, &sim->domains[i], package))
+			domain_advance(sim, &sim->domains[i], t);
+	}
+	if (index != UINT32_MAX)
+		sim->cpus[index].load = load;
+	sim_clock_update(sim, package);
+	for (uint32_t i = 0; i < sim->domain_count; i++) {
+		if (domain_in_package(sim, &sim->domains[i], package))
+			domain_set_power(sim, &sim->domains[i]);
+	}
+}
+
 /* Change one CPU's load at time t (objects are first brought up to t with the old load). */
 static void cpu_set_load(struct sim *sim, uint32_t index, uint32_t load, uint64_t t)
 {
-	struct sim_cpu *cpu = &sim->cpus[index];
-
-	sim_cpu_busy_at(sim, cpu, t);
-	for (uint32_t kind = 0; kind < RAPL_DOMAIN_COUNT; kind++) {
-		struct sim_domain *domain;
-
-		if (cpu->domain[kind] == SIM_NO_DOMAIN)
-			continue;
-		domain = &sim->domains[cpu->domain[kind]];
-		domain_advance(sim, domain, t);
-		domain->load_sum = domain->load_sum - cpu->load + load;
-		domain_set_power(domain);
-	}
-	cpu->load = load;
+	package_set(sim, sim->cpus[index].package, index, load, t);
 }
 
 static void timeline_enter(struct sim *sim, size_t timeline, size_t segment, uint64_t t)
@@ -217,7 +244,7 @@ static void power_enter(struct sim *sim, unsigned kind, size_t segment, uint64_t
 		if (count)
 			domain_set_law(domain, &law);
 		else
-			domain_set_power(domain);
+			domain_set_power(sim, domain);
 	}
 }
 
@@ -393,6 +420,18 @@ static int read_register(struct sim *sim, struct sim_cpu *cpu, uint32_t address,
 	return 0;
 }
 
+/* MSR_PKG_POWER_LIMIT is one register per package (SDM vol. 4, "Package" scope): every CPU of
+ * it reads what one wrote, and PL1 may cap the package's clock from now on. */
+static void set_power_limit(struct sim *sim, uint32_t package, int index, uint64_t value)
+{
+	uint32_t first = package * sim->model->cpus_per_package;
+
+	for (uint32_t i = first; i < first + sim->model->cpus_per_package; i++)
+		sim->cpus[i].registers[index] = value;
+	sim_clock_set_power_limit(sim, package, value);
+	package_set(sim, package, UINT32_MAX, 0, sim->now);
+}
+
 static int write_register(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t value)
 {
 	uint64_t ignored;
@@ -418,6 +457,8 @@ static int write_register(struct sim *sim, struct sim_cpu *cpu, uint32_t address
 	if ((value ^ cpu->registers[index]) & ~sim->model->registers[index].write_mask)
 		return -EIO;
 	cpu->registers[index] = value;
+	if (address == MSR_PKG_POWER_LIMIT)
+		set_power_limit(sim, cpu->package, index, value);
 	return 0;
 }
 
@@ -688,7 +729,10 @@ static int build_domains(struct sim *sim)
 				.idle_uw = watts_to_microwatts(config->idle_watts),
 				.span_uw = watts_to_microwatts(config->max_watts) -
 					   watts_to_microwatts(config->idle_watts),
+				.first_cpu = first,
 				.cpus = group,
+				.clocked = config->domain != RAPL_DOMAIN_DRAM &&
+					   config->domain != RAPL_DOMAIN_PP1,
 				.t = sim->start_ns,
 				.law = { .seg_t0 = sim->start_ns, .from_uw = UINT64_MAX },
 				.history = calloc(SIM_HISTORY, sizeof(struct sim_history_entry)),
@@ -696,7 +740,7 @@ static int build_domains(struct sim *sim)
 			if (!domain->history)
 				return -ENOMEM;
 			sim->domain_count++;
-			domain_set_power(domain);
+			domain_set_power(sim, domain);
 			sim_rough_last_update(sim, domain, sim->start_ns, &domain->update_ns);
 			for (uint32_t cpu = first; cpu < first + group; cpu++)
 				sim->cpus[cpu].domain[config->domain] = domain->index;
@@ -717,6 +761,8 @@ static int build_cpus(struct sim *sim)
 		struct sim_cpu *cpu = &sim->cpus[i];
 
 		cpu->t = sim->start_ns;
+		cpu->clock_q = SIM_CLOCK_ONE;
+		cpu->power_q = SIM_POWER_ONE;
 		cpu->package = i / model->cpus_per_package;
 		cpu->source = sim->virtual_time ? SIM_LOAD_FIXED : SIM_LOAD_HOST;
 		for (uint32_t kind = 0; kind < RAPL_DOMAIN_COUNT; kind++)
@@ -887,6 +933,10 @@ static int sim_start(struct sim *sim, const struct backend_options *options, con
 	fill_info(sim, name);
 	if (ret == 0)
 		ret = build_registers(sim, why, why_size);
+	if (ret == 0)
+		ret = sim_clock_configure(sim, options->sim_ideal);
+	for (uint32_t package = 0; ret == 0 && package < sim->model->packages; package++)
+		package_set(sim, package, UINT32_MAX, 0, sim->start_ns);
 	if (ret == 0 && !sim->virtual_time) {
 		ret = open_host_load(sim, options->dev_root);
 		if (ret < 0)
@@ -951,6 +1001,7 @@ void sim_close(struct sim *sim)
 		free(sim->cpus[cpu].registers);
 	free(sim->cpus);
 	free(sim->domains);
+	sim_clock_free(sim);
 	sim_pmu_free(sim);
 	sim_model_free(sim->model);
 	free(sim);

@@ -4,7 +4,8 @@
  *
  * Exactness: busy time is an integer count of ns * SIM_LOAD_ONE, energy an integer count of
  * femtojoules (µW * ns), and every event count is floor(busy * rate / SIM_BUSY_PER_SECOND) of
- * the cumulative busy time, so nothing drifts however often or rarely it is observed.
+ * the cumulative busy time (or of the cumulative core-clock cycles, an integer too), so nothing
+ * drifts however often or rarely it is observed.
  */
 #ifndef HAECER_SERVER_SIM_INTERNAL_H
 #define HAECER_SERVER_SIM_INTERNAL_H
@@ -26,12 +27,27 @@
 
 typedef unsigned __int128 sim_u128;
 
-/* A counter that advances with its CPU's busy time at `rate` events per busy second. */
+/* A clock of core_hz in the fixed point of struct sim_progress's `core`. */
+#define SIM_CLOCK_ONE (1u << 20)
+/* A busy CPU's power factor of 1 (its share of the domain's max - idle at the all-core clock). */
+#define SIM_POWER_ONE (1u << 16)
+
+/* How far a CPU has run: busy time (ns * SIM_LOAD_ONE) and the same weighted by its actual
+ * clock (ns * SIM_LOAD_ONE * SIM_CLOCK_ONE * clock / core_hz). Reference counters (MPERF,
+ * REF_TSC, REF_XCLK) follow `busy`, core counters (APERF, cycles, instructions) `core`. */
+struct sim_progress {
+	sim_u128 busy;
+	sim_u128 core;
+};
+
+/* A counter that advances with its CPU's busy time (or core cycles) at `rate` events per busy
+ * second (at core_hz). */
 struct sim_counter {
-	uint64_t base;          /* value when the CPU's busy time was busy_base */
-	sim_u128 busy_base;
+	uint64_t base;          /* value when the CPU had run busy_base */
+	struct sim_progress busy_base;
 	uint64_t rate;          /* 0 while the counter does not count */
 	uint64_t mask;          /* 2^width - 1 */
+	bool core_clock;        /* counts with the core clock, not the reference one */
 };
 
 /* Power of a domain from seg_t0 on: from_uw, moving linearly to to_uw over seg_len ns (a ramp of
@@ -57,8 +73,9 @@ struct sim_domain {
 	uint32_t exponent;      /* J = units * 2^-exponent */
 	uint64_t idle_uw;
 	uint64_t span_uw;       /* max - idle */
-	uint32_t cpus;          /* CPUs whose load drives this domain */
-	uint64_t load_sum;      /* sum of their loads (SIM_LOAD_ONE each when busy) */
+	uint32_t first_cpu;     /* CPUs first_cpu .. first_cpu + cpus - 1 drive this domain */
+	uint32_t cpus;
+	bool clocked;           /* a busy CPU's share grows with its clock (not DRAM, not PP1) */
 	bool traced;            /* a power trace sets the power, not the load */
 	struct sim_power_law law;
 	uint64_t phase_ns;      /* offset of its update grid */
@@ -81,6 +98,10 @@ enum sim_load_source {
 struct sim_cpu {
 	uint64_t t;             /* busy time is integrated up to this time */
 	sim_u128 busy;          /* ns * SIM_LOAD_ONE */
+	sim_u128 core;          /* busy weighted by the clock: struct sim_progress */
+	uint64_t clock_q;       /* clock while busy, SIM_CLOCK_ONE = core_hz (its noise aside) */
+	uint32_t power_q;       /* power factor while busy, SIM_POWER_ONE at the all-core clock */
+	uint32_t noise_offset;  /* where in the noise table its busy time starts */
 	uint32_t load;
 	enum sim_load_source source;
 	uint32_t package;
@@ -100,6 +121,7 @@ struct sim_event_rate {
 	uint16_t event;         /* 12 bits on AMD */
 	uint8_t umask;
 	uint64_t rate;
+	bool reference;         /* counts with the reference clock (REF_XCLK), not the core's */
 };
 
 /* Performance-monitoring configuration derived from CPUID 0xA (or the AMD model's core counters)
@@ -152,6 +174,27 @@ struct sim_power_state {
 	uint64_t segment_end;    /* UINT64_MAX when holding */
 };
 
+#define SIM_NOISE_TABLE 4096u /* clock noise draws, repeated: a CPU's n-th busy interval takes
+				* entry (offset + n) mod this */
+
+/* The clock of busy CPUs (sim_clock.c); off (every clock core_hz) on the ideal CPU or a model
+ * without a clock section. Clocks in SIM_CLOCK_ONE units. */
+struct sim_clock {
+	bool on;
+	uint32_t cores;           /* cores per package */
+	uint32_t bin_count;
+	uint64_t *bins_q;         /* clock with 1, 2, ... active cores */
+	uint64_t min_q;
+	uint64_t all_core_q;      /* the clock with every core active: power factor 1 */
+	double power_exponent;
+	bool power_limit;
+	uint64_t *limit_uw;       /* per package: PL1 when enabled, else 0 */
+	double *activity;         /* per core of the package being updated: share of time active */
+	sim_u128 noise_busy;      /* busy time of one noise draw */
+	int64_t *noise;           /* SIM_NOISE_TABLE draws in SIM_CLOCK_ONE units, summing to 0 */
+	int64_t *noise_prefix;    /* SIM_NOISE_TABLE + 1 partial sums */
+};
+
 /* The rough behaviour in force (DESIGN.md section 6); all zero for the ideal CPU. */
 struct sim_rough {
 	bool on;
@@ -168,6 +211,7 @@ struct sim_rough {
 struct sim {
 	struct sim_model *model;
 	struct sim_rough rough;
+	struct sim_clock clock;
 	struct machine_info info;
 	bool virtual_time;
 	uint64_t access_step_ns;
@@ -196,8 +240,9 @@ struct sim {
 	uint64_t next_power_change;
 };
 
-/* Busy time of `cpu` brought up to `t` (SMIs run nothing: their time is not busy). */
-sim_u128 sim_cpu_busy_at(struct sim *sim, struct sim_cpu *cpu, uint64_t t);
+/* Busy time and core cycles of `cpu` brought up to `t` (SMIs run nothing: their time is not
+ * busy). */
+struct sim_progress sim_cpu_progress_at(struct sim *sim, struct sim_cpu *cpu, uint64_t t);
 
 /* ---- sim_rough.c: the update grid, SMIs, the seeded draws ---- */
 /* Configure sim->rough from the model (rough unless `ideal` or the model has no rough part). */
@@ -211,6 +256,24 @@ uint64_t sim_rough_smi_count(const struct sim *sim, uint64_t t);
 uint64_t sim_rough_smi_end(const struct sim *sim, uint64_t t);
 /* Time SMIs took within [a, b). */
 uint64_t sim_rough_smi_time(const struct sim *sim, uint64_t a, uint64_t b);
+/* Draw `index` of `what`: normal with sigma = spread / 3, truncated at +-spread. */
+double sim_rough_draw_normal(const struct sim *sim, uint64_t what, uint64_t index, double spread);
+/* Draw `index` of `what`: uniform 64 bits. */
+uint64_t sim_rough_draw(const struct sim *sim, uint64_t what, uint64_t index);
+
+/* ---- sim_clock.c: the clock of busy CPUs (turbo bins, noise, the power limit) ---- */
+/* Configure sim->clock from the model (off when `ideal` or the model has no clock); every CPU at
+ * its idle-machine clock. Needs sim->cpus. */
+int sim_clock_configure(struct sim *sim, bool ideal);
+void sim_clock_free(struct sim *sim);
+/* Core-clock progress of `cpu` over busy time [from, from + delta) at its current clock. */
+sim_u128 sim_clock_core_delta(const struct sim *sim, const struct sim_cpu *cpu, sim_u128 from,
+			      sim_u128 delta);
+/* Recompute the clocks and power factors of `package`'s CPUs from their loads (the caller has
+ * brought them and the package's domains up to now). */
+void sim_clock_update(struct sim *sim, uint32_t package);
+/* MSR_PKG_POWER_LIMIT of `package` became `value` (PL1 caps the clock if the model says so). */
+void sim_clock_set_power_limit(struct sim *sim, uint32_t package, uint64_t value);
 
 /* ---- sim_power.c: power traces ---- */
 /* Parse a trace (format in configs/models/README.md) for this model's domains. `where` names the
@@ -233,9 +296,9 @@ void sim_pmu_reset_cpu(const struct sim *sim, struct sim_cpu *cpu);
 int sim_pmu_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t *value);
 int sim_pmu_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t value);
 
-/* A counter's value at busy time `busy`. */
-uint64_t sim_counter_value(const struct sim_counter *counter, sim_u128 busy);
-/* Set the value at busy time `busy` (keeps the rate). */
-void sim_counter_set(struct sim_counter *counter, sim_u128 busy, uint64_t value);
+/* A counter's value at progress `busy`. */
+uint64_t sim_counter_value(const struct sim_counter *counter, struct sim_progress busy);
+/* Set the value at progress `busy` (keeps the rate). */
+void sim_counter_set(struct sim_counter *counter, struct sim_progress busy, uint64_t value);
 
 #endif

@@ -125,6 +125,23 @@ static const cyaml_schema_field_t rough_fields[] = {
 	CYAML_FIELD_END
 };
 
+static const cyaml_schema_value_t mhz_entry = {
+	CYAML_VALUE_UINT(CYAML_FLAG_DEFAULT, unsigned),
+};
+
+static const cyaml_schema_field_t clock_fields[] = {
+	CYAML_FIELD_SEQUENCE("turbo_mhz", CYAML_FLAG_POINTER, struct sim_model_clock, turbo_mhz,
+			     &mhz_entry, 1, 256),
+	CYAML_FIELD_UINT("min_mhz", CYAML_FLAG_DEFAULT, struct sim_model_clock, min_mhz),
+	CYAML_FIELD_UINT("noise_mhz", CYAML_FLAG_DEFAULT, struct sim_model_clock, noise_mhz),
+	CYAML_FIELD_UINT("noise_interval_us", CYAML_FLAG_DEFAULT, struct sim_model_clock,
+			 noise_interval_us),
+	CYAML_FIELD_FLOAT("power_exponent", CYAML_FLAG_DEFAULT, struct sim_model_clock,
+			  power_exponent),
+	CYAML_FIELD_BOOL("power_limit", CYAML_FLAG_OPTIONAL, struct sim_model_clock, power_limit),
+	CYAML_FIELD_END
+};
+
 static const cyaml_schema_value_t cpuid_entry = {
 	CYAML_VALUE_UINT(CYAML_FLAG_DEFAULT, uint32_t),
 };
@@ -164,6 +181,8 @@ static const cyaml_schema_field_t model_fields[] = {
 	CYAML_FIELD_UINT("ref_xclk_hz", CYAML_FLAG_OPTIONAL, struct sim_model, ref_xclk_hz),
 	CYAML_FIELD_MAPPING_PTR("rough", CYAML_FLAG_OPTIONAL, struct sim_model, rough,
 				rough_fields),
+	CYAML_FIELD_MAPPING_PTR("clock", CYAML_FLAG_OPTIONAL, struct sim_model, clock,
+				clock_fields),
 	CYAML_FIELD_BOOL("aperf_mperf", CYAML_FLAG_OPTIONAL, struct sim_model, aperf_mperf),
 	CYAML_FIELD_BOOL_PTR("tsx", CYAML_FLAG_OPTIONAL, struct sim_model, tsx),
 	CYAML_FIELD_MAPPING_PTR("pmu", CYAML_FLAG_OPTIONAL, struct sim_model, pmu, pmu_fields),
@@ -382,6 +401,39 @@ static const char *check_rough(const struct sim_model *model)
 	return NULL;
 }
 
+/* Bins run from one active core down, every one at least the base clock and min_mhz at most
+ * the lowest; the noise stays well inside the clock so no stretch of busy time runs backwards. */
+static const char *check_clock(const struct sim_model *model)
+{
+	const struct sim_model_clock *clock = model->clock;
+	uint64_t cores = model->cpus_per_package / model->threads_per_core;
+
+	if (!clock)
+		return NULL;
+	if (!model->rough)
+		return "clock: belongs to the rough CPU (needs a rough section)";
+	if (clock->turbo_mhz_count > cores)
+		return "clock.turbo_mhz: at most one bin per core of a package";
+	for (unsigned i = 0; i < clock->turbo_mhz_count; i++) {
+		uint64_t hz = (uint64_t)clock->turbo_mhz[i] * 1000000ull;
+
+		if (hz < model->core_hz || clock->turbo_mhz[i] > 20000)
+			return "clock.turbo_mhz: every bin must be core_hz..20 GHz";
+		if (i > 0 && clock->turbo_mhz[i] > clock->turbo_mhz[i - 1])
+			return "clock.turbo_mhz: bins must not rise with more active cores";
+	}
+	if (clock->min_mhz < 1 || (uint64_t)clock->min_mhz * 1000000ull > model->core_hz)
+		return "clock.min_mhz: must be 1..core_hz";
+	if (clock->noise_mhz * 4 > clock->min_mhz)
+		return "clock.noise_mhz: at most a quarter of min_mhz";
+	if (clock->noise_interval_us < 10 || clock->noise_interval_us > 1000000)
+		return "clock.noise_interval_us: must be 10 us..1 s";
+	if (!isfinite(clock->power_exponent) || clock->power_exponent < 0.0 ||
+	    clock->power_exponent > 4.0)
+		return "clock.power_exponent: must be in [0, 4]";
+	return NULL;
+}
+
 /* AMD: core_counters PERF_CTL/CTR pairs instead of CPUID leaf 0xA. */
 static const char *check_amd_counters(const struct sim_model *model)
 {
@@ -505,6 +557,8 @@ static const char *check_model(const struct sim_model *model)
 		problem = check_rapl(model);
 	if (!problem)
 		problem = check_rough(model);
+	if (!problem)
+		problem = check_clock(model);
 	return problem;
 }
 

@@ -76,6 +76,17 @@ struct sim_model_rough {
 	unsigned host_sample_us;           /* how often the host's per-CPU load is sampled */
 };
 
+/* The clock of a busy CPU (configs/models/README.md, "clock"); absent: always core_hz. */
+struct sim_model_clock {
+	unsigned *turbo_mhz;               /* highest clock with 1, 2, ... active cores */
+	unsigned turbo_mhz_count;
+	unsigned min_mhz;                  /* the power limit takes the clock no lower */
+	unsigned noise_mhz;                /* spread of the clock around its bin */
+	unsigned noise_interval_us;        /* one draw per this much busy time of a CPU */
+	double power_exponent;             /* a busy CPU's power goes as clock^this */
+	bool power_limit;                  /* MSR_PKG_POWER_LIMIT's PL1 caps the package */
+};
+
 struct sim_model {
 	char *description;
 	char *vendor;
@@ -100,6 +111,7 @@ struct sim_model {
 	unsigned smi_period_ms;     /* one simulated SMI per period; 0 = none */
 	uint64_t ref_xclk_hz;       /* rate of event 0x3C umask 0x01 (REF_XCLK); 0 = tsc_hz */
 	struct sim_model_rough *rough; /* NULL: the model has no rough settings */
+	struct sim_model_clock *clock; /* NULL: the clock is core_hz whenever busy */
 	bool aperf_mperf;           /* IA32_MPERF 0xE7 / IA32_APERF 0xE8 exist */
 	struct sim_model_pmu *pmu;
 	struct sim_model_rapl *rapl;

@@ -5,8 +5,9 @@
  * core PERF_CTL/PERF_CTR pairs (PPR for family 19h, with the legacy aliases of counters 0..3),
  * and APERF/MPERF.
  *
- * Counting: core cycles = busy time * core Hz; reference cycles = busy time * TSC Hz;
- * instructions = cycles * model IPC; LLC references/misses, branches and branch misses and the
+ * Counting: core cycles = the CPU's busy time at its actual clock (sim_clock.c: core_hz on the
+ * ideal CPU, the turbo bin of its active cores plus noise on the rough one); reference cycles =
+ * busy time * TSC Hz (REF_XCLK: busy time * ref_xclk_hz); instructions = core cycles * model IPC; LLC references/misses, branches and branch misses and the
  * model's extra events = instructions * per_kinst / 1000. On AMD the events are 0x76 (cycles not
  * in halt), 0xC0 (retired instructions), 0xC2 / 0xC3 (retired / mispredicted branches). A counter whose control selects only
  * USR (or only OS) counts the model's user_share (or 1 - user_share) of that. CMASK, INV, EDGE
@@ -40,25 +41,28 @@ static uint64_t width_mask(uint32_t width)
 	return width >= 64 ? UINT64_MAX : (1ull << width) - 1;
 }
 
-static uint64_t events_at(sim_u128 busy, uint64_t rate)
+/* Events by `progress` of a counter counting `rate` a second: of busy time, or of core cycles at
+ * core_hz (the actual clock's cycles, SIM_CLOCK_ONE a clock of core_hz). */
+static uint64_t events_at(const struct sim_counter *counter, struct sim_progress progress)
 {
 	/* Truncation to 64 bits is harmless: only differences modulo 2^64 are used. */
-	return (uint64_t)(busy * rate / SIM_BUSY_PER_SECOND);
+	if (counter->core_clock)
+		return (uint64_t)(progress.core * counter->rate /
+				  (SIM_BUSY_PER_SECOND * SIM_CLOCK_ONE));
+	return (uint64_t)(progress.busy * counter->rate / SIM_BUSY_PER_SECOND);
 }
 
-uint64_t sim_counter_value(const struct sim_counter *counter, sim_u128 busy)
+uint64_t sim_counter_value(const struct sim_counter *counter, struct sim_progress busy)
 {
-	uint64_t delta = events_at(busy, counter->rate) - events_at(counter->busy_base,
-								   counter->rate);
+	uint64_t delta = events_at(counter, busy) - events_at(counter, counter->busy_base);
 
 	return (counter->base + delta) & counter->mask;
 }
 
 /* Fold the events counted so far into base; true when the counter wrapped meanwhile. */
-static bool counter_rebase(struct sim_counter *counter, sim_u128 busy)
+static bool counter_rebase(struct sim_counter *counter, struct sim_progress busy)
 {
-	uint64_t delta = events_at(busy, counter->rate) - events_at(counter->busy_base,
-								   counter->rate);
+	uint64_t delta = events_at(counter, busy) - events_at(counter, counter->busy_base);
 	uint64_t raw = counter->base + delta;
 	bool wrapped = raw < counter->base || raw > counter->mask;
 
@@ -67,7 +71,7 @@ static bool counter_rebase(struct sim_counter *counter, sim_u128 busy)
 	return wrapped;
 }
 
-void sim_counter_set(struct sim_counter *counter, sim_u128 busy, uint64_t value)
+void sim_counter_set(struct sim_counter *counter, struct sim_progress busy, uint64_t value)
 {
 	counter->base = value & counter->mask;
 	counter->busy_base = busy;
@@ -80,8 +84,8 @@ static uint64_t per_kinst_rate(uint64_t instructions_rate, double per_kinst)
 	return (uint64_t)llround((double)instructions_rate * per_kinst / 1000.0);
 }
 
-static int add_event(struct sim_pmu *pmu, uint32_t ebx, int arch_index, unsigned event,
-		     unsigned umask, uint64_t rate)
+static int add_event_clocked(struct sim_pmu *pmu, uint32_t ebx, int arch_index, unsigned event,
+			     unsigned umask, uint64_t rate, bool reference)
 {
 	struct sim_event_rate *events;
 
@@ -94,8 +98,16 @@ static int add_event(struct sim_pmu *pmu, uint32_t ebx, int arch_index, unsigned
 	pmu->events = events;
 	events[pmu->event_count++] = (struct sim_event_rate){ .event = (uint16_t)event,
 							      .umask = (uint8_t)umask,
-							      .rate = rate };
+							      .rate = rate,
+							      .reference = reference };
 	return 0;
+}
+
+/* An event that counts with the core clock (cycles, and what instructions cause). */
+static int add_event(struct sim_pmu *pmu, uint32_t ebx, int arch_index, unsigned event,
+		     unsigned umask, uint64_t rate)
+{
+	return add_event_clocked(pmu, ebx, arch_index, event, umask, rate, false);
 }
 
 static int add_model_events(struct sim_pmu *pmu, const struct sim_model_pmu *rates)
@@ -136,7 +148,8 @@ static int configure_events(struct sim_pmu *pmu, const struct sim_model *model)
 	/* The architectural event 3CH/01H counts REF_XCLK (100 MHz on Sandy Bridge to Skylake:
 	 * SDM vol. 3B, the model-specific event tables, CPU_CLK_THREAD_UNHALTED.REF_XCLK), while
 	 * fixed counter 2 (CPU_CLK_UNHALTED.REF_TSC) counts at the TSC rate. */
-	ret |= add_event(pmu, ebx, ARCH_EVENT_REFERENCE_CYCLES, 0x3C, 0x01, pmu->ref_xclk_rate);
+	ret |= add_event_clocked(pmu, ebx, ARCH_EVENT_REFERENCE_CYCLES, 0x3C, 0x01,
+				 pmu->ref_xclk_rate, true);
 	ret |= add_event(pmu, ebx, ARCH_EVENT_LLC_REFERENCES, 0x2E, 0x4F,
 			 per_kinst_rate(instructions, rates->llc_references_per_kinst));
 	ret |= add_event(pmu, ebx, ARCH_EVENT_LLC_MISSES, 0x2E, 0x41,
@@ -220,14 +233,17 @@ void sim_pmu_reset_cpu(const struct sim *sim, struct sim_cpu *cpu)
 	const struct sim_pmu *pmu = &sim->pmu;
 
 	for (uint32_t i = 0; i < SIM_MAX_GP_COUNTERS; i++)
-		cpu->gp[i] = (struct sim_counter){ .mask = pmu->gp_mask };
+		cpu->gp[i] = (struct sim_counter){ .mask = pmu->gp_mask, .core_clock = true };
 	for (uint32_t i = 0; i < SIM_MAX_FIXED_COUNTERS; i++)
-		cpu->fixed[i] = (struct sim_counter){ .mask = pmu->fixed_mask };
+		cpu->fixed[i] = (struct sim_counter){ .mask = pmu->fixed_mask, .core_clock = i != 2 };
 	/* At reset the GP enable bits of PERF_GLOBAL_CTRL are set, so software that only knows
 	 * PERFEVTSEL.EN still counts (SDM 18.2.2). AMD's PerfCntrGlobalCtl starts clear, as Linux
 	 * leaves it while perf is idle: PERF_CTL.EN alone then counts nothing. */
 	cpu->global_ctrl = pmu->version >= 2 ? width_mask(pmu->gp_count) : 0;
-	cpu->aperf = (struct sim_counter){ .mask = UINT64_MAX, .rate = sim->model->core_hz };
+	/* SDM vol. 3B 14.2: APERF counts at the actual clock, MPERF at the TSC's fixed rate, both
+	 * only in C0 (here: while busy). */
+	cpu->aperf = (struct sim_counter){ .mask = UINT64_MAX, .rate = sim->model->core_hz,
+					   .core_clock = true };
 	cpu->mperf = (struct sim_counter){ .mask = UINT64_MAX, .rate = sim->model->tsc_hz };
 }
 
@@ -243,7 +259,7 @@ static uint64_t share_of(const struct sim_pmu *pmu, uint64_t rate, bool user, bo
 			  1000);
 }
 
-static uint64_t event_rate(const struct sim_pmu *pmu, uint64_t evtsel)
+static const struct sim_event_rate *event_of(const struct sim_pmu *pmu, uint64_t evtsel)
 {
 	uint16_t event = (uint16_t)(evtsel & PERFEVTSEL_EVENT_MASK);
 	uint8_t umask = (uint8_t)(evtsel >> PERFEVTSEL_UMASK_SHIFT);
@@ -253,9 +269,23 @@ static uint64_t event_rate(const struct sim_pmu *pmu, uint64_t evtsel)
 
 	for (uint32_t i = 0; i < pmu->event_count; i++) {
 		if (pmu->events[i].event == event && pmu->events[i].umask == umask)
-			return pmu->events[i].rate;
+			return &pmu->events[i];
 	}
-	return 0;
+	return NULL;
+}
+
+static uint64_t event_rate(const struct sim_pmu *pmu, uint64_t evtsel)
+{
+	const struct sim_event_rate *known = event_of(pmu, evtsel);
+
+	return known ? known->rate : 0;
+}
+
+static bool gp_core_clock(const struct sim_pmu *pmu, const struct sim_cpu *cpu, uint32_t index)
+{
+	const struct sim_event_rate *known = event_of(pmu, cpu->evtsel[index]);
+
+	return !known || !known->reference;
 }
 
 static uint64_t gp_rate(const struct sim_pmu *pmu, const struct sim_cpu *cpu, uint32_t index)
@@ -285,7 +315,7 @@ static uint64_t fixed_rate(const struct sim_pmu *pmu, const struct sim_cpu *cpu,
 
 /* Bring every counter up to `busy` (noting wraps in GLOBAL_STATUS) and give each the rate the
  * current control registers select. Called after any control register changes. */
-static void counters_reprogram(struct sim *sim, struct sim_cpu *cpu, sim_u128 busy)
+static void counters_reprogram(struct sim *sim, struct sim_cpu *cpu, struct sim_progress busy)
 {
 	const struct sim_pmu *pmu = &sim->pmu;
 
@@ -293,11 +323,14 @@ static void counters_reprogram(struct sim *sim, struct sim_cpu *cpu, sim_u128 bu
 		if (counter_rebase(&cpu->gp[i], busy))
 			cpu->global_status |= 1ull << i;
 		cpu->gp[i].rate = gp_rate(pmu, cpu, i);
+		cpu->gp[i].core_clock = gp_core_clock(pmu, cpu, i);
 	}
 	for (uint32_t i = 0; i < pmu->fixed_count; i++) {
 		if (counter_rebase(&cpu->fixed[i], busy))
 			cpu->global_status |= 1ull << (GLOBAL_CTRL_FIXED_SHIFT + i);
 		cpu->fixed[i].rate = fixed_rate(pmu, cpu, i);
+		/* 0 instructions and 1 core cycles follow the clock, 2 (REF_TSC) the TSC */
+		cpu->fixed[i].core_clock = i != 2;
 	}
 }
 
@@ -315,7 +348,7 @@ static int read_global(struct sim *sim, struct sim_cpu *cpu, uint32_t address, u
 		*value = cpu->global_ctrl;
 		return 0;
 	case MSR_IA32_PERF_GLOBAL_STATUS:
-		counters_reprogram(sim, cpu, sim_cpu_busy_at(sim, cpu, sim->now));
+		counters_reprogram(sim, cpu, sim_cpu_progress_at(sim, cpu, sim->now));
 		*value = cpu->global_status;
 		return 0;
 	case MSR_IA32_PERF_GLOBAL_OVF_CTRL:
@@ -337,11 +370,11 @@ static int intel_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, ui
 	}
 	if (msr_index_in(address, MSR_IA32_PMC0, pmu->gp_count, &index) ||
 	    (pmu->full_width_writes && msr_index_in(address, MSR_IA32_A_PMC0, pmu->gp_count, &index))) {
-		*value = sim_counter_value(&cpu->gp[index], sim_cpu_busy_at(sim, cpu, sim->now));
+		*value = sim_counter_value(&cpu->gp[index], sim_cpu_progress_at(sim, cpu, sim->now));
 		return 0;
 	}
 	if (msr_index_in(address, MSR_IA32_FIXED_CTR0, pmu->fixed_count, &index)) {
-		*value = sim_counter_value(&cpu->fixed[index], sim_cpu_busy_at(sim, cpu, sim->now));
+		*value = sim_counter_value(&cpu->fixed[index], sim_cpu_progress_at(sim, cpu, sim->now));
 		return 0;
 	}
 	if (address == MSR_IA32_PERF_CAPABILITIES && pmu->perf_capabilities) {
@@ -371,7 +404,7 @@ static int clear_global_status(struct sim *sim, struct sim_cpu *cpu, uint64_t va
 {
 	if (value & ~valid)
 		return -EIO;
-	counters_reprogram(sim, cpu, sim_cpu_busy_at(sim, cpu, sim->now));
+	counters_reprogram(sim, cpu, sim_cpu_progress_at(sim, cpu, sim->now));
 	cpu->global_status &= ~value;
 	return 0;
 }
@@ -382,7 +415,7 @@ static int amd_global_read(struct sim *sim, struct sim_cpu *cpu, uint32_t addres
 {
 	switch (address) {
 	case MSR_AMD_PERF_CNTR_GLOBAL_STATUS:
-		counters_reprogram(sim, cpu, sim_cpu_busy_at(sim, cpu, sim->now));
+		counters_reprogram(sim, cpu, sim_cpu_progress_at(sim, cpu, sim->now));
 		*value = cpu->global_status;
 		return 0;
 	case MSR_AMD_PERF_CNTR_GLOBAL_CTL:
@@ -421,7 +454,7 @@ static int amd_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint
 	if (!amd_counter(&sim->pmu, address, &control, &index))
 		return -ENOENT;
 	*value = control ? cpu->evtsel[index] :
-			   sim_counter_value(&cpu->gp[index], sim_cpu_busy_at(sim, cpu, sim->now));
+			   sim_counter_value(&cpu->gp[index], sim_cpu_progress_at(sim, cpu, sim->now));
 	return 0;
 }
 
@@ -440,7 +473,7 @@ int sim_pmu_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_
 	struct sim_counter *free_running = aperf_mperf(sim, cpu, address);
 
 	if (free_running) {
-		*value = sim_counter_value(free_running, sim_cpu_busy_at(sim, cpu, sim->now));
+		*value = sim_counter_value(free_running, sim_cpu_progress_at(sim, cpu, sim->now));
 		return 0;
 	}
 	return sim->pmu.amd ? amd_read(sim, cpu, address, value) :
@@ -451,11 +484,11 @@ int sim_pmu_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_
 static int write_control(struct sim *sim, struct sim_cpu *cpu, uint64_t *control,
 			 uint64_t valid, uint64_t value)
 {
-	sim_u128 busy;
+	struct sim_progress busy;
 
 	if (value & ~valid)
 		return -EIO;
-	busy = sim_cpu_busy_at(sim, cpu, sim->now);
+	busy = sim_cpu_progress_at(sim, cpu, sim->now);
 	counters_reprogram(sim, cpu, busy);
 	*control = value;
 	counters_reprogram(sim, cpu, busy);
@@ -468,7 +501,7 @@ static int write_control(struct sim *sim, struct sim_cpu *cpu, uint64_t *control
 static int write_counter(struct sim *sim, struct sim_cpu *cpu, struct sim_counter *counter,
 			 uint64_t status_bit, uint64_t value)
 {
-	sim_u128 busy = sim_cpu_busy_at(sim, cpu, sim->now);
+	struct sim_progress busy = sim_cpu_progress_at(sim, cpu, sim->now);
 
 	if (counter_rebase(counter, busy) && sim->pmu.version >= 2)
 		cpu->global_status |= status_bit;

@@ -41,6 +41,25 @@ static double draw_unit(const struct sim *sim, uint64_t what, uint64_t index)
 	return (double)(draw(sim, what, index) >> 11) * 0x1.0p-53;
 }
 
+double sim_rough_draw_normal(const struct sim *sim, uint64_t what, uint64_t index, double spread)
+{
+	double value = spread;
+
+	/* Box-Muller, sigma = spread / 3; redraw the rare tail beyond 3 sigma. */
+	for (uint64_t attempt = 0; attempt < 8 && fabs(value) >= spread; attempt++) {
+		double u1 = draw_unit(sim, what, index * 16 + 2 * attempt) + 0x1.0p-54;
+		double u2 = draw_unit(sim, what, index * 16 + 2 * attempt + 1);
+
+		value = sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2) * spread / 3.0;
+	}
+	return fabs(value) >= spread ? 0.0 : value;
+}
+
+uint64_t sim_rough_draw(const struct sim *sim, uint64_t what, uint64_t index)
+{
+	return draw(sim, what, index);
+}
+
 /* An offset in [-spread, spread] ns from the configured distribution. */
 static int64_t draw_jitter(const struct sim *sim, uint64_t what, uint64_t index)
 {
@@ -48,20 +67,10 @@ static int64_t draw_jitter(const struct sim *sim, uint64_t what, uint64_t index)
 
 	if (sim->rough.jitter_spread_ns == 0)
 		return 0;
-	if (sim->rough.jitter == SIM_JITTER_UNIFORM) {
+	if (sim->rough.jitter == SIM_JITTER_UNIFORM)
 		value = (2.0 * draw_unit(sim, what, index) - 1.0) * spread;
-	} else {
-		/* Box-Muller, sigma = spread / 3; redraw the rare tail beyond 3 sigma. */
-		value = spread;
-		for (uint64_t attempt = 0; attempt < 8 && fabs(value) >= spread; attempt++) {
-			double u1 = draw_unit(sim, what, index * 16 + 2 * attempt) + 0x1.0p-54;
-			double u2 = draw_unit(sim, what, index * 16 + 2 * attempt + 1);
-
-			value = sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2) * spread / 3.0;
-		}
-		if (fabs(value) >= spread)
-			value = 0.0;
-	}
+	else
+		value = sim_rough_draw_normal(sim, what, index, spread);
 	return (int64_t)llround(value);
 }
 

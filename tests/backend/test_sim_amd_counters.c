@@ -21,7 +21,8 @@ static struct msr_backend *backend;
 static int setup(void **state)
 {
 	(void)state;
-	backend = open_virtual_sim("zen3", 0);
+	/* Exact counts: the ideal CPU, whose clock is core_hz whenever busy (no turbo bins). */
+	backend = open_ideal_sim("zen3", 0);
 	return backend_sim_set_load(backend, 0, 1.0);
 }
 

@@ -14,7 +14,8 @@
 
 static void check_model(const char *model, uint64_t cycles_per_us)
 {
-	struct msr_backend *backend = open_virtual_sim(model, 0);
+	/* Exact counts: the ideal CPU, whose clock is core_hz whenever busy (no turbo bins). */
+	struct msr_backend *backend = open_ideal_sim(model, 0);
 	struct machine_info info;
 	uint64_t value;
 

@@ -22,6 +22,9 @@
  * PstateEn 63; 17h/19h CpuDfsId 13:8, CpuFid 7:0, MHz = 200 * Fid / DfsId; 1Ah CpuFid 11:0,
  * MHz = 5 * Fid). */
 #define MSR_PLATFORM_INFO 0xCEu
+/* Highest ratio (x 100 MHz) with N active cores: bits 8(N-1)+7:8(N-1) on Sandy Bridge client
+ * parts (SDM vol. 4); per group of MSR_TURBO_RATIO_LIMIT_CORES (0x1AE) on Skylake-SP. */
+#define MSR_TURBO_RATIO_LIMIT 0x1ADu
 #define MSR_AMD_PSTATE_DEF0 0xC0010064u
 #define AMD_PSTATE_ENABLED (1ull << 63)
 
@@ -168,6 +171,8 @@ static inline bool msr_amd_legacy_index(uint32_t address, uint32_t *index, bool 
 /* ---- RAPL, Intel ---- */
 #define MSR_RAPL_POWER_UNIT 0x606u /* power 3:0, energy 12:8, time 19:16; unit = 2^-field */
 #define MSR_PKG_POWER_LIMIT 0x610u
+#define PKG_POWER_LIMIT_PL1_POWER 0x7FFFull  /* 14:0, in power units */
+#define PKG_POWER_LIMIT_PL1_ENABLE (1ull << 15)
 #define MSR_PKG_ENERGY_STATUS 0x611u
 #define MSR_PKG_POWER_INFO 0x614u  /* thermal spec power 14:0, in power units */
 #define MSR_DRAM_ENERGY_STATUS 0x619u

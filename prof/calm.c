@@ -385,7 +385,8 @@ static int compare_double(const void *a, const void *b)
 	return x < y ? -1 : x > y ? 1 : 0;
 }
 
-static double median_of(const struct samples *samples)
+/* The p-quantile (0..1), interpolated between the two nearest order statistics. */
+static double quantile_of(const struct samples *samples, double p)
 {
 	if (samples->count == 0)
 		return 0;
@@ -394,11 +395,25 @@ static double median_of(const struct samples *samples)
 		return mean_of(samples);
 	memcpy(sorted, samples->values, samples->count * sizeof(*sorted));
 	qsort(sorted, samples->count, sizeof(*sorted), compare_double);
-	size_t middle = samples->count / 2;
-	double median = samples->count % 2 ? sorted[middle]
-					   : (sorted[middle - 1] + sorted[middle]) / 2;
+	double position = p * (double)(samples->count - 1);
+	size_t below = (size_t)position;
+	double value = sorted[below];
+	if (below + 1 < samples->count)
+		value += (position - (double)below) * (sorted[below + 1] - sorted[below]);
 	free(sorted);
-	return median;
+	return value;
+}
+
+static double median_of(const struct samples *samples)
+{
+	return quantile_of(samples, 0.5);
+}
+
+/* The spread of the middle half: a few epochs whose two registers msrd read apart in time
+ * (preempted between them) move it little, unlike the standard deviation. */
+static double iqr_of(const struct samples *samples)
+{
+	return quantile_of(samples, 0.75) - quantile_of(samples, 0.25);
 }
 
 static double sd_of(const struct samples *samples)
@@ -534,10 +549,12 @@ int prof_calm(const struct prof_calm_options *options)
 		       c0 > 0 ? 100 * (c1 - c0) / c0 : NAN, median_of(&calm.recorder_seconds));
 	}
 	if (calm.frequency)
-		printf("frequency: %zu and %zu CPU epochs of %llu ms, mean %.0f and %.0f MHz, "
-		       "PMF correlation %.3f over %zu Freedman-Diaconis bins\n",
+		printf("frequency: %zu and %zu CPU epochs of %llu ms, mean %.0f and %.0f MHz "
+		       "(interquartile range %.1f and %.1f), PMF correlation %.3f over %zu "
+		       "Freedman-Diaconis bins\n",
 		       calm.freq[0].count, calm.freq[1].count, EPOCH_NS / 1000000ull,
-		       active_mhz(&calm, 0), active_mhz(&calm, 1), pcc, bins);
+		       active_mhz(&calm, 0), active_mhz(&calm, 1), iqr_of(&calm.freq[0]),
+		       iqr_of(&calm.freq[1]), pcc, bins);
 	else
 		printf("frequency: not measured (msrd does not grant APERF/MPERF)\n");
 	bool calm_time = fabs(time_pct) <= CALM_TIME_PCT;

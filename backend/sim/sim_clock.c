@@ -35,8 +35,6 @@
 #define DRAW_NOISE 0x4E4F495345000000ull        /* "NOISE" */
 #define DRAW_NOISE_OFFSET 0x4E4F4F4646000000ull /* "NOOFF" */
 #define POWER_UNIT_FIELD 0xFull                 /* MSR_RAPL_POWER_UNIT bits 3:0 */
-#define PL1_POWER_MASK 0x7FFFull                /* MSR_PKG_POWER_LIMIT bits 14:0 */
-#define PL1_ENABLE (1ull << 15)
 
 static uint64_t mhz_to_q(const struct sim *sim, double mhz)
 {
@@ -265,7 +263,7 @@ void sim_clock_set_power_limit(struct sim *sim, uint32_t package, uint64_t value
 	if (!clock->power_limit || package >= sim->model->packages)
 		return;
 	clock->limit_uw[package] =
-		value & PL1_ENABLE ?
-			(uint64_t)llround(ldexp((double)(value & PL1_POWER_MASK), -(int)unit) * 1e6) :
+		value & PKG_POWER_LIMIT_PL1_ENABLE ?
+			(uint64_t)llround(ldexp((double)(value & PKG_POWER_LIMIT_PL1_POWER), -(int)unit) * 1e6) :
 			0;
 }

@@ -401,6 +401,48 @@ static const char *check_rough(const struct sim_model *model)
 	return NULL;
 }
 
+static const struct sim_model_register *find_register(const struct sim_model *model,
+						      unsigned address)
+{
+	for (unsigned i = 0; i < model->registers_count; i++) {
+		if (model->registers[i].address == address)
+			return &model->registers[i];
+	}
+	return NULL;
+}
+
+/* The ratio MSR_TURBO_RATIO_LIMIT gives `active` cores: byte active - 1 (Sandy Bridge client),
+ * or the byte of the first group of MSR_TURBO_RATIO_LIMIT_CORES (0x1AE) that holds that many
+ * (Skylake-SP); 0 when it says nothing for them. */
+static unsigned turbo_ratio(uint64_t limit, const struct sim_model_register *cores,
+			    unsigned active)
+{
+	if (!cores)
+		return active <= 8 ? (unsigned)(limit >> (8 * (active - 1))) & 0xFF : 0;
+	for (unsigned group = 0; group < 8; group++) {
+		if (((cores->value >> (8 * group)) & 0xFF) >= active)
+			return (unsigned)(limit >> (8 * group)) & 0xFF;
+	}
+	return 0;
+}
+
+/* A model that lists MSR_TURBO_RATIO_LIMIT must run the bins it reports (100 MHz a ratio). */
+static const char *check_turbo_register(const struct sim_model *model)
+{
+	const struct sim_model_register *limit = find_register(model, MSR_TURBO_RATIO_LIMIT);
+	const struct sim_model_register *cores = find_register(model, 0x1AE);
+
+	if (!limit || !model->clock)
+		return NULL;
+	for (unsigned n = 1; n <= model->clock->turbo_mhz_count; n++) {
+		unsigned ratio = turbo_ratio(limit->value, cores, n);
+
+		if (ratio && ratio * 100 != model->clock->turbo_mhz[n - 1])
+			return "clock.turbo_mhz: disagrees with MSR_TURBO_RATIO_LIMIT (0x1AD)";
+	}
+	return NULL;
+}
+
 /* Bins run from one active core down, every one at least the base clock and min_mhz at most
  * the lowest; the noise stays well inside the clock so no stretch of busy time runs backwards. */
 static const char *check_clock(const struct sim_model *model)
@@ -431,7 +473,7 @@ static const char *check_clock(const struct sim_model *model)
 	if (!isfinite(clock->power_exponent) || clock->power_exponent < 0.0 ||
 	    clock->power_exponent > 4.0)
 		return "clock.power_exponent: must be in [0, 4]";
-	return NULL;
+	return check_turbo_register(model);
 }
 
 /* AMD: core_counters PERF_CTL/CTR pairs instead of CPUID leaf 0xA. */

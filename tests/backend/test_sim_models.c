@@ -94,6 +94,13 @@ static int open_model(const char *dir, const char *name)
 	"stepping: 7\npackages: 1\ncpus_per_package: 2\nthreads_per_core: 1\n"        \
 	"core_hz: 1000000000\ntsc_hz: 1000000000\n"
 
+#define ROUGH                                                                         \
+	"rough: {update_interval_ns: 1000000, jitter: normal, jitter_spread_ns: 20000, "  \
+	"host_sample_us: 1000}\n"
+#define CLOCK(bins)                                                                   \
+	"clock: {turbo_mhz: " bins ", min_mhz: 800, noise_mhz: 30, noise_interval_us: 500, " \
+	"power_exponent: 2.0}\n"
+
 static void test_bad_models(void **state)
 {
 	static const char *const bad[] = {
@@ -110,12 +117,24 @@ static void test_bad_models(void **state)
 		"vendor: CyrixInstead\nmodel_name: x\nfamily: 6\nmodel: 1\nstepping: 0\n"
 		"packages: 1\ncpus_per_package: 1\nthreads_per_core: 1\n"
 		"core_hz: 1000000000\ntsc_hz: 1000000000\n",
+		/* the clock: part of the rough CPU; bins fall with more cores, none below core_hz,
+		 * no more than cores; as MSR_TURBO_RATIO_LIMIT says when the model lists it */
+		GOOD_HEADER CLOCK("[1200, 1100]"),
+		GOOD_HEADER ROUGH CLOCK("[1100, 1200]"),
+		GOOD_HEADER ROUGH CLOCK("[1200, 900]"),
+		GOOD_HEADER ROUGH CLOCK("[1200, 1100, 1000]"),
+		GOOD_HEADER ROUGH CLOCK("[1200, 1100]")
+			"registers:\n  - {address: 0x1AD, value: 0x0B0B}\n",
 	};
 	char *dir = make_temp_dir();
 
 	(void)state;
 	tree_write_text(dir, "good.yaml", GOOD_HEADER);
 	assert_int_equal(open_model(dir, "good"), 0);
+	tree_write_text(dir, "clocked.yaml", "%s",
+			GOOD_HEADER ROUGH CLOCK("[1200, 1100]")
+			"registers:\n  - {address: 0x1AD, value: 0x0B0C}\n");
+	assert_int_equal(open_model(dir, "clocked"), 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		tree_write_text(dir, "bad.yaml", "%s", bad[i]);
 		assert_int_equal(open_model(dir, "bad"), -EINVAL);

@@ -47,7 +47,8 @@ struct backend_options {
 	bool allow_sim_fallback;   /* auto: the simulated CPU when no device is usable (opt-in) */
 	uint64_t sim_access_step_ns; /* virtual time: advance this much per register access, so a
 				      * loop waiting for the next 1 ms energy update ends */
-	bool sim_ideal;            /* exact CPU: updates every 1 ms in phase, SMIs take no time */
+	bool sim_ideal;            /* exact CPU: updates every 1 ms in phase, SMIs take no time,
+				    * a busy CPU runs at core_hz */
 	uint64_t sim_seed;         /* seeds the rough behaviour (replayable) */
 	const char *sim_power_script; /* power trace file (format in backend/sim/sim_power.c), or
 				       * NULL */

@@ -917,11 +917,11 @@ static int sim_start(struct sim *sim, const struct backend_options *options, con
 		seed = monotonic_raw_ns() ^ ((uint64_t)getpid() << 32);
 	sim_rough_configure(sim, options->sim_ideal, seed);
 	if (sim->rough.on)
-		log_info("sim: model %s, rough (seed %llu: --sim-seed replays it)", name,
-			 (unsigned long long)seed);
+		log_info("sim: model %s, rough%s (seed %llu: --sim-seed replays it)", name,
+			 sim->model->clock ? ", turbo clock" : "", (unsigned long long)seed);
 	else
 		log_info("sim: model %s, ideal (energy updates every 1 ms in phase, SMIs take no "
-			 "time)", name);
+			 "time, constant clock)", name);
 	if (sim->model->rapl)
 		sim->unit_address = sim_model_is_amd(sim->model) ? MSR_AMD_RAPL_POWER_UNIT :
 								   MSR_RAPL_POWER_UNIT;

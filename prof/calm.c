@@ -70,8 +70,9 @@ struct calm {
 	/* Cycles over the active epochs of each mode: the mean clock weighted by activity. */
 	double active_aperf[2], active_mperf[2];
 	struct samples seconds[2], joules[2];
-	/* CPU time: the program's (both modes) and the recorder's (profiled runs) */
-	struct samples cpu_seconds[2], recorder_seconds;
+	/* CPU time: the program's (both modes) and the recorder's (profiled runs): in all, and
+	 * while the program ran (what falls inside the window the energy is measured over) */
+	struct samples cpu_seconds[2], recorder_seconds, recorder_run_seconds;
 };
 
 static uint64_t now_raw_ns(void)
@@ -249,7 +250,7 @@ static double energy_at(const struct prof_data *data, uint64_t when, bool *found
  * recorder's set-up before the exec and its last energy reading after the exit are not the
  * program's. */
 static int profiled_window(const char *path, double *seconds, double *joules,
-			   double *cpu_seconds, double *recorder_seconds)
+			   double *cpu_seconds, double *recorder_seconds, double *recorder_run_seconds)
 {
 	struct prof_data data;
 	int status = prof_data_load(path, &data);
@@ -259,10 +260,13 @@ static int profiled_window(const char *path, double *seconds, double *joules,
 		return status;
 	char *cpu_text = prof_meta_get(&data, "program_cpu_ns");
 	char *recorder_text = prof_meta_get(&data, "recorder_cpu_ns");
+	char *run_text = prof_meta_get(&data, "recorder_run_cpu_ns");
 	*cpu_seconds = cpu_text ? strtoull(cpu_text, NULL, 10) / 1e9 : NAN;
 	*recorder_seconds = recorder_text ? strtoull(recorder_text, NULL, 10) / 1e9 : NAN;
+	*recorder_run_seconds = run_text ? strtoull(run_text, NULL, 10) / 1e9 : NAN;
 	free(cpu_text);
 	free(recorder_text);
+	free(run_text);
 	char *start_text = prof_meta_get(&data, "start_ns");
 	char *end_text = prof_meta_get(&data, "end_ns");
 	status = -EBADMSG;
@@ -354,9 +358,9 @@ static int run_once(struct calm *calm, const struct prof_calm_options *options, 
 	double seconds = (end - start) / 1e9, joules = after - before;
 	double cpu_seconds = (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
 			     (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-	double recorder_seconds = NAN;
+	double recorder_seconds = NAN, recorder_run_seconds = NAN;
 	if (mode == 1 && profiled_window(data_path, &seconds, &joules, &cpu_seconds,
-					 &recorder_seconds) < 0) {
+					 &recorder_seconds, &recorder_run_seconds) < 0) {
 		prof_error("calm: the profile of the run is unreadable");
 		return -EBADMSG;
 	}
@@ -364,6 +368,8 @@ static int run_once(struct calm *calm, const struct prof_calm_options *options, 
 		samples_add(&calm->cpu_seconds[mode], cpu_seconds);
 	if (!isnan(recorder_seconds))
 		samples_add(&calm->recorder_seconds, recorder_seconds);
+	if (!isnan(recorder_run_seconds))
+		samples_add(&calm->recorder_run_seconds, recorder_run_seconds);
 	samples_add(&calm->seconds[mode], seconds);
 	samples_add(&calm->joules[mode], joules);
 	return 0;
@@ -544,9 +550,10 @@ int prof_calm(const struct prof_calm_options *options)
 	if (calm.cpu_seconds[0].count && calm.cpu_seconds[1].count) {
 		double c0 = median_of(&calm.cpu_seconds[0]), c1 = median_of(&calm.cpu_seconds[1]);
 		printf("%-10s %14.4f (%6.4f) %14.4f (%6.4f) %+8.2f %%   (the program's CPU time; "
-		       "record's own: median %.4f s)\n",
+		       "record's own: median %.4f s, %.4f s of it while the program ran)\n",
 		       "CPU s", c0, sd_of(&calm.cpu_seconds[0]), c1, sd_of(&calm.cpu_seconds[1]),
-		       c0 > 0 ? 100 * (c1 - c0) / c0 : NAN, median_of(&calm.recorder_seconds));
+		       c0 > 0 ? 100 * (c1 - c0) / c0 : NAN, median_of(&calm.recorder_seconds),
+		       median_of(&calm.recorder_run_seconds));
 	}
 	if (calm.frequency)
 		printf("frequency: %zu and %zu CPU epochs of %llu ms, mean %.0f and %.0f MHz "
@@ -581,6 +588,7 @@ out:
 		free(calm.cpu_seconds[mode].values);
 	}
 	free(calm.recorder_seconds.values);
+	free(calm.recorder_run_seconds.values);
 	haecer_close(calm.conn);
 	return status;
 }

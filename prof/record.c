@@ -34,11 +34,17 @@
 #include "shm/ring.h"
 
 #define PERF_DATA_PAGES 128u
-/* How often record wakes to copy records when nothing wakes it sooner: the program's exit
- * (a pidfd) and a quarter-full perf ring do. Each wake costs the machine the program runs on
- * (two CPUs here) a little; the rings hold seconds. Without a pidfd (before Linux 5.3) the exit
- * is seen only on a wake, so the wakes come often enough not to stretch the run much. */
-#define POLL_MS 100
+/* How long record sleeps when nothing wakes it sooner. A perf ring wakes it at a quarter full
+ * (the other three quarters hold seconds of samples while it copies) and the program's exit
+ * wakes it through a pidfd, so with perf it need only wake in time for msrd's energy ring: at
+ * most every POLL_MS_MAX, and four times per filling of that ring. Each wake costs the machine
+ * the program runs on: about 0.1 ms of CPU time on a small VM, which the simulated CPU draws as
+ * power (at every 100 ms it was a tenth of the 1 kHz profile's energy overhead). The timer
+ * agent's pipe is not polled (it would wake record at every sample) and holds about a second,
+ * so that sampler keeps 100 ms. Without a pidfd (before Linux 5.3) the exit is seen only on a
+ * wake, so the wakes come often enough not to stretch the run much. */
+#define POLL_MS_MAX 1000
+#define POLL_MS_TIMER 100
 #define POLL_MS_NO_PIDFD 5
 #define RING_MAJOR_DEFAULT 42u
 #define RING_MAJOR_ENV "HAECER_PROF_RING_MAJOR"
@@ -86,6 +92,14 @@ static uint64_t now_raw_ns(void)
 	struct timespec now;
 
 	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static uint64_t own_cpu_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
 	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
@@ -793,6 +807,7 @@ int prof_record(const struct prof_record_options *options)
 		goto out;
 	record_cpustat(&recorder);
 	meta(&recorder, "start_ns=%" PRIu64, now_raw_ns());
+	uint64_t run_cpu_start = own_cpu_ns(), run_cpu_end = 0;
 	if (write(go_pipe[1], use_timer ? "t" : "g", 1) != 1) {
 		status = -errno;
 		goto out;
@@ -818,22 +833,38 @@ int prof_record(const struct prof_record_options *options)
 	 * every sample; it holds about a second of them.) */
 	int exit_fd = (int)syscall(SYS_pidfd_open, child, 0);
 	uint64_t exit_ns = 0;
+	uint64_t ring_ms = (uint64_t)ENERGY_CAPACITY / recorder.op_count * energy_period_ns / 1000000u;
+	int poll_ms = ring_ms / 4 < POLL_MS_MAX ? (int)(ring_ms / 4) : POLL_MS_MAX;
 	struct rusage child_usage, own_usage;
 
 	memset(&child_usage, 0, sizeof(child_usage));
+	bool hung_up = false;
 	while (!exited) {
-		nfds_t count = 0;
-		for (int cpu = 0; cpu < recorder.cpu_count; cpu++)
+		nfds_t count = 0, perf_fds;
+		for (int cpu = 0; cpu < recorder.cpu_count && !hung_up; cpu++)
 			if (recorder.cpus[cpu].fd >= 0)
 				fds[count++] = (struct pollfd){ .fd = recorder.cpus[cpu].fd,
 								.events = POLLIN };
+		perf_fds = count;
 		if (exit_fd >= 0)
 			fds[count++] = (struct pollfd){ .fd = exit_fd, .events = POLLIN };
-		poll(fds, count, exit_fd >= 0 ? POLL_MS : POLL_MS_NO_PIDFD);
+		poll(fds, count, exit_fd < 0 ? POLL_MS_NO_PIDFD
+			  : use_timer || hung_up ? POLL_MS_TIMER : poll_ms);
 		if (wait4(child, &raw_status, WNOHANG, &child_usage) == child) {
 			exited = true;
 			exit_ns = now_raw_ns();
+			run_cpu_end = own_cpu_ns();
 		}
+		/* The events hang up when the program's first thread exits, a moment before the
+		 * program can be waited for: wait for that (the pidfd) before copying, so copying a
+		 * whole run's samples does not delay the end. Should other threads run on, the rings
+		 * are copied every POLL_MS_TIMER meanwhile. */
+		bool hanging_up = false;
+		for (nfds_t i = 0; i < perf_fds; i++)
+			hanging_up |= (fds[i].revents & (POLLHUP | POLLERR)) != 0;
+		hung_up |= hanging_up;
+		if (hanging_up && !exited && exit_fd >= 0)
+			continue;
 		if (use_timer)
 			prof_timer_drain(timer, &recorder.writer);
 		drain_perf(&recorder);
@@ -843,6 +874,9 @@ int prof_record(const struct prof_record_options *options)
 		close(exit_fd);
 	free(fds);
 	meta(&recorder, "end_ns=%" PRIu64, exit_ns);
+	/* What record itself used while the program ran (start_ns to end_ns): the part of its
+	 * CPU time inside the window calm measures; set-up and the last energy set are outside. */
+	meta(&recorder, "recorder_run_cpu_ns=%" PRIu64, run_cpu_end - run_cpu_start);
 	record_cpustat(&recorder);
 	/* One more energy set after the exit closes the last interval. */
 	for (int waited = 0; waited < 500 && recorder.last_energy_ns < exit_ns + energy_period_ns;

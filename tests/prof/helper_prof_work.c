@@ -13,6 +13,9 @@
  *                                        20 ms is five 4 ms ticks, and a thread woken by a
  *                                        timer each 20 ms can run between the same two ticks
  *                                        every time, never seen by a CPU-time timer
+ *   helper_prof_work main-exits SECONDS  the first thread starts thread "late", busy all the
+ *                                        time, and ends at once (pthread_exit): the program
+ *                                        runs on in "late" after its first thread is gone
  *   helper_prof_work handlers SECONDS    as functions, with its own SIGPROF profiling timer
  *                                        and its own handler for the timer sampler's signal
  *                                        ($HAECER_PROF_SIGNAL, else SIGRTMAX-3), which it sends
@@ -128,6 +131,19 @@ static void *worker_main(void *argument)
 	return NULL;
 }
 
+/* The last thread of main-exits: it says its own truth, since nobody is left to join it. */
+static void *late_main(void *argument)
+{
+	struct worker *worker = argument;
+
+	worker_main(worker);
+
+	printf("truth thread %s %d %llu\n", worker->name, (int)worker->tid,
+	       (unsigned long long)worker->cpu_ns);
+	fflush(stdout);
+	return NULL;
+}
+
 static int two_threads(struct worker *a, struct worker *b)
 {
 	pthread_t threads[2];
@@ -195,7 +211,8 @@ static int own_handlers(uint64_t until)
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s functions|threads|sleeper|sleeper-odd SECONDS\n", argv[0]);
+		fprintf(stderr, "usage: %s functions|threads|sleeper|sleeper-odd|main-exits|handlers "
+			"SECONDS\n", argv[0]);
 		return 2;
 	}
 	uint64_t duration = (uint64_t)(atof(argv[2]) * 1e9);
@@ -227,6 +244,14 @@ int main(int argc, char **argv)
 					 .period_ns = odd ? 18300000 : 20000000,
 					 .until_ns = until };
 		return two_threads(&busy, &sleepy);
+	}
+	if (strcmp(argv[1], "main-exits") == 0) {
+		static struct worker late;
+		pthread_t thread;
+		late = (struct worker){ .name = "late", .until_ns = until };
+		if (pthread_create(&thread, NULL, late_main, &late) != 0)
+			return 1;
+		pthread_exit(NULL);
 	}
 	if (strcmp(argv[1], "handlers") == 0)
 		return own_handlers(until);

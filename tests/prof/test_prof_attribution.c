@@ -10,7 +10,8 @@
  * within 5 %, give or take one sampling period's worth (the sampler cannot resolve less), and
  * together they must be charged what they are due within 10 %: two functions with a 3:1 busy split, two
  * threads on one package (one busy, one half busy), and a thread that mostly sleeps (it is
- * charged its CPU time, not its wall time). What the program did not use is "other/idle", and
+ * charged its CPU time, not its wall time), and a thread that runs on after the first thread
+ * ended. What the program did not use is "other/idle", and
  * program + other/idle is the whole package energy the report measured.
  *
  * It runs with `--sampler perf`; test_prof_timer builds the same checks with PROF_SAMPLER
@@ -320,6 +321,46 @@ out:
 	return failed;
 }
 
+/* A program whose first thread ends (pthread_exit) while thread "late" runs on: perf's events
+ * hang up with the first thread, record must keep copying the rings until the program is gone.
+ * Every sample of "late" is there (none lost, as many as its CPU time makes due) and it is
+ * charged its energy. */
+static int check_main_exits(double watts, int cpus)
+{
+	char *truth = NULL, *text = NULL;
+	int failed = 1, tid = 0;
+
+	CHECK(record("main-exits", &truth) == 0);
+	if (report("text", &text) != 0)
+		goto out;
+	double late_ns = truth_ns(truth, "thread", "late", &tid);
+	char key[32];
+	snprintf(key, sizeof(key), "\n%10d late ", tid);
+	const char *table = strstr(text, "Per thread");
+	const char *row = table ? strstr(table, key) : NULL;
+	unsigned long long samples = 0, lost = 1;
+	const char *header = strstr(text, " samples at ");
+	if (late_ns <= 0 || !row || sscanf(row, "%*d %*s %llu", &samples) != 1 || !header ||
+	    sscanf(header, " samples at %*u Hz (%llu lost)", &lost) != 1) {
+		fprintf(stderr, "no truth or no row for late:\n%s\n%s\n", truth, text);
+		goto out;
+	}
+	fprintf(stderr, "main-exits: late has %llu samples for %.3f s of CPU time, %llu lost\n",
+		samples, late_ns / 1e9, lost);
+	const char *names[] = { "late" };
+	double charged[] = { thread_joules(text, tid) }, used[] = { late_ns };
+	if (lost != 0 || (double)samples < 0.95 * late_ns / PERIOD_NS - 2 ||
+	    close_to(names, charged, used, 1, watts, cpus, 0)) {
+		fprintf(stderr, "%s\n", text);
+		goto out;
+	}
+	failed = 0;
+out:
+	free(truth);
+	free(text);
+	return failed;
+}
+
 /* As USER_ONLY_UID: a profile into `argument` (a directory that uid owns). */
 static int record_as_user(void *argument)
 {
@@ -386,7 +427,8 @@ int main(void)
 	fprintf(stderr, "simulated package: %.3f W; %d host CPUs\n", watts, cpus);
 	if (check_functions(watts, cpus) ||
 	    check_threads("threads", "heavy", "light", watts, cpus) ||
-	    check_threads(PROF_SLEEPER_MODE, "busy", "sleepy", watts, cpus) || check_user_only())
+	    check_threads(PROF_SLEEPER_MODE, "busy", "sleepy", watts, cpus) || check_user_only() ||
+	    (!PROF_TICK_SAMPLER && check_main_exits(watts, cpus)))
 		goto out;
 #ifdef PROF_EXTRA_CHECK
 	if (PROF_EXTRA_CHECK())

@@ -7,7 +7,8 @@
  * and after), and — through an msrd schedule of APERF (0xE8) and MPERF (0xE7) of each host CPU
  * every 10 ms — the effective frequency of every CPU in every epoch it was not halted. A profiled
  * run's time and energy are the program's own, exec to exit, from its profile (the recorder's
- * set-up and last reading are not the program's); a plain run's are fork to exit
+ * set-up and last reading are not the program's; record reads the same energy totals at the two
+ * ends, as calm reads them around a plain run); a plain run's are fork to exit
  * (TSC rate × ΔAPERF / ΔMPERF). CHAPPIE's criteria: time and energy within 5 %, and the two
  * frequency distributions (binned by the Freedman–Diaconis rule over both) correlated with a
  * Pearson coefficient of at least 0.9. The last line is key=value for scripts.
@@ -56,9 +57,6 @@ static int samples_add(struct samples *samples, double value)
 struct calm {
 	struct haecer_conn *conn;
 	struct haecer_machine_info machine;
-	uint32_t energy_cpu[PROF_MAX_PACKAGES];
-	uint32_t energy_address;
-	uint32_t package_count;
 	/* frequency */
 	bool frequency;
 	uint32_t freq_cpus;
@@ -83,26 +81,6 @@ static uint64_t now_raw_ns(void)
 	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
-static int energy_total(struct calm *calm, double *joules)
-{
-	double total = 0;
-
-	for (uint32_t p = 0; p < calm->package_count; p++) {
-		uint64_t raw, value;
-		int status = haecer_energy_read(calm->conn, calm->energy_cpu[p], calm->energy_address,
-						&raw, &value);
-		if (status < 0)
-			return status;
-		unsigned exponent = RAPL_UNIT_ENERGY(calm->machine.rapl_power_unit);
-		int domain = rapl_domain_of_address(calm->energy_address);
-		if (domain >= 0 && calm->machine.rapl_energy_exponent[domain])
-			exponent = calm->machine.rapl_energy_exponent[domain];
-		total += ldexp((double)value, -(int)exponent);
-	}
-	*joules = total;
-	return 0;
-}
-
 static int setup(struct calm *calm, const char *socket)
 {
 	int status = haecer_connect(socket, &calm->conn);
@@ -115,18 +93,8 @@ static int setup(struct calm *calm, const char *socket)
 	if (status < 0)
 		return status;
 	const struct haecer_machine_info *machine = &calm->machine;
-	calm->energy_address = machine->rapl_domains & (1u << RAPL_DOMAIN_AMD_PKG)
-				       ? MSR_AMD_PKG_ENERGY_STATUS
-				       : MSR_PKG_ENERGY_STATUS;
-	for (uint32_t p = 0; p < machine->package_count && p < PROF_MAX_PACKAGES; p++) {
-		uint32_t cpu = 0;
-		while (cpu < machine->cpu_count && machine->cpu_package[cpu] != p)
-			cpu++;
-		if (cpu < machine->cpu_count)
-			calm->energy_cpu[calm->package_count++] = cpu;
-	}
 	double probe;
-	status = energy_total(calm, &probe);
+	status = prof_package_joules(calm->conn, machine, &probe);
 	if (status < 0) {
 		prof_error("calm: msrd does not let this user read package energy: %s",
 			   haecer_conn_error(calm->conn));
@@ -248,7 +216,9 @@ static double energy_at(const struct prof_data *data, uint64_t when, bool *found
 
 /* The profiled program's own time (exec to exit) and energy over it, from its data file: the
  * recorder's set-up before the exec and its last energy reading after the exit are not the
- * program's. */
+ * program's. The energy is what record read at the two ends; interpolated between the
+ * schedule's readings it would be low by up to a few tenths of a per cent on a quiet host (the
+ * first and last intervals' idle part diluting the program's power). */
 static int profiled_window(const char *path, double *seconds, double *joules,
 			   double *cpu_seconds, double *recorder_seconds, double *recorder_run_seconds)
 {
@@ -269,17 +239,30 @@ static int profiled_window(const char *path, double *seconds, double *joules,
 	free(run_text);
 	char *start_text = prof_meta_get(&data, "start_ns");
 	char *end_text = prof_meta_get(&data, "end_ns");
+	char *start_joules = prof_meta_get(&data, "package_joules_at_start");
+	char *end_joules = prof_meta_get(&data, "package_joules_at_end");
 	status = -EBADMSG;
 	if (start_text && end_text) {
 		uint64_t start = strtoull(start_text, NULL, 10), end = strtoull(end_text, NULL, 10);
-		double before = energy_at(&data, start, &found_start);
-		double after = energy_at(&data, end, &found_end);
-		if (found_start && found_end && end > start) {
+		if (start_joules && end_joules && end > start) {
+			/* read by record at the two ends, as a plain run is read */
 			*seconds = (end - start) / 1e9;
-			*joules = after - before;
+			*joules = strtod(end_joules, NULL) - strtod(start_joules, NULL);
 			status = 0;
+		} else {
+			/* an older profile, or msrd refused record the reads: between the
+			 * schedule's readings */
+			double before = energy_at(&data, start, &found_start);
+			double after = energy_at(&data, end, &found_end);
+			if (found_start && found_end && end > start) {
+				*seconds = (end - start) / 1e9;
+				*joules = after - before;
+				status = 0;
+			}
 		}
 	}
+	free(start_joules);
+	free(end_joules);
 	free(start_text);
 	free(end_text);
 	prof_data_free(&data);
@@ -312,7 +295,7 @@ static int run_once(struct calm *calm, const struct prof_calm_options *options, 
 		profiled[count++] = "--";
 	}
 	collect_frequency(calm, mode, 0, 0); /* what came before does not count */
-	if (energy_total(calm, &before) < 0)
+	if (prof_package_joules(calm->conn, &calm->machine, &before) < 0)
 		return -EIO;
 	uint64_t start = now_raw_ns();
 	fflush(NULL);
@@ -347,7 +330,7 @@ static int run_once(struct calm *calm, const struct prof_calm_options *options, 
 	while (wait4(child, &raw, 0, &usage) < 0 && errno == EINTR)
 		;
 	uint64_t end = now_raw_ns();
-	if (energy_total(calm, &after) < 0)
+	if (prof_package_joules(calm->conn, &calm->machine, &after) < 0)
 		return -EIO;
 	usleep(2 * EPOCH_NS / 1000);
 	collect_frequency(calm, mode, start, end);

@@ -305,6 +305,14 @@ struct prof_calm_options {
 };
 int prof_calm(const struct prof_calm_options *options);
 
+/* The package energy of the whole machine now, in joules: msrd's 64-bit totals of the primary
+ * domain (PKG, or AMD's package register) of every package, summed, read in one round trip.
+ * 0, or what msrd or the connection said (-EPERM: not granted). */
+struct haecer_conn;
+struct haecer_machine_info;
+int prof_package_joules(struct haecer_conn *conn, const struct haecer_machine_info *machine,
+			double *joules);
+
 void prof_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

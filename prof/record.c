@@ -806,6 +806,13 @@ int prof_record(const struct prof_record_options *options)
 	if (status < 0)
 		goto out;
 	record_cpustat(&recorder);
+	/* The whole machine's package energy at the two ends of the run, read as calm reads it
+	 * around a plain run: calm compares the two, and interpolating between the schedule's
+	 * readings would give the run's first and last interval the average power of the whole
+	 * interval, idle part included. */
+	double start_joules = NAN, end_joules = NAN;
+	if (prof_package_joules(recorder.conn, &recorder.machine, &start_joules) < 0)
+		start_joules = NAN;
 	meta(&recorder, "start_ns=%" PRIu64, now_raw_ns());
 	uint64_t run_cpu_start = own_cpu_ns(), run_cpu_end = 0;
 	if (write(go_pipe[1], use_timer ? "t" : "g", 1) != 1) {
@@ -854,6 +861,8 @@ int prof_record(const struct prof_record_options *options)
 			exited = true;
 			exit_ns = now_raw_ns();
 			run_cpu_end = own_cpu_ns();
+			if (prof_package_joules(recorder.conn, &recorder.machine, &end_joules) < 0)
+				end_joules = NAN;
 		}
 		/* The events hang up when the program's first thread exits, a moment before the
 		 * program can be waited for: wait for that (the pidfd) before copying, so copying a
@@ -877,6 +886,9 @@ int prof_record(const struct prof_record_options *options)
 	/* What record itself used while the program ran (start_ns to end_ns): the part of its
 	 * CPU time inside the window calm measures; set-up and the last energy set are outside. */
 	meta(&recorder, "recorder_run_cpu_ns=%" PRIu64, run_cpu_end - run_cpu_start);
+	if (!isnan(start_joules) && !isnan(end_joules))
+		meta(&recorder, "package_joules_at_start=%.9f\npackage_joules_at_end=%.9f",
+		     start_joules, end_joules);
 	record_cpustat(&recorder);
 	/* One more energy set after the exit closes the last interval. */
 	for (int waited = 0; waited < 500 && recorder.last_energy_ns < exit_ns + energy_period_ns;

@@ -48,7 +48,13 @@
 #define POLL_MS_NO_PIDFD 5
 #define RING_MAJOR_DEFAULT 42u
 #define RING_MAJOR_ENV "HAECER_PROF_RING_MAJOR"
-#define ENERGY_CAPACITY 65536u
+/* msrd's energy ring holds ENERGY_RING_SECONDS of sets: record copies it at least every
+ * POLL_MS_MAX, so that is eight times what it needs. msrd keeps a ring for a grace period (a
+ * minute) after its schedule stops, against the user's ring memory quota: at minutes of sets a
+ * ring (2 MiB), a few dozen profiles a minute (calm -n 30) reached the default 128 MiB. */
+#define ENERGY_RING_SECONDS 8u
+#define ENERGY_MIN_CAPACITY 1024u
+#define ENERGY_MAX_CAPACITY 65536u
 #define FIRST_SET_WAIT_MS 2000
 #define EXIT_CODE_CANNOT_RUN 127
 
@@ -82,6 +88,7 @@ struct recorder {
 	struct ring_consumer energy;
 	bool energy_attached;
 	struct ring_record *energy_records;
+	uint32_t energy_capacity;
 	uint64_t energy_sets;
 	uint64_t energy_lost;
 	uint64_t last_energy_ns;
@@ -518,7 +525,12 @@ static int start_energy(struct recorder *recorder, const char *socket, uint64_t 
 	spec.period_ns = period_ns;
 	spec.major = (uint16_t)(major_text ? strtoul(major_text, NULL, 0) : RING_MAJOR_DEFAULT);
 	spec.minor = (uint16_t)getpid();
-	spec.capacity = ENERGY_CAPACITY;
+	uint64_t wanted = (uint64_t)recorder->op_count * ENERGY_RING_SECONDS * 1000000000ull /
+			  period_ns;
+	spec.capacity = ENERGY_MIN_CAPACITY;
+	while (spec.capacity < wanted && spec.capacity < ENERGY_MAX_CAPACITY)
+		spec.capacity *= 2;
+	recorder->energy_capacity = spec.capacity;
 	status = haecer_batch_register(recorder->conn, ops, recorder->op_count, &spec.handle);
 	if (status < 0) {
 		prof_error("msrd refused the energy batch: %s", haecer_conn_error(recorder->conn));
@@ -544,7 +556,8 @@ static int start_energy(struct recorder *recorder, const char *socket, uint64_t 
 		return status;
 	}
 	recorder->energy_attached = true;
-	recorder->energy_records = calloc(ENERGY_CAPACITY, sizeof(*recorder->energy_records));
+	recorder->energy_records = calloc(recorder->energy_capacity,
+					  sizeof(*recorder->energy_records));
 	return recorder->energy_records ? 0 : -ENOMEM;
 }
 
@@ -556,9 +569,10 @@ static void drain_energy(struct recorder *recorder, bool final)
 		return;
 	do {
 		got = final ? ring_consume_final(&recorder->energy, recorder->energy_records,
-						 ENERGY_CAPACITY, &recorder->energy_lost)
+						 recorder->energy_capacity,
+						 &recorder->energy_lost)
 			    : ring_consume(&recorder->energy, recorder->energy_records,
-					   ENERGY_CAPACITY, &recorder->energy_lost);
+					   recorder->energy_capacity, &recorder->energy_lost);
 		for (ssize_t i = 0; i < got; i++) {
 			const struct ring_record *record = &recorder->energy_records[i];
 			if (record->counter_id >= recorder->op_count)
@@ -840,7 +854,8 @@ int prof_record(const struct prof_record_options *options)
 	 * every sample; it holds about a second of them.) */
 	int exit_fd = (int)syscall(SYS_pidfd_open, child, 0);
 	uint64_t exit_ns = 0;
-	uint64_t ring_ms = (uint64_t)ENERGY_CAPACITY / recorder.op_count * energy_period_ns / 1000000u;
+	uint64_t ring_ms = (uint64_t)recorder.energy_capacity / recorder.op_count *
+			   energy_period_ns / 1000000u;
 	int poll_ms = ring_ms / 4 < POLL_MS_MAX ? (int)(ring_ms / 4) : POLL_MS_MAX;
 	struct rusage child_usage, own_usage;
 

@@ -28,7 +28,7 @@ static const char usage_text[] =
 	"\n"
 	"record  run COMMAND, sample its threads' call stacks HZ times per second of CPU time\n"
 	"        (default 1000) and msrd's energy readings of every package and RAPL domain,\n"
-	"        into FILE (default ./" PROF_DEFAULT_FILE "), energy every MS ms (default 10);\n"
+	"        into FILE (default ./" PROF_DEFAULT_FILE "), energy every MS ms (default 20);\n"
 	"        sampler: perf_event_open, or CPU-time timers in a preloaded agent when perf is\n"
 	"        refused (--sampler forces one)\n"
 	"report  charge each energy interval to the program's threads by CPU-time share and show\n"

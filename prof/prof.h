@@ -25,7 +25,8 @@
 #define PROF_DEFAULT_FILE "haecer-prof.data"
 #define PROF_DEFAULT_HZ 1000u
 #define PROF_MAX_HZ 10000u
-#define PROF_DEFAULT_ENERGY_PERIOD_NS 10000000ull
+/* msrd reads the energy every 20 ms while record runs (-E): see prof_record. */
+#define PROF_DEFAULT_ENERGY_PERIOD_NS 20000000ull
 #define PROF_MAX_DOMAINS 7u      /* enum rapl_domain */
 #define PROF_MAX_PACKAGES 16u
 #define PROF_MAX_FRAMES 128u

@@ -7,7 +7,8 @@
  * in the ring; only then does the child exec. So the first interval begins before the program's
  * first instruction, and the last ends after its exit (the loop waits for one more set).
  *
- * The recorder itself only copies records (every 10 ms) and never pins or touches the child.
+ * The recorder itself only copies records (when a perf ring is a quarter full, at the program's
+ * exit, and at least every second) and never pins or touches the child.
  */
 #include "prof/prof.h"
 
@@ -39,7 +40,7 @@
  * wakes it through a pidfd, so with perf it need only wake in time for msrd's energy ring: at
  * most every POLL_MS_MAX, and four times per filling of that ring. Each wake costs the machine
  * the program runs on: about 0.1 ms of CPU time on a small VM, which the simulated CPU draws as
- * power (at every 100 ms it was a tenth of the 1 kHz profile's energy overhead). The timer
+ * power (waking every 100 ms, it used 0.1-0.2 % of a CPU while a 1 kHz profile ran). The timer
  * agent's pipe is not polled (it would wake record at every sample) and holds about a second,
  * so that sampler keeps 100 ms. Without a pidfd (before Linux 5.3) the exit is seen only on a
  * wake, so the wakes come often enough not to stretch the run much. */
@@ -693,8 +694,12 @@ int prof_record(const struct prof_record_options *options)
 	uint64_t period_ns = 1000000000ull / options->hz;
 	/* RAPL counters (and the simulated ones) move about once a millisecond: an interval of one
 	 * millisecond holds zero, one or two updates, an error of up to 100 % each that only
-	 * averages out slowly. Ten updates per interval keep it near 10 %, and the samples inside
-	 * an interval still say who used it. */
+	 * averages out slowly. Twenty updates per interval keep it near 5 %, and the samples
+	 * inside an interval (twenty at 1 kHz) say who used it. Each reading is an msrd wake-up,
+	 * which the machine pays for: about 50-60 us of msrd's CPU time on a small VM (a third of
+	 * it the simulated CPU reading /proc/stat), 0.6 % of a CPU at every 10 ms, the largest
+	 * part of a 1 kHz profile's energy overhead after the samples themselves; at 20 ms half
+	 * of that. (Seed 003's CHAPPIE chose tens of ms for the same reason, calmness.) */
 	uint64_t energy_period_ns = options->energy_period_ns ? options->energy_period_ns
 							      : PROF_DEFAULT_ENERGY_PERIOD_NS;
 	if (energy_period_ns < period_ns)

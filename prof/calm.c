@@ -217,8 +217,8 @@ static double energy_at(const struct prof_data *data, uint64_t when, bool *found
 /* The profiled program's own time (exec to exit) and energy over it, from its data file: the
  * recorder's set-up before the exec and its last energy reading after the exit are not the
  * program's. The energy is what record read at the two ends; interpolated between the
- * schedule's readings it would be low by up to a few tenths of a per cent on a quiet host (the
- * first and last intervals' idle part diluting the program's power). */
+ * schedule's readings it came out low (median -0.06 %, single runs to -0.2 %, quiet host at
+ * 10 ms readings): the first and last intervals' idle part dilutes the program's power. */
 static int profiled_window(const char *path, double *seconds, double *joules,
 			   double *cpu_seconds, double *recorder_seconds, double *recorder_run_seconds)
 {

@@ -220,7 +220,8 @@ static double energy_at(const struct prof_data *data, uint64_t when, bool *found
  * schedule's readings it came out low (median -0.06 %, single runs to -0.2 %, quiet host at
  * 10 ms readings): the first and last intervals' idle part dilutes the program's power. */
 static int profiled_window(const char *path, double *seconds, double *joules,
-			   double *cpu_seconds, double *recorder_seconds, double *recorder_run_seconds)
+			   double *cpu_seconds, double *recorder_seconds,
+			   double *recorder_run_seconds)
 {
 	struct prof_data data;
 	int status = prof_data_load(path, &data);
@@ -250,7 +251,7 @@ static int profiled_window(const char *path, double *seconds, double *joules,
 			*joules = strtod(end_joules, NULL) - strtod(start_joules, NULL);
 			status = 0;
 		} else {
-			/* an older profile, or msrd refused record the reads: between the
+			/* an older profile, or msrd refused record those reads: between the
 			 * schedule's readings */
 			double before = energy_at(&data, start, &found_start);
 			double after = energy_at(&data, end, &found_end);

@@ -33,9 +33,10 @@
 
 /* Runs per mode and rate (medians of interleaved pairs); more at 1 kHz, the figure the target
  * is for: a run is about half a second, and 2 % of it is 10 ms, what one scheduling hiccup of
- * a shared machine costs. */
+ * a shared machine costs. A run's time scatters by about 2 % (sd), so the median of 11 pairs
+ * still moved by a point between benches; 21 narrow that by about a quarter (sqrt(21/11)). */
 #define RUNS "5"
-#define RUNS_1K "11"
+#define RUNS_1K "21"
 #define ROUNDS 300
 #define UNIT_ITERATIONS 400000
 #define SHARES_ROUNDS 140

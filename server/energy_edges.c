@@ -27,6 +27,19 @@
  * missed its edge (an SMI, a late wake, an early update) ends in sampling every
  * EDGE_SEARCH_SPACING_NS until the change is seen, and the wide bracket says so.
  *
+ * Why windows miss, measured (bench/fidelity's 10 ms reads, 2026-11-25, msrd instrumented per
+ * edge): on a quiet host 0.5-2.8 % of edges, from two causes only. SMIs: a read during an SMI
+ * waits for its end, so an update inside one is bracketed by at least the SMI (120-160 us on the
+ * simulated Sandy Bridge, every 16 ms), often from a read before the window (150 us-1 ms). The
+ * SMI's phase against the update grid drifts only ~4 us per SMI (16 updates of 999.76 us vs 16
+ * ms), so for about 1.6 s of every 4 s SMIs blur an edge in a third to a half of their periods,
+ * then none: runs differ by a factor of ten (4 vs 44 SMI-blurred edges of ~2100). No window
+ * can see inside an SMI: inherent. Late wakes: the timer's wake came 50-100 us late (another
+ * process's spin on this CPU) or 1-4 ms late (a CPU-bound process: the wake waits for a tick);
+ * the margin covers tens of microseconds only. Neither the spin's stop on completions nor a
+ * relock of the grid missed an edge. A read takes the current and the previous edge, so each
+ * blurred edge costs the reads of the two update intervals after it their estimate.
+ *
  * io_uring's timeouts are hrtimers armed without the thread's timer slack (io_uring/timeout.c),
  * so no prctl(PR_SET_TIMERSLACK) is needed (msrd's seccomp filter does not allow it anyway).
  *

@@ -118,26 +118,28 @@ static uint64_t sample_tsc(struct msrd *server, uint32_t cpu)
 static bool note_sample(struct energy_counter *counter, uint64_t raw, uint64_t lo_ns,
 			uint64_t lo_tsc, uint64_t now_ns, uint64_t tsc)
 {
+	struct energy_page_reading *seen = &counter->sampled;
 	bool changed;
 
 	raw &= RAPL_ENERGY_COUNTER_MASK;
-	changed = counter->sample_ns == 0 || raw != counter->sample_raw;
+	changed = seen->sample_ns == 0 || raw != seen->raw;
 	if (changed) {
-		counter->previous_total = counter->update_ns ? counter->total_at_update : 0;
-		counter->previous_update_ns = counter->update_ns;
-		counter->previous_update_tsc = counter->update_tsc;
-		counter->previous_update_lo_ns = counter->update_lo_ns;
-		counter->previous_update_lo_tsc = counter->update_lo_tsc;
-		counter->update_lo_ns = counter->sample_ns ? counter->sample_lo_ns : 0;
-		counter->update_lo_tsc = counter->sample_ns ? counter->sample_lo_tsc : 0;
-		counter->update_ns = now_ns;
-		counter->update_tsc = tsc;
-		counter->total_at_update = counter->total;
+		/* The total only moves with the register, so the last sample's is the last
+		 * change's. */
+		seen->previous_total = seen->update_ns ? seen->total : 0;
+		seen->previous_update_ns = seen->update_ns;
+		seen->previous_update_tsc = seen->update_tsc;
+		seen->previous_update_lo_ns = seen->update_lo_ns;
+		seen->previous_update_lo_tsc = seen->update_lo_tsc;
+		seen->update_lo_ns = seen->sample_ns ? counter->sample_lo_ns : 0;
+		seen->update_lo_tsc = seen->sample_ns ? counter->sample_lo_tsc : 0;
+		seen->update_ns = now_ns;
+		seen->update_tsc = tsc;
 	}
-	counter->sample_raw = raw;
-	counter->sample_total = counter->total;
-	counter->sample_ns = now_ns;
-	counter->sample_tsc = tsc;
+	seen->raw = raw;
+	seen->total = counter->total;
+	seen->sample_ns = now_ns;
+	seen->sample_tsc = tsc;
 	counter->sample_lo_ns = lo_ns;
 	counter->sample_lo_tsc = lo_tsc;
 	return changed;

@@ -192,9 +192,9 @@ static bool sample(struct msrd *server, struct energy_counter *counter, uint64_t
 	bool changed = energy_sample_counter(server, counter, read_cpu(server, counter));
 
 	server->energy.edge_samples++;
-	now = counter->sample_ns ? counter->sample_ns : now;
+	now = counter->sampled.sample_ns ? counter->sampled.sample_ns : now;
 	if (changed) {
-		learn(model, counter->update_lo_ns, counter->update_ns);
+		learn(model, counter->sampled.update_lo_ns, counter->sampled.update_ns);
 		if (model->locked)
 			plan_window(model);
 		else

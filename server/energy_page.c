@@ -87,22 +87,8 @@ static void publish_fine(struct msrd *server, struct msrd_energy_page *page)
 	energy_page_begin(&page->writer);
 	for (uint32_t i = 0; i < page->count; i++) {
 		const struct energy_counter *counter = &server->energy.counters[page->counters[i]];
-		struct energy_page_reading reading = {
-			.total = counter->sample_total,
-			.raw = counter->sample_raw,
-			.sample_ns = counter->sample_ns,
-			.sample_tsc = counter->sample_tsc,
-			.update_ns = counter->update_ns,
-			.update_tsc = counter->update_tsc,
-			.update_lo_ns = counter->update_lo_ns,
-			.update_lo_tsc = counter->update_lo_tsc,
-			.previous_total = counter->previous_total,
-			.previous_update_ns = counter->previous_update_ns,
-			.previous_update_tsc = counter->previous_update_tsc,
-			.previous_update_lo_ns = counter->previous_update_lo_ns,
-			.previous_update_lo_tsc = counter->previous_update_lo_tsc,
-		};
-		energy_page_put(&page->writer, i, &reading);
+
+		energy_page_put(&page->writer, i, &counter->sampled);
 	}
 	energy_page_end(&page->writer);
 }
@@ -123,9 +109,9 @@ static void publish_coarse(struct msrd *server, struct msrd_energy_page *page)
 		const struct energy_counter *counter = &server->energy.counters[page->counters[i]];
 		struct energy_page_reading *last = &page->last[i];
 		uint64_t units = resolution_units(counter->exponent, page->limit.resolution_uj);
-		uint64_t total = counter->sample_total - counter->sample_total % units;
+		uint64_t total = counter->sampled.total - counter->sampled.total % units;
 		/* The coarse value's publication time; the sampler's own times stay private. */
-		uint64_t at_ns = counter->sample_ns, at_tsc = counter->sample_tsc;
+		uint64_t at_ns = counter->sampled.sample_ns, at_tsc = counter->sampled.sample_tsc;
 
 		if (!last->sample_ns || total != last->total) {
 			last->update_ns = at_ns;

@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "policy/policy.h"
 #include "proto/wire.h"
+#include "shm/energy_page.h"
 
 #define MSRD_VERSION "msrd " HAECER_VERSION " (protocol 1)"
 #define MSRD_DEFAULT_SOCKET "/run/haecer/msrd.sock"
@@ -568,30 +569,17 @@ struct energy_counter {
 	uint64_t folded_ns;            /* energy_now_ns of the last fold */
 	uint64_t stale_reads;          /* readings rejected as older than the last fold */
 	uint64_t above_max_reads;      /* readings that showed more than max_power_mw drew */
-	/* The sampler's own view, for energy pages: the register at its last sample, and the
-	 * times (CLOCK_MONOTONIC_RAW, TSC) of that sample and of the last one that saw it
-	 * change. Client reads do not move these. */
-	uint64_t sample_raw;
-	uint64_t sample_total;         /* total as of that sample: a page pairs it with the
-					* sample's time (total may have moved on by a client's
-					* read since, and that read's time is not the sample's) */
-	uint64_t sample_ns;
-	uint64_t sample_tsc;
-	uint64_t update_ns;
-	uint64_t update_tsc;
-	/* The bracket of that change: the time taken before the read of the last sample that did
-	 * not see it (update_ns/update_tsc are taken after the read that did); the change before
-	 * it, its total and bracket. sample_lo_* is the last sample's time before its read. */
+	/* The sampler's own view, as an energy page shows it: the register and msrd's total at
+	 * its last sample, the times (CLOCK_MONOTONIC_RAW, TSC) of that sample, of the last one
+	 * that saw it change and that change's bracket, and the change before it (fields as in
+	 * shm/energy_page.h). The total is as of the sample: a client's read may have moved
+	 * counter->total on since, and that read's time is not the sample's. Client reads do not
+	 * move these. sequence, exponent and state are the page's own, unused here. */
+	struct energy_page_reading sampled;
+	/* The last sample's time taken before its read: the low end of the next change's
+	 * bracket. */
 	uint64_t sample_lo_ns;
 	uint64_t sample_lo_tsc;
-	uint64_t total_at_update;
-	uint64_t update_lo_ns;
-	uint64_t update_lo_tsc;
-	uint64_t previous_total;
-	uint64_t previous_update_ns;
-	uint64_t previous_update_tsc;
-	uint64_t previous_update_lo_ns;
-	uint64_t previous_update_lo_tsc;
 	/* Precise edges (energy_edges.c): the model of this register's update grid. */
 	struct energy_edge_model {
 		bool wanted;           /* a precise page shows this register */

@@ -30,6 +30,7 @@
 #include "haecer/msrd.h"
 #include "haecer/perfmon.h"
 #include "hw/msr.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/msrd_harness.h"
 
 #define WATTS 30.0
@@ -291,12 +292,6 @@ int main(void)
 		cmocka_unit_test(test_no_estimate_for_a_coarse_grant),
 		cmocka_unit_test(test_region_after_a_lease_lapse),
 	};
-	int failed;
 
-	if (msrd_start(&server, policy_fine, arguments) < 0)
-		return 1;
-	failed = cmocka_run_group_tests(tests, NULL, NULL);
-	if (msrd_stop(&server) < 0)
-		failed = 1;
-	return failed ? 1 : 0;
+	return MSRD_RUN_GROUP(&server, policy_fine, arguments, NULL, tests);
 }

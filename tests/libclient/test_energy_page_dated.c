@@ -28,6 +28,7 @@
 #include "haecer/msrd.h"
 #include "haecer/perfmon.h"
 #include "hw/msr.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/msrd_harness.h"
 
 static const char policy[] =
@@ -116,13 +117,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_page_value_not_newer_than_its_time),
 	};
-	int failed;
 
 	unsetenv(HAECER_ENERGY_EXACT_ENV);
-	if (msrd_start(&server, policy, arguments) < 0)
-		return 1;
-	failed = cmocka_run_group_tests(tests, NULL, NULL);
-	if (msrd_stop(&server) < 0)
-		failed++;
-	return failed == 0 ? 0 : 1;
+	return MSRD_RUN_GROUP(&server, policy, arguments, NULL, tests);
 }

@@ -26,6 +26,7 @@
 #include "haecer/msrd.h"
 #include "haecer/perfmon.h"
 #include "hw/msr.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/msrd_harness.h"
 
 #define UNITS_PER_JOULE 65536ull
@@ -115,13 +116,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mixed_reads_never_go_back),
 	};
-	int failed;
 
 	unsetenv(HAECER_ENERGY_EXACT_ENV);
-	if (msrd_start(&server, policy_fine, arguments) < 0)
-		return 1;
-	failed = cmocka_run_group_tests(tests, NULL, NULL);
-	if (msrd_stop(&server) < 0)
-		failed++;
-	return failed == 0 ? 0 : 1;
+	return MSRD_RUN_GROUP(&server, policy_fine, arguments, NULL, tests);
 }

@@ -26,6 +26,7 @@
 #include "haecer/msrd.h"
 #include "haecer/perfmon.h"
 #include "hw/msr.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/msrd_harness.h"
 
 #define UNITS_PER_JOULE 65536ull
@@ -167,12 +168,6 @@ int main(void)
 		cmocka_unit_test(test_reload_coarsens_or_fails),
 		cmocka_unit_test(test_restart_reconnects),
 	};
-	int failed;
 
-	if (msrd_start(&server, policy_fine, arguments) < 0)
-		return 1;
-	failed = cmocka_run_group_tests(tests, NULL, NULL);
-	if (msrd_stop(&server) < 0)
-		failed = 1;
-	return failed ? 1 : 0;
+	return MSRD_RUN_GROUP(&server, policy_fine, arguments, NULL, tests);
 }

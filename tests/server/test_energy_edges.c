@@ -29,6 +29,7 @@
 #include "haecer/msrd.h"
 #include "hw/msr.h"
 #include "shm/energy_page.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/test_check.h"
 
@@ -298,12 +299,6 @@ int main(void)
 		cmocka_unit_test(test_windows_stop_when_the_lease_lapses),
 		cmocka_unit_test(test_coarse_grant_gets_no_edges),
 	};
-	int failed;
 
-	if (msrd_start(&server, policy, arguments) < 0)
-		return 1;
-	failed = cmocka_run_group_tests(tests, NULL, NULL);
-	if (msrd_stop(&server) < 0)
-		failed = 1;
-	return failed ? 1 : 0;
+	return MSRD_RUN_GROUP(&server, policy, arguments, NULL, tests);
 }

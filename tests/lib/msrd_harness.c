@@ -40,6 +40,14 @@ bool harness_small_scale(void)
 	return scale != NULL && strcmp(scale, "small") == 0;
 }
 
+uint64_t harness_monotonic_raw_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
 bool harness_valgrind(void)
 {
 	const char *valgrind = getenv("HAECER_VALGRIND");

@@ -50,6 +50,8 @@ const char *harness_source_dir(void);
 bool harness_small_scale(void);
 /* msrd runs under valgrind in this run. */
 bool harness_valgrind(void);
+/* CLOCK_MONOTONIC_RAW in ns: msrd's clock for sample times, and the simulator's. */
+uint64_t harness_monotonic_raw_ns(void);
 
 /* Prepare server->dir etc. and write the policy (mode 0644) without starting anything. */
 int msrd_prepare(struct msrd_server *server, const char *policy_yaml);

@@ -28,14 +28,6 @@ struct expected {
 
 static struct expected instructions = {.minor = 1}, energy = {.minor = 2};
 
-static uint64_t monotonic_raw_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * NS_PER_S + (uint64_t)now.tv_nsec;
-}
-
 static int check_header(const struct ring_info *ring, const struct expected *expected)
 {
 	const struct ring_counter_info *counter = &ring->counters[0];
@@ -125,13 +117,13 @@ static void test_monitor_reads_what_was_read(void **state)
 	attach(&counters[1], &energy);
 	for (int i = 0; i < READS; i++) {
 		assert_int_equal(haecer_sim_advance(sim, 137 * 1000 * (uint64_t)(i % 11), NULL), 0);
-		before = monotonic_raw_ns();
+		before = harness_monotonic_raw_ns();
 		uint64_t value = readCounter(&counters[i % 2]);
-		after = monotonic_raw_ns();
+		after = harness_monotonic_raw_ns();
 		note(i % 2 ? &energy : &instructions, value, before, after);
-		before = monotonic_raw_ns();
+		before = harness_monotonic_raw_ns();
 		simultaneousReadCounter(counters, both, 2);
-		after = monotonic_raw_ns();
+		after = harness_monotonic_raw_ns();
 		note(&instructions, both[0], before, after);
 		note(&energy, both[1], before, after);
 	}

@@ -51,14 +51,6 @@ static const char policy[] =
 
 static struct msrd_server server;
 
-static uint64_t raw_now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
 static int open_page(struct haecer_conn *conn, uint32_t flags,
 		     struct haecer_energy_page_info *info, struct energy_page_reader *reader)
 {
@@ -110,8 +102,8 @@ static void test_brackets_hold_the_truth(void **state)
 	assert_true(info.precise_edges);
 	assert_false(info.coarse);
 	assert_true(wait_more(EDGES_ON, 0));
-	deadline = raw_now_ns() + (harness_small_scale() ? 300000000ull : 1000000000ull);
-	while (raw_now_ns() < deadline && edges < MAX_EDGES) {
+	deadline = harness_monotonic_raw_ns() + (harness_small_scale() ? 300000000ull : 1000000000ull);
+	while (harness_monotonic_raw_ns() < deadline && edges < MAX_EDGES) {
 		struct haecer_sim_energy_at truth;
 
 		assert_int_equal(energy_page_read(&reader, 0, &reading), 0);
@@ -188,16 +180,16 @@ static uint64_t next_bracket(struct haecer_conn *conn, struct energy_page_reader
 			     uint64_t renew_ns, uint64_t timeout_ns)
 {
 	struct energy_page_reading reading, first;
-	uint64_t start = raw_now_ns(), renewed = start;
+	uint64_t start = harness_monotonic_raw_ns(), renewed = start;
 
 	assert_int_equal(energy_page_read(reader, 0, &first), 0);
-	while (raw_now_ns() - start < timeout_ns) {
+	while (harness_monotonic_raw_ns() - start < timeout_ns) {
 		assert_int_equal(energy_page_read(reader, 0, &reading), 0);
 		if (reading.update_ns != first.update_ns && reading.update_lo_ns != 0)
 			return reading.update_ns - reading.update_lo_ns;
-		if (renew_ns != 0 && raw_now_ns() - renewed > renew_ns) {
+		if (renew_ns != 0 && harness_monotonic_raw_ns() - renewed > renew_ns) {
 			assert_int_equal(haecer_energy_read(conn, 0, 0x611, NULL, NULL), 0);
-			renewed = raw_now_ns();
+			renewed = harness_monotonic_raw_ns();
 		}
 		usleep(100);
 	}
@@ -230,10 +222,10 @@ static void test_windows_stop_when_the_lease_lapses(void **state)
 	assert_true(fine);
 	/* No request any more: the windows stop by themselves, the page's brackets are its
 	 * 100 Hz sampler's. */
-	quiet_from = raw_now_ns();
+	quiet_from = harness_monotonic_raw_ns();
 	assert_true(wait_more(EDGES_OFF, offs));
 	print_message("windows stopped %llu ms after the last request\n",
-		      (unsigned long long)((raw_now_ns() - quiet_from) / 1000000ull));
+		      (unsigned long long)((harness_monotonic_raw_ns() - quiet_from) / 1000000ull));
 	for (int i = 0; i < 3; i++) {
 		width = next_bracket(conn, &reader, 0, 1000000000ull);
 		assert_true(width >= FINE_NS);

@@ -60,14 +60,6 @@ static const char policy_root_none[] = HEADER "  - {match: {uid: 0}, allow: [tim
 
 static struct msrd_server server;
 
-static uint64_t raw_now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
 static int open_page(struct haecer_conn *conn, uint32_t rate, struct haecer_energy_page_info *info,
 		     struct energy_page_reader *reader)
 {
@@ -105,7 +97,7 @@ static void test_fine_page_moves_while_held(void **state)
 	assert_int_equal(first.state, ENERGY_PAGE_LIVE);
 	assert_int_equal(first.raw, first.total & RAPL_ENERGY_COUNTER_MASK);
 	assert_int_equal(first.exponent, 16);
-	assert_true(first.sample_ns <= raw_now_ns() && first.update_ns <= first.sample_ns);
+	assert_true(first.sample_ns <= harness_monotonic_raw_ns() && first.update_ns <= first.sample_ns);
 	usleep(50000);
 	assert_int_equal(energy_page_read(&reader, (uint32_t)index, &later), 0);
 	assert_true(later.sequence > first.sequence);
@@ -143,7 +135,7 @@ static int coarse_client(void *argument)
 	struct energy_page_reader reader;
 	struct energy_page_reading reading, previous = { 0 };
 	struct haecer_conn *conn;
-	uint64_t deadline = raw_now_ns() + 600000000ull;
+	uint64_t deadline = harness_monotonic_raw_ns() + 600000000ull;
 	unsigned publications = 0, changes = 0;
 	int index;
 
@@ -156,7 +148,7 @@ static int coarse_client(void *argument)
 	CHECK((reader.info.flags & ENERGY_PAGE_COARSE) != 0);
 	index = energy_page_find(&reader, 0, 0);
 	CHECK(index >= 0);
-	while (raw_now_ns() < deadline) {
+	while (harness_monotonic_raw_ns() < deadline) {
 		if (energy_page_read(&reader, (uint32_t)index, &reading) < 0)
 			continue;
 		CHECK_EQ(reading.total % UNITS_PER_JOULE, 0);

@@ -360,9 +360,38 @@ static int check_energy_counter(struct haecer_counter *counter)
 	return error;
 }
 
-/* Energy per TSC tick between two seen updates, and how far off it can be: each update time is
- * known to half its bracket, each total to one unit (a register floors what it counts). A
- * wide bracket (a window that missed, a preempted poll) makes a wide doubt, never a silent one. */
+/* How far the power energy / span can be from the truth when the span's two ends are each
+ * known to half a bracket (halves: the two halves together) and the energy to one unit at each
+ * end (a register floors what it counts): the larger distance to the highest power those allow,
+ * (energy + unit) / (span - halves), and to the lowest, (energy - unit) / (span + halves). The
+ * first-order doubt, power x halves / span, understates the high side, and badly when the
+ * brackets are a sizeable part of the span: under valgrind (brackets of 0.5-1 ms over 1.5 ms)
+ * 20 W was read at a constant 30 W with 7 W stated. Brackets that leave no span allow any
+ * power up to the domain's maximum (max_power, in the same units; 0 when unknown). */
+static double power_doubt(double energy, double unit, double span, double halves,
+			  double max_power)
+{
+	double power = energy / span;
+	double high = halves < span ? (energy + unit) / (span - halves) : HUGE_VAL;
+	double low = energy > unit ? (energy - unit) / (span + halves) : 0.0;
+
+	if (max_power > 0.0)
+		high = fmin(high, fmax(max_power, power));
+	return fmax(high - power, power - low);
+}
+
+/* The domain's maximum power in watts (PKG_POWER_INFO or msrd's default), 0 when unknown. */
+static double max_watts_of(const struct haecer_counter *counter)
+{
+	unsigned domain = counter->rapl_domain;
+
+	return domain < HAECER_RAPL_DOMAINS ?
+		       (double)counter->ctx->machine.rapl_max_power_mw[domain] / 1000.0 : 0.0;
+}
+
+/* Energy per TSC tick between two seen updates, and how far off it can be (power_doubt): each
+ * update time is known to half its bracket, each total to one unit. A wide bracket (a window
+ * that missed, a preempted poll) makes a wide doubt, never a silent one. */
 struct power {
 	double per_tick;
 	double doubt_per_tick;
@@ -371,15 +400,17 @@ struct power {
 static int power_between(const struct haecer_counter *counter, const struct update_seen *from,
 			 const struct update_seen *to, struct power *power)
 {
-	double ticks, halves;
+	double ticks, halves, energy, tsc_hz = (double)counter->ctx->machine.tsc_hz;
 
 	if (to->tsc <= from->tsc)
 		return haecer__fail(-EIO, "the TSC did not advance while %s updated",
 				    counter->info.name);
 	ticks = (double)(to->tsc - from->tsc);
 	halves = (double)(from->bracket / 2 + to->bracket / 2);
-	power->per_tick = (double)(to->after.total - from->after.total) * counter->info.unit / ticks;
-	power->doubt_per_tick = power->per_tick * halves / ticks + counter->info.unit / ticks;
+	energy = (double)(to->after.total - from->after.total) * counter->info.unit;
+	power->per_tick = energy / ticks;
+	power->doubt_per_tick = power_doubt(energy, counter->info.unit, ticks, halves,
+					    tsc_hz > 0.0 ? max_watts_of(counter) / tsc_hz : 0.0);
 	return 0;
 }
 
@@ -626,7 +657,7 @@ static bool estimate_now(const struct haecer_counter *counter,
 			 struct haecer_energy_reading *out)
 {
 	uint64_t edge, previous, half, previous_half, age;
-	double unit = counter->info.unit, watts, seconds, watts_doubt;
+	double unit = counter->info.unit, watts, seconds, watts_doubt, joules;
 
 	if (page->update_lo_ns == 0 || page->previous_update_lo_ns == 0 ||
 	    page->update_ns < page->update_lo_ns ||
@@ -646,15 +677,15 @@ static bool estimate_now(const struct haecer_counter *counter,
 	    (value & RAPL_ENERGY_COUNTER_MASK) != (page->total & RAPL_ENERGY_COUNTER_MASK))
 		return false;
 	seconds = (double)(edge - previous) / 1e9;
-	watts = (double)(page->total - page->previous_total) * unit / seconds;
+	joules = (double)(page->total - page->previous_total) * unit;
+	watts = joules / seconds;
 	age = now_ns > edge ? now_ns - edge : 0;
 	out->estimated = true;
 	out->update_age_ns = age;
 	out->update_bracket_ns = 2 * half;
-	/* Each edge is known to half its bracket, and each total to one unit (a register floors
-	 * the energy it counts). */
-	watts_doubt = watts * (double)(half + previous_half) / (double)(edge - previous) +
-		      unit / seconds;
+	/* Each edge is known to half its bracket, and each total to one unit. */
+	watts_doubt = power_doubt(joules, unit, seconds, (double)(half + previous_half) / 1e9,
+				  max_watts_of(counter));
 	out->estimate_joules = out->joules + watts * (double)age / 1e9;
 	out->estimate_uncertainty_joules =
 		unit + watts * (double)half / 1e9 + watts_doubt * (double)age / 1e9;
@@ -690,7 +721,6 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 	uint64_t value, before, after, age = 0, at, doubt, previous_value, previous_ns;
 	double watts, max_watts;
 	bool from_page, virtual, dated = true;
-	unsigned domain;
 	int error;
 
 	haecer__clear_detail();
@@ -736,9 +766,7 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 	previous_ns = counter->energy_previous_ns;
 	counter->energy_previous_value = value;
 	counter->energy_previous_ns = dated ? at : 0;
-	domain = counter->rapl_domain;
-	max_watts = domain < HAECER_RAPL_DOMAINS ?
-			    (double)ctx->machine.rapl_max_power_mw[domain] / 1000.0 : 0.0;
+	max_watts = max_watts_of(counter);
 	pthread_mutex_unlock(&ctx->lock);
 	/* The typical power of one update interval: from the previous reading when it is long
 	 * enough ago (10 updates) to average out the steps, else the domain's maximum. It is not

@@ -261,6 +261,11 @@ int backend_sim_load_script(struct msr_backend *backend, const char *path)
 	return backend->sim ? sim_load_script(backend->sim, path) : -EOPNOTSUPP;
 }
 
+int backend_sim_follow_process(struct msr_backend *backend, int pid, bool follow)
+{
+	return backend->sim ? sim_follow_process(backend->sim, (pid_t)pid, follow) : -EOPNOTSUPP;
+}
+
 int backend_sim_energy_truth_cpu(const struct msr_backend *backend, uint32_t cpu,
 				 enum rapl_domain domain, struct sim_energy_truth *out)
 {

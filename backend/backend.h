@@ -184,6 +184,13 @@ int backend_sim_set_load(struct msr_backend *backend, int cpu, double load);
  * from now on. -EINVAL (and a log line with file and line) when it is malformed. */
 int backend_sim_load_script(struct msr_backend *backend, const char *path);
 
+/* Follow process `pid`'s load exactly (its CPU-time clock, backend/sim/sim_follow.c), or stop:
+ * the CPUs that follow the host's load then draw its busy time to the microsecond, not to
+ * /proc/stat's 10 ms tick. Calls nest per pid (msrd follows each connection). -EOPNOTSUPP in
+ * virtual time or without the host's own /proc/stat (a stand-in tree); -ENOSPC past the limit
+ * of followed processes. */
+int backend_sim_follow_process(struct msr_backend *backend, int pid, bool follow);
+
 /* Ground truth of one energy domain of one package at the current simulated time. */
 struct sim_energy_truth {
 	uint64_t now_ns;

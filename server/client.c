@@ -103,6 +103,10 @@ int client_accept(struct msrd *server, int fd)
 	if (status < 0)
 		goto fail;
 	client->grant_generation = server->policy_generation;
+	/* On the simulated CPU, the client's load to the microsecond (its CPU-time clock), not to
+	 * /proc/stat's tick: its measured code and its polling then draw different power. Not
+	 * available in virtual time or on hardware: nothing to do then. */
+	client->followed = backend_sim_follow_process(server->backend, (int)client->pid, true) == 0;
 	client->number = ++server->next_client_number;
 	client->next = server->clients;
 	if (server->clients != NULL)
@@ -240,6 +244,9 @@ void client_close(struct client *client, const char *reason)
 	schedule_release_client(client);
 	handles_release_client(client);
 	energy_pages_release_client(client);
+	if (client->followed)
+		backend_sim_follow_process(client->server->backend, (int)client->pid, false);
+	client->followed = false;
 	if (client->server->rings.count > 0)
 		loop_want_tick(client->server);
 	/* Wakes the recv (it completes with 0) and fails a send in flight; the client is freed

@@ -217,6 +217,7 @@ struct client {
 	int fd;
 	uint32_t number;               /* connection number, for logs */
 	pid_t pid;
+	bool followed;                 /* the simulated CPU follows its load (sim_follow.c) */
 	uid_t uid;
 	gid_t gid;
 	uint32_t group_count;

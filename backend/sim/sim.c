@@ -282,6 +282,21 @@ static void script_run_until(struct sim *sim, uint64_t t)
 	}
 }
 
+/* The followed processes' loads (sim_follow.c) on the CPUs that follow the host. */
+static void follow_sample(struct sim *sim, uint64_t now)
+{
+	const uint32_t *loads;
+	uint32_t host_cpus;
+	uint64_t from;
+
+	if (!sim_follow_sample(sim, now, &from, &loads, &host_cpus))
+		return;
+	for (uint32_t cpu = 0; cpu < sim->cpu_count; cpu++) {
+		if (sim->cpus[cpu].source == SIM_LOAD_HOST)
+			cpu_set_load(sim, cpu, loads[cpu % host_cpus], from);
+	}
+}
+
 static void host_sample(struct sim *sim, uint64_t t)
 {
 	int ret = sim_host_load_sample(sim->host);
@@ -293,6 +308,11 @@ static void host_sample(struct sim *sim, uint64_t t)
 		sim->host_failed = true;
 		return;
 	}
+	/* While processes are followed, /proc/stat gives only the rest of the host's load; the
+	 * next fine sample applies it with theirs. */
+	sim_follow_host_sampled(sim, t);
+	if (sim_follow_active(sim))
+		return;
 	for (uint32_t cpu = 0; cpu < sim->cpu_count; cpu++) {
 		if (sim->cpus[cpu].source == SIM_LOAD_HOST)
 			cpu_set_load(sim, cpu, sim_host_load_of(sim->host, cpu), t);
@@ -320,6 +340,9 @@ static uint64_t sim_observe(struct sim *sim, bool register_access)
 		now = end;
 	}
 	sim->now = now;
+	/* Before anything is brought up to now: the followed load applies from its interval's
+	 * start to what nobody observed since. */
+	follow_sample(sim, now);
 	script_run_until(sim, now);
 	if (sim->takeover_count > 0)
 		sim_kernel_run_until(sim, now);
@@ -527,6 +550,13 @@ static void script_release(struct sim *sim)
 }
 
 /* Replace the load script: its CPUs follow it from now on, the others keep their load. */
+int sim_follow_process(struct sim *sim, pid_t pid, bool follow)
+{
+	if (sim->virtual_time || sim->host == NULL || !sim->host_is_real)
+		return -EOPNOTSUPP;
+	return sim_follow_change(sim, pid, follow, sim_observe(sim, false));
+}
+
 int sim_load_script(struct sim *sim, const char *path)
 {
 	struct sim_script *script;
@@ -857,6 +887,9 @@ static int open_host_load(struct sim *sim, const char *dev_root)
 	ret = sim_host_load_open(path, &sim->host);
 	if (ret < 0)
 		return ret;
+	/* A stand-in /proc/stat (tests) and the real CPU-time clocks of msrd's clients would not
+	 * add up: clients are followed on the host's own only. */
+	sim->host_is_real = strcmp(path, "/proc/stat") == 0;
 	/* The first sample is the load since boot: a fair start until the next one. */
 	sim->host_sampled_at = sim->start_ns;
 	for (uint32_t cpu = 0; cpu < sim->cpu_count; cpu++)
@@ -995,6 +1028,7 @@ void sim_close(struct sim *sim)
 	script_release(sim);
 	sim_power_free(sim->power);
 	sim_host_load_close(sim->host);
+	sim_follow_free(sim->follow);
 	for (uint32_t i = 0; sim->domains && i < sim->domain_count; i++)
 		free(sim->domains[i].history);
 	for (uint32_t cpu = 0; sim->cpus && cpu < sim->cpu_count; cpu++)

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "backend/backend.h"
 
@@ -30,6 +31,7 @@ int sim_now(struct sim *sim, uint64_t *now_ns);
 int sim_advance(struct sim *sim, uint64_t ns);
 int sim_set_load(struct sim *sim, int cpu, double load);
 int sim_load_script(struct sim *sim, const char *path);
+int sim_follow_process(struct sim *sim, pid_t pid, bool follow);
 int sim_energy_truth(struct sim *sim, uint32_t cpu, enum rapl_domain domain,
 		     struct sim_energy_truth *out);
 /* The energy of the domain instance `cpu` reads at a past time at_ns (<= now): -ERANGE when

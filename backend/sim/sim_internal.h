@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "hw/msr.h"
 #include "backend/backend.h"
@@ -231,6 +232,8 @@ struct sim {
 	struct sim_host_load *host;
 	uint64_t host_sampled_at;
 	bool host_failed;
+	bool host_is_real;          /* the load comes from the host's own /proc/stat */
+	struct sim_follow *follow;  /* msrd's clients' load, exactly (sim_follow.c); NULL: none */
 	struct sim_script *script;
 	struct sim_timeline_state *timeline_state;
 	uint64_t next_script_change;
@@ -281,6 +284,21 @@ void sim_clock_set_power_limit(struct sim *sim, uint32_t package, uint64_t value
 int sim_power_parse(const struct sim *sim, const char *text, const char *where,
 		    struct sim_power_trace **out);
 void sim_power_free(struct sim_power_trace *trace);
+
+/* ---- sim_follow.c: the load of msrd's clients from their CPU-time clocks ---- */
+struct sim_follow;
+/* Follow pid (nested per call) or stop, at the observation `now` (sim_follow_process). */
+int sim_follow_change(struct sim *sim, pid_t pid, bool follow, uint64_t now);
+/* At an observation at `now`: when a fine sample is due, the load of each host CPU (the
+ * followed processes' share since *from plus the rest of the host's) in *loads, true. */
+bool sim_follow_sample(struct sim *sim, uint64_t now, uint64_t *from, const uint32_t **loads,
+		       uint32_t *host_cpus);
+/* /proc/stat was just sampled at `now`: the rest of each host CPU's load, and where each
+ * followed process runs. */
+void sim_follow_host_sampled(struct sim *sim, uint64_t now);
+/* Whether any process is followed (its CPUs' loads then come from sim_follow_sample). */
+bool sim_follow_active(const struct sim *sim);
+void sim_follow_free(struct sim_follow *follow);
 
 /* ---- sim_kernel.c ---- */
 /* Apply --sim-kernel-counters SPEC (0, or -EINVAL with `why`). */

@@ -146,6 +146,18 @@ uint32_t sim_host_load_of(const struct sim_host_load *host, uint32_t cpu)
 	return host->load[cpu % host->cpu_count];
 }
 
+uint32_t sim_host_load_cpus(const struct sim_host_load *host)
+{
+	return host->cpu_count;
+}
+
+void sim_host_load_ticks(const struct sim_host_load *host, uint32_t cpu, uint64_t *busy,
+			 uint64_t *total)
+{
+	*busy = host->busy[cpu % host->cpu_count];
+	*total = host->total[cpu % host->cpu_count];
+}
+
 /* ---- scripts ---- */
 
 void sim_script_free(struct sim_script *script)

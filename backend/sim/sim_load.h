@@ -28,6 +28,13 @@ int sim_host_load_sample(struct sim_host_load *host);
 /* Load of simulated CPU `cpu`, which follows host CPU cpu mod (host CPU count). */
 uint32_t sim_host_load_of(const struct sim_host_load *host, uint32_t cpu);
 
+/* How many host CPUs the sampler saw. */
+uint32_t sim_host_load_cpus(const struct sim_host_load *host);
+
+/* Host CPU `cpu`'s busy and total ticks (of 1/USER_HZ) since boot, at the last sample. */
+void sim_host_load_ticks(const struct sim_host_load *host, uint32_t cpu, uint64_t *busy,
+			 uint64_t *total);
+
 /* ---- load scripts ----
  *
  * A script is text, one segment per line: `DURATION_MS LOAD`, e.g. `250 0.8` (250 ms at 80 %).

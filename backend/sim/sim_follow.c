@@ -1,0 +1,307 @@
+/*
+ * backend/sim/sim_follow.c — the load of the processes that talk to msrd, to the microsecond.
+ *
+ * /proc/stat counts each CPU's busy time in ticks of 1/USER_HZ (10 ms): a program that measures
+ * a 300 us region (busy) and then polls msrd (blocked in recv) looks the same to it, so the
+ * simulated package drew the same power for the measured code and the measuring loop. The
+ * kernel keeps each process's CPU time exactly (its CPU-time clock, clock_getcpuclockid: the
+ * scheduler's runtime including the slice running now; any process may read another's), and
+ * msrd knows its clients' pids (SO_PEERCRED). So msrd tells the simulator whom to follow
+ * (sim_follow_process), and:
+ *  - at each observation at least SIM_FOLLOW_SAMPLE_NS after the last, the followed processes'
+ *    CPU time since then, over that interval, is their load, placed on the host CPU where
+ *    /proc/PID/stat last saw each run (a process busier than one CPU spills the rest evenly over
+ *    the others);
+ *  - the rest of each host CPU's load (everything the followed processes are not) is
+ *    /proc/stat's busy share less what they ran there, over windows of SIM_FOLLOW_REST_NS: over
+ *    one 10 ms sample, /proc/stat's ticks make a half-busy CPU 0 % or 100 % busy, and the rest,
+ *    never below 0, came out a quarter of a CPU too high;
+ *  - a host CPU's load is the rest plus its followed share, at most one CPU.
+ * The fine load applies from the start of its interval for what nobody observed since (the
+ * sim's objects are advanced lazily: a CPU or domain observed within the interval takes it from
+ * that observation on), so a busy phase between two reads of the register is drawn as busy.
+ *
+ * Cost: a clock read (a system call) per followed process per sample, a read of /proc/PID/stat
+ * per process per /proc/stat sample; at most SIM_FOLLOW_MAX processes (a further client is not
+ * followed, and the log says so once).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "backend/sim/sim_internal.h"
+
+#define SIM_FOLLOW_MAX 32u
+#define SIM_FOLLOW_SAMPLE_NS 100000ull
+#define SIM_FOLLOW_REST_NS 50000000ull
+
+struct sim_followed {
+	pid_t pid;
+	uint32_t holds;         /* connections of the process: followed while any is open */
+	clockid_t clock;
+	uint64_t cpu_ns;        /* its CPU time at the last fine sample */
+	uint32_t host_cpu;      /* where /proc/PID/stat last saw it run */
+};
+
+struct sim_follow {
+	struct sim_followed processes[SIM_FOLLOW_MAX];
+	uint32_t count;
+	bool said_full;
+	uint64_t fine_at;       /* the last fine sample */
+	uint64_t window_at;     /* the start of the rest's window */
+	uint32_t host_cpus;
+	uint32_t *others;       /* per host CPU: the load the followed processes are not */
+	uint64_t *ran;          /* per host CPU: their CPU time there in the window */
+	uint64_t *busy_ticks;   /* per host CPU: /proc/stat's busy and total at the window's start */
+	uint64_t *total_ticks;
+	uint32_t *loads;        /* per host CPU: the load to apply (scratch) */
+};
+
+static int read_cpu_clock(clockid_t clock, uint64_t *ns)
+{
+	struct timespec now;
+
+	if (clock_gettime(clock, &now) != 0)
+		return -errno;
+	*ns = (uint64_t)now.tv_sec * SIM_NS_PER_SECOND + (uint64_t)now.tv_nsec;
+	return 0;
+}
+
+/* Field 39 of /proc/PID/stat, the CPU the process last ran on (after the command in parentheses,
+ * which may hold spaces and parentheses itself). */
+static int read_last_cpu(pid_t pid, uint32_t *cpu)
+{
+	char path[64], text[1024];
+	const char *at;
+	unsigned field = 2;
+	size_t length;
+	FILE *file;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	file = fopen(path, "re");
+	if (file == NULL)
+		return -errno;
+	length = fread(text, 1, sizeof(text) - 1, file);
+	fclose(file);
+	text[length] = '\0';
+	at = strrchr(text, ')');
+	if (at == NULL)
+		return -EINVAL;
+	while (field < 39 && (at = strchr(at + 1, ' ')) != NULL)
+		field++;
+	if (at == NULL || sscanf(at + 1, "%" SCNu32, cpu) != 1)
+		return -EINVAL;
+	return 0;
+}
+
+static int make_follow(struct sim *sim, uint64_t now)
+{
+	struct sim_follow *follow;
+	uint32_t cpus = sim->host ? sim_host_load_cpus(sim->host) : 0;
+
+	if (cpus == 0)
+		return -EOPNOTSUPP; /* scripted or virtual time: nothing of the host to follow */
+	follow = calloc(1, sizeof(*follow));
+	if (follow == NULL)
+		return -ENOMEM;
+	follow->host_cpus = cpus;
+	follow->others = calloc(cpus, sizeof(*follow->others));
+	follow->ran = calloc(cpus, sizeof(*follow->ran));
+	follow->busy_ticks = calloc(cpus, sizeof(*follow->busy_ticks));
+	follow->total_ticks = calloc(cpus, sizeof(*follow->total_ticks));
+	follow->loads = calloc(cpus, sizeof(*follow->loads));
+	if (!follow->others || !follow->ran || !follow->busy_ticks || !follow->total_ticks ||
+	    !follow->loads) {
+		sim_follow_free(follow);
+		return -ENOMEM;
+	}
+	/* Until the first window is over, the rest is /proc/stat's last share (with the first
+	 * client's own load in it). */
+	for (uint32_t k = 0; k < cpus; k++) {
+		follow->others[k] = sim_host_load_of(sim->host, k);
+		sim_host_load_ticks(sim->host, k, &follow->busy_ticks[k], &follow->total_ticks[k]);
+	}
+	follow->fine_at = follow->window_at = now;
+	sim->follow = follow;
+	return 0;
+}
+
+static struct sim_followed *find(struct sim_follow *follow, pid_t pid)
+{
+	for (uint32_t i = 0; follow && i < follow->count; i++) {
+		if (follow->processes[i].pid == pid)
+			return &follow->processes[i];
+	}
+	return NULL;
+}
+
+static void forget(struct sim_follow *follow, struct sim_followed *process)
+{
+	*process = follow->processes[--follow->count];
+}
+
+static int start_following(struct sim *sim, pid_t pid)
+{
+	struct sim_follow *follow = sim->follow;
+	struct sim_followed process = { .pid = pid, .holds = 1 };
+	int ret;
+
+	if (follow->count == SIM_FOLLOW_MAX) {
+		if (!follow->said_full)
+			log_info("sim: following %u processes already; pid %d's load comes from "
+				 "/proc/stat only", SIM_FOLLOW_MAX, (int)pid);
+		follow->said_full = true;
+		return -ENOSPC;
+	}
+	/* The process's CPU-time clock (Linux's MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED), what
+	 * clock_getcpuclockid returns after a clock_getres that msrd's seccomp filter refuses). */
+	process.clock = (clockid_t)((~(unsigned)pid << 3) | 2u);
+	ret = read_cpu_clock(process.clock, &process.cpu_ns);
+	if (ret < 0)
+		return ret;
+	if (read_last_cpu(pid, &process.host_cpu) < 0 || process.host_cpu >= follow->host_cpus)
+		process.host_cpu = 0;
+	follow->processes[follow->count++] = process;
+	log_debug("sim: following pid %d's load (host CPU %u)", (int)pid, process.host_cpu);
+	return 0;
+}
+
+int sim_follow_change(struct sim *sim, pid_t pid, bool follow, uint64_t now)
+{
+	struct sim_followed *process;
+	int ret;
+
+	if (pid <= 0)
+		return -EINVAL;
+	if (sim->follow == NULL && follow) {
+		ret = make_follow(sim, now);
+		if (ret < 0)
+			return ret;
+	}
+	process = find(sim->follow, pid);
+	if (!follow) {
+		if (process != NULL && --process->holds == 0) {
+			log_debug("sim: no longer following pid %d", (int)pid);
+			forget(sim->follow, process);
+		}
+		return 0;
+	}
+	if (process != NULL) {
+		process->holds++;
+		return 0;
+	}
+	return start_following(sim, pid);
+}
+
+/* The followed processes' CPU time since the last fine sample, as loads per host CPU, plus the
+ * rest of the host's; what was placed on each CPU also counts as theirs there for the next
+ * /proc/stat sample (so a process's spill is not counted again in the rest). */
+static void fine_loads(struct sim_follow *follow, uint64_t interval)
+{
+	uint64_t spill = 0;
+
+	memset(follow->loads, 0, follow->host_cpus * sizeof(*follow->loads));
+	for (uint32_t i = 0; i < follow->count;) {
+		struct sim_followed *process = &follow->processes[i];
+		uint32_t *load = &follow->loads[process->host_cpu];
+		uint64_t now = 0, share, room;
+
+		if (read_cpu_clock(process->clock, &now) < 0) {
+			/* Gone without closing its connection yet: the rest of its time is lost to
+			 * the fine view, /proc/stat still has it. */
+			forget(follow, process);
+			continue;
+		}
+		share = now > process->cpu_ns ? (now - process->cpu_ns) * SIM_LOAD_ONE / interval : 0;
+		process->cpu_ns = now;
+		room = SIM_LOAD_ONE - *load;
+		*load += (uint32_t)(share < room ? share : room);
+		spill += share > room ? share - room : 0;
+		i++;
+	}
+	/* A process busier than one CPU (threads) ran on others too: spread what does not fit. */
+	for (uint32_t k = 0; spill > 0 && k < follow->host_cpus; k++) {
+		uint64_t room = SIM_LOAD_ONE - follow->loads[k];
+		uint64_t even = spill / (follow->host_cpus - k) + 1;
+		uint64_t put = even < room ? even : room;
+
+		follow->loads[k] += (uint32_t)put;
+		spill = spill > put ? spill - put : 0;
+	}
+	for (uint32_t k = 0; k < follow->host_cpus; k++) {
+		uint64_t total = (uint64_t)follow->loads[k] + follow->others[k];
+
+		follow->ran[k] += (uint64_t)follow->loads[k] * interval / SIM_LOAD_ONE;
+		follow->loads[k] = total < SIM_LOAD_ONE ? (uint32_t)total : SIM_LOAD_ONE;
+	}
+}
+
+bool sim_follow_sample(struct sim *sim, uint64_t now, uint64_t *from, const uint32_t **loads,
+		       uint32_t *host_cpus)
+{
+	struct sim_follow *follow = sim->follow;
+
+	if (follow == NULL || follow->count == 0 || now < follow->fine_at + SIM_FOLLOW_SAMPLE_NS)
+		return false;
+	fine_loads(follow, now - follow->fine_at);
+	*from = follow->fine_at;
+	follow->fine_at = now;
+	*loads = follow->loads;
+	*host_cpus = follow->host_cpus;
+	return true;
+}
+
+void sim_follow_host_sampled(struct sim *sim, uint64_t now)
+{
+	struct sim_follow *follow = sim->follow;
+	uint64_t window;
+
+	if (follow == NULL)
+		return;
+	for (uint32_t i = 0; i < follow->count; i++) {
+		struct sim_followed *process = &follow->processes[i];
+		uint32_t cpu;
+
+		if (read_last_cpu(process->pid, &cpu) == 0 && cpu < follow->host_cpus)
+			process->host_cpu = cpu;
+	}
+	window = now - follow->window_at;
+	if (now < follow->window_at || window < SIM_FOLLOW_REST_NS)
+		return;
+	for (uint32_t k = 0; k < follow->host_cpus; k++) {
+		uint64_t busy, total, theirs, share;
+
+		sim_host_load_ticks(sim->host, k, &busy, &total);
+		if (total > follow->total_ticks[k] && busy >= follow->busy_ticks[k]) {
+			share = (busy - follow->busy_ticks[k]) * SIM_LOAD_ONE /
+				(total - follow->total_ticks[k]);
+			theirs = follow->ran[k] * SIM_LOAD_ONE / window;
+			follow->others[k] = share > theirs ? (uint32_t)(share - theirs) : 0;
+		}
+		follow->busy_ticks[k] = busy;
+		follow->total_ticks[k] = total;
+		follow->ran[k] = 0;
+	}
+	follow->window_at = now;
+}
+
+bool sim_follow_active(const struct sim *sim)
+{
+	return sim->follow != NULL && sim->follow->count > 0;
+}
+
+void sim_follow_free(struct sim_follow *follow)
+{
+	if (follow == NULL)
+		return;
+	free(follow->others);
+	free(follow->ran);
+	free(follow->busy_ticks);
+	free(follow->total_ticks);
+	free(follow->loads);
+	free(follow);
+}

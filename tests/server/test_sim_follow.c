@@ -1,0 +1,198 @@
+/*
+ * The simulated CPU follows the load of msrd's clients to the microsecond (their CPU-time
+ * clocks, backend/sim/sim_follow.c), where /proc/stat counts it in 10 ms ticks. On the ideal
+ * simulated Sandy Bridge (idle 4 W, 35 W with its 4 CPUs busy; host CPU k drives CPUs k and
+ * k + 2, so one busy host CPU is 15.5 W):
+ *  - a client alternating 4 ms busy and 4 ms asleep, reading the TSC through msrd at each
+ *    change (what a measuring program does: it talks to msrd), draws more while busy than while
+ *    asleep by at least half of what its own CPU time in each phase comes to at 15.5 W per busy
+ *    host CPU over the rest of its CPU's load (other processes: a CPU busy anyway leaves less to
+ *    tell apart), by the simulator's own energy (SIM_ENERGY_AT over each phase); /proc/stat alone,
+ *    sampled every 10 ms, gave both phases about the same power (measured: 0.3-2 W apart);
+ *  - msrd logs that it follows the client, and stops when the client disconnects.
+ */
+#include <math.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "haecer/msrd.h"
+#include "hw/msr.h"
+#include "tests/lib/msrd_group.h"
+#include "tests/lib/policy_text.h"
+
+#define PHASE_NS 4000000ull
+#define CYCLES 25
+#define ONE_HOST_CPU_WATTS 15.5 /* (35 - 4) W x 2 of the 4 simulated CPUs */
+
+static const char policy[] =
+	POLICY_HEADER
+	POLICY_TSC_MSR
+	"rules:\n"
+	"  - {match: {uid: 0}, allow: [time], capabilities: [sim_control]}\n";
+
+static struct msrd_server server;
+static struct haecer_conn *conn;
+
+static uint64_t cpu_time_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+/* Busy and total ticks of host CPU `cpu` in /proc/stat (user nice system idle iowait irq
+ * softirq steal; busy is all but idle and iowait). */
+static void host_ticks(unsigned cpu, unsigned long long *busy, unsigned long long *total)
+{
+	char name[32], line[512];
+	FILE *stat = fopen("/proc/stat", "re");
+	bool found = false;
+
+	assert_non_null(stat);
+	snprintf(name, sizeof(name), "cpu%u ", cpu);
+	while (!found && fgets(line, sizeof(line), stat) != NULL) {
+		unsigned long long field[8] = { 0 };
+
+		if (strncmp(line, name, strlen(name)) != 0)
+			continue;
+		assert_true(sscanf(line + strlen(name), "%llu %llu %llu %llu %llu %llu %llu %llu",
+				   &field[0], &field[1], &field[2], &field[3], &field[4],
+				   &field[5], &field[6], &field[7]) >= 5);
+		*busy = field[0] + field[1] + field[2] + field[5] + field[6] + field[7];
+		*total = *busy + field[3] + field[4];
+		found = true;
+	}
+	fclose(stat);
+	assert_true(found);
+}
+
+static void spin_until(uint64_t until)
+{
+	while (harness_monotonic_raw_ns() < until)
+		;
+}
+
+static void sleep_until(uint64_t until)
+{
+	uint64_t now;
+
+	while ((now = harness_monotonic_raw_ns()) < until) {
+		struct timespec pause = { .tv_nsec = (long)(until - now) };
+
+		nanosleep(&pause, NULL);
+	}
+}
+
+/* A change of phase as a measuring program makes one: a round trip to msrd. */
+static uint64_t mark(uint64_t *cpu_ns)
+{
+	uint64_t tsc, at = harness_monotonic_raw_ns();
+
+	*cpu_ns = cpu_time_ns();
+	assert_int_equal(haecer_msr_read(conn, 0, MSR_IA32_TSC, &tsc), 0);
+	return at;
+}
+
+static double joules_at(uint64_t ns)
+{
+	struct haecer_sim_energy_at at;
+
+	assert_int_equal(haecer_sim_energy_at(conn, 0, RAPL_DOMAIN_PKG, ns, &at), 0);
+	return at.joules;
+}
+
+static void test_busy_and_asleep_draw_apart(void **state)
+{
+	uint64_t marks[2 * CYCLES + 1], ran[2 * CYCLES + 1];
+	double busy_joules = 0.0, asleep_joules = 0.0, busy_s = 0.0, asleep_s = 0.0;
+	double busy_ran_s = 0.0, asleep_ran_s = 0.0, busy_watts, asleep_watts, expected, rest;
+	unsigned long long busy_ticks[2], total_ticks[2];
+	unsigned cpu = (unsigned)sched_getcpu();
+	cpu_set_t one;
+
+	(void)state;
+	/* On one host CPU, so that the rest of its load (other processes) can be told apart. */
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	assert_true(msrd_wait_log(&server, "sim: following pid", 5000));
+	/* The simulator learns the rest of the host's load over its first window (50 ms). */
+	usleep(100000);
+	host_ticks(cpu, &busy_ticks[0], &total_ticks[0]);
+	marks[0] = mark(&ran[0]);
+	for (int i = 0; i < CYCLES; i++) {
+		spin_until(marks[2 * i] + PHASE_NS);
+		marks[2 * i + 1] = mark(&ran[2 * i + 1]);
+		sleep_until(marks[2 * i + 1] + PHASE_NS);
+		marks[2 * i + 2] = mark(&ran[2 * i + 2]);
+	}
+	host_ticks(cpu, &busy_ticks[1], &total_ticks[1]);
+	for (int i = 0; i < CYCLES; i++) {
+		double a = joules_at(marks[2 * i]), b = joules_at(marks[2 * i + 1]);
+		double c = joules_at(marks[2 * i + 2]);
+
+		busy_joules += b - a;
+		asleep_joules += c - b;
+		busy_s += (double)(marks[2 * i + 1] - marks[2 * i]) / 1e9;
+		asleep_s += (double)(marks[2 * i + 2] - marks[2 * i + 1]) / 1e9;
+		busy_ran_s += (double)(ran[2 * i + 1] - ran[2 * i]) / 1e9;
+		asleep_ran_s += (double)(ran[2 * i + 2] - ran[2 * i + 1]) / 1e9;
+	}
+	busy_watts = busy_joules / busy_s;
+	asleep_watts = asleep_joules / asleep_s;
+	/* What this process ran in each phase, at one busy host CPU's power, on top of the rest of
+	 * its CPU's load (other processes, the same in both phases on average; a CPU is busy at
+	 * most all the time, so a busy host leaves less to tell apart). */
+	rest = (double)(busy_ticks[1] - busy_ticks[0]) / (double)(total_ticks[1] - total_ticks[0]) -
+	       (busy_ran_s + asleep_ran_s) / (busy_s + asleep_s);
+	rest = rest < 0.0 ? 0.0 : rest;
+	expected = ONE_HOST_CPU_WATTS * (fmin(1.0, rest + busy_ran_s / busy_s) -
+					 fmin(1.0, rest + asleep_ran_s / asleep_s));
+	print_message("busy phases %.2f W (ran %.0f %% of them), asleep %.2f W (ran %.0f %%), the "
+		      "rest of host CPU %u %.0f %%: %.2f W apart, %.2f W expected\n", busy_watts,
+		      100.0 * busy_ran_s / busy_s, asleep_watts, 100.0 * asleep_ran_s / asleep_s,
+		      cpu, 100.0 * rest, busy_watts - asleep_watts, expected);
+	/* /proc/stat's ticks make `rest` good to a few per cent over the 0.2 s run: 1 W of slack. */
+	assert_true(busy_watts - asleep_watts >= 0.5 * expected - 1.0);
+}
+
+static void test_a_closed_client_is_no_longer_followed(void **state)
+{
+	struct haecer_conn *other;
+	size_t before = msrd_log_count(&server, "sim: no longer following pid");
+	size_t closed = msrd_log_count(&server, "disconnected");
+
+	(void)state;
+	/* A second connection of this process nests: closing it keeps the first one's follow. */
+	assert_int_equal(haecer_connect(server.socket_path, &other), 0);
+	haecer_close(other);
+	for (int waited = 0; waited < 500 && msrd_log_count(&server, "disconnected") == closed;
+	     waited++)
+		usleep(10000);
+	assert_true(msrd_log_count(&server, "disconnected") > closed);
+	assert_int_equal(msrd_log_count(&server, "sim: no longer following pid"), before);
+	haecer_close(conn);
+	conn = NULL;
+	assert_true(msrd_wait_log(&server, "sim: no longer following pid", 5000));
+}
+
+int main(void)
+{
+	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge",
+				    "--sim-ideal", NULL };
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_busy_and_asleep_draw_apart),
+		cmocka_unit_test(test_a_closed_client_is_no_longer_followed),
+	};
+
+	return MSRD_RUN_GROUP(&server, policy, arguments, &conn, tests);
+}

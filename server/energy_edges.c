@@ -11,13 +11,14 @@
  * register's update grid from its own samples (a phase-locked estimate: the grid point of the
  * last edge and the interval, corrected by a fraction of each new edge's offset; the spread of
  * those offsets sizes the window) and reads the register back to back only in a window of +-3.5
- * standard deviations (at most +-EDGE_WINDOW_MAX_NS) around the predicted edge, opened
- * EDGE_WAKE_MARGIN_NS earlier still (timer wakes come tens of microseconds late on a busy host:
- * without the margin a quarter of the windows missed their update on the 2-core build host). A
+ * standard deviations (at most +-EDGE_WINDOW_MAX_NS) around the predicted edge, opened earlier
+ * still by a margin that follows how late msrd's timer wakes come (tens of microseconds on a
+ * busy host, 60-150 us on the same VM another day: without it a quarter, then 80 %, of the
+ * windows missed their update on the 2-core build host). A
  * timer wakes msrd at the window's start; at the end of that loop turn (its replies submitted)
  * msrd reads the register until it changes, the window ends, or any completion arrives (a
  * client's request: the spin stops at once and goes on at the end of the next turn). The spin is
- * bounded by the window (at most 2 x EDGE_WINDOW_MAX_NS + EDGE_WAKE_MARGIN_NS = 140 us) and
+ * bounded by the window (at most 2 x EDGE_WINDOW_MAX_NS + EDGE_WAKE_MARGIN_MAX_NS = 350 us) and
  * never delays a request by more than the one register read under way when it arrived. No timer
  * runs inside a window (it would only interrupt the spin); the window's end is its backstop.
  * Timer wakes every few microseconds were tried first: they came 15-100 us apart, brackets as
@@ -43,11 +44,12 @@
  * io_uring's timeouts are hrtimers armed without the thread's timer slack (io_uring/timeout.c),
  * so no prctl(PR_SET_TIMERSLACK) is needed (msrd's seccomp filter does not allow it anyway).
  *
- * Cost, bounded here and not by the page rate: msrd spins for at most 140 us per update of each
- * wanted register, typically the margin plus half a window (about 60 us: ~6 % of one CPU per
- * register; bench/fidelity prints msrd's CPU with and without). A fine grant can already poll
- * the register by round trip as densely, so precise edges tell its holder nothing its grant
- * does not; coarse grants never get them (energy_page.c).
+ * Cost, bounded here and not by the page rate: msrd spins for at most 350 us per update of each
+ * wanted register, typically the margin less the wake's own lateness plus half a window (about
+ * 60 us, ~6 % of one CPU per register, where wakes came 40 us late; 16 % of a CPU in
+ * bench/fidelity where they came 60-150 us late, which prints msrd's CPU with and without). A
+ * fine grant can already poll the register by round trip as densely, so precise edges tell its
+ * holder nothing its grant does not; coarse grants never get them (energy_page.c).
  *
  * The lease: a holder's ask counts only within EDGE_LEASE_NS (150 ms) of its connection's last
  * request (energy_page.c keeps the wanted set; dispatch renews). A program that measured one
@@ -83,6 +85,15 @@
 #define EDGE_WINDOW_MAX_NS 50000.0
 #define EDGE_SIGMAS 3.5
 #define EDGE_WAKE_MARGIN_NS 40000ull
+/* The margin follows how late msrd's own timer wakes come (a moving mean + 3 sigma of their
+ * lateness, each counted up to EDGE_WAKE_LATE_CAP_NS, the rare multi-millisecond wake behind a
+ * CPU-bound process being no lateness a margin can cover), between EDGE_WAKE_MARGIN_NS and
+ * EDGE_WAKE_MARGIN_MAX_NS: the same 2-core VM woke 40 us late one day and 70-120 us late
+ * (median, even without timer slack) another, when a fixed 40 us margin missed 80 % of the
+ * edges (bench/fidelity: 42 of 200 readings with precise edges, 300 us regions p95 160 %). */
+#define EDGE_WAKE_MARGIN_MAX_NS 250000.0
+#define EDGE_WAKE_LATE_CAP_NS 500000.0
+#define EDGE_WAKE_GAIN 0.05
 #define EDGE_INITIAL_SIGMA_NS 12000.0
 /* An edge whose bracket is at most this wide teaches the grid; wider ones only keep its count.
  * A window's reads come EDGE_SPACING_NS apart at best; a wake and a read of the simulated CPU
@@ -123,7 +134,31 @@ static uint32_t read_cpu(const struct msrd *server, const struct energy_counter 
 									       : counter->cpu;
 }
 
-static void plan_window(struct energy_edge_model *model)
+/* How much earlier than a window's start msrd asks to be woken. */
+static uint64_t wake_margin(const struct energy_state *energy)
+{
+	double margin = energy->edge_wake_late_ns + 3.0 * sqrt(energy->edge_wake_late_var);
+
+	if (margin < (double)EDGE_WAKE_MARGIN_NS)
+		margin = (double)EDGE_WAKE_MARGIN_NS;
+	if (margin > EDGE_WAKE_MARGIN_MAX_NS)
+		margin = EDGE_WAKE_MARGIN_MAX_NS;
+	return (uint64_t)margin;
+}
+
+/* A timer wake came `late` ns after it was due. */
+static void note_wake(struct energy_state *energy, double late)
+{
+	double delta;
+
+	if (late > EDGE_WAKE_LATE_CAP_NS)
+		late = EDGE_WAKE_LATE_CAP_NS;
+	delta = late - energy->edge_wake_late_ns;
+	energy->edge_wake_late_ns += EDGE_WAKE_GAIN * delta;
+	energy->edge_wake_late_var += EDGE_WAKE_GAIN * (delta * delta - energy->edge_wake_late_var);
+}
+
+static void plan_window(struct energy_edge_model *model, uint64_t margin)
 {
 	double sigma = sqrt(model->variance_ns2);
 	double half = EDGE_SIGMAS * sigma;
@@ -133,9 +168,9 @@ static void plan_window(struct energy_edge_model *model)
 		half = EDGE_WINDOW_MIN_NS;
 	if (half > EDGE_WINDOW_MAX_NS)
 		half = EDGE_WINDOW_MAX_NS;
-	/* The spin starts EDGE_WAKE_MARGIN_NS earlier still: a timer wake comes tens of
-	 * microseconds late on a busy host, and a wake after the update misses it. */
-	model->window_from_ns = predicted - (uint64_t)half - EDGE_WAKE_MARGIN_NS;
+	/* The spin starts a margin earlier still: a timer wake comes late, and a wake after the
+	 * update misses it. */
+	model->window_from_ns = predicted - (uint64_t)half - margin;
 	model->window_to_ns = predicted + (uint64_t)half;
 	model->next_ns = model->window_from_ns;
 	model->windows++;
@@ -196,7 +231,7 @@ static bool sample(struct msrd *server, struct energy_counter *counter, uint64_t
 	if (changed) {
 		learn(model, counter->sampled.update_lo_ns, counter->sampled.update_ns);
 		if (model->locked)
-			plan_window(model);
+			plan_window(model, wake_margin(&server->energy));
 		else
 			model->next_ns = now + EDGE_SEARCH_SPACING_NS;
 		return true;
@@ -234,6 +269,7 @@ static void arm(struct msrd *server)
 		return;
 	now = now_raw_ns();
 	delay = next > now ? next - now : 1;
+	energy->edge_due_ns = next > now ? next : 0; /* a wake due already says nothing */
 	energy->edge_timeout = (struct __kernel_timespec){
 		.tv_sec = (long long)(delay / 1000000000ull),
 		.tv_nsec = (long long)(delay % 1000000000ull),
@@ -253,6 +289,11 @@ void energy_edges_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe
 	energy->edge_armed = false;
 	if (cqe->res == -ECANCELED || !energy->edges_on)
 		return;
+	if (cqe->res == -ETIME && energy->edge_due_ns != 0) {
+		now = now_raw_ns();
+		note_wake(energy, now > energy->edge_due_ns ? (double)(now - energy->edge_due_ns)
+							    : 0.0);
+	}
 	/* The windows' own timer (at least once per update while on) notices a lapsed lease. */
 	energy_pages_leases_check(server);
 	if (!energy->edges_on)
@@ -339,7 +380,7 @@ void energy_edges_set(struct msrd *server, const bool *wanted)
 
 			model->anchor_ns += (uint64_t)llround((double)points * model->period_ns);
 			model->wanted = true;
-			plan_window(model);
+			plan_window(model, wake_margin(energy));
 		} else if (want && !model->wanted) {
 			*model = (struct energy_edge_model){ .wanted = true, .next_ns = now };
 		} else if (!want) {
@@ -350,8 +391,21 @@ void energy_edges_set(struct msrd *server, const bool *wanted)
 	/* Debug, not info: a program that starts a region every ~300 ms turns the windows on and
 	 * off with each lease, several lines a second. Tests count these lines (the harness runs
 	 * msrd at debug). */
-	if (on != energy->edges_on)
-		log_debug("energy pages: precise edges %s", on ? "on" : "off");
+	if (on != energy->edges_on && on)
+		log_debug("energy pages: precise edges on");
+	if (on != energy->edges_on && !on) {
+		uint64_t windows = 0, sharp = 0;
+
+		for (uint32_t i = 0; i < energy->count; i++) {
+			windows += energy->counters[i].edge.windows;
+			sharp += energy->counters[i].edge.sharp_edges;
+		}
+		log_debug("energy pages: precise edges off (so far %llu windows, %llu sharp edges; "
+			  "timer wakes %.0f +- %.0f us late, margin %.0f us)",
+			  (unsigned long long)windows, (unsigned long long)sharp,
+			  energy->edge_wake_late_ns / 1e3, sqrt(energy->edge_wake_late_var) / 1e3,
+			  (double)wake_margin(energy) / 1e3);
+	}
 	energy->edges_on = on;
 	arm(server);
 }

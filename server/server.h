@@ -625,6 +625,9 @@ struct energy_state {
 	uint64_t edge_lease_lapse_ns;  /* the earliest a lease in edge_wanted can lapse: then
 					* the set is computed again */
 	struct __kernel_timespec edge_timeout;
+	uint64_t edge_due_ns;          /* when the armed timeout should wake msrd */
+	double edge_wake_late_ns;      /* how late those wakes came: a moving mean and variance */
+	double edge_wake_late_var;
 	uint64_t edge_samples;
 };
 

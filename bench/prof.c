@@ -24,7 +24,6 @@
  * Last line: overhead_time_pct_1k=… overhead_energy_pct_1k=… attribution_err_pct=…
  */
 #include <limits.h>
-#include <linux/perf_event.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +36,7 @@
 #include <unistd.h>
 
 #include "haecer/msrd.h"
+#include "prof/sample_event.h"
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/text_file.h"
 
@@ -173,16 +173,7 @@ static double bare_perf_pct(unsigned hz, int pairs)
 	size_t ring = 65 * (size_t)sysconf(_SC_PAGESIZE);
 	double ratios[64];
 
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
-	attr.type = PERF_TYPE_SOFTWARE;
-	attr.config = PERF_COUNT_SW_TASK_CLOCK;
-	attr.sample_period = 1000000000ull / hz;
-	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
-			   PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
-	attr.exclude_hv = 1;
-	attr.exclude_callchain_kernel = 1;
-	attr.disabled = 1;
+	prof_sample_event(&attr, hz);
 	if (pairs > 64)
 		pairs = 64;
 	for (int i = 0; i < pairs; i++) {

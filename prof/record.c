@@ -32,6 +32,7 @@
 
 #include "haecer/msrd.h"
 #include "hw/msr.h"
+#include "prof/sample_event.h"
 #include "shm/ring.h"
 
 #define PERF_DATA_PAGES 128u
@@ -184,14 +185,7 @@ static int open_sampling(struct recorder *recorder, pid_t child, unsigned hz, bo
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	int error = 0, opened = 0;
 
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
-	attr.type = PERF_TYPE_SOFTWARE;
-	attr.config = PERF_COUNT_SW_TASK_CLOCK;
-	attr.sample_period = 1000000000ull / hz;
-	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
-			   PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
-	attr.disabled = 1;
+	prof_sample_event(&attr, hz);
 	attr.enable_on_exec = 1;
 	attr.inherit = 1;
 	/* Kernel time too where perf allows it (perf_event_paranoid 1 or lower, CAP_PERFMON): a
@@ -202,8 +196,6 @@ static int open_sampling(struct recorder *recorder, pid_t child, unsigned hz, bo
 	 * most: under ASan on a loaded host the hot functions were charged up to 4 % (once 16 %)
 	 * more than their CPU time. open_sampling falls back to user time only and says so. */
 	attr.exclude_kernel = 0;
-	attr.exclude_hv = 1;
-	attr.exclude_callchain_kernel = 1;
 	if (dwarf) {
 		attr.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 		attr.sample_regs_user = X86_64_UNWIND_REGS;

@@ -11,6 +11,7 @@
  * themselves are not asserted (tests never assert on speed), nor the verdict: whether the other
  * host CPU is busier during the profiled runs depends on what else runs on this machine.
  */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,12 +118,16 @@ static int check_with_frequency(void)
 	 * (the noise of 20 draws of sigma 10 MHz alone gives about 3). */
 	CHECK(rough.bins >= 2 && rough.iqr[0] > 1.0 && rough.iqr[1] > 1.0);
 	/* The constant clock of the ideal CPU (what every simulated run gave before the turbo
-	 * clock): 2.5 GHz, and the middle half of the epochs within 1 MHz (only the time between an
-	 * epoch's two reads moves them) -- the spread above is the clock's, not the method's. */
+	 * clock): 2.5 GHz, and the middle half of the epochs within a tenth of the rough clock's
+	 * spread, or 1 MHz -- the spread above is the clock's, not the method's. Only the time
+	 * between an epoch's two reads moves the ideal epochs, with any change of load in it:
+	 * 0.1-0.3 MHz natively (rough 12-20 MHz); under valgrind, whose msrd reads the two
+	 * registers up to a hundred microseconds apart while the load of msrd's clients changes
+	 * every 100 us (backend/sim/sim_follow.c), 1.0-1.8 MHz (rough 120-133 MHz). */
 	CHECK(ideal.epochs[0] > 0 && ideal.epochs[1] > 0);
 	for (int mode = 0; mode < 2; mode++)
 		CHECK(ideal.mhz[mode] > 2500 * 0.95 && ideal.mhz[mode] < 2500 * 1.05 &&
-		      ideal.iqr[mode] < 1.0);
+		      ideal.iqr[mode] < fmax(1.0, rough.iqr[mode] / 10.0));
 	return 0;
 }
 

@@ -215,8 +215,14 @@ struct update_seen {
 /* A page bracket at most this wide is sharp (msrd's precise windows read every few us; a wider
  * one is a window that missed its update). */
 #define PAGE_SHARP_NS 20000ull
-/* haecer_counter_read_energy extrapolates only from updates bracketed at least this well. */
-#define ESTIMATE_SHARP_NS 50000ull
+/* haecer_counter_read_energy extrapolates only from updates bracketed at least this well: a
+ * bracket's half is in the estimate's stated doubt, at the power and in the power's own doubt,
+ * so a wider bracket costs a wider doubt, not a wrong value. At 50 us, a quarter of the
+ * readings fell back to the register (off by up to a whole update) on a host whose timer wakes
+ * came 60-150 us late, the windows that missed leaving brackets of 60-100 us (2026-11-28:
+ * bench/fidelity's 100 ms reads, 26 of 60 with an estimate, p95 0.99 %); at 200 us the doubt is
+ * at most about a third of an update. */
+#define ESTIMATE_BRACKET_MAX_NS 200000ull
 
 /* The typical time between two polls (a moving average over about 16), the yardstick of a
  * sharp detection. */
@@ -649,7 +655,7 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 /* The estimate of the energy at the moment of the read from a page reading with precise edges:
  * the total the last update brought, plus the power of the last update interval (its energy over
  * the time between the middles of its two brackets) times the time since the last update. The
- * uncertainty: the unit, the last update's half bracket at that power, and the power's own
+ * uncertainty: the unit, the last update's half bracket at that power and its doubt, the power's own
  * error from both brackets over the age; a change of power since the last update is not in it
  * (it cannot be seen before the next update). false when the reading has no such edges. */
 static bool estimate_now(const struct haecer_counter *counter,
@@ -668,10 +674,10 @@ static bool estimate_now(const struct haecer_counter *counter,
 	previous_half = (page->previous_update_ns - page->previous_update_lo_ns) / 2;
 	edge = page->update_lo_ns + half;
 	previous = page->previous_update_lo_ns + previous_half;
-	/* Only sharp brackets (a window that missed its update leaves a wide one: the power of
-	 * that interval would be off by as much), an interval of about one update (+-20 %), and a
-	 * reading that is the page's own total. */
-	if (2 * half > ESTIMATE_SHARP_NS || 2 * previous_half > ESTIMATE_SHARP_NS ||
+	/* Only brackets of a window's or a search's reads (the page sampler's alone can be a
+	 * whole update wide), an interval of about one update (+-20 %), and a reading that is the
+	 * page's own total. */
+	if (2 * half > ESTIMATE_BRACKET_MAX_NS || 2 * previous_half > ESTIMATE_BRACKET_MAX_NS ||
 	    edge <= previous || edge - previous > UPDATE_NS * 6 / 5 ||
 	    edge - previous < UPDATE_NS * 4 / 5 ||
 	    (value & RAPL_ENERGY_COUNTER_MASK) != (page->total & RAPL_ENERGY_COUNTER_MASK))
@@ -687,8 +693,10 @@ static bool estimate_now(const struct haecer_counter *counter,
 	watts_doubt = power_doubt(joules, unit, seconds, (double)(half + previous_half) / 1e9,
 				  max_watts_of(counter));
 	out->estimate_joules = out->joules + watts * (double)age / 1e9;
+	/* The update's time is known to half its bracket at the true power, which may be as high
+	 * as the power's own doubt allows. */
 	out->estimate_uncertainty_joules =
-		unit + watts * (double)half / 1e9 + watts_doubt * (double)age / 1e9;
+		unit + (watts + watts_doubt) * (double)half / 1e9 + watts_doubt * (double)age / 1e9;
 	out->watts_last_update = watts;
 	out->watts_last_update_uncertainty = watts_doubt;
 	return true;

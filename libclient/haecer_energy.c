@@ -655,9 +655,10 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 /* The estimate of the energy at the moment of the read from a page reading with precise edges:
  * the total the last update brought, plus the power of the last update interval (its energy over
  * the time between the middles of its two brackets) times the time since the last update. The
- * uncertainty: the unit, the last update's half bracket at that power and its doubt, the power's own
- * error from both brackets over the age; a change of power since the last update is not in it
- * (it cannot be seen before the next update). false when the reading has no such edges. */
+ * uncertainty: the unit, the last update's half bracket at that power and its doubt, and the
+ * power's own error from both brackets over the age; a change of power since the last update is
+ * not in it (it cannot be seen before the next update). false when the reading has no such
+ * edges. */
 static bool estimate_now(const struct haecer_counter *counter,
 			 const struct energy_page_reading *page, uint64_t value, uint64_t now_ns,
 			 struct haecer_energy_reading *out)

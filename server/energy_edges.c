@@ -289,16 +289,14 @@ void energy_edges_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe
 	energy->edge_armed = false;
 	if (cqe->res == -ECANCELED || !energy->edges_on)
 		return;
-	if (cqe->res == -ETIME && energy->edge_due_ns != 0) {
-		now = now_raw_ns();
+	now = now_raw_ns();
+	if (cqe->res == -ETIME && energy->edge_due_ns != 0)
 		note_wake(energy, now > energy->edge_due_ns ? (double)(now - energy->edge_due_ns)
 							    : 0.0);
-	}
 	/* The windows' own timer (at least once per update while on) notices a lapsed lease. */
 	energy_pages_leases_check(server);
 	if (!energy->edges_on)
 		return;
-	now = now_raw_ns();
 	for (uint32_t i = 0; i < energy->count; i++) {
 		struct energy_counter *counter = &energy->counters[i];
 

@@ -549,14 +549,15 @@ static void script_release(struct sim *sim)
 	sim->next_script_change = UINT64_MAX;
 }
 
-/* Replace the load script: its CPUs follow it from now on, the others keep their load. */
+/* Only on the host's own /proc/stat, which virtual time never reads. */
 int sim_follow_process(struct sim *sim, pid_t pid, bool follow)
 {
-	if (sim->virtual_time || sim->host == NULL || !sim->host_is_real)
+	if (!sim->host_is_real)
 		return -EOPNOTSUPP;
 	return sim_follow_change(sim, pid, follow, sim_observe(sim, false));
 }
 
+/* Replace the load script: its CPUs follow it from now on, the others keep their load. */
 int sim_load_script(struct sim *sim, const char *path)
 {
 	struct sim_script *script;

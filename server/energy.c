@@ -131,10 +131,14 @@ static bool note_sample(struct energy_counter *counter, uint64_t raw, uint64_t l
 		seen->previous_update_tsc = seen->update_tsc;
 		seen->previous_update_lo_ns = seen->update_lo_ns;
 		seen->previous_update_lo_tsc = seen->update_lo_tsc;
+		seen->previous_placed_lo_ns = seen->update_placed_lo_ns;
+		seen->previous_placed_hi_ns = seen->update_placed_hi_ns;
 		seen->update_lo_ns = seen->sample_ns ? counter->sample_lo_ns : 0;
 		seen->update_lo_tsc = seen->sample_ns ? counter->sample_lo_tsc : 0;
 		seen->update_ns = now_ns;
 		seen->update_tsc = tsc;
+		/* Before this change teaches the grid anything: placed by its prediction. */
+		energy_edges_place(counter);
 	}
 	seen->raw = raw;
 	seen->total = counter->total;

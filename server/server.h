@@ -587,10 +587,13 @@ struct energy_counter {
 		bool locked;           /* an edge was seen sharp: the grid below is known */
 		uint64_t anchor_ns;    /* the grid point of the last edge seen */
 		double period_ns;      /* learnt update interval */
-		double variance_ns2;   /* of the edges around the predicted grid point */
+		double variance_ns2;   /* of the edges around the predicted grid point (widened
+					* by missed windows: it sizes the windows) */
+		double spread_ns2;     /* of the sharp edges only: what places a blurred one */
 		uint64_t window_from_ns, window_to_ns; /* the window sampled now or next */
 		uint64_t next_ns;      /* the next sample of this register */
 		uint64_t windows, sharp_edges; /* for the log and tests */
+		uint64_t sharp_since_lock; /* sharp edges since the grid (re)started */
 	} edge;
 };
 
@@ -690,6 +693,9 @@ void energy_edges_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe
  * consumed and its replies submitted. */
 bool energy_edges_spin_due(const struct msrd *server);
 void energy_edges_spin(struct msrd *server);
+/* The sampler just saw `counter` change: where in its bracket the change lay (the page's placed
+ * bracket): the bracket, narrowed around the learnt grid point when the grid is known well. */
+void energy_edges_place(struct energy_counter *counter);
 
 /* ---- energy pages (energy_page.c) ---- */
 

@@ -1,5 +1,5 @@
 /*
- * Energy page layout (layout version 2)
+ * Energy page layout (layout version 4)
  *
  *   offset   0: identity, written once before the page is shared: magic "HAECEPG1", layout
  *              version, page bytes, entry count, flags, address, min_interval_ms,
@@ -8,9 +8,12 @@
  *          256: entry_count entries of 64 bytes, one cache line each: identity (cpu, package,
  *              domain, exponent, per_cpu) then total, sample_ns, raw, sample_tsc, update_ns,
  *              update_tsc (struct energy_page_entry)
- *          then (version 3) entry_count records of 64 bytes, the brackets of each entry's last
- *              two updates: update_lo_ns, update_lo_tsc, previous_total, previous_update_ns,
- *              previous_update_tsc, previous_update_lo_ns, previous_update_lo_tsc, reserved
+ *          then (version 3) entry_count records of 128 bytes (64 before version 4), the
+ *              brackets of each entry's last two updates: update_lo_ns, update_lo_tsc,
+ *              previous_total, previous_update_ns, previous_update_tsc, previous_update_lo_ns,
+ *              previous_update_lo_tsc, reserved, then (version 4) where in those brackets the
+ *              two updates lay: update_placed_lo_ns, update_placed_hi_ns,
+ *              previous_placed_lo_ns, previous_placed_hi_ns, 4 reserved
  *
  * A client's read (energy_page_read_total) touches two lines: the words and its entry.
  *
@@ -40,7 +43,7 @@
 
 #define PAGE_HEADER_BYTES 256u
 #define PAGE_ENTRY_BYTES 64u
-#define PAGE_EDGES_BYTES 64u
+#define PAGE_EDGES_BYTES 128u
 #define PAGE_ROUND 4096u
 #define PAGE_MEMFD_MODE 0444
 
@@ -76,9 +79,10 @@ static struct page_header *header_of(void *mapping)
 	return mapping;
 }
 
-/* Version 3: the brackets of each entry's last two updates, in a second array after the
+/* Since version 3: the brackets of each entry's last two updates, in a second array after the
  * entries (entry i's at PAGE_HEADER_BYTES + entry_count * PAGE_ENTRY_BYTES + i *
- * PAGE_EDGES_BYTES), written in the same write sections; the fast path's entry stays one line. */
+ * PAGE_EDGES_BYTES), written in the same write sections; the fast path's entry stays one line.
+ * Version 4 adds where in them the updates lay (two lines per record). */
 struct page_edges {
 	_Atomic uint64_t update_lo_ns;
 	_Atomic uint64_t update_lo_tsc;
@@ -88,6 +92,11 @@ struct page_edges {
 	_Atomic uint64_t previous_update_lo_ns;
 	_Atomic uint64_t previous_update_lo_tsc;
 	uint64_t reserved;
+	_Atomic uint64_t update_placed_lo_ns;
+	_Atomic uint64_t update_placed_hi_ns;
+	_Atomic uint64_t previous_placed_lo_ns;
+	_Atomic uint64_t previous_placed_hi_ns;
+	uint64_t reserved_placed[4];
 };
 
 _Static_assert(sizeof(struct page_edges) == PAGE_EDGES_BYTES, "edges layout is part of the ABI");
@@ -219,6 +228,14 @@ void energy_page_put(struct energy_page_writer *writer, uint32_t index,
 	atomic_store_explicit(&edges->previous_update_lo_ns, reading->previous_update_lo_ns,
 			      memory_order_relaxed);
 	atomic_store_explicit(&edges->previous_update_lo_tsc, reading->previous_update_lo_tsc,
+			      memory_order_relaxed);
+	atomic_store_explicit(&edges->update_placed_lo_ns, reading->update_placed_lo_ns,
+			      memory_order_relaxed);
+	atomic_store_explicit(&edges->update_placed_hi_ns, reading->update_placed_hi_ns,
+			      memory_order_relaxed);
+	atomic_store_explicit(&edges->previous_placed_lo_ns, reading->previous_placed_lo_ns,
+			      memory_order_relaxed);
+	atomic_store_explicit(&edges->previous_placed_hi_ns, reading->previous_placed_hi_ns,
 			      memory_order_relaxed);
 }
 
@@ -426,6 +443,14 @@ int energy_page_read(const struct energy_page_reader *reader, uint32_t index,
 			atomic_load_explicit(&edges->previous_update_lo_ns, memory_order_relaxed);
 		reading->previous_update_lo_tsc =
 			atomic_load_explicit(&edges->previous_update_lo_tsc, memory_order_relaxed);
+		reading->update_placed_lo_ns =
+			atomic_load_explicit(&edges->update_placed_lo_ns, memory_order_relaxed);
+		reading->update_placed_hi_ns =
+			atomic_load_explicit(&edges->update_placed_hi_ns, memory_order_relaxed);
+		reading->previous_placed_lo_ns =
+			atomic_load_explicit(&edges->previous_placed_lo_ns, memory_order_relaxed);
+		reading->previous_placed_hi_ns =
+			atomic_load_explicit(&edges->previous_placed_hi_ns, memory_order_relaxed);
 		atomic_thread_fence(memory_order_acquire);
 		if (atomic_load_explicit(&header->sequence, memory_order_relaxed) != before)
 			continue;

@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #define ENERGY_PAGE_MAGIC UINT64_C(0x3147504543454148) /* "HAECEPG1" little-endian */
-#define ENERGY_PAGE_LAYOUT_VERSION 3u
+#define ENERGY_PAGE_LAYOUT_VERSION 4u
 #define ENERGY_PAGE_MAX_ENTRIES 4096u
 
 /* Page states (the state word). */
@@ -90,6 +90,14 @@ struct energy_page_reading {
 	uint64_t previous_update_tsc;
 	uint64_t previous_update_lo_ns;
 	uint64_t previous_update_lo_tsc;
+	/* Where inside each bracket the change lay, as msrd knows it (layout version 4): the
+	 * bracket itself, or the part of it around the register's learnt update grid point when
+	 * msrd learns that grid (precise edges) and the bracket is wider than the grid's spread
+	 * (server/energy_edges.c); always inside the bracket, 0 when unknown. */
+	uint64_t update_placed_lo_ns;
+	uint64_t update_placed_hi_ns;
+	uint64_t previous_placed_lo_ns;
+	uint64_t previous_placed_hi_ns;
 	uint64_t sequence;         /* the page's sequence word the reading was taken under */
 	uint8_t exponent;
 	uint32_t state;            /* enum energy_page_state at the time of the reading */

@@ -29,6 +29,8 @@
  * The program runs on host CPU 0, msrd on CPU 1. The machine may be loaded by others: round
  * trips then grow and so do the short-region errors; the table shows the median round trip.
  *
+ * FIDELITY_VERBOSE=PCT prints every region off by more than PCT % (its parts and stated +-).
+ *
  * Last line: read10ms_p95_pct=… read100ms_p95_pct=… short100us_med_pct=… short300us_p95_pct=…
  * step1ms_p95_pct=… smi_detected=N smi_true=N
  */
@@ -327,7 +329,8 @@ static void one_region(struct haecer_counter *pkg, uint64_t length, enum conditi
 		return;
 	}
 	cell->error_pct[cell->count] = 100.0 * (result.joules - truth) / truth;
-	if (getenv("FIDELITY_VERBOSE") && fabs(cell->error_pct[cell->count]) > 50.0)
+	if (getenv("FIDELITY_VERBOSE") &&
+	    fabs(cell->error_pct[cell->count]) > atof(getenv("FIDELITY_VERBOSE")))
 		fprintf(stderr, "outlier %llu us %s: %+.1f %% raw %.6f wait %.6f (lead %llu wait "
 			"%llu ticks) +-%.6f truth %.6f power %.2f W region %.1f us\n",
 			(unsigned long long)(length / 1000), condition_names[condition],

@@ -560,14 +560,16 @@ static void region_result(const struct haecer_counter *energy,
 	result->joules_per_tick = per_tick;
 	result->raw_joules = (double)(closing->after.total - region->start_total) * unit;
 	result->wait_ticks = closing->tsc > called ? closing->tsc - called : 0;
+	result->tail_ticks = closing->tsc < called ? called - closing->tsc : 0;
 	result->lead_ticks = lead;
-	result->wait_joules = (double)(result->wait_ticks + lead) * per_tick;
+	result->wait_joules =
+		((double)(result->wait_ticks + lead) - (double)result->tail_ticks) * per_tick;
 	result->joules = result->raw_joules - result->wait_joules;
 	/* The units, the update times' blur at the power (which may be off itself), and the
-	 * power's doubt over the whole wait and lead it is subtracted for. */
+	 * power's doubt over the whole wait, lead and tail it is counted for. */
 	result->uncertainty_joules =
 		2.0 * unit + (double)blur * (per_tick + power->doubt_per_tick) +
-		(double)(result->wait_ticks + lead) * power->doubt_per_tick;
+		(double)(result->wait_ticks + lead + result->tail_ticks) * power->doubt_per_tick;
 	result->region_ticks = called - region->start_tsc;
 	result->seconds = tsc_hz ? (double)result->region_ticks / (double)tsc_hz : 0.0;
 	result->detected_wait_ticks = closing->after.tsc - called;
@@ -652,6 +654,20 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 	return 0;
 }
 
+/* An update's time from the page: the middle of where msrd placed it inside its bracket (the
+ * bracket, or the part of it the learnt update grid allows, server/energy_edges.c), with half
+ * that as its doubt; the bracket's middle when msrd placed nothing. */
+static uint64_t placed(uint64_t lo, uint64_t hi, uint64_t placed_lo, uint64_t placed_hi,
+		       uint64_t *half)
+{
+	if (placed_lo != 0 && placed_lo >= lo && placed_hi <= hi && placed_hi >= placed_lo) {
+		lo = placed_lo;
+		hi = placed_hi;
+	}
+	*half = (hi - lo) / 2;
+	return lo + *half;
+}
+
 /* The estimate of the energy at the moment of the read from a page reading with precise edges:
  * the total the last update brought, plus the power of the last update interval (its energy over
  * the time between the middles of its two brackets) times the time since the last update. The
@@ -671,10 +687,10 @@ static bool estimate_now(const struct haecer_counter *counter,
 	    page->previous_update_ns < page->previous_update_lo_ns ||
 	    page->total < page->previous_total)
 		return false;
-	half = (page->update_ns - page->update_lo_ns) / 2;
-	previous_half = (page->previous_update_ns - page->previous_update_lo_ns) / 2;
-	edge = page->update_lo_ns + half;
-	previous = page->previous_update_lo_ns + previous_half;
+	edge = placed(page->update_lo_ns, page->update_ns, page->update_placed_lo_ns,
+		      page->update_placed_hi_ns, &half);
+	previous = placed(page->previous_update_lo_ns, page->previous_update_ns,
+			  page->previous_placed_lo_ns, page->previous_placed_hi_ns, &previous_half);
 	/* Only brackets of a window's or a search's reads (the page sampler's alone can be a
 	 * whole update wide), an interval of about one update (+-20 %), and a reading that is the
 	 * page's own total. */

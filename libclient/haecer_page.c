@@ -15,6 +15,7 @@
 #include "libclient/haecer_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -211,6 +212,29 @@ int haecer__page_reading(struct haecer_counter *counter, struct energy_page_tota
 	return -ESTALE;
 }
 
+/* The last update's bracket on the TSC, [*lo, *hi] (0, 0 when unknown): where msrd placed it
+ * (the bracket itself, or its part around the learnt update grid, server/energy_edges.c), its
+ * ends carried from CLOCK_MONOTONIC_RAW to the TSC along the bracket, whose ends msrd took on
+ * both clocks. */
+static void placed_bracket(const struct energy_page_reading *reading, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t lo_ns = reading->update_lo_ns, hi_ns = reading->update_ns;
+	uint64_t lo_tsc = reading->update_lo_tsc, hi_tsc = reading->update_tsc;
+	double ticks_per_ns;
+
+	*lo = lo_tsc;
+	*hi = lo_tsc ? hi_tsc : 0;
+	if (lo_tsc == 0 || hi_tsc <= lo_tsc || hi_ns <= lo_ns ||
+	    reading->update_placed_lo_ns < lo_ns || reading->update_placed_hi_ns > hi_ns ||
+	    reading->update_placed_hi_ns < reading->update_placed_lo_ns)
+		return;
+	ticks_per_ns = (double)(hi_tsc - lo_tsc) / (double)(hi_ns - lo_ns);
+	*lo = lo_tsc + (uint64_t)llround((double)(reading->update_placed_lo_ns - lo_ns) *
+					 ticks_per_ns);
+	*hi = lo_tsc + (uint64_t)llround((double)(reading->update_placed_hi_ns - lo_ns) *
+					 ticks_per_ns);
+}
+
 int haecer__page_sample(struct haecer_counter *counter, struct energy_sample *sample)
 {
 	struct energy_page_reading reading;
@@ -232,8 +256,7 @@ int haecer__page_sample(struct haecer_counter *counter, struct energy_sample *sa
 	/* The register was read when msrd sampled it, not now: an energy region must not take a
 	 * value up to one sampling period old for a fresh one. The caller sets before/after. */
 	sample->tsc = reading.sample_tsc;
-	sample->edge_lo = reading.update_lo_tsc;
-	sample->edge_hi = reading.update_lo_tsc ? reading.update_tsc : 0;
+	placed_bracket(&reading, &sample->edge_lo, &sample->edge_hi);
 	sample->smi = 0;
 	sample->smi_exact = false;
 	return 0;

@@ -15,10 +15,14 @@
  *    region starts them again (the log says so when haecer_energy_start returns) and its result
  *    lies within the uncertainty it states of the simulator's energy over the region (the span
  *    from start_tsc to end_tsc, which holds the test's spin between the two calls); natively,
- *    while under valgrind a region outside it is printed with where its updates were placed.
+ *    while under valgrind a region outside it is printed with where its updates were placed;
+ *  - a region whose end is called while msrd is stopped (its closing update published late)
+ *    adds the energy after that update (tail_ticks) and holds the same.
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -134,7 +138,7 @@ static void check_region(struct haecer_conn *conn, uint64_t tsc_hz,
 	error = result->joules - truth;
 	/* The stated doubt, two units, and a nanosecond of rounding at each end. */
 	allowed = result->uncertainty_joules + 2.0 / 65536.0 + WATTS * 2e-9;
-	print_message("region after a lapse: %.6f J, truth %.6f J over %.1f us (the test's spin "
+	print_message("region: %.6f J, truth %.6f J over %.1f us (the test's spin "
 		      "%.1f us), stated +-%.6f J\n",
 		      result->joules, truth, (double)(end - start) / 1e3,
 		      (double)(to - from) / 1e3, result->uncertainty_joules);
@@ -318,6 +322,77 @@ static void test_region_after_a_lease_lapse(void **state)
 	haecer_close(conn);
 }
 
+struct resume {
+	pthread_t thread;
+	uint64_t at_ns;
+};
+
+static void *resume_msrd(void *argument)
+{
+	const struct resume *resume = argument;
+
+	while (harness_monotonic_raw_ns() < resume->at_ns)
+		;
+	kill(server.pid, SIGCONT);
+	return NULL;
+}
+
+/* A region whose end is called while msrd is stopped (SIGSTOP, as when the host preempts it):
+ * the update before the call is published only after it, so the closing update the end sees
+ * came before the call. Its energy after that update is added (tail_ticks), not lost, and the
+ * result lies within its stated uncertainty of the simulator's energy over the region. msrd
+ * stops 300 us into the region, and resumes 100 us after the end call, 900 us in all: most
+ * rounds have an update in the stall before the call. */
+static void test_region_end_across_a_stall(void **state)
+{
+	struct haecer_machine_info machine;
+	struct haecer_context *ctx;
+	struct haecer_counter *pkg;
+	struct haecer_conn *conn;
+	unsigned checked = 0, tails = 0;
+
+	(void)state;
+	assert_int_equal(haecer_connect(server.socket_path, &conn), 0);
+	assert_int_equal(haecer_machine_info(conn, &machine), 0);
+	assert_int_equal(haecer_sim_power_trace(conn, "pkg: 3600000 30\n"), 0);
+	assert_int_equal(haecer_context_open(server.socket_path, &ctx), 0);
+	assert_int_equal(haecer_counter_open_energy(ctx, 0, RAPL_PKG, &pkg), 0);
+	for (int round = 0; round < 8; round++) {
+		struct haecer_energy_region region;
+		struct haecer_energy_result result;
+		struct resume resume;
+		uint64_t from, to;
+
+		usleep(20000); /* the windows see sharp updates again between rounds */
+		assert_int_equal(haecer_energy_start(pkg, &region), 0);
+		from = harness_monotonic_raw_ns();
+		spin_ns(300000);
+		assert_int_equal(kill(server.pid, SIGSTOP), 0);
+		spin_ns(800000);
+		resume.at_ns = harness_monotonic_raw_ns() + 100000;
+		assert_int_equal(pthread_create(&resume.thread, NULL, resume_msrd, &resume), 0);
+		to = harness_monotonic_raw_ns();
+		assert_int_equal(haecer_energy_end(pkg, &region, &result), 0);
+		assert_int_equal(pthread_join(resume.thread, NULL), 0);
+		if (result.smi_count_exact && result.smi_count != 0)
+			continue;
+		print_message("stalled end: tail %.1f us, wait %.1f us\n",
+			      (double)result.tail_ticks * 1e6 / (double)machine.tsc_hz,
+			      (double)result.wait_ticks * 1e6 / (double)machine.tsc_hz);
+		assert_true(result.tail_ticks == 0 || result.wait_ticks == 0);
+		tails += result.tail_ticks > 0;
+		check_region(conn, machine.tsc_hz, &result, from, to);
+		checked++;
+	}
+	print_message("%u regions checked, %u with a tail\n", checked, tails);
+	assert_true(checked >= 1);
+	if (!harness_valgrind())
+		assert_true(tails >= 1);
+	haecer_counter_free(pkg);
+	haecer_context_close(ctx);
+	haecer_close(conn);
+}
+
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge", "--sim-seed",
@@ -326,6 +401,7 @@ int main(void)
 		cmocka_unit_test(test_estimate_within_its_uncertainty),
 		cmocka_unit_test(test_no_estimate_for_a_coarse_grant),
 		cmocka_unit_test(test_region_after_a_lease_lapse),
+		cmocka_unit_test(test_region_end_across_a_stall),
 	};
 
 	return MSRD_RUN_GROUP(&server, policy_fine, arguments, NULL, tests);

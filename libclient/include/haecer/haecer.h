@@ -358,7 +358,8 @@ struct haecer_energy_result {
 	double raw_joules;          /* register difference between the two synchronised updates */
 	double wait_joules;         /* the estimated energy outside the region: from the start
 				     * update to startEnergyRead's return and from the end call to
-				     * the closing update, at the power of the wait */
+				     * the closing update, at the power of the wait, less the
+				     * tail's (tail_ticks) */
 	double joules_per_tick;     /* that power: measured over the update interval after the
 				     * closing update (per TSC tick) */
 	double uncertainty_joules;  /* +- what the method cannot resolve: one energy unit at each
@@ -368,6 +369,11 @@ struct haecer_energy_result {
 	uint64_t region_ticks;      /* TSC ticks from startEnergyRead's return to the end call */
 	uint64_t wait_ticks;        /* TSC ticks from the end call to the closing update (est.) */
 	uint64_t lead_ticks;        /* TSC ticks from the start update (est.) to the return */
+	uint64_t tail_ticks;        /* TSC ticks from the closing update (est.) to the end call
+				     * when that update came before the call but msrd's page
+				     * showed it only after (msrd stalled, or sampled only at the
+				     * page's rate): the region's energy after it, at the power,
+				     * is added (wait_ticks is then 0) */
 	uint64_t detected_wait_ticks; /* from the end call to the poll that saw the update */
 	uint64_t start_tsc, end_tsc; /* the region's ends on the TSC (simulated TSC on a sim) */
 	uint64_t first_poll_tsc;    /* when the poll that saw the start update returned */

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Every test, from a fresh clone: the gcc build, the clang ASan+UBSan build, the threaded tests
 # in a clang ThreadSanitizer build, then the valgrind set, then a short run of each fuzz target
-# (make fuzz).
+# (make fuzz). The three passes run as many tests at once as there are CPUs, but the tests that
+# measure time or energy run alone after the others (scripts/run-tests.sh, SERIAL_TESTS).
 # Called by `make check` after the packages are installed; .ci/run calls `make check`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,10 +15,10 @@ make -j"$jobs" SANITIZE=1 all tests
 
 status=0
 echo "== tests: gcc build"
-scripts/run-tests.sh build || status=1
+scripts/run-tests.sh build --jobs "$jobs" || status=1
 echo "== tests: ASan+UBSan build"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	scripts/run-tests.sh build-asan || status=1
+	scripts/run-tests.sh build-asan --jobs "$jobs" || status=1
 echo "== tests: ThreadSanitizer build (clang, build-tsan/), the threaded code only"
 # The code where threads share memory: the rings (threads pushing and consuming), the library
 # (contexts and regions used from many threads, the public ring API posting beside reads) and
@@ -43,7 +44,7 @@ else
 	status=1
 fi
 echo "== tests: valgrind memcheck (gcc build, small scale)"
-scripts/run-tests.sh build --valgrind || status=1
+scripts/run-tests.sh build --valgrind --jobs "$jobs" || status=1
 echo "== libFuzzer smoke run (clang, build-fuzz/, 15 s per target)"
 make -j"$jobs" fuzz FUZZ_SECONDS=15 || status=1
 exit $status

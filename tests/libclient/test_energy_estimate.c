@@ -352,7 +352,8 @@ static void *end_when_told(void *argument)
  * added (tail_ticks), not lost. Every region lies within its stated uncertainty of the
  * simulator's energy over it; every round where it went as planned (an update came between the
  * stop and the call, the call came before the resume, and no update came after the call until
- * 500 us after the resume: a loaded host can delay either thread, and msrd) has a tail. */
+ * 500 us after the resume: a loaded host can delay either thread, and msrd) has a tail. The
+ * rounds come 80 ms apart, so that the end never renews the lease (see below). */
 static void test_region_end_across_a_stall(void **state)
 {
 	struct haecer_machine_info machine;
@@ -374,7 +375,11 @@ static void test_region_end_across_a_stall(void **state)
 		uint64_t from, stop_ns, resume_ns;
 		bool as_planned;
 
-		usleep(20000); /* the windows see sharp updates again between rounds */
+		/* More than the 75 ms after which libhaecer renews msrd's lease: the start renews it
+		 * (a round trip), so the end does not. A renewal at the end would wait for the
+		 * stopped msrd, and its first poll would then see the missed update: right, but no
+		 * tail to check. */
+		usleep(80000);
 		atomic_init(&end.go, false);
 		assert_int_equal(pthread_create(&end.thread, NULL, end_when_told, &end), 0);
 		assert_int_equal(haecer_energy_start(pkg, &region), 0);

@@ -31,9 +31,9 @@ done
 
 # Tests whose assertions relate real time, CPU time, the host's load or the energy of the
 # simulated CPU (msrd's windows, the profiler's sampling, the regions' attribution, the follow
-# of clients' load, the demo's busy and idle power): a second test beside them changes what
-# they measure.
-SERIAL_TESTS='^(prof/|region/|demo/)|energy|sim_follow|sim_clock|sim_e2e|schedule|slow_client|msrd_restart|test_usage|mon/test_follow'
+# of clients' load, the demo's busy and idle power, schedules and client timeouts): a second
+# test beside them changes what they measure.
+SERIAL_TESTS='^(prof/|region/|demo/)|energy|sim_follow|sim_clock|sim_e2e|schedule|slow_client'
 
 build=$(cd "$build" && pwd)
 export HAECER_BUILD="$build"

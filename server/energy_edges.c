@@ -268,8 +268,8 @@ static void learn(struct energy_edge_model *model, uint64_t lo, uint64_t hi)
  * on the update grid, and one during an SMM comes on time, only seen late (seed 001 2.3.2,
  * figures 3 and 4): the grid places an update that a missed window, a late wake, a tick or an
  * SMI bracketed only to tens or hundreds of microseconds. The grid's spread is
- * EDGE_PLACE_SIGMAS standard deviations of the sharp edges' offsets from their predicted points (the jitter,
- * the brackets' own width and the grid's tracking error in one figure), at least
+ * EDGE_PLACE_SIGMAS standard deviations of the sharp edges' offsets from their predicted points
+ * (the jitter, the brackets' own width and the grid's tracking error in one figure), at least
  * EDGE_WINDOW_MIN_NS.
  *
  * Which grid point: the change shows the last update before hi. The candidates are the points

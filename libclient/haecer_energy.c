@@ -592,7 +592,7 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 	struct energy_sample first;
 	struct update_seen closing, from, next;
 	struct haecer_context *ctx;
-	uint64_t called = 0, wait_updates;
+	uint64_t called = 0, wait_updates, stretch;
 	struct power power = { 0 };
 	int error;
 
@@ -615,10 +615,12 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 		return error;
 	smi_poll(energy, &closing.after);
 	/* The power of the same polling right after: between two sharp updates (the closing one
-	 * or a later one, and a sharp one at least as far on as the wait was long, so that the
-	 * blur of the two update times weighs no more on the wait's energy than on one update's),
-	 * at most SHARP_TRIES updates (plus the wait's length in updates) on. */
-	wait_updates = (closing.tsc - called) / (energy->ctx->machine.tsc_hz / 1000u + 1);
+	 * or a later one, and a sharp one at least as far on as the stretch the power is used for
+	 * is long — the wait, or the tail when the closing update came before the call — so that
+	 * the blur of the two update times weighs no more on its energy than on one update's), at
+	 * most SHARP_TRIES updates (plus the stretch's length in updates) on. */
+	stretch = closing.tsc > called ? closing.tsc - called : called - closing.tsc;
+	wait_updates = stretch / (energy->ctx->machine.tsc_hz / 1000u + 1);
 	if (wait_updates > WAIT_UPDATES_MAX)
 		wait_updates = WAIT_UPDATES_MAX;
 	from = closing;
@@ -630,7 +632,7 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 		if (error == 0 && !(sharp(energy, &from) && clean(&from)))
 			from = next;
 		else if (error == 0 && sharp(energy, &next) && clean(&next) &&
-			 next.tsc - from.tsc >= closing.tsc - called)
+			 next.tsc - from.tsc >= stretch)
 			break;
 	}
 	if (error == 0 && next.tsc == from.tsc)

@@ -121,11 +121,12 @@
 #define EDGE_KEEP_GRID_NS 1000000000ull
 /* A blurred change is placed on the grid only once this many sharp ones taught it since it
  * locked (the spread's moving average, gain EDGE_VARIANCE_GAIN, has then forgotten most of its
- * initial guess), and within EDGE_KEEP_GRID_NS of the last sharp one (as above). */
+ * initial guess), and at most this many points after its last edge (one second, as above). */
 #define EDGE_PLACE_MIN_SHARP 16u
 /* 4 sigma: none of 1991 blurred edges of the simulated Sandy Bridge lay outside it (offline,
  * against its truth; 3.5 sigma missed 0.5 %). */
 #define EDGE_PLACE_SIGMAS 4.0
+#define EDGE_PLACE_MAX_POINTS 1000.0
 
 static uint64_t now_raw_ns(void)
 {
@@ -196,82 +197,59 @@ static void plan_window(struct energy_edge_model *model, uint64_t margin)
 	model->windows++;
 }
 
-/* Start the grid again from a change bracketed in [lo, hi] (the period learnt is kept). */
-static void lock(struct energy_edge_model *model, uint64_t lo, uint64_t hi)
-{
-	double half_bracket = (double)(hi - lo) / 2.0;
-
-	model->locked = true;
-	model->sharp_since_lock = 0;
-	model->anchor_ns = lo + (hi - lo) / 2;
-	model->variance_ns2 = EDGE_INITIAL_SIGMA_NS * EDGE_INITIAL_SIGMA_NS +
-			      half_bracket * half_bracket;
-	model->spread_ns2 = model->variance_ns2;
-}
-
-/* The last grid point, counted from the anchor (0: the anchor's own), within `reach` of
- * [lo, hi]; false when none is. */
-static bool last_point_meeting(const struct energy_edge_model *model, uint64_t lo, uint64_t hi,
-			       double reach, double *points)
-{
-	double anchor = (double)model->anchor_ns, period = model->period_ns;
-	double first = ceil(((double)lo - reach - anchor) / period);
-	double last = floor(((double)hi + reach - anchor) / period);
-
-	if (first < 0.0)
-		first = 0.0;
-	if (last < first)
-		return false;
-	*points = last;
-	return true;
-}
-
-/* A change was seen with bracket [lo, hi]: teach the grid (sharp) or keep it in step (blurred). */
+/* A change was seen with bracket [lo, hi]: teach the grid (sharp) or keep its count (blurred). */
 static void learn(struct energy_edge_model *model, uint64_t lo, uint64_t hi)
 {
 	uint64_t edge = lo + (hi - lo) / 2;
-	bool sharp = hi - lo <= EDGE_SHARP_NS;
-	double n, residual, predicted, k, points;
+	bool sharp = lo != 0 && hi - lo <= EDGE_SHARP_NS;
+	double n, residual, predicted, k;
 
-	if (lo == 0)
-		return; /* the first sample: no bracket */
 	if (!model->locked) {
 		/* The first edge, from the search's coarser reads: a wider first window. */
-		if (hi - lo > EDGE_LOCK_MAX_NS)
+		double half_bracket = (double)(hi - lo) / 2.0;
+
+		if (lo == 0 || hi - lo > EDGE_LOCK_MAX_NS)
 			return;
+		model->locked = true;
+		model->sharp_since_lock = 0;
+		model->anchor_ns = edge;
 		model->period_ns = EDGE_NOMINAL_NS;
-		lock(model, lo, hi);
+		model->variance_ns2 = EDGE_INITIAL_SIGMA_NS * EDGE_INITIAL_SIGMA_NS +
+				      half_bracket * half_bracket;
+		model->spread_ns2 = model->variance_ns2;
+		return;
+	}
+	n = nearbyint((double)(int64_t)(edge - model->anchor_ns) / model->period_ns);
+	if (n < 1.0)
+		n = 1.0;
+	predicted = (double)model->anchor_ns + n * model->period_ns;
+	residual = (double)edge - predicted;
+	if (!sharp && (predicted + EDGE_WINDOW_MAX_NS < (double)lo ||
+		       predicted - EDGE_WINDOW_MAX_NS > (double)hi)) {
+		/* The grid is off (a lock on a wide first bracket, a stall that skipped it): a
+		 * blurred bracket still holds its update; start again from its middle. */
+		double half_bracket = (double)(hi - lo) / 2.0;
+
+		model->anchor_ns = edge;
+		model->variance_ns2 = EDGE_INITIAL_SIGMA_NS * EDGE_INITIAL_SIGMA_NS +
+				      half_bracket * half_bracket;
+		model->spread_ns2 = model->variance_ns2;
+		model->sharp_since_lock = 0;
 		return;
 	}
 	if (!sharp) {
-		if (!last_point_meeting(model, lo, hi, EDGE_WINDOW_MAX_NS, &points)) {
-			/* The grid is off (a lock on a wide first bracket, a stall that skipped it):
-			 * start again from this bracket when it is narrow enough to lock on, else
-			 * search. */
-			if (hi - lo <= EDGE_LOCK_MAX_NS)
-				lock(model, lo, hi);
-			else
-				model->locked = false;
-			return;
-		}
-		/* The grid point of the last update the bracket can hold (the anchor's own after a
-		 * renewed lease moved it to the last point before now); the miss widens the next
-		 * windows. */
-		model->anchor_ns += (uint64_t)llround(points * model->period_ns);
+		/* Where the grid says it was; the miss widens the next windows. */
+		model->anchor_ns = (uint64_t)llround(predicted);
 		model->variance_ns2 += (EDGE_WINDOW_MAX_NS * EDGE_WINDOW_MAX_NS / 4.0 -
 					model->variance_ns2) * EDGE_VARIANCE_GAIN;
 		return;
 	}
-	n = nearbyint((double)(int64_t)(edge - model->anchor_ns) / model->period_ns);
-	if (n < 0.0)
-		n = 0.0;
-	predicted = (double)model->anchor_ns + n * model->period_ns;
-	residual = (double)edge - predicted;
 	if (fabs(residual) > model->period_ns / 4.0) {
 		/* Lost (a long stall, a domain that skipped): start again from this edge. */
-		lock(model, lo, hi);
+		model->anchor_ns = edge;
 		model->variance_ns2 = EDGE_INITIAL_SIGMA_NS * EDGE_INITIAL_SIGMA_NS;
 		model->spread_ns2 = model->variance_ns2;
+		model->sharp_since_lock = 0;
 		return;
 	}
 	k = (double)model->sharp_since_lock + 2.0; /* the lock's edge was the first */
@@ -279,14 +257,11 @@ static void learn(struct energy_edge_model *model, uint64_t lo, uint64_t hi)
 							       2.0 * (2.0 * k - 1.0) /
 								       (k * (k + 1.0))) *
 								  residual);
-	/* n = 0: the anchor's own update, seen sharp (after a renewed lease): its phase only. */
-	if (n >= 1.0)
-		model->period_ns += fmax(EDGE_PERIOD_GAIN, 6.0 / (k * (k + 1.0))) * residual / n;
+	model->period_ns += fmax(EDGE_PERIOD_GAIN, 6.0 / (k * (k + 1.0))) * residual / n;
 	model->variance_ns2 += (residual * residual - model->variance_ns2) * EDGE_VARIANCE_GAIN;
 	model->spread_ns2 += (residual * residual - model->spread_ns2) * EDGE_VARIANCE_GAIN;
 	model->sharp_edges++;
 	model->sharp_since_lock++;
-	model->sharp_at_ns = edge;
 }
 
 /* Where a change seen in [lo, hi] lay. Every update off SMM comes within +-20 us of its point
@@ -302,9 +277,9 @@ static void learn(struct energy_edge_model *model, uint64_t lo, uint64_t hi)
  * the spread; one candidate is it; of several (a bracket over more than one update), the last
  * is it only when its whole spread lies before hi (else it may not have come yet: unknown). No
  * placement either when the grid is not known that well (fewer than EDGE_PLACE_MIN_SHARP sharp
- * edges since it locked, a spread above EDGE_WINDOW_MAX_NS, no sharp edge for
- * EDGE_KEEP_GRID_NS), or when no point's spread meets the bracket (the grid is off: the bracket
- * alone is known). */
+ * edges since it locked, a spread above EDGE_WINDOW_MAX_NS, a point more than
+ * EDGE_PLACE_MAX_POINTS from its anchor), or when no point's spread meets the bracket (the
+ * grid is off: the bracket alone is known). */
 static bool grid_point(const struct energy_edge_model *model,
 		       const struct energy_page_reading *seen, double spread, uint64_t *point)
 {
@@ -322,9 +297,7 @@ static bool grid_point(const struct energy_edge_model *model,
 		if (first <= previous_point)
 			first = previous_point + 1.0;
 	}
-	if (first < 0.0)
-		first = 0.0;
-	if (last < first)
+	if (last < first || last < 1.0 || last > EDGE_PLACE_MAX_POINTS)
 		return false;
 	if (last > first && anchor + last * period + spread > (double)hi)
 		return false;
@@ -342,8 +315,7 @@ void energy_edges_place(struct energy_counter *counter)
 	seen->update_placed_lo_ns = lo;
 	seen->update_placed_hi_ns = lo != 0 ? hi : 0;
 	if (lo == 0 || hi <= lo || hi - lo <= EDGE_SHARP_NS || !model->wanted || !model->locked ||
-	    model->sharp_since_lock < EDGE_PLACE_MIN_SHARP || spread > EDGE_WINDOW_MAX_NS ||
-	    hi > model->sharp_at_ns + EDGE_KEEP_GRID_NS)
+	    model->sharp_since_lock < EDGE_PLACE_MIN_SHARP || spread > EDGE_WINDOW_MAX_NS)
 		return;
 	if (spread < EDGE_WINDOW_MIN_NS)
 		spread = EDGE_WINDOW_MIN_NS;
@@ -506,7 +478,7 @@ void energy_edges_set(struct msrd *server, const bool *wanted)
 		bool want = wanted != NULL && wanted[i] && !virtual_time(server);
 
 		if (want && !model->wanted && model->locked && now > model->anchor_ns &&
-		    now - model->sharp_at_ns < EDGE_KEEP_GRID_NS) {
+		    now - model->anchor_ns < EDGE_KEEP_GRID_NS) {
 			/* A lease renewed soon after it lapsed: the grid still holds, so the first
 			 * window after the renewal is a sharp one (no search of up to an update). The
 			 * last grid point before now, then its next window. */

@@ -594,7 +594,6 @@ struct energy_counter {
 		uint64_t next_ns;      /* the next sample of this register */
 		uint64_t windows, sharp_edges; /* for the log and tests */
 		uint64_t sharp_since_lock; /* sharp edges since the grid (re)started */
-		uint64_t sharp_at_ns;  /* the last sharp edge */
 	} edge;
 };
 

@@ -46,6 +46,7 @@ static void test_cpus_and_packages(void **state)
 	struct haecer_counter_info info;
 	const struct haecer_machine_info *machine;
 	uint32_t cpu;
+	cpu_set_t allowed, here;
 	int host;
 
 	(void)state;
@@ -62,11 +63,19 @@ static void test_cpus_and_packages(void **state)
 			 -ENXIO);
 	assert_null(counter);
 
+	/* On the CPU this thread runs on, pinned there for the checks: the scheduler may move it
+	 * between two calls otherwise (a valgrind run with another test beside it did). */
 	host = sched_getcpu();
+	assert_true(host >= 0);
+	assert_int_equal(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+	CPU_ZERO(&here);
+	CPU_SET(host, &here);
+	assert_int_equal(sched_setaffinity(0, sizeof(here), &here), 0);
 	assert_int_equal(haecer_context_current_cpu(ctx, &cpu), 0);
 	assert_int_equal(cpu, (uint32_t)host % machine->cpu_count);
 	assert_int_equal(haecer_counter_open_energy(ctx, HAECER_CPU_CURRENT, RAPL_PKG, &counter),
 			 0);
+	assert_int_equal(sched_setaffinity(0, sizeof(allowed), &allowed), 0);
 	assert_int_equal(haecer_counter_info(counter, &info), 0);
 	assert_int_equal(info.cpu, cpu);
 	haecer_context_close(ctx);

@@ -48,6 +48,14 @@ uint64_t harness_monotonic_raw_ns(void)
 	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
+void harness_spin_ns(uint64_t ns)
+{
+	uint64_t until = harness_monotonic_raw_ns() + ns;
+
+	while (harness_monotonic_raw_ns() < until)
+		;
+}
+
 bool harness_valgrind(void)
 {
 	const char *valgrind = getenv("HAECER_VALGRIND");

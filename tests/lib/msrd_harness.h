@@ -52,6 +52,8 @@ bool harness_small_scale(void);
 bool harness_valgrind(void);
 /* CLOCK_MONOTONIC_RAW in ns: msrd's clock for sample times, and the simulator's. */
 uint64_t harness_monotonic_raw_ns(void);
+/* Keep this CPU busy for ns (CLOCK_MONOTONIC_RAW): a region's work, or a stretch timed exactly. */
+void harness_spin_ns(uint64_t ns);
 
 /* Prepare server->dir etc. and write the policy (mode 0644) without starting anything. */
 int msrd_prepare(struct msrd_server *server, const char *policy_yaml);

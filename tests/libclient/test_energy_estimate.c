@@ -262,14 +262,6 @@ static bool wait_windows_off(void)
 	return false;
 }
 
-static void spin_ns(uint64_t ns)
-{
-	uint64_t until = harness_monotonic_raw_ns() + ns;
-
-	while (harness_monotonic_raw_ns() < until)
-		;
-}
-
 static void test_region_after_a_lease_lapse(void **state)
 {
 	struct haecer_machine_info machine;
@@ -307,7 +299,7 @@ static void test_region_after_a_lease_lapse(void **state)
 		ons = msrd_log_count(&server, "precise edges on");
 		assert_int_equal(haecer_energy_start(pkg, &region), 0);
 		from = harness_monotonic_raw_ns();
-		spin_ns(500000);
+		harness_spin_ns(500000);
 		to = harness_monotonic_raw_ns();
 		assert_int_equal(haecer_energy_end(pkg, &region, &result), 0);
 		/* The start renewed the lease (msrd logged it before its reply). */
@@ -386,12 +378,12 @@ static void test_region_end_across_a_stall(void **state)
 		assert_int_equal(pthread_create(&end.thread, NULL, end_when_told, &end), 0);
 		assert_int_equal(haecer_energy_start(pkg, &region), 0);
 		from = harness_monotonic_raw_ns();
-		spin_ns(300000);
+		harness_spin_ns(300000);
 		assert_int_equal(kill(server.pid, SIGSTOP), 0);
 		stop_ns = harness_monotonic_raw_ns();
-		spin_ns(800000);
+		harness_spin_ns(800000);
 		atomic_store(&end.go, true);
-		spin_ns(100000);
+		harness_spin_ns(100000);
 		assert_int_equal(kill(server.pid, SIGCONT), 0);
 		resume_ns = harness_monotonic_raw_ns();
 		assert_int_equal(pthread_join(end.thread, NULL), 0);

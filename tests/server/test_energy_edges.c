@@ -164,20 +164,12 @@ static void test_brackets_hold_the_truth(void **state)
 	assert_true(wait_more(EDGES_OFF, 0));
 }
 
-static void spin_ns(uint64_t ns)
-{
-	uint64_t until = harness_monotonic_raw_ns() + ns;
-
-	while (harness_monotonic_raw_ns() < until)
-		;
-}
-
 /* msrd stopped for `ns` (SIGSTOP, then SIGCONT): the updates in between are seen only after,
  * their brackets as wide as the stall, as when the host preempts msrd. */
 static void stall_msrd(uint64_t ns)
 {
 	assert_int_equal(kill(server.pid, SIGSTOP), 0);
-	spin_ns(ns);
+	harness_spin_ns(ns);
 	assert_int_equal(kill(server.pid, SIGCONT), 0);
 }
 

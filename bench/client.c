@@ -23,8 +23,8 @@
 
 #include "haecer/msrd.h"
 #include "haecer/perfmon.h"
-#include "tests/lib/bench_stats.h"
-#include "tests/lib/msrd_harness.h"
+#include "bench/lib/bench_stats.h"
+#include "harness/msrd_harness.h"
 
 #define SAMPLES 20000
 #define BLOCKS 20

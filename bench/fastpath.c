@@ -36,8 +36,9 @@
 #include "haecer/perfmon.h"
 #include "hw/msr.h"
 #include "shm/energy_page.h"
-#include "tests/lib/bench_stats.h"
-#include "tests/lib/msrd_harness.h"
+#include "bench/lib/bench_stats.h"
+#include "harness/msrd_harness.h"
+#include "harness/process_figures.h"
 
 #define ADDRESS 0x611u
 #define ROUNDS 2000
@@ -199,12 +200,12 @@ static double roundtrip_ns(struct haecer_conn *conn)
 
 static double msrd_cpu_pct(double seconds)
 {
-	long long before = bench_process_cpu_ticks(server.pid);
+	long long before = harness_process_cpu_ticks(server.pid);
 	uint64_t began = bench_now_ns();
 	long long after;
 
 	usleep((useconds_t)(seconds * 1e6));
-	after = bench_process_cpu_ticks(server.pid);
+	after = harness_process_cpu_ticks(server.pid);
 	if (before < 0 || after < 0)
 		die("msrd's /proc/PID/stat");
 	return (double)(after - before) / (double)sysconf(_SC_CLK_TCK) /

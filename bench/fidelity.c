@@ -47,8 +47,8 @@
 #include "haecer/msrd.h"
 #include "haecer/perfmon.h"
 #include "hw/msr.h"
-#include "tests/lib/bench_stats.h"
-#include "tests/lib/msrd_harness.h"
+#include "bench/lib/bench_stats.h"
+#include "harness/msrd_harness.h"
 
 #define FIDELITY_SEED "12"
 #define TSC_HZ 2500000000.0     /* sandybridge */

@@ -41,9 +41,10 @@
 #include "haecer/msrd.h"
 #include "proto/wire.h"
 #include "shm/ring.h"
-#include "tests/lib/bench_stats.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/raw_client.h"
+#include "bench/lib/bench_stats.h"
+#include "harness/msrd_harness.h"
+#include "harness/process_figures.h"
+#include "harness/raw_client.h"
 
 #define ADDRESS 0x611u /* PKG_ENERGY_STATUS: what an energy-measuring client reads */
 #define SAMPLES 20000
@@ -333,7 +334,7 @@ static double kib_per_idle_client(void)
 	wire_put_hello_request(&writer, &hello);
 	length = (size_t)wire_frame_finish(frame, sizeof(frame), WIRE_OP_HELLO, 0, 0, 1,
 					   writer.used);
-	before = bench_process_status_kib(server.pid, "VmRSS:");
+	before = harness_process_status_kib(server.pid, "VmRSS:");
 	for (unsigned i = 0; i < IDLE_CLIENTS; i++) {
 		fds[i] = raw_connect(server.socket_path);
 		if (fds[i] < 0 || raw_send(fds[i], frame, length) < 0 ||
@@ -341,7 +342,7 @@ static double kib_per_idle_client(void)
 			die("idle client");
 	}
 	usleep(100000);
-	after = bench_process_status_kib(server.pid, "VmRSS:");
+	after = harness_process_status_kib(server.pid, "VmRSS:");
 	for (unsigned i = 0; i < IDLE_CLIENTS; i++)
 		close(fds[i]);
 	return (double)(after - before) / IDLE_CLIENTS;
@@ -356,7 +357,7 @@ static double kib_per_idle_client(void)
 /* msrd's CPU time so far in clock ticks. */
 static unsigned long long cpu_ticks(pid_t pid)
 {
-	long long ticks = bench_process_cpu_ticks(pid);
+	long long ticks = harness_process_cpu_ticks(pid);
 
 	if (ticks < 0)
 		die("cannot read msrd's /proc/PID/stat");

@@ -37,8 +37,8 @@
 
 #include "haecer/msrd.h"
 #include "prof/sample_event.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/text_file.h"
+#include "harness/msrd_harness.h"
+#include "harness/text_file.h"
 
 /* Runs per mode and rate (medians of interleaved pairs); more at 1 kHz, the figure the target
  * is for: a run is about half a second, and 2 % of it is 10 ms, what one scheduling hiccup of

@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "shm/ring.h"
-#include "tests/lib/bench_stats.h"
+#include "bench/lib/bench_stats.h"
 
 #define CAPACITY 4096u
 #define BATCH 1024u

@@ -42,166 +42,34 @@
 
 #include "haecer/msrd.h"
 #include "shm/ring.h"
-#include "tests/lib/bench_stats.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/policy_text.h"
-
-#define DEFAULT_SECONDS 60.0
-#define DEFAULT_CLIENTS 200u
-#define DEFAULT_MONITORS 50u
-#define NS_PER_S 1000000000ull
-#define NS_PER_MS 1000000ull
-#define WINDOW_MAX_NS (10 * NS_PER_S)
-
-#define TSC 0x10u
-#define PKG_ENERGY 0x611u
-#define PP0_ENERGY 0x639u
-#define REFUSED_ADDRESS 0x1a0u /* IA32_MISC_ENABLE: not in the policy */
-#define CPUS 4u                /* the simulated Sandy Bridge */
-#define BATCH_OPS 4u
-#define RECONNECT_ONE_IN 1000u /* a client reconnects after about this many requests */
-
-#define RING_MAJOR 1u
-#define SCHEDULED_RINGS 2u /* minors 1, 2: msrd produces */
-#define PRODUCED_RINGS 2u  /* minors 3, 4: producer threads */
-#define RINGS (SCHEDULED_RINGS + PRODUCED_RINGS)
-#define SCHEDULE_CAPACITY 8192u
-#define PRODUCED_CAPACITY 4096u
-#define PRODUCED_PER_MS 4u
-#define RING_GRACE_MS 500u
-/* Clients and monitors reconnect all the time, so under load msrd's descriptor count moves by a
- * few either way from one moment to the next; a leak of one per connection would exceed this
- * within seconds, and the idle comparison at the end is exact. */
-#define LOADED_FDS_SLACK 5
-#define MONITOR_BATCH 512u
+#include "bench/lib/bench_stats.h"
+#include "bench/lib/latency_histogram.h"
+#include "bench/lib/random.h"
+#include "harness/msrd_harness.h"
+#include "harness/process_figures.h"
+#include "harness/policy_text.h"
+#include "bench/parts/soak/soak.h"
 
 static const char policy[] = POLICY_HEADER POLICY_TSC_MSR POLICY_RAPL_MSRS
 	"rules:\n"
 	"  - {match: {any: true}, allow: [time, rapl], create_rings: [1], monitor_rings: [1]}\n";
 
-static const struct haecer_msr_op batch_ops[BATCH_OPS] = {
+const struct haecer_msr_op batch_ops[BATCH_OPS] = {
 	{ .kind = HAECER_MSR_READ, .cpu = 0, .address = TSC },
 	{ .kind = HAECER_MSR_READ, .cpu = 3, .address = TSC },
 	{ .kind = HAECER_MSR_ENERGY_READ, .cpu = 0, .address = PKG_ENERGY },
 	{ .kind = HAECER_MSR_READ, .cpu = 1, .address = PP0_ENERGY },
 };
 
-static struct msrd_server server;
-static atomic_bool stopping;
+struct msrd_server server;
+atomic_bool stopping;
 
 /* ---- counters every thread adds to; the reporter reads them ---- */
 
-struct totals {
-	atomic_ullong ops;
-	atomic_ullong refused; /* the expected policy refusals */
-	atomic_ullong reconnects;
-	atomic_ullong ring_records;
-	atomic_ullong ring_lost;
-	atomic_ullong ring_lost_catching_up; /* of ring_lost: while reading a full ring's backlog */
-	atomic_ullong attaches;
-	atomic_ullong producer_dropped;
-	atomic_ullong errors;
-};
 
-static struct totals totals;
+struct totals totals;
 
-/* ---- latency histogram: 16 buckets per power of two (under 6.25 % error), lock-free ---- */
-
-#define HIST_SUB_BITS 4u
-#define HIST_SUB (1u << HIST_SUB_BITS)
-#define HIST_BUCKETS ((64u - HIST_SUB_BITS + 1u) * HIST_SUB)
-
-static atomic_ullong window_histogram[HIST_BUCKETS];
-
-static unsigned hist_bucket(uint64_t ns)
-{
-	unsigned msb;
-
-	if (ns < 2 * HIST_SUB)
-		return (unsigned)ns;
-	msb = 63u - (unsigned)__builtin_clzll(ns);
-	return ((msb - HIST_SUB_BITS + 1u) << HIST_SUB_BITS) |
-	       (unsigned)((ns >> (msb - HIST_SUB_BITS)) & (HIST_SUB - 1u));
-}
-
-/* The middle of a bucket's range of nanoseconds. */
-static double hist_bucket_ns(unsigned bucket)
-{
-	unsigned group = bucket >> HIST_SUB_BITS;
-	double low, width;
-
-	if (bucket < 2 * HIST_SUB)
-		return bucket;
-	low = ldexp(HIST_SUB + (bucket & (HIST_SUB - 1u)), (int)group - 1);
-	width = ldexp(1.0, (int)group - 1);
-	return low + width / 2;
-}
-
-static void hist_add(uint64_t ns)
-{
-	atomic_fetch_add_explicit(&window_histogram[hist_bucket(ns)], 1, memory_order_relaxed);
-}
-
-/* Move the window's counts into `window` (and add them to `run` when not NULL). */
-static uint64_t hist_take(uint64_t *window, uint64_t *run)
-{
-	uint64_t count = 0;
-
-	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
-		window[i] = atomic_exchange_explicit(&window_histogram[i], 0, memory_order_relaxed);
-		count += window[i];
-		if (run != NULL)
-			run[i] += window[i];
-	}
-	return count;
-}
-
-/* The percentile in microseconds, 0 for an empty histogram. */
-static double hist_percentile_us(const uint64_t *counts, uint64_t total, unsigned percent)
-{
-	uint64_t rank = (total * percent + 99) / 100, seen = 0;
-
-	if (total == 0)
-		return 0;
-	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
-		seen += counts[i];
-		if (seen >= rank && counts[i] > 0)
-			return hist_bucket_ns(i) / 1000.0;
-	}
-	return 0;
-}
-
-/* ---- randomness: splitmix64, one state per thread ---- */
-
-static uint64_t rng_next(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in [0, 1). */
-static double rng_unit(uint64_t *state)
-{
-	return (double)(rng_next(state) >> 11) * 0x1.0p-53;
-}
-
-static unsigned rng_below(uint64_t *state, unsigned bound)
-{
-	return (unsigned)(rng_next(state) % bound);
-}
-
-static uint64_t rng_between_ns(uint64_t *state, uint64_t low, uint64_t high)
-{
-	return low + (uint64_t)(rng_unit(state) * (double)(high - low));
-}
-
-static uint64_t rng_exponential_ns(uint64_t *state, double mean_ns)
-{
-	return (uint64_t)(-mean_ns * log1p(-rng_unit(state)));
-}
+static struct latency_histogram window_histogram;
 
 /* ---- unexpected errors: counted always, printed once per kind ---- */
 
@@ -228,7 +96,7 @@ static bool error_kind_is_new(const char *what, int code)
 }
 
 /* code: a negative errno value from the API, or 0 for a finding of the soak's own checks. */
-static void soak_error(const char *what, int code, const char *detail)
+void soak_error(const char *what, int code, const char *detail)
 {
 	const char *text = code != 0 ? haecer_msrd_strerror(code) : "check failed";
 	bool fresh;
@@ -246,20 +114,20 @@ static void soak_error(const char *what, int code, const char *detail)
 			detail[0] != '\0' ? ": " : "", detail);
 }
 
-static void conn_error(const char *what, int code, const struct haecer_conn *conn)
+void conn_error(const char *what, int code, const struct haecer_conn *conn)
 {
 	soak_error(what, code, conn != NULL ? haecer_conn_error(conn) : NULL);
 }
 
 /* A failure after which the connection is no use. */
-static bool connection_broken(int code)
+bool connection_broken(int code)
 {
 	return code == -EPIPE || code == -ECONNRESET || code == -EPROTO || code == -EBADMSG;
 }
 
 /* ---- sleeping so that stopping is never held up for long ---- */
 
-static void sleep_ns(uint64_t ns)
+void sleep_ns(uint64_t ns)
 {
 	struct timespec pause = { .tv_sec = (time_t)(ns / NS_PER_S),
 				  .tv_nsec = (long)(ns % NS_PER_S) };
@@ -268,7 +136,7 @@ static void sleep_ns(uint64_t ns)
 }
 
 /* Sleep ns, waking at least every 50 ms to see whether the soak is stopping. */
-static void sleep_unless_stopping(uint64_t ns)
+void sleep_unless_stopping(uint64_t ns)
 {
 	const uint64_t slice = 50 * NS_PER_MS;
 
@@ -279,7 +147,7 @@ static void sleep_unless_stopping(uint64_t ns)
 	}
 }
 
-static void sleep_until(uint64_t deadline_ns)
+void sleep_until(uint64_t deadline_ns)
 {
 	struct timespec at = { .tv_sec = (time_t)(deadline_ns / NS_PER_S),
 			       .tv_nsec = (long)(deadline_ns % NS_PER_S) };
@@ -290,14 +158,10 @@ static void sleep_until(uint64_t deadline_ns)
 
 /* ---- what client and monitor threads share ---- */
 
-struct worker_kind {
-	int (*connect)(void *worker); /* 0 or -errno */
-	void (*step)(void *worker);   /* may close the connection (and set it to NULL) */
-};
 
 /* Steps until the soak stops, connecting whenever the connection is closed (waiting 100 ms
  * after a failed attempt); closes it at the end. */
-static void worker_run(const struct worker_kind *kind, void *worker, struct haecer_conn **conn)
+void worker_run(const struct worker_kind *kind, void *worker, struct haecer_conn **conn)
 {
 	while (!atomic_load_explicit(&stopping, memory_order_relaxed)) {
 		if (*conn == NULL && kind->connect(worker) < 0) {
@@ -336,7 +200,7 @@ static int client_connect(void *argument)
 		client->conn = NULL;
 		return status;
 	}
-	client->requests_left = 1 + rng_below(&client->rng, 2 * RECONNECT_ONE_IN);
+	client->requests_left = 1 + random_below(&client->rng, 2 * RECONNECT_ONE_IN);
 	return 0;
 }
 
@@ -351,16 +215,16 @@ static int request_read(struct client *client)
 {
 	uint64_t value;
 
-	return haecer_msr_read(client->conn, rng_below(&client->rng, CPUS),
-			       rng_below(&client->rng, 2) ? TSC : PKG_ENERGY, &value);
+	return haecer_msr_read(client->conn, random_below(&client->rng, CPUS),
+			       random_below(&client->rng, 2) ? TSC : PKG_ENERGY, &value);
 }
 
 static int request_energy(struct client *client)
 {
 	uint64_t raw, total;
 
-	return haecer_energy_read(client->conn, rng_below(&client->rng, CPUS),
-				  rng_below(&client->rng, 2) ? PKG_ENERGY : PP0_ENERGY, &raw, &total);
+	return haecer_energy_read(client->conn, random_below(&client->rng, CPUS),
+				  random_below(&client->rng, 2) ? PKG_ENERGY : PP0_ENERGY, &raw, &total);
 }
 
 static int request_batch(struct client *client)
@@ -403,7 +267,7 @@ static const struct request_kind request_kinds[] = {
 
 static const struct request_kind *pick_request(struct client *client)
 {
-	unsigned roll = rng_below(&client->rng, 100);
+	unsigned roll = random_below(&client->rng, 100);
 	size_t i = 0;
 
 	while (roll >= request_kinds[i].percent) {
@@ -419,7 +283,7 @@ static void client_request(struct client *client)
 	uint64_t start = bench_now_ns();
 	int status = kind->run(client);
 
-	hist_add(bench_now_ns() - start);
+	latency_histogram_add(&window_histogram, bench_now_ns() - start);
 	atomic_fetch_add_explicit(&totals.ops, 1, memory_order_relaxed);
 	if (status == kind->expected && status != 0)
 		atomic_fetch_add_explicit(&totals.refused, 1, memory_order_relaxed);
@@ -437,7 +301,7 @@ static void client_step(void *argument)
 	struct client *client = argument;
 
 	client_request(client);
-	sleep_unless_stopping(rng_exponential_ns(&client->rng, client->mean_ns));
+	sleep_unless_stopping(random_exponential_ns(&client->rng, client->mean_ns));
 }
 
 static void *client_main(void *argument)
@@ -449,273 +313,7 @@ static void *client_main(void *argument)
 	return NULL;
 }
 
-/* ---- rings msrd produces: 1 ms schedules of the batch ---- */
-
-static struct haecer_conn *scheduler;
-static uint32_t schedule_ids[SCHEDULED_RINGS];
-
-static int schedules_start(void)
-{
-	struct haecer_schedule_spec spec = { .period_ns = NS_PER_MS, .major = RING_MAJOR,
-					     .capacity = SCHEDULE_CAPACITY };
-	uint32_t instance;
-	int status = haecer_connect(server.socket_path, &scheduler);
-
-	if (status >= 0)
-		status = haecer_batch_register(scheduler, batch_ops, BATCH_OPS, &spec.handle);
-	for (unsigned i = 0; i < SCHEDULED_RINGS && status >= 0; i++) {
-		spec.minor = (uint16_t)(1 + i);
-		status = haecer_schedule_start(scheduler, &spec, &schedule_ids[i], &instance);
-	}
-	if (status < 0)
-		conn_error("start a schedule", status, scheduler);
-	return status;
-}
-
-static void schedules_stop(void)
-{
-	for (unsigned i = 0; i < SCHEDULED_RINGS; i++) {
-		int status = haecer_schedule_stop(scheduler, schedule_ids[i]);
-		if (status < 0)
-			conn_error("stop a schedule", status, scheduler);
-	}
-	haecer_close(scheduler);
-	scheduler = NULL;
-}
-
-/* ---- rings producer threads fill: value = position, flags = a check of the value ---- */
-
-struct producer {
-	uint16_t minor;
-	struct haecer_conn *conn;
-	struct ring_producer ring;
-	uint64_t sequence;
-};
-
-static uint16_t sequence_check(uint64_t value)
-{
-	return (uint16_t)((value * 0x9e37u) >> 3);
-}
-
-static int producer_create(struct producer *producer)
-{
-	struct haecer_ring_spec spec = {
-		.major = RING_MAJOR, .minor = producer->minor, .capacity = PRODUCED_CAPACITY,
-		.flags = RING_SINGLE_PRODUCER, .clock = RING_CLOCK_MONOTONIC_RAW, .counter_count = 1,
-		.counters = { { .name = "SOAK_SEQUENCE", .kind = RING_COUNTER_SOFTWARE,
-				.package = -1, .cpu = -1 } },
-	};
-	int fd = -1;
-	int status = haecer_connect(server.socket_path, &producer->conn);
-
-	if (status >= 0)
-		status = haecer_ring_create(producer->conn, &spec, NULL, &fd);
-	if (status >= 0)
-		status = ring_producer_attach(&producer->ring, fd);
-	if (fd >= 0)
-		close(fd);
-	if (status < 0)
-		conn_error("create a ring", status, producer->conn);
-	return status;
-}
-
-static void producer_push(struct producer *producer)
-{
-	struct timespec now;
-	struct ring_record record = { .counter_id = 0 };
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	record.timestamp = (uint64_t)now.tv_sec * NS_PER_S + (uint64_t)now.tv_nsec;
-	record.value = producer->sequence++;
-	record.flags = sequence_check(record.value);
-	if (ring_push(&producer->ring, &record) < 0)
-		atomic_fetch_add_explicit(&totals.producer_dropped, 1, memory_order_relaxed);
-}
-
-static void *producer_main(void *argument)
-{
-	struct producer *producer = argument;
-	uint64_t deadline = bench_now_ns();
-
-	while (!atomic_load_explicit(&stopping, memory_order_relaxed)) {
-		uint64_t now;
-		for (unsigned i = 0; i < PRODUCED_PER_MS; i++)
-			producer_push(producer);
-		deadline += NS_PER_MS;
-		now = bench_now_ns();
-		/* Behind (a busy machine): carry on from now rather than catch up in a burst. */
-		if (deadline < now)
-			deadline = now;
-		sleep_until(deadline);
-	}
-	return NULL;
-}
-
-static void producer_close(struct producer *producer)
-{
-	ring_producer_detach(&producer->ring);
-	haecer_close(producer->conn);
-	producer->conn = NULL;
-}
-
-/* ---- monitors: attach, consume for a while, detach, reconnect ---- */
-
-struct monitor {
-	uint64_t rng;
-	struct haecer_conn *conn;
-	unsigned cycles_left; /* on this connection */
-	struct ring_record records[MONITOR_BATCH];
-};
-
-/* What a monitor expects of the stream of one ring during one attachment. */
-struct stream_check {
-	bool produced; /* a producer thread's ring (else one msrd fills) */
-	bool any;
-	bool catching_up; /* attached at the oldest record and not yet through the backlog */
-	uint64_t last;    /* value (produced) or timestamp (scheduled) of the last record */
-	uint64_t start;   /* the consumer's first position */
-	uint64_t decided; /* records received + records reported lost */
-};
-
-static bool record_in_order(struct stream_check *check, const struct ring_record *record)
-{
-	bool ok;
-
-	if (check->produced) {
-		ok = (!check->any || record->value > check->last) && record->counter_id == 0 &&
-		     record->flags == sequence_check(record->value);
-		check->last = record->value;
-	} else {
-		ok = (!check->any || record->timestamp >= check->last) &&
-		     record->counter_id < BATCH_OPS;
-		check->last = record->timestamp;
-	}
-	check->any = true;
-	return ok;
-}
-
-/* Everything the ring has for this consumer now. */
-static void monitor_drain(struct monitor *monitor, struct ring_consumer *consumer,
-			  struct stream_check *check)
-{
-	ssize_t got;
-
-	do {
-		uint64_t lost = 0;
-		got = ring_consume(consumer, monitor->records, MONITOR_BATCH, &lost);
-		if (got < 0) {
-			soak_error("consume", (int)got, NULL);
-			return;
-		}
-		for (ssize_t i = 0; i < got; i++)
-			if (!record_in_order(check, &monitor->records[i]))
-				soak_error(check->produced ? "produced ring: record out of order or torn"
-							   : "scheduled ring: record out of order",
-					   0, NULL);
-		check->decided += (uint64_t)got + lost;
-		atomic_fetch_add_explicit(&totals.ring_records, (uint64_t)got, memory_order_relaxed);
-		atomic_fetch_add_explicit(&totals.ring_lost, lost, memory_order_relaxed);
-		if (check->catching_up)
-			atomic_fetch_add_explicit(&totals.ring_lost_catching_up, lost,
-						  memory_order_relaxed);
-	} while (got == MONITOR_BATCH);
-	check->catching_up = false;
-}
-
-static void monitor_consume(struct monitor *monitor, struct ring_consumer *consumer,
-			    struct stream_check *check)
-{
-	uint64_t until = bench_now_ns() + rng_between_ns(&monitor->rng, 100 * NS_PER_MS,
-							 3 * NS_PER_S);
-
-	/* Half the monitors start with the backlog (the default after attach): on a full ring the
-	 * producer overwrites its oldest records while they are read, which shows as lost. */
-	if (rng_below(&monitor->rng, 2))
-		ring_consumer_seek_newest(consumer);
-	else
-		check->catching_up = true;
-	check->start = consumer->position;
-	while (!atomic_load_explicit(&stopping, memory_order_relaxed) && bench_now_ns() < until) {
-		monitor_drain(monitor, consumer, check);
-		sleep_ns(rng_between_ns(&monitor->rng, 2 * NS_PER_MS, 20 * NS_PER_MS));
-	}
-	monitor_drain(monitor, consumer, check);
-	/* shm/ring.h: records returned + records reported lost = positions passed, exactly. */
-	if (check->decided != consumer->position - check->start)
-		soak_error("ring accounting: received + lost differs from records pushed", 0, NULL);
-}
-
-static int monitor_connect(void *argument)
-{
-	struct monitor *monitor = argument;
-	int status = haecer_connect(server.socket_path, &monitor->conn);
-
-	if (status < 0) {
-		conn_error("monitor connect", status, NULL);
-		return status;
-	}
-	monitor->cycles_left = 1 + rng_below(&monitor->rng, 3);
-	return 0;
-}
-
-static void monitor_cycle(void *argument)
-{
-	struct monitor *monitor = argument;
-	unsigned ring = rng_below(&monitor->rng, RINGS);
-	struct stream_check check = { .produced = ring >= SCHEDULED_RINGS };
-	struct ring_consumer consumer;
-	int fd = -1;
-	int status = haecer_ring_open(monitor->conn, RING_MAJOR, (uint16_t)(1 + ring), 0, NULL, &fd);
-
-	if (status < 0) {
-		conn_error("open a ring", status, monitor->conn);
-	} else {
-		status = ring_consumer_attach(&consumer, fd);
-		close(fd);
-		if (status < 0)
-			soak_error("attach to a ring", status, NULL);
-	}
-	if (status >= 0) {
-		atomic_fetch_add_explicit(&totals.attaches, 1, memory_order_relaxed);
-		monitor_consume(monitor, &consumer, &check);
-		ring_consumer_detach(&consumer);
-	}
-	if (connection_broken(status) || --monitor->cycles_left == 0) {
-		haecer_close(monitor->conn);
-		monitor->conn = NULL;
-	}
-}
-
-static void *monitor_main(void *argument)
-{
-	static const struct worker_kind kind = { .connect = monitor_connect,
-						 .step = monitor_cycle };
-	struct monitor *monitor = argument;
-
-	worker_run(&kind, monitor, &monitor->conn);
-	return NULL;
-}
-
 /* ---- msrd's resources, from /proc ---- */
-
-/* A "Name:   N kB" field of /proc/PID/status; -1 when msrd is gone (or a zombie). */
-static long proc_fd_count(pid_t pid)
-{
-	char path[64];
-	struct dirent *entry;
-	long count = 0;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-	dir = opendir(path);
-	if (dir == NULL)
-		return -1;
-	while ((entry = readdir(dir)) != NULL)
-		if (entry->d_name[0] != '.')
-			count++;
-	closedir(dir);
-	return count;
-}
 
 struct server_figures {
 	long rss_kib;
@@ -725,9 +323,9 @@ struct server_figures {
 
 static struct server_figures server_figures(void)
 {
-	return (struct server_figures){ .rss_kib = bench_process_status_kib(server.pid, "VmRSS:"),
-					.anon_kib = bench_process_status_kib(server.pid, "RssAnon:"),
-					.fds = proc_fd_count(server.pid) };
+	return (struct server_figures){ .rss_kib = harness_process_status_kib(server.pid, "VmRSS:"),
+					.anon_kib = harness_process_status_kib(server.pid, "RssAnon:"),
+					.fds = harness_process_fd_count(server.pid) };
 }
 
 /* ---- the run ---- */
@@ -759,7 +357,7 @@ struct marks {
 /* Figures the windows gather. */
 struct run {
 	struct marks last;
-	uint64_t histogram[HIST_BUCKETS];
+	uint64_t histogram[LATENCY_HISTOGRAM_BUCKETS];
 	uint64_t samples;
 	struct server_figures start, end;
 	long fds_idle_before, fds_idle_after;
@@ -813,7 +411,7 @@ static void client_init(struct client *client, unsigned index)
 {
 	client->rng = 0x50a4c11e47ull + index;
 	/* Each client's mean inter-arrival time, uniform in [1 ms, 100 ms]. */
-	client->mean_ns = (double)rng_between_ns(&client->rng, NS_PER_MS, 100 * NS_PER_MS);
+	client->mean_ns = (double)random_between_ns(&client->rng, NS_PER_MS, 100 * NS_PER_MS);
 }
 
 static int rings_start(struct workers *workers)
@@ -858,8 +456,7 @@ static void workers_stop(struct workers *workers)
 		pthread_join(workers->threads[i], NULL);
 	for (unsigned i = 0; i < PRODUCED_RINGS; i++)
 		producer_close(&workers->producers[i]);
-	if (scheduler != NULL)
-		schedules_stop();
+	schedules_stop();
 	free(workers->clients);
 	free(workers->monitors);
 	free(workers->threads);
@@ -883,8 +480,9 @@ static void print_window_header(void)
 /* One line for the window that just ended; its latencies join the run's after the first. */
 static int report_window(struct run *run, unsigned window, double elapsed_s, double window_s)
 {
-	uint64_t counts[HIST_BUCKETS];
-	uint64_t samples = hist_take(counts, window > 0 ? run->histogram : NULL);
+	uint64_t counts[LATENCY_HISTOGRAM_BUCKETS];
+	uint64_t samples = latency_histogram_take(&window_histogram, counts,
+						  window > 0 ? run->histogram : NULL);
 	struct server_figures figures = server_figures();
 	uint64_t ops = since(&totals.ops, &run->last.ops);
 
@@ -892,7 +490,8 @@ static int report_window(struct run *run, unsigned window, double elapsed_s, dou
 		run->samples += samples;
 	printf("%7.1f %9llu %8.0f %8.1f %8.1f %9ld %9ld %5ld %10llu %8llu %8llu %6llu\n", elapsed_s,
 	       (unsigned long long)ops, (double)ops / window_s,
-	       hist_percentile_us(counts, samples, 50), hist_percentile_us(counts, samples, 99),
+	       latency_histogram_percentile_us(counts, samples, 50),
+	       latency_histogram_percentile_us(counts, samples, 99),
 	       figures.rss_kib, figures.anon_kib, figures.fds,
 	       (unsigned long long)since(&totals.ring_records, &run->last.ring_records),
 	       (unsigned long long)since(&totals.ring_lost, &run->last.ring_lost),
@@ -934,7 +533,7 @@ static int run_windows(struct run *run, const struct config *config)
 static void measure_idle_after(struct run *run)
 {
 	sleep_ns((RING_GRACE_MS + 1500) * NS_PER_MS);
-	run->fds_idle_after = proc_fd_count(server.pid);
+	run->fds_idle_after = harness_process_fd_count(server.pid);
 }
 
 static double growth_percent(long start, long end)
@@ -989,8 +588,8 @@ static void print_summary(const struct run *run, const struct config *config)
 	       "producer_dropped=%llu errors=%llu\n",
 	       config->seconds, config->clients, config->monitors,
 	       (unsigned long long)atomic_load(&totals.ops),
-	       hist_percentile_us(run->histogram, run->samples, 50),
-	       hist_percentile_us(run->histogram, run->samples, 99), run->start.rss_kib,
+	       latency_histogram_percentile_us(run->histogram, run->samples, 50),
+	       latency_histogram_percentile_us(run->histogram, run->samples, 99), run->start.rss_kib,
 	       run->end.rss_kib, run->start.fds, run->end.fds, run->fds_idle_before,
 	       run->fds_idle_after, (unsigned long long)atomic_load(&totals.ring_records),
 	       (unsigned long long)atomic_load(&totals.ring_lost),
@@ -1028,7 +627,7 @@ int main(int argc, char **argv)
 		return 1;
 	/* Right after it says it is ready msrd may still be closing what it started with. */
 	sleep_ns(300 * NS_PER_MS);
-	run.fds_idle_before = proc_fd_count(server.pid);
+	run.fds_idle_before = harness_process_fd_count(server.pid);
 	status = workers_start(&workers, &config);
 	if (status < 0)
 		fprintf(stderr, "soak: cannot start the load: %s\n", strerror(-status));

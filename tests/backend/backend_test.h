@@ -17,7 +17,7 @@
 
 #include "common/log.h"
 #include "backend/backend.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 #include "tests/lib/standin_tree.h"
 
 #define NS_PER_MS 1000000ull

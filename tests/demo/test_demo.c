@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 
 struct cpu_times {
 	unsigned long long busy, total;

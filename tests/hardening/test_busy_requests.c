@@ -23,7 +23,7 @@
 
 #include "proto/wire.h"
 #include "tests/hardening/hardening.h"
-#include "tests/lib/bench_stats.h"
+#include "harness/process_figures.h"
 #include "tests/lib/msrd_group.h"
 
 #define DAY_NS (86400ull * 1000000000ull)
@@ -37,7 +37,7 @@ HARDENING_BYSTANDER_FIXTURES(server, bystander)
 /* msrd's user + system CPU time so far, in clock ticks (/proc/PID/stat fields 14 and 15). */
 static unsigned long long cpu_ticks(pid_t pid)
 {
-	long long ticks = bench_process_cpu_ticks(pid);
+	long long ticks = harness_process_cpu_ticks(pid);
 
 	assert_true(ticks >= 0);
 	return (unsigned long long)ticks;

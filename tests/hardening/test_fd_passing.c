@@ -25,7 +25,7 @@
 #include "proto/wire.h"
 #include "tests/hardening/hardening.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/raw_client.h"
+#include "harness/raw_client.h"
 
 #define TIMEOUT_MS 60000u
 #define MAX_FDS 253 /* SCM_MAX_FD */

@@ -2,7 +2,7 @@
  * msrd started as root with --user nobody: /proc/PID/status shows it running as nobody with only
  * CAP_SYS_RAWIO (permitted, effective, bounding; nothing inheritable or ambient), no new
  * privileges, and its system call filter on (Seccomp: 2; off under valgrind, see
- * tests/lib/msrd_harness.h). Every op of the protocol works under it (HELLO to SCHEDULE_STOP,
+ * harness/msrd_harness.h). Every op of the protocol works under it (HELLO to SCHEDULE_STOP,
  * rings created and opened through memfds, counter slots, simulator control), and so do a SIGHUP
  * reload and a clean SIGTERM. On the msr backend (stand-in tree) the devices and the journal,
  * opened as root, keep working after the switch, and SIGTERM still restores the registers.
@@ -25,8 +25,8 @@
 
 #include "shm/ring.h"
 #include "tests/hardening/hardening.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/raw_client.h"
+#include "harness/msrd_harness.h"
+#include "harness/raw_client.h"
 #include "tests/lib/test_check.h"
 
 #define CAP_SYS_RAWIO_MASK (1ull << 17)

@@ -21,7 +21,7 @@
 #include "proto/wire.h"
 #include "tests/hardening/hardening.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/raw_client.h"
+#include "harness/raw_client.h"
 #include "tests/lib/test_check.h"
 
 #define NOBODY 65534

@@ -21,7 +21,7 @@
 
 #include "haecer/msrd.h"
 #include "hw/msr.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 #include "tests/lib/standin_tree.h"
 
 #define KERNEL_SELECT (0xC0ull | PERFEVTSEL_USR | PERFEVTSEL_OS | PERFEVTSEL_INT | PERFEVTSEL_EN)

@@ -22,8 +22,8 @@
 
 #include "proto/wire.h"
 #include "tests/hardening/hardening.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/raw_client.h"
+#include "harness/msrd_harness.h"
+#include "harness/raw_client.h"
 #include "tests/lib/test_check.h"
 
 #define TIMEOUT_MS 120000u

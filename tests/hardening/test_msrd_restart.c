@@ -31,8 +31,8 @@
 #include <cmocka.h>
 
 #include "haecer/msrd.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/text_file.h"
+#include "harness/msrd_harness.h"
+#include "harness/text_file.h"
 
 #define FILE_SIZE 0x2000u
 #define PERFEVTSEL0 0x186u

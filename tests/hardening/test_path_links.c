@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "tests/hardening/hardening.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 
 #define NOBODY 65534
 

@@ -33,7 +33,7 @@
 #include <cmocka.h>
 
 #include "server/server.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 #include "tests/lib/test_check.h"
 
 static pid_t parent; /* the test process, which a hijacked msrd must not signal */

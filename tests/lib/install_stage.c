@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 
 int stage_shell(const char *stage, const char *command, char **out)
 {

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "haecer/msrd.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 
 /* Start msrd with the policy and arguments, connect *conn to it when conn is not NULL, run the
  * group, close the connection, stop msrd. Returns main()'s exit status: 0 when every test passed

@@ -26,7 +26,7 @@
 #include "haecer/perfmon.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 
 /* The msrd of the test program, and a connection to it for simulator control. */
 static struct msrd_server server;

@@ -37,7 +37,7 @@
 #include "haecer/perfmon.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 
 #define WATTS 30.0
 

@@ -29,7 +29,7 @@
 #include "haecer/perfmon.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 
 static const char policy[] =
 	"version: 1\n"

@@ -27,7 +27,7 @@
 #include "haecer/perfmon.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 
 #define UNITS_PER_JOULE 65536ull
 

@@ -20,7 +20,7 @@
 
 #include "haecer/perfmon.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 #include "tests/lib/standin_tree.h"
 
 #define PKG 0x611u

@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 
 #define MAX_NAMES 512
 #define NAME_SIZE 128

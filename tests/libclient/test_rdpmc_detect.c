@@ -20,8 +20,8 @@
 #include <cmocka.h>
 
 #include "libclient/haecer_internal.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/policy_text.h"
+#include "harness/msrd_harness.h"
+#include "harness/policy_text.h"
 #include "tests/lib/standin_tree.h"
 
 #define RDPMC_RELATIVE "sys/bus/event_source/devices/cpu/rdpmc"

@@ -12,7 +12,7 @@
 
 #include "tests/libclient/libclient_test.h"
 #include "tests/lib/test_check.h"
-#include "tests/lib/text_file.h"
+#include "harness/text_file.h"
 
 #define MEMBER_UID 4243
 #define HAECER_GID 4242

@@ -25,8 +25,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/tool_argv.h"
+#include "harness/msrd_harness.h"
+#include "harness/tool_argv.h"
 
 #define MON_TEST_TIMEOUT_MS 60000u
 #define MON_TEST_MAX_ARGS 48u

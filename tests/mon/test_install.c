@@ -12,7 +12,7 @@
 
 #include "tests/lib/install_stage.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/text_file.h"
+#include "harness/text_file.h"
 
 #define PREFIX "/usr/local"
 

@@ -12,7 +12,7 @@
  */
 #include "tests/mon/mon_test.h"
 
-#include "tests/lib/text_file.h"
+#include "harness/text_file.h"
 
 static char prefix[PATH_MAX];
 

@@ -13,7 +13,7 @@
 #include <math.h>
 
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/text_file.h"
+#include "harness/text_file.h"
 
 #define STEPS 20u
 

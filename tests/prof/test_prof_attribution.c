@@ -30,11 +30,11 @@
 
 #include "haecer/msrd.h"
 #include "hw/msr.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/policy_text.h"
+#include "harness/msrd_harness.h"
+#include "harness/policy_text.h"
 #include "tests/lib/test_check.h"
-#include "tests/lib/text_file.h"
-#include "tests/lib/tool_argv.h"
+#include "harness/text_file.h"
+#include "harness/tool_argv.h"
 
 #define HZ "1000"
 #ifndef PROF_SAMPLER

@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "haecer/msrd.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/policy_text.h"
+#include "harness/msrd_harness.h"
+#include "harness/policy_text.h"
 #include "tests/lib/test_check.h"
-#include "tests/lib/text_file.h"
+#include "harness/text_file.h"
 
 static const char policy[] =
 	POLICY_HEADER

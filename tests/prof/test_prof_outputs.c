@@ -16,10 +16,10 @@
 #include <unistd.h>
 
 #include "haecer/msrd.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/policy_text.h"
+#include "harness/msrd_harness.h"
+#include "harness/policy_text.h"
 #include "tests/lib/test_check.h"
-#include "tests/lib/tool_argv.h"
+#include "harness/tool_argv.h"
 
 static const char policy[] =
 	POLICY_HEADER

@@ -25,9 +25,9 @@
 #include "haecer/msrd.h"
 #include "haecer/perfmon.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/policy_text.h"
-#include "tests/lib/text_file.h"
+#include "harness/msrd_harness.h"
+#include "harness/policy_text.h"
+#include "harness/text_file.h"
 
 #define REGION_TEST_ENERGY_ONLY_UID 4401
 

@@ -19,8 +19,8 @@
 
 #include "haecer/msrd.h"
 #include "proto/wire.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/raw_client.h"
+#include "harness/msrd_harness.h"
+#include "harness/raw_client.h"
 
 #define REGISTERS 256u
 #define SCRATCH 0x800u

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 
 static const char good_policy[] =
 	"version: 1\n"

@@ -26,8 +26,8 @@
 
 #include "haecer/msrd.h"
 #include "proto/wire.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/raw_client.h"
+#include "harness/msrd_harness.h"
+#include "harness/raw_client.h"
 
 #define TIMEOUT_MS 120000u
 #define HAMMERS 8

@@ -24,7 +24,7 @@
 #include "hw/msr.h"
 #include "shm/ring.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 #include "tests/lib/standin_tree.h"
 #include "tests/lib/test_check.h"
 

@@ -20,8 +20,8 @@
 #include <cmocka.h>
 
 #include "haecer/msrd.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/policy_text.h"
+#include "harness/msrd_harness.h"
+#include "harness/policy_text.h"
 #include "tests/lib/standin_tree.h"
 
 static const char policy[] = POLICY_TSC_FOR_ROOT;

@@ -36,7 +36,7 @@
 #include "hw/msr.h"
 #include "shm/energy_page.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 #include "tests/lib/test_check.h"
 
 #define COARSE_UID 4302

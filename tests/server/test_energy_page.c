@@ -29,9 +29,9 @@
 #include "haecer/msrd.h"
 #include "hw/msr.h"
 #include "shm/energy_page.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 #include "tests/lib/test_check.h"
-#include "tests/lib/text_file.h"
+#include "harness/text_file.h"
 
 #define COARSE_UID 4301
 #define UNITS_PER_JOULE 65536ull /* sandybridge: 2^-16 J */

@@ -29,8 +29,8 @@
 #include "proto/wire.h"
 #include "shm/energy_page.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/raw_client.h"
+#include "harness/msrd_harness.h"
+#include "harness/raw_client.h"
 #include "tests/lib/standin_tree.h"
 
 #define BEYOND 0x2000u /* past the stand-in file's end: the driver's EIO */

@@ -20,8 +20,8 @@
 #include "haecer/msrd.h"
 #include "proto/wire.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/policy_text.h"
-#include "tests/lib/raw_client.h"
+#include "harness/policy_text.h"
+#include "harness/raw_client.h"
 
 #define TIMEOUT_MS 60000u
 #define FRAME_TIMEOUT "1500" /* long enough for a frame sent byte by byte on a busy machine */

@@ -20,7 +20,7 @@
 #include <cmocka.h>
 
 #include "haecer/msrd.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 
 #define FILE_SIZE 0x2000u /* registers at 0 .. 0x1ff8 exist */
 #define TSC 0x10u

@@ -23,8 +23,8 @@
 #include "haecer/msrd.h"
 #include "proto/wire.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/policy_text.h"
-#include "tests/lib/raw_client.h"
+#include "harness/policy_text.h"
+#include "harness/raw_client.h"
 
 #define REQUESTS 128u
 #define STALL_MS 1000 /* no progress for this long: msrd stopped reading */

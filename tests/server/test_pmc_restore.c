@@ -22,8 +22,8 @@
 
 #include "haecer/msrd.h"
 #include "hw/msr.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/policy_text.h"
+#include "harness/msrd_harness.h"
+#include "harness/policy_text.h"
 
 #define NS_PER_S 1000000000ull
 #define CYCLES (0x3Cull | PERFEVTSEL_USR | PERFEVTSEL_OS | PERFEVTSEL_EN)

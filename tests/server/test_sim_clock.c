@@ -27,7 +27,7 @@
 #include "haecer/msrd.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/policy_text.h"
+#include "harness/policy_text.h"
 
 #define NS_PER_MS 1000000ull
 #define NOISE_MHZ 30.0      /* configs/models/sandybridge.yaml clock.noise_mhz: every draw's bound */

@@ -26,7 +26,7 @@
 #include "haecer/msrd.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/policy_text.h"
+#include "harness/policy_text.h"
 
 #define PHASE_NS 4000000ull
 #define CYCLES 25

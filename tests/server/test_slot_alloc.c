@@ -17,7 +17,7 @@
 #include "haecer/msrd.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/policy_text.h"
+#include "harness/policy_text.h"
 #include "tests/lib/test_check.h"
 
 static const char policy[] =

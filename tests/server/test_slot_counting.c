@@ -17,7 +17,7 @@
 #include "haecer/msrd.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/policy_text.h"
+#include "harness/policy_text.h"
 
 #define NS_PER_MS 1000000ull
 #define CYCLES_PER_MS 2500000ull /* 2.5 GHz, fully busy */

@@ -18,7 +18,7 @@
 #include "haecer/msrd.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/policy_text.h"
+#include "harness/policy_text.h"
 
 static const char policy[] =
 	POLICY_HEADER POLICY_PMU_MSRS

@@ -21,7 +21,7 @@
 #include "haecer/msrd.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/policy_text.h"
+#include "harness/policy_text.h"
 
 #define SELECT_BEFORE 0x0001003Cull /* a selection left in PERFEVTSEL0 before the slot */
 #define COUNT_BEFORE 0x1234ull

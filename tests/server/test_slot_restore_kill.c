@@ -19,7 +19,7 @@
 #include "haecer/msrd.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/policy_text.h"
+#include "harness/policy_text.h"
 #include "tests/lib/test_check.h"
 
 #define CPU 1u

@@ -23,7 +23,7 @@
 #include "haecer/msrd.h"
 #include "proto/wire.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/raw_client.h"
+#include "harness/raw_client.h"
 #include "tests/lib/test_check.h"
 
 #define CHILDREN 8

@@ -18,7 +18,7 @@
 
 #include "haecer/msrd.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/policy_text.h"
+#include "harness/policy_text.h"
 
 #define CAP_SYS_RAWIO_MASK (1ull << 17)
 

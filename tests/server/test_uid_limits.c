@@ -23,7 +23,7 @@
 #include "proto/wire.h"
 #include "shm/ring.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/raw_client.h"
+#include "harness/raw_client.h"
 #include "tests/lib/test_check.h"
 
 #define GREEDY_UID 4401

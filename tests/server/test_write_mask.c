@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "haecer/msrd.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 
 #define PERFEVTSEL0 0x186u
 #define PERFEVTSEL1 0x187u

@@ -21,7 +21,7 @@
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
 #include "tests/lib/test_check.h"
-#include "tests/lib/text_file.h"
+#include "harness/text_file.h"
 
 #define NS_PER_MS 1000000ull
 #define AMD_CYCLES (0x76ull | PERFEVTSEL_USR | PERFEVTSEL_OS)

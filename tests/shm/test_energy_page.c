@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "shm/energy_page.h"
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 
 #define ENTRIES 4u
 #define READERS 2u

@@ -20,9 +20,9 @@
 #include <cmocka.h>
 
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/policy_text.h"
-#include "tests/lib/tool_argv.h"
+#include "harness/msrd_harness.h"
+#include "harness/policy_text.h"
+#include "harness/tool_argv.h"
 
 #define STAT_TEST_ENERGY_ONLY_UID 4301
 #define STAT_TEST_MAX_ARGS 48u

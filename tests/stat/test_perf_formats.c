@@ -15,7 +15,7 @@
  */
 #include <sched.h>
 
-#include "tests/lib/text_file.h"
+#include "harness/text_file.h"
 #include "tests/stat/stat_test.h"
 
 /* The CSV lines of a report (no '#' comments), split at sep; fields per line must be `want`. */

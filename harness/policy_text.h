@@ -1,5 +1,5 @@
 /*
- * tests/lib/policy_text.h — policy fragments several tests share (YAML text, for msrd_start).
+ * harness/policy_text.h — policy fragments several tests share (YAML text, for msrd_start).
  *
  * POLICY_HEADER starts a policy; POLICY_PMU_MSRS lists the Intel architectural PMU registers in
  * the set `pmu` with the masks configs/policies/default.yaml uses (counters fully writable, event
@@ -7,8 +7,8 @@
  * fixed 0-2); POLICY_TSC_MSR and POLICY_RAPL_MSRS add the TSC (set `time`) and the Intel RAPL
  * registers (set `rapl`). A test adds its own entries and rules after them.
  */
-#ifndef HAECER_TESTS_LIB_POLICY_TEXT_H
-#define HAECER_TESTS_LIB_POLICY_TEXT_H
+#ifndef HAECER_HARNESS_POLICY_TEXT_H
+#define HAECER_HARNESS_POLICY_TEXT_H
 
 #define POLICY_HEADER "version: 1\ndefault: deny\nmsrs:\n"
 

@@ -1,7 +1,7 @@
 /*
- * tests/lib/raw_client.c — protocol v1 by hand, for tests.
+ * harness/raw_client.c — protocol v1 by hand, for tests.
  */
-#include "tests/lib/raw_client.h"
+#include "harness/raw_client.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -1,5 +1,5 @@
 /*
- * tests/lib/msrd_harness.h — start the real msrd for a test, talk to it, stop it, check it.
+ * harness/msrd_harness.h — start the real msrd for a test, talk to it, stop it, check it.
  *
  * msrd_start() makes a fresh directory under /tmp, writes the policy text into it, and starts
  * $HAECER_BUILD/msrd there on its own socket (foreground, log to DIR/msrd.log), waiting on
@@ -22,8 +22,8 @@
  * debug lines, "precise edges on/off"); HAECER_MSRD_SECCOMP the filter's mode (enforce, log,
  * off).
  */
-#ifndef HAECER_TESTS_LIB_MSRD_HARNESS_H
-#define HAECER_TESTS_LIB_MSRD_HARNESS_H
+#ifndef HAECER_HARNESS_MSRD_HARNESS_H
+#define HAECER_HARNESS_MSRD_HARNESS_H
 
 #include <limits.h>
 #include <stdbool.h>

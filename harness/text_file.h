@@ -1,9 +1,9 @@
 /*
- * tests/lib/text_file.h — a small text file's content as one string, for tests that look into
+ * harness/text_file.h — a small text file's content as one string, for tests that look into
  * reports, logs and installed files. No cmocka asserts, so usable in child processes too.
  */
-#ifndef HAECER_TESTS_LIB_TEXT_FILE_H
-#define HAECER_TESTS_LIB_TEXT_FILE_H
+#ifndef HAECER_HARNESS_TEXT_FILE_H
+#define HAECER_HARNESS_TEXT_FILE_H
 
 #include <stddef.h>
 

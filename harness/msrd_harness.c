@@ -1,8 +1,8 @@
 /*
- * tests/lib/msrd_harness.c — the real msrd in a temporary directory, for tests and benchmarks.
+ * harness/msrd_harness.c — the real msrd in a temporary directory, for tests and benchmarks.
  */
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/tool_argv.h"
+#include "harness/msrd_harness.h"
+#include "harness/tool_argv.h"
 
 #include <errno.h>
 #include <fcntl.h>

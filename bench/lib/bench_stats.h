@@ -1,10 +1,10 @@
 /*
- * tests/lib/bench_stats.h — what the benchmarks under bench/ share: msrd started with the shipped
- * policy, a nanosecond clock, CPU pinning, and order statistics of timed samples. Benchmarks link the test library; nothing
+ * bench/lib/bench_stats.h — what the benchmarks under bench/ share: msrd started with the shipped
+ * policy, a nanosecond clock, CPU pinning, and order statistics of timed samples. Nothing
  * here judges a figure, it only computes it.
  */
-#ifndef HAECER_TESTS_LIB_BENCH_STATS_H
-#define HAECER_TESTS_LIB_BENCH_STATS_H
+#ifndef HAECER_BENCH_LIB_BENCH_STATS_H
+#define HAECER_BENCH_LIB_BENCH_STATS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,11 +34,5 @@ uint64_t bench_median_u64(uint64_t *values, size_t count);
 /* The value below which `percent` percent of count > 0 sorted values lie: sorted[count *
  * percent / 100] (percent < 100). */
 uint64_t bench_percentile_u64(const uint64_t *sorted, size_t count, unsigned percent);
-
-/* A "kB" field of /proc/PID/status (field with its colon, e.g. "VmRSS:"), or -1. */
-long bench_process_status_kib(pid_t pid, const char *field);
-
-/* A process's CPU time so far in clock ticks (utime + stime of /proc/PID/stat), or -1. */
-long long bench_process_cpu_ticks(pid_t pid);
 
 #endif

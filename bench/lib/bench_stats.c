@@ -1,8 +1,8 @@
-#include "tests/lib/bench_stats.h"
+#include "bench/lib/bench_stats.h"
 
 #include "haecer/msrd.h"
-#include "tests/lib/msrd_harness.h"
-#include "tests/lib/text_file.h"
+#include "harness/msrd_harness.h"
+#include "harness/text_file.h"
 
 #include <limits.h>
 #include <sched.h>
@@ -72,46 +72,4 @@ uint64_t bench_median_u64(uint64_t *values, size_t count)
 uint64_t bench_percentile_u64(const uint64_t *sorted, size_t count, unsigned percent)
 {
 	return sorted[count * percent / 100];
-}
-
-long bench_process_status_kib(pid_t pid, const char *field)
-{
-	char path[64], line[256];
-	size_t length = strlen(field);
-	long kib = -1;
-	FILE *status;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	status = fopen(path, "r");
-	if (status == NULL)
-		return -1;
-	while (kib < 0 && fgets(line, sizeof(line), status) != NULL)
-		if (strncmp(line, field, length) == 0 && sscanf(line + length, "%ld", &kib) != 1)
-			kib = -1;
-	fclose(status);
-	return kib;
-}
-
-long long bench_process_cpu_ticks(pid_t pid)
-{
-	char path[64], text[1024];
-	unsigned long long utime = 0, stime = 0;
-	const char *after_name;
-	FILE *stat;
-	size_t got;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	stat = fopen(path, "r");
-	if (stat == NULL)
-		return -1;
-	got = fread(text, 1, sizeof(text) - 1, stat);
-	fclose(stat);
-	text[got] = '\0';
-	/* Fields after the command name in parentheses: state is field 3, utime 14, stime 15. */
-	after_name = strrchr(text, ')');
-	if (after_name == NULL ||
-	    sscanf(after_name + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
-		   &stime) != 2)
-		return -1;
-	return (long long)(utime + stime);
 }

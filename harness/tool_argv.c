@@ -1,9 +1,9 @@
-#include "tests/lib/tool_argv.h"
+#include "harness/tool_argv.h"
 
 #include <limits.h>
 #include <stdio.h>
 
-#include "tests/lib/msrd_harness.h"
+#include "harness/msrd_harness.h"
 
 size_t harness_valgrind_prefix(const char **argv)
 {

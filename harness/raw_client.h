@@ -1,9 +1,9 @@
 /*
- * tests/lib/raw_client.h — a client that speaks protocol v1 byte by byte, for tests that send
+ * harness/raw_client.h — a client that speaks protocol v1 byte by byte, for tests that send
  * malformed frames or need to see exactly what msrd answers (no libclient in between).
  */
-#ifndef HAECER_TESTS_LIB_RAW_CLIENT_H
-#define HAECER_TESTS_LIB_RAW_CLIENT_H
+#ifndef HAECER_HARNESS_RAW_CLIENT_H
+#define HAECER_HARNESS_RAW_CLIENT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,10 +1,10 @@
 /*
- * tests/lib/tool_argv.h — the command line that runs one of our programs from a test: under
+ * harness/tool_argv.h — the command line that runs one of our programs from a test: under
  * valgrind memcheck in the valgrind pass (HAECER_VALGRIND=1), so the programs tests start are
  * checked like the tests themselves, and directly otherwise.
  */
-#ifndef HAECER_TESTS_LIB_TOOL_ARGV_H
-#define HAECER_TESTS_LIB_TOOL_ARGV_H
+#ifndef HAECER_HARNESS_TOOL_ARGV_H
+#define HAECER_HARNESS_TOOL_ARGV_H
 
 #include <stddef.h>
 

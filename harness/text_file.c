@@ -1,4 +1,4 @@
-#include "tests/lib/text_file.h"
+#include "harness/text_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>

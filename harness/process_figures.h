@@ -1,0 +1,19 @@
+/*
+ * harness/process_figures.h — what /proc says of a process (msrd's memory and CPU time), for the
+ * tests and benchmarks that watch msrd's cost.
+ */
+#ifndef HAECER_HARNESS_PROCESS_FIGURES_H
+#define HAECER_HARNESS_PROCESS_FIGURES_H
+
+#include <sys/types.h>
+
+/* A "kB" field of /proc/PID/status (field with its colon, e.g. "VmRSS:"), or -1. */
+long harness_process_status_kib(pid_t pid, const char *field);
+
+/* A process's CPU time so far in clock ticks (utime + stime of /proc/PID/stat), or -1. */
+long long harness_process_cpu_ticks(pid_t pid);
+
+/* How many descriptors the process has open (entries of /proc/PID/fd), or -1 when it is gone. */
+long harness_process_fd_count(pid_t pid);
+
+#endif

@@ -8,12 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
+echo "== layering (scripts/check-layering.sh)"
+status=0
+scripts/check-layering.sh || status=1
 echo "== gcc build (-Werror)"
 make -j"$jobs" all tests benches
 echo "== clang ASan+UBSan build (-Werror)"
 make -j"$jobs" SANITIZE=1 all tests
 
-status=0
 echo "== tests: gcc build"
 scripts/run-tests.sh build --jobs "$jobs" || status=1
 echo "== tests: ASan+UBSan build"

@@ -7,6 +7,7 @@
 #   make check         install missing packages, build both, run every test (and valgrind set)
 #   make demo          install missing packages, build, run the demo
 #   make bench         build and run the benchmarks under bench/ (not the soak)
+#   make bench-report  run them and write docs/PERFORMANCE.md and the README's headline table
 #   make soak          the soak benchmark alone, SOAK_SECONDS long (600)
 #   make fuzz          build the libFuzzer targets into build-fuzz/, run each FUZZ_SECONDS (fuzz/)
 #   make install PREFIX=/usr/local
@@ -60,7 +61,7 @@ CK_LIBS      = $(call pkg_libs,ck)
 PFM_LIBS     = -lpfm
 
 .DEFAULT_GOAL := all
-.PHONY: all tests benches check demo bench soak deps clean install print-version
+.PHONY: all tests benches check demo bench bench-report soak deps clean install print-version
 
 # Filled in by the module fragments.
 PROGRAMS :=
@@ -107,6 +108,11 @@ demo: deps
 bench: deps
 	$(MAKE) all benches
 	scripts/run-benches.sh $(BUILD)
+
+# Run the benchmarks and write docs/PERFORMANCE.md (and the README's headline table) from them.
+bench-report: deps
+	$(MAKE) all benches
+	scripts/bench-report.sh $(BUILD)
 
 # The soak benchmark alone (minutes; SOAK_SECONDS, default 600).
 SOAK_SECONDS ?= 600

@@ -196,7 +196,8 @@ struct sim_clock {
 	int64_t *noise_prefix;    /* SIM_NOISE_TABLE + 1 partial sums */
 };
 
-/* The rough behaviour in force (DESIGN.md section 6); all zero for the ideal CPU. */
+/* The rough behaviour in force (configs/models/README.md; the thesis, seed 001 §2.3, measured
+ * the jitter and the SMIs); all zero for the ideal CPU. */
 struct sim_rough {
 	bool on;
 	uint64_t seed;

@@ -1,7 +1,8 @@
 /*
- * backend/sim/sim_rough.c — what makes the simulated CPU as rough as the hardware (DESIGN.md
- * section 6): energy registers that update on a jittered grid with a phase per domain, and SMIs
- * that stop the CPU for a while and count in MSR_SMI_COUNT.
+ * backend/sim/sim_rough.c — what makes the simulated CPU as rough as the hardware (the thesis,
+ * seed 001 §2.3, measured ±20 µs of update jitter and an SMI about every 16 ms): energy
+ * registers that update on a jittered grid with a phase per domain, and SMIs that stop the CPU
+ * for a while and count in MSR_SMI_COUNT.
  *
  * Every random draw is a pure function of (seed, what, index) — a counter-based generator
  * (splitmix64) — so the n-th update or SMI is the same whenever and however often it is asked

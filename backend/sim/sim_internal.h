@@ -248,6 +248,23 @@ struct sim {
  * busy). */
 struct sim_progress sim_cpu_progress_at(struct sim *sim, struct sim_cpu *cpu, uint64_t t);
 
+/* ---- sim.c, for sim_build.c: what building the machine sets going ---- */
+/* A load-driven domain: idle + (max - idle) x mean load of its CPUs, each weighted by its power
+ * factor (sim_clock.c: 1 at the all-core clock), from domain->t on; never above max. */
+void sim_domain_set_power(const struct sim *sim, struct sim_domain *domain);
+/* Bring the package's CPUs and domains up to t, then give `index` (a CPU of it, or UINT32_MAX
+ * for none) the load `load` and the package's CPUs the clocks and domains the powers that
+ * follow: one CPU's load moves every clock of its package (the active cores change). */
+void sim_package_set(struct sim *sim, uint32_t package, uint32_t index, uint32_t load,
+		     uint64_t t);
+/* Change one CPU's load at time t (objects are first brought up to t with the old load). */
+void sim_cpu_set_load(struct sim *sim, uint32_t index, uint32_t load, uint64_t t);
+/* A register as `cpu` reads it: time, RAPL, PMU or the model's plain registers; -EIO (a #GP,
+ * as the msr driver reports it) when the model lacks it. */
+int sim_read_register(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t *value);
+/* Forget the load script (and its timelines). */
+void sim_script_release(struct sim *sim);
+
 /* ---- sim_rough.c: the update grid, SMIs, the seeded draws ---- */
 /* Configure sim->rough from the model (rough unless `ideal` or the model has no rough part). */
 void sim_rough_configure(struct sim *sim, bool ideal, uint64_t seed);

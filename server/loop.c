@@ -268,15 +268,10 @@ static void on_signal(struct msrd *server, const struct io_uring_cqe *cqe)
 static void on_tick(struct msrd *server)
 {
 	uint64_t now = msrd_now_ns();
-	bool needed = false;
-	struct client *next;
+	bool needed;
 
 	server->tick_armed = false;
-	for (struct client *client = server->clients; client != NULL; client = next) {
-		next = client->next;
-		if (client_check_timeouts(client, now))
-			needed = true;
-	}
+	needed = clients_check_timeouts(server, now);
 	if (ringdir_expire(&server->rings, now))
 		needed = true;
 	if (server->accept_rearm) {

@@ -212,6 +212,8 @@ struct client {
 	struct client *next_dirty;     /* on server->dirty: has replies to start sending */
 	struct client *next_rearm;     /* on server->rearm: recv waits for buffers */
 	struct client *next_lock_waiter; /* on server->lock_waiters */
+	struct client *prev_timed;     /* on server->timed: a deadline may be pending */
+	struct client *next_timed;
 	struct msrd *server;
 	struct uid_account *account;   /* its uid's; NULL once it is retired */
 	int fd;
@@ -281,6 +283,7 @@ struct client {
 					* at the end of that loop turn */
 	bool linked_send;              /* its send in flight is linked behind a device read: a
 					* failed read cancels it, and its reply is then dropped */
+	bool timed;                    /* on server->timed */
 } __attribute__((aligned(16)));
 
 int client_accept(struct msrd *server, int fd);
@@ -318,9 +321,10 @@ void client_sqe_done(struct client *client);
 /* Free the clients retired during this loop turn (called once the turn's completions, and the
  * dirty and rearm lists that may name them, are done). */
 void client_free_retired(struct msrd *server);
-/* Periodic checks: partial-frame and stalled-send timeouts. True when this client still needs
- * the tick. */
-bool client_check_timeouts(struct client *client, uint64_t now_ns);
+/* Periodic checks: partial-frame and stalled-send timeouts of the clients that set a deadline
+ * since the last tick (server->timed), never of every client. True when one still needs the
+ * tick. */
+bool clients_check_timeouts(struct msrd *server, uint64_t now_ns);
 int client_add_ring(struct client *client, struct ring_entry *entry, bool producer);
 
 /* ---- protocol handling (dispatch.c) ---- */
@@ -932,6 +936,8 @@ struct msrd {
 	size_t machine_reply_length;
 
 	struct client *clients;        /* doubly linked */
+	struct client *timed;          /* clients that may have a deadline (doubly linked): the
+					* tick looks at these only */
 	struct client *dirty;          /* clients with replies to start sending */
 	struct client *rearm;          /* clients whose recv waits for buffers (ENOBUFS) */
 	struct client *dead;           /* retired this turn, freed at its end (via ->next) */

@@ -21,7 +21,9 @@
  * Last line: read_ns=… pingpong_ns=… ratio_pingpong=… batch8_ratio=… clients1_ops=…
  * clients16_ops=… clients256_ops=… clients1000_ops=… kib_per_client=… handle8_ratio=…
  * period_jitter_us_p99=… sample_1khz_cpu_pct=… idle_cpu_pct=… syscalls_per_read=…
- * ratio_pingpong_same_cpu=… timer_jitter_us_p99=… period_jitter_ratio=…
+ * ratio_pingpong_same_cpu=… timer_jitter_us_p99=… period_jitter_ratio=… clients10000_ops=…
+ * msrd_us_per_read_16=… msrd_us_per_read_10000=… (msrd's utime + stime over a throughput
+ * point's interval, per read).
  */
 #include <errno.h>
 #include <limits.h>
@@ -49,6 +51,9 @@
 #define SAMPLES 20000
 #define WARMUP 2000
 #define IDLE_CLIENTS 1000u
+#define THROUGHPUT_POINTS 5
+#define MANY_CLIENTS 10000u /* the last throughput point: one connection per thread */
+#define FD_SPARE 256u       /* descriptors besides the clients' */
 
 static const char policy[] =
 	"version: 1\n"
@@ -279,7 +284,14 @@ static void *load_thread(void *argument)
 	return NULL;
 }
 
-static double throughput(unsigned clients, double seconds)
+struct throughput {
+	double ops;             /* reads per second over all clients */
+	double msrd_us_per_read; /* msrd's CPU time (utime + stime) over the interval per read */
+};
+
+static unsigned long long cpu_ticks(pid_t pid);
+
+static struct throughput throughput(unsigned clients, double seconds)
 {
 	pthread_t *threads = calloc(clients, sizeof(*threads));
 	struct load *loads = calloc(clients, sizeof(*loads));
@@ -287,6 +299,8 @@ static double throughput(unsigned clients, double seconds)
 	pthread_attr_t attributes;
 	atomic_bool stop = false;
 	uint64_t began, ended, total = 0;
+	unsigned long long ticks_before, ticks_after;
+	struct throughput out;
 
 	if (threads == NULL || loads == NULL)
 		die("out of memory");
@@ -299,10 +313,12 @@ static double throughput(unsigned clients, double seconds)
 			die("pthread_create");
 	}
 	pthread_barrier_wait(&start);
+	ticks_before = cpu_ticks(server.pid);
 	began = bench_now_ns();
 	usleep((useconds_t)(seconds * 1e6));
 	atomic_store(&stop, true);
 	ended = bench_now_ns();
+	ticks_after = cpu_ticks(server.pid);
 	for (unsigned i = 0; i < clients; i++) {
 		pthread_join(threads[i], NULL);
 		if (loads[i].failed)
@@ -313,7 +329,11 @@ static double throughput(unsigned clients, double seconds)
 	pthread_attr_destroy(&attributes);
 	free(threads);
 	free(loads);
-	return (double)total * 1e9 / (double)(ended - began);
+	out.ops = (double)total * 1e9 / (double)(ended - began);
+	out.msrd_us_per_read = total > 0 ? (double)(ticks_after - ticks_before) * 1e6 /
+						   (double)sysconf(_SC_CLK_TCK) / (double)total
+					 : -1.0;
+	return out;
 }
 
 /* ---- memory ---- */
@@ -651,11 +671,13 @@ static struct syscall_count count_syscalls_msr_backend(int cpu)
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge",
-				    "--log-level", "notice", "--max-clients", "4096", NULL };
+				    "--log-level", "notice", "--max-clients", "16384",
+				    "--max-clients-per-uid", "16384", NULL };
 	const char *seconds_text = getenv("HAECER_BENCH_SECONDS");
 	double seconds = seconds_text != NULL ? atof(seconds_text) : 1.0;
-	static const unsigned client_counts[] = { 1, 16, 256, 1000 };
-	double ops[4];
+	static const unsigned client_counts[THROUGHPUT_POINTS] = { 1, 16, 256, 1000, MANY_CLIENTS };
+	struct throughput points[THROUGHPUT_POINTS];
+	unsigned long fd_limit;
 	struct haecer_conn *conn;
 	struct latencies cross, same;
 	struct schedule_figures schedule, timer_floor;
@@ -669,7 +691,8 @@ int main(void)
 		seconds = 1.0;
 	cpu_seconds = 3 * seconds > 3.0 ? 3 * seconds : 3.0;
 	unsetenv("HAECER_VALGRIND");
-	harness_raise_fd_limit(4 * IDLE_CLIENTS + 256);
+	/* msrd inherits the limit: both need one descriptor per client and some to spare. */
+	fd_limit = harness_raise_fd_limit(MANY_CLIENTS + FD_SPARE);
 	if (msrd_start(&server, policy, arguments) < 0)
 		return 1;
 	if (haecer_connect(server.socket_path, &conn) < 0)
@@ -693,9 +716,16 @@ int main(void)
 	kib = kib_per_idle_client();
 	printf("server memory per idle client:  %.2f KiB (RSS with %u idle clients)\n", kib,
 	       IDLE_CLIENTS);
-	for (size_t i = 0; i < 4; i++) {
-		ops[i] = throughput(client_counts[i], seconds);
-		printf("throughput, %4u clients:        %.0f reads/s\n", client_counts[i], ops[i]);
+	for (size_t i = 0; i < THROUGHPUT_POINTS; i++) {
+		unsigned clients = client_counts[i];
+		if (clients + FD_SPARE > fd_limit) {
+			clients = fd_limit > FD_SPARE ? (unsigned)(fd_limit - FD_SPARE) : 1;
+			printf("RLIMIT_NOFILE is %lu: %u clients instead of %u\n", fd_limit, clients,
+			       client_counts[i]);
+		}
+		points[i] = throughput(clients, seconds);
+		printf("throughput, %5u clients:       %.0f reads/s, msrd CPU %.2f us per read\n",
+		       clients, points[i].ops, points[i].msrd_us_per_read);
 	}
 	/* The idle figure on a server with no client at all: only the energy sampler is armed. */
 	usleep(500000);
@@ -722,14 +752,17 @@ int main(void)
 	       "clients1_ops=%.0f clients16_ops=%.0f clients256_ops=%.0f clients1000_ops=%.0f "
 	       "kib_per_client=%.2f handle8_ratio=%.2f period_jitter_us_p99=%.1f "
 	       "sample_1khz_cpu_pct=%.2f idle_cpu_pct=%.3f syscalls_per_read=%.2f "
-	       "ratio_pingpong_same_cpu=%.2f timer_jitter_us_p99=%.1f period_jitter_ratio=%.2f\n",
+	       "ratio_pingpong_same_cpu=%.2f timer_jitter_us_p99=%.1f period_jitter_ratio=%.2f "
+	       "clients10000_ops=%.0f msrd_us_per_read_16=%.2f msrd_us_per_read_10000=%.2f\n",
 	       (unsigned long long)cross.read, (unsigned long long)cross.pingpong,
 	       (double)cross.read / (double)cross.pingpong,
-	       (double)cross.batch8 / (double)cross.read, ops[0], ops[1], ops[2], ops[3], kib,
+	       (double)cross.batch8 / (double)cross.read, points[0].ops, points[1].ops,
+	       points[2].ops, points[3].ops, kib,
 	       (double)cross.handle8 / (double)cross.batch8, schedule.jitter_p99_us,
 	       schedule.cpu.stat_pct, idle.stat_pct, syscalls.counted ? syscalls.total : -1.0,
 	       (double)same.read / (double)same.pingpong, timer_floor.jitter_p99_us,
 	       timer_floor.jitter_p99_us > 0 ? schedule.jitter_p99_us / timer_floor.jitter_p99_us
-					     : -1.0);
+					     : -1.0,
+	       points[4].ops, points[1].msrd_us_per_read, points[4].msrd_us_per_read);
 	return 0;
 }

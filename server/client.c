@@ -502,6 +502,7 @@ void client_on_recv(struct client *client, const struct io_uring_cqe *cqe)
 		/* Every shared buffer was in use: try again once this turn gave them back. */
 		log_debug("client %u: receive buffers exhausted, re-arming its receive",
 			  client->number);
+		loop_buffers_exhausted(&client->server->loop);
 		if (!client->closing && !client->recv_rearm) {
 			client->recv_rearm = true;
 			client->next_rearm = client->server->rearm;
@@ -766,6 +767,8 @@ void client_on_send(struct client *client, const struct io_uring_cqe *cqe)
 
 	client->send_armed = false;
 	client->send_started_ns = 0;
+	if (client->frame_started_ns == 0)
+		unwatch_deadline(client); /* the tick then sees only the sends still in flight */
 	if (carried_fd) {
 		free(client->fd_send);
 		client->fd_send = NULL;

@@ -94,7 +94,7 @@ struct msrd_config {
 	uint64_t ring_memory_per_uid;  /* bytes */
 	unsigned max_handles_per_uid;
 	unsigned max_schedules_per_uid;
-	unsigned recv_buffers;         /* shared receive buffers of LOOP_BUFFER_SIZE bytes */
+	unsigned recv_buffers;         /* most shared receive buffers of LOOP_BUFFER_SIZE bytes */
 	unsigned refusal_log_burst;    /* refusal lines per connection per 5 s (4x per uid); 0 all */
 };
 
@@ -122,7 +122,8 @@ enum loop_tag {
 };
 
 #define LOOP_BUFFER_GROUP 1
-#define LOOP_BUFFER_COUNT 512u      /* default; a power of two */
+#define LOOP_BUFFER_COUNT 16384u    /* default most; a power of two */
+#define LOOP_BUFFER_START 512u      /* buffers at start; doubled while clients exhaust them */
 #define LOOP_BUFFER_SIZE 2048u
 #define LOOP_SQ_ENTRIES 2048u       /* >= WIRE_MAX_BATCH_OPS: a linked batch fits one submit */
 #define LOOP_CQ_ENTRIES 16384u
@@ -139,8 +140,10 @@ struct loop {
 	struct io_uring_buf_ring *buffers;
 	uint8_t *buffer_memory;
 	size_t buffer_ring_bytes;
-	unsigned buffer_count;         /* provided receive buffers, a power of two */
+	unsigned buffer_count;         /* provided receive buffers now in the ring */
+	unsigned buffer_max;           /* the ring's entries (--recv-buffers), a power of two */
 	bool buffers_registered;
+	bool buffers_exhausted;        /* a receive found none this turn: add more */
 	/* Sends queued this turn whose completion leads to no further work (a client's whole
 	 * output, nothing waiting behind it): the next io_uring_enter submits them and waits for
 	 * their completions and one more, so a request costs one enter, not two. */
@@ -158,6 +161,8 @@ struct io_uring_sqe *loop_sqe(struct loop *loop);
 void loop_reserve(struct loop *loop, unsigned count);
 /* Give provided buffer `id` back to the kernel. */
 void loop_recycle_buffer(struct loop *loop, uint16_t id);
+/* A receive found every buffer in use: the turn's end adds as many again (up to buffer_max). */
+void loop_buffers_exhausted(struct loop *loop);
 const uint8_t *loop_buffer(const struct loop *loop, uint16_t id);
 
 /* Monotonic time in ns. */
@@ -970,7 +975,8 @@ struct msrd {
 	int32_t scratch_current_status[WIRE_MAX_BATCH_OPS];
 };
 
-int loop_init(struct loop *loop, unsigned buffer_count);
+/* buffer_max: most receive buffers (a power of two); the loop starts with LOOP_BUFFER_START. */
+int loop_init(struct loop *loop, unsigned buffer_max);
 void loop_exit(struct loop *loop);
 /* Run until server->done. 0 on a clean stop, -errno when the ring itself failed. */
 int loop_run(struct msrd *server);

@@ -265,6 +265,8 @@ struct client {
 	uint32_t stale_slot_count;
 	struct energy_page_hold page_holds[CLIENT_MAX_ENERGY_PAGES];
 	uint32_t page_hold_count;
+	struct client *prev_holder;    /* on energy.holders while page_hold_count > 0 */
+	struct client *next_holder;
 	/* Precise edges run for this client's holds only within EDGE_LEASE_NS of its last request
 	 * (energy_page.c): a program that measured once and goes on without msrd must not leave
 	 * msrd spinning on the package it measures. */
@@ -624,6 +626,8 @@ struct energy_state {
 	uint64_t samples;              /* sampling rounds so far, for the log */
 	/* Energy pages (energy_page.c): sampled at page_rate_hz while any is held. */
 	struct msrd_energy_page *pages;
+	struct client *holders;        /* clients holding a page (doubly linked): what the rate
+					* and the leases are made of, never every client */
 	uint32_t page_rate_hz;         /* 0: no page is held, no page sampling */
 	bool page_armed;
 	struct __kernel_timespec page_timeout;

@@ -121,12 +121,39 @@ static void grow_buffers(struct loop *loop)
 	log_info("receive buffers: %u (clients with input ready found them all in use)", count);
 }
 
+/* Register the ring with room for `entries` buffers, fewer when RLIMIT_MEMLOCK (the kernel
+ * pins the ring's pages and counts them there, 16 bytes a buffer) holds it to fewer: msrd then
+ * runs with at most what fits rather than not at all. */
+static int register_buffers(struct loop *loop, unsigned entries)
+{
+	struct io_uring_buf_reg registration = {
+		.ring_addr = (uint64_t)(uintptr_t)loop->buffers,
+		.bgid = LOOP_BUFFER_GROUP,
+	};
+	int status;
+
+	for (;;) {
+		registration.ring_entries = entries;
+		status = io_uring_register_buf_ring(&loop->ring, &registration, 0);
+		if (status != -ENOMEM || entries <= LOOP_BUFFER_START)
+			break;
+		entries /= 2;
+	}
+	if (status < 0)
+		return status;
+	if (entries < loop->buffer_max)
+		log_notice("receive buffers: at most %u, not %u (RLIMIT_MEMLOCK)", entries,
+			   loop->buffer_max);
+	loop->buffer_max = entries;
+	loop->buffers_registered = true;
+	return 0;
+}
+
 /* liburing 2.3 lacks io_uring_setup_buf_ring: map the ring ourselves and register it. The
  * ring has room for buffer_max buffers from the start; the buffers' memory is reserved, not
  * committed (MAP_NORESERVE), so the buffers not yet added cost nothing. */
 static int setup_buffers(struct loop *loop, unsigned buffer_max)
 {
-	struct io_uring_buf_reg registration;
 	void *mapping;
 	int status;
 
@@ -137,22 +164,18 @@ static int setup_buffers(struct loop *loop, unsigned buffer_max)
 	if (mapping == MAP_FAILED)
 		return -ENOMEM;
 	loop->buffers = mapping;
-	mapping = mmap(NULL, (size_t)buffer_max * LOOP_BUFFER_SIZE, PROT_READ | PROT_WRITE,
+	loop->buffer_memory_bytes = (size_t)buffer_max * LOOP_BUFFER_SIZE;
+	mapping = mmap(NULL, loop->buffer_memory_bytes, PROT_READ | PROT_WRITE,
 		       MAP_ANONYMOUS | MAP_PRIVATE | MAP_NORESERVE, -1, 0);
 	if (mapping == MAP_FAILED)
 		return -ENOMEM;
 	loop->buffer_memory = mapping;
-	registration = (struct io_uring_buf_reg){
-		.ring_addr = (uint64_t)(uintptr_t)loop->buffers,
-		.ring_entries = buffer_max,
-		.bgid = LOOP_BUFFER_GROUP,
-	};
-	status = io_uring_register_buf_ring(&loop->ring, &registration, 0);
+	status = register_buffers(loop, buffer_max);
 	if (status < 0)
 		return status;
-	loop->buffers_registered = true;
 	io_uring_buf_ring_init(loop->buffers);
-	add_buffers(loop, buffer_max < LOOP_BUFFER_START ? buffer_max : LOOP_BUFFER_START);
+	add_buffers(loop, loop->buffer_max < LOOP_BUFFER_START ? loop->buffer_max
+							       : LOOP_BUFFER_START);
 	return 0;
 }
 
@@ -238,7 +261,7 @@ void loop_exit(struct loop *loop)
 	if (loop->buffers != NULL)
 		munmap(loop->buffers, loop->buffer_ring_bytes);
 	if (loop->buffer_memory != NULL)
-		munmap(loop->buffer_memory, (size_t)loop->buffer_max * LOOP_BUFFER_SIZE);
+		munmap(loop->buffer_memory, loop->buffer_memory_bytes);
 	memset(loop, 0, sizeof(*loop));
 }
 

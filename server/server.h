@@ -141,7 +141,9 @@ struct loop {
 	uint8_t *buffer_memory;
 	size_t buffer_ring_bytes;
 	unsigned buffer_count;         /* provided receive buffers now in the ring */
-	unsigned buffer_max;           /* the ring's entries (--recv-buffers), a power of two */
+	size_t buffer_memory_bytes;    /* reserved for --recv-buffers buffers */
+	unsigned buffer_max;           /* the ring's entries (--recv-buffers, or fewer when
+					* RLIMIT_MEMLOCK holds it), a power of two */
 	bool buffers_registered;
 	bool buffers_exhausted;        /* a receive found none this turn: add more */
 	/* Sends queued this turn whose completion leads to no further work (a client's whole

@@ -397,7 +397,8 @@ static void dispatch_completion(struct msrd *server, const struct io_uring_cqe *
 }
 
 /* Work queued during a turn that must wait for the whole turn: replies are coalesced into one
- * send per client, and receives that ran out of buffers are re-armed once buffers are back.
+ * send per client, and receives that ran out of buffers are re-armed once buffers are back (and
+ * more of them added, grow_buffers).
  * Both lists may name clients closed during the turn (client_rearm_recv and client_flush skip
  * those), so clients are freed only after them. */
 static void finish_turn(struct msrd *server)

@@ -21,7 +21,10 @@
  * Last line: read_ns=… pingpong_ns=… ratio_pingpong=… batch8_ratio=… clients1_ops=…
  * clients16_ops=… clients256_ops=… clients1000_ops=… kib_per_client=… handle8_ratio=…
  * period_jitter_us_p99=… sample_1khz_cpu_pct=… idle_cpu_pct=… syscalls_per_read=…
- * ratio_pingpong_same_cpu=… timer_jitter_us_p99=… period_jitter_ratio=…
+ * ratio_pingpong_same_cpu=… timer_jitter_us_p99=… period_jitter_ratio=… clients10000_ops=…
+ * msrd_us_per_read_16=… msrd_us_per_read_10000=… (msrd's utime + stime over a throughput
+ * point's interval, per read) floor_us_per_read_16=… floor_us_per_read_10000=… (the same of a
+ * bare io_uring echo server at 16 and 10 000 connections, measured right after msrd's).
  */
 #include <errno.h>
 #include <limits.h>
@@ -33,7 +36,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +55,9 @@
 #define SAMPLES 20000
 #define WARMUP 2000
 #define IDLE_CLIENTS 1000u
+#define THROUGHPUT_POINTS 5
+#define MANY_CLIENTS 10000u /* the last throughput point: one connection per thread */
+#define FD_SPARE 256u       /* descriptors besides the clients' */
 
 static const char policy[] =
 	"version: 1\n"
@@ -256,9 +264,34 @@ static void print_latencies(const char *placement, const struct latencies *figur
 struct load {
 	pthread_barrier_t *start;
 	atomic_bool *stop;
+	const char *echo_path; /* NULL: msrd's READs; else the echo floor's round trips */
 	uint64_t ops;
 	int failed;
 };
+
+static void echo_load(struct load *load)
+{
+	uint8_t frame[WIRE_HEADER_SIZE + 8] = { 0 };
+	int fd = raw_connect(load->echo_path);
+
+	if (fd < 0)
+		load->failed = 1;
+	pthread_barrier_wait(load->start);
+	while (!load->failed && !atomic_load_explicit(load->stop, memory_order_relaxed)) {
+		size_t got = 0;
+		if (send(fd, frame, sizeof(frame), MSG_NOSIGNAL) != (ssize_t)sizeof(frame))
+			load->failed = 1;
+		while (!load->failed && got < sizeof(frame)) {
+			ssize_t now = recv(fd, frame + got, sizeof(frame) - got, 0);
+			if (now <= 0)
+				load->failed = 1;
+			got += now > 0 ? (size_t)now : 0;
+		}
+		load->ops += !load->failed;
+	}
+	if (fd >= 0)
+		close(fd);
+}
 
 static void *load_thread(void *argument)
 {
@@ -266,6 +299,10 @@ static void *load_thread(void *argument)
 	struct haecer_conn *conn = NULL;
 	uint64_t value;
 
+	if (load->echo_path != NULL) {
+		echo_load(load);
+		return NULL;
+	}
 	if (haecer_connect(server.socket_path, &conn) < 0)
 		load->failed = 1;
 	pthread_barrier_wait(load->start);
@@ -280,7 +317,17 @@ static void *load_thread(void *argument)
 	return NULL;
 }
 
-static double throughput(unsigned clients, double seconds)
+struct throughput {
+	double ops;             /* reads per second over all clients */
+	double msrd_us_per_read; /* the server's CPU time (utime + stime) over the interval per read */
+};
+
+static unsigned long long cpu_ticks(pid_t pid);
+
+/* `clients` threads, one connection each, against msrd (echo_path NULL) or the echo floor;
+ * the CPU time is that of `target`. */
+static struct throughput throughput(pid_t target, const char *echo_path, unsigned clients,
+				    double seconds)
 {
 	pthread_t *threads = calloc(clients, sizeof(*threads));
 	struct load *loads = calloc(clients, sizeof(*loads));
@@ -288,6 +335,8 @@ static double throughput(unsigned clients, double seconds)
 	pthread_attr_t attributes;
 	atomic_bool stop = false;
 	uint64_t began, ended, total = 0;
+	unsigned long long ticks_before, ticks_after;
+	struct throughput out;
 
 	if (threads == NULL || loads == NULL)
 		die("out of memory");
@@ -295,15 +344,17 @@ static double throughput(unsigned clients, double seconds)
 	pthread_attr_init(&attributes);
 	pthread_attr_setstacksize(&attributes, 64 * 1024);
 	for (unsigned i = 0; i < clients; i++) {
-		loads[i] = (struct load){ .start = &start, .stop = &stop };
+		loads[i] = (struct load){ .start = &start, .stop = &stop, .echo_path = echo_path };
 		if (pthread_create(&threads[i], &attributes, load_thread, &loads[i]) != 0)
 			die("pthread_create");
 	}
 	pthread_barrier_wait(&start);
+	ticks_before = cpu_ticks(target);
 	began = bench_now_ns();
 	usleep((useconds_t)(seconds * 1e6));
 	atomic_store(&stop, true);
 	ended = bench_now_ns();
+	ticks_after = cpu_ticks(target);
 	for (unsigned i = 0; i < clients; i++) {
 		pthread_join(threads[i], NULL);
 		if (loads[i].failed)
@@ -314,7 +365,163 @@ static double throughput(unsigned clients, double seconds)
 	pthread_attr_destroy(&attributes);
 	free(threads);
 	free(loads);
-	return (double)total * 1e9 / (double)(ended - began);
+	out.ops = (double)total * 1e9 / (double)(ended - began);
+	out.msrd_us_per_read = total > 0 ? (double)(ticks_after - ticks_before) * 1e6 /
+						   (double)sysconf(_SC_CLK_TCK) / (double)total
+					 : -1.0;
+	return out;
+}
+
+/* ---- the floor at many clients ----
+ *
+ * What any io_uring server pays per round trip at a number of connections: a process that
+ * accepts them all, receives with one multishot recv per connection from shared provided
+ * buffers (512 at first, doubled when a receive finds none, as msrd does) and answers each
+ * 24-byte request with one 24-byte send, nothing else. Its CPU per round trip beside msrd's at
+ * the same count tells what of msrd's growth is the kernel's (sockets and the wake-ups of
+ * thousands of threads) and what is msrd's own. */
+
+#define ECHO_BUFFER_GROUP 1
+#define ECHO_BUFFERS_MOST 16384u
+#define ECHO_BUFFER_SIZE 2048u
+
+struct echo {
+	struct io_uring ring;
+	struct io_uring_buf_ring *buffers;
+	uint8_t *memory;
+	unsigned count;
+	int *fds;
+	uint8_t (*replies)[WIRE_HEADER_SIZE + 8];
+};
+
+static struct io_uring_sqe *echo_sqe(struct echo *echo)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&echo->ring);
+
+	while (sqe == NULL) {
+		io_uring_submit(&echo->ring);
+		sqe = io_uring_get_sqe(&echo->ring);
+	}
+	return sqe;
+}
+
+static void echo_add_buffers(struct echo *echo, unsigned count)
+{
+	for (unsigned id = echo->count; id < count; id++)
+		io_uring_buf_ring_add(echo->buffers, echo->memory + (size_t)id * ECHO_BUFFER_SIZE,
+				      ECHO_BUFFER_SIZE, (unsigned short)id, ECHO_BUFFERS_MOST - 1,
+				      (int)(id - echo->count));
+	io_uring_buf_ring_advance(echo->buffers, (int)(count - echo->count));
+	echo->count = count;
+}
+
+static void echo_arm(struct echo *echo, unsigned index)
+{
+	struct io_uring_sqe *sqe = echo_sqe(echo);
+
+	io_uring_prep_recv_multishot(sqe, echo->fds[index], NULL, 0, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = ECHO_BUFFER_GROUP;
+	io_uring_sqe_set_data64(sqe, (uint64_t)index << 1);
+}
+
+/* One receive completion: answer what came, re-arm an ended receive (ENOBUFS). */
+static bool echo_received(struct echo *echo, const struct io_uring_cqe *cqe)
+{
+	unsigned index = (unsigned)(cqe->user_data >> 1);
+	bool exhausted = cqe->res == -ENOBUFS;
+
+	if (cqe->flags & IORING_CQE_F_BUFFER) {
+		unsigned id = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+		if (cqe->res > 0) {
+			struct io_uring_sqe *sqe = echo_sqe(echo);
+			memcpy(echo->replies[index], echo->memory + (size_t)id * ECHO_BUFFER_SIZE,
+			       sizeof(echo->replies[index]));
+			io_uring_prep_send(sqe, echo->fds[index], echo->replies[index],
+					   sizeof(echo->replies[index]), MSG_NOSIGNAL);
+			io_uring_sqe_set_data64(sqe, cqe->user_data | 1);
+		}
+		io_uring_buf_ring_add(echo->buffers, echo->memory + (size_t)id * ECHO_BUFFER_SIZE,
+				      ECHO_BUFFER_SIZE, (unsigned short)id, ECHO_BUFFERS_MOST - 1, 0);
+		io_uring_buf_ring_advance(echo->buffers, 1);
+	}
+	if ((cqe->flags & IORING_CQE_F_MORE) == 0 && cqe->res != 0)
+		echo_arm(echo, index);
+	return exhausted;
+}
+
+static __attribute__((noreturn)) void echo_serve(int listen_fd, unsigned clients)
+{
+	struct io_uring_params params = {
+		.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER |
+			 IORING_SETUP_DEFER_TASKRUN,
+		.cq_entries = 65536,
+	};
+	static struct echo echo;
+	struct io_uring_buf_reg registration = { .ring_entries = ECHO_BUFFERS_MOST,
+						 .bgid = ECHO_BUFFER_GROUP };
+
+	echo.fds = calloc(clients, sizeof(*echo.fds));
+	echo.replies = calloc(clients, sizeof(*echo.replies));
+	echo.buffers = mmap(NULL, ECHO_BUFFERS_MOST * sizeof(struct io_uring_buf),
+			    PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+	echo.memory = mmap(NULL, (size_t)ECHO_BUFFERS_MOST * ECHO_BUFFER_SIZE, PROT_READ | PROT_WRITE,
+			   MAP_ANONYMOUS | MAP_PRIVATE | MAP_NORESERVE, -1, 0);
+	registration.ring_addr = (uint64_t)(uintptr_t)echo.buffers;
+	if (echo.fds == NULL || echo.replies == NULL || echo.buffers == MAP_FAILED ||
+	    echo.memory == MAP_FAILED || io_uring_queue_init_params(4096, &echo.ring, &params) < 0 ||
+	    io_uring_register_buf_ring(&echo.ring, &registration, 0) < 0)
+		_exit(1);
+	io_uring_buf_ring_init(echo.buffers);
+	echo_add_buffers(&echo, 512);
+	for (unsigned i = 0; i < clients; i++) {
+		echo.fds[i] = accept(listen_fd, NULL, NULL);
+		if (echo.fds[i] < 0)
+			_exit(1);
+		echo_arm(&echo, i);
+	}
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		unsigned head, seen = 0;
+		bool exhausted = false;
+
+		io_uring_submit_and_wait(&echo.ring, 1);
+		io_uring_for_each_cqe(&echo.ring, head, cqe) {
+			seen++;
+			if ((cqe->user_data & 1) == 0 && echo_received(&echo, cqe))
+				exhausted = true;
+		}
+		io_uring_cq_advance(&echo.ring, seen);
+		if (exhausted && echo.count < ECHO_BUFFERS_MOST)
+			echo_add_buffers(&echo, echo.count * 2);
+	}
+}
+
+/* The floor's reads per second and CPU per round trip at `clients` connections. */
+static struct throughput echo_floor(unsigned clients, double seconds)
+{
+	struct sockaddr_un address = { .sun_family = AF_UNIX };
+	struct throughput out;
+	pid_t child;
+	int fd;
+
+	if (snprintf(address.sun_path, sizeof(address.sun_path), "%s/echo.sock", server.dir) >=
+	    (int)sizeof(address.sun_path))
+		die("the echo floor's socket path is too long");
+	unlink(address.sun_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&address, sizeof(address)) < 0 ||
+	    listen(fd, SOMAXCONN) < 0)
+		die("the echo floor's socket");
+	child = fork();
+	if (child == 0)
+		echo_serve(fd, clients);
+	close(fd);
+	out = throughput(child, address.sun_path, clients, seconds);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	unlink(address.sun_path);
+	return out;
 }
 
 /* ---- memory ---- */
@@ -652,11 +859,13 @@ static struct syscall_count count_syscalls_msr_backend(int cpu)
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge",
-				    "--log-level", "notice", "--max-clients", "4096", NULL };
+				    "--log-level", "notice", "--max-clients", "16384",
+				    "--max-clients-per-uid", "16384", NULL };
 	const char *seconds_text = getenv("HAECER_BENCH_SECONDS");
 	double seconds = seconds_text != NULL ? atof(seconds_text) : 1.0;
-	static const unsigned client_counts[] = { 1, 16, 256, 1000 };
-	double ops[4];
+	static const unsigned client_counts[THROUGHPUT_POINTS] = { 1, 16, 256, 1000, MANY_CLIENTS };
+	struct throughput points[THROUGHPUT_POINTS], floors[2];
+	unsigned long fd_limit;
 	struct haecer_conn *conn;
 	struct latencies cross, same;
 	struct schedule_figures schedule, timer_floor;
@@ -670,7 +879,8 @@ int main(void)
 		seconds = 1.0;
 	cpu_seconds = 3 * seconds > 3.0 ? 3 * seconds : 3.0;
 	unsetenv("HAECER_VALGRIND");
-	harness_raise_fd_limit(4 * IDLE_CLIENTS + 256);
+	/* msrd inherits the limit: both need one descriptor per client and some to spare. */
+	fd_limit = harness_raise_fd_limit(MANY_CLIENTS + FD_SPARE);
 	if (msrd_start(&server, policy, arguments) < 0)
 		return 1;
 	if (haecer_connect(server.socket_path, &conn) < 0)
@@ -694,9 +904,22 @@ int main(void)
 	kib = kib_per_idle_client();
 	printf("server memory per idle client:  %.2f KiB (RSS with %u idle clients)\n", kib,
 	       IDLE_CLIENTS);
-	for (size_t i = 0; i < 4; i++) {
-		ops[i] = throughput(client_counts[i], seconds);
-		printf("throughput, %4u clients:        %.0f reads/s\n", client_counts[i], ops[i]);
+	for (size_t i = 0; i < THROUGHPUT_POINTS; i++) {
+		unsigned clients = client_counts[i];
+		if (clients + FD_SPARE > fd_limit) {
+			clients = fd_limit > FD_SPARE ? (unsigned)(fd_limit - FD_SPARE) : 1;
+			printf("RLIMIT_NOFILE is %lu: %u clients instead of %u\n", fd_limit, clients,
+			       client_counts[i]);
+		}
+		points[i] = throughput(server.pid, NULL, clients, seconds);
+		printf("throughput, %5u clients:       %.0f reads/s, msrd CPU %.2f us per read\n",
+		       clients, points[i].ops, points[i].msrd_us_per_read);
+		if (i == 1 || i == THROUGHPUT_POINTS - 1) {
+			floors[i == 1 ? 0 : 1] = echo_floor(clients, seconds);
+			printf("  floor, a bare io_uring echo:    %.0f round trips/s, its CPU %.2f us "
+			       "per round trip\n", floors[i == 1 ? 0 : 1].ops,
+			       floors[i == 1 ? 0 : 1].msrd_us_per_read);
+		}
 	}
 	/* The idle figure on a server with no client at all: only the energy sampler is armed. */
 	usleep(500000);
@@ -723,14 +946,19 @@ int main(void)
 	       "clients1_ops=%.0f clients16_ops=%.0f clients256_ops=%.0f clients1000_ops=%.0f "
 	       "kib_per_client=%.2f handle8_ratio=%.2f period_jitter_us_p99=%.1f "
 	       "sample_1khz_cpu_pct=%.2f idle_cpu_pct=%.3f syscalls_per_read=%.2f "
-	       "ratio_pingpong_same_cpu=%.2f timer_jitter_us_p99=%.1f period_jitter_ratio=%.2f\n",
+	       "ratio_pingpong_same_cpu=%.2f timer_jitter_us_p99=%.1f period_jitter_ratio=%.2f "
+	       "clients10000_ops=%.0f msrd_us_per_read_16=%.2f msrd_us_per_read_10000=%.2f "
+	       "floor_us_per_read_16=%.2f floor_us_per_read_10000=%.2f\n",
 	       (unsigned long long)cross.read, (unsigned long long)cross.pingpong,
 	       (double)cross.read / (double)cross.pingpong,
-	       (double)cross.batch8 / (double)cross.read, ops[0], ops[1], ops[2], ops[3], kib,
+	       (double)cross.batch8 / (double)cross.read, points[0].ops, points[1].ops,
+	       points[2].ops, points[3].ops, kib,
 	       (double)cross.handle8 / (double)cross.batch8, schedule.jitter_p99_us,
 	       schedule.cpu.stat_pct, idle.stat_pct, syscalls.counted ? syscalls.total : -1.0,
 	       (double)same.read / (double)same.pingpong, timer_floor.jitter_p99_us,
 	       timer_floor.jitter_p99_us > 0 ? schedule.jitter_p99_us / timer_floor.jitter_p99_us
-					     : -1.0);
+					     : -1.0,
+	       points[4].ops, points[1].msrd_us_per_read, points[4].msrd_us_per_read,
+	       floors[0].msrd_us_per_read, floors[1].msrd_us_per_read);
 	return 0;
 }

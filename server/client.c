@@ -130,6 +130,40 @@ fail:
 	return status;
 }
 
+/* On the tick's list: a deadline was set (a partial frame or a send started). Only these are
+ * looked at by the tick, so a loop turn or a tick never costs anything per idle client. */
+static void watch_deadline(struct client *client)
+{
+	struct msrd *server = client->server;
+
+	loop_want_tick(server);
+	if (client->timed)
+		return;
+	client->timed = true;
+	client->prev_timed = NULL;
+	client->next_timed = server->timed;
+	if (server->timed != NULL)
+		server->timed->prev_timed = client;
+	server->timed = client;
+}
+
+static void unwatch_deadline(struct client *client)
+{
+	struct msrd *server = client->server;
+
+	if (!client->timed)
+		return;
+	if (client->prev_timed != NULL)
+		client->prev_timed->next_timed = client->next_timed;
+	else
+		server->timed = client->next_timed;
+	if (client->next_timed != NULL)
+		client->next_timed->prev_timed = client->prev_timed;
+	client->prev_timed = NULL;
+	client->next_timed = NULL;
+	client->timed = false;
+}
+
 /* Out of the client list, onto the dead list: completions of this turn may still name it (on
  * server->dirty or server->rearm), so its memory stays until the turn is over. */
 static void client_retire(struct client *client)
@@ -143,6 +177,7 @@ static void client_retire(struct client *client)
 	if (client->next != NULL)
 		client->next->prev = client->prev;
 	server->client_count--;
+	unwatch_deadline(client);
 	accounts_give_back(&server->accounts, client->account, ACCOUNT_CONNECTIONS, 1);
 	client->account = NULL;
 	client->prev = NULL;
@@ -361,7 +396,7 @@ static void note_partial_frame(struct client *client)
 	}
 	if (client->frame_started_ns == 0) {
 		client->frame_started_ns = msrd_now_ns();
-		loop_want_tick(client->server);
+		watch_deadline(client);
 	}
 }
 
@@ -467,6 +502,7 @@ void client_on_recv(struct client *client, const struct io_uring_cqe *cqe)
 		/* Every shared buffer was in use: try again once this turn gave them back. */
 		log_debug("client %u: receive buffers exhausted, re-arming its receive",
 			  client->number);
+		loop_buffers_exhausted(&client->server->loop);
 		if (!client->closing && !client->recv_rearm) {
 			client->recv_rearm = true;
 			client->next_rearm = client->server->rearm;
@@ -681,7 +717,7 @@ static void start_send(struct client *client)
 	client->send_armed = true;
 	client->sqes_in_flight++;
 	client->send_started_ns = msrd_now_ns();
-	loop_want_tick(client->server);
+	watch_deadline(client);
 }
 
 void client_flush(struct client *client)
@@ -721,7 +757,7 @@ void client_send_linked(struct client *client)
 	client->send_armed = true;
 	client->sqes_in_flight++;
 	client->send_started_ns = msrd_now_ns();
-	loop_want_tick(client->server);
+	watch_deadline(client);
 }
 
 void client_on_send(struct client *client, const struct io_uring_cqe *cqe)
@@ -731,6 +767,8 @@ void client_on_send(struct client *client, const struct io_uring_cqe *cqe)
 
 	client->send_armed = false;
 	client->send_started_ns = 0;
+	if (client->frame_started_ns == 0)
+		unwatch_deadline(client); /* the tick then sees only the sends still in flight */
 	if (carried_fd) {
 		free(client->fd_send);
 		client->fd_send = NULL;
@@ -788,7 +826,7 @@ void client_on_send(struct client *client, const struct io_uring_cqe *cqe)
 
 /* ---- periodic checks ---- */
 
-bool client_check_timeouts(struct client *client, uint64_t now_ns)
+static bool check_timeouts(struct client *client, uint64_t now_ns)
 {
 	const struct msrd_config *config = client->server->config;
 
@@ -808,6 +846,21 @@ bool client_check_timeouts(struct client *client, uint64_t now_ns)
 		return false;
 	}
 	return client->frame_started_ns != 0 || client->send_started_ns != 0;
+}
+
+bool clients_check_timeouts(struct msrd *server, uint64_t now_ns)
+{
+	bool needed = false;
+	struct client *next;
+
+	for (struct client *client = server->timed; client != NULL; client = next) {
+		next = client->next_timed;
+		if (check_timeouts(client, now_ns))
+			needed = true;
+		else
+			unwatch_deadline(client); /* set again by its next partial frame or send */
+	}
+	return needed;
 }
 
 int client_add_ring(struct client *client, struct ring_entry *entry, bool producer)

@@ -205,6 +205,33 @@ static uint64_t now_raw_ns(void)
 	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
+/* A client holds its first page / no page any more: update_rate looks at holders only, so
+ * what a rate change or a lease costs never depends on the idle connections. */
+static void add_holder(struct client *client)
+{
+	struct energy_state *energy = &client->server->energy;
+
+	client->prev_holder = NULL;
+	client->next_holder = energy->holders;
+	if (energy->holders != NULL)
+		energy->holders->prev_holder = client;
+	energy->holders = client;
+}
+
+static void remove_holder(struct client *client)
+{
+	struct energy_state *energy = &client->server->energy;
+
+	if (client->prev_holder != NULL)
+		client->prev_holder->next_holder = client->next_holder;
+	else
+		energy->holders = client->next_holder;
+	if (client->next_holder != NULL)
+		client->next_holder->prev_holder = client->prev_holder;
+	client->prev_holder = NULL;
+	client->next_holder = NULL;
+}
+
 /* The rate: the highest any holder asked for (bounded when it asked); 0 when none holds one.
  * The precise edges: the registers of leased precise holders' pages. */
 static void update_rate(struct msrd *server)
@@ -229,7 +256,7 @@ static void update_rate(struct msrd *server)
 	if (energy->edge_wanted != NULL)
 		memset(energy->edge_wanted, 0, energy->count * sizeof(*energy->edge_wanted));
 	energy->edge_lease_lapse_ns = UINT64_MAX;
-	for (struct client *client = server->clients; client != NULL; client = client->next) {
+	for (struct client *client = energy->holders; client != NULL; client = client->next_holder) {
 		uint64_t lapse = client->last_request_ns + EDGE_LEASE_NS;
 
 		/* Only holders that sent a request within the lease: the windows cost the package
@@ -440,6 +467,8 @@ void energy_pages_handle_request(struct client *client, const struct wire_header
 	/* Precise edges only on a fine page: a coarse grant must not learn when the register
 	 * changes any finer than its interval (the request is granted, coarse, without them). */
 	precise = (request.flags & WIRE_ENERGY_PAGE_PRECISE) != 0 && !coarse;
+	if (client->page_hold_count == 0)
+		add_holder(client);
 	client->page_holds[client->page_hold_count++] =
 		(struct energy_page_hold){ .page = page, .rate_hz = rate, .precise = precise };
 	page->holders++;
@@ -492,6 +521,7 @@ void energy_pages_release_client(struct client *client)
 	for (uint32_t i = 0; i < client->page_hold_count; i++)
 		client->page_holds[i].page->holders--;
 	client->page_hold_count = 0;
+	remove_holder(client);
 	drop_unheld(client->server);
 	update_rate(client->server);
 }
@@ -500,8 +530,10 @@ void energy_pages_policy_reloaded(struct msrd *server)
 {
 	unsigned dropped = 0;
 
-	for (struct client *client = server->clients; client != NULL; client = client->next)
-		client->page_hold_count = 0;
+	while (server->energy.holders != NULL) {
+		server->energy.holders->page_hold_count = 0;
+		remove_holder(server->energy.holders);
+	}
 	while (server->energy.pages != NULL) {
 		struct msrd_energy_page *page = server->energy.pages;
 		server->energy.pages = page->next;

@@ -78,41 +78,104 @@ const uint8_t *loop_buffer(const struct loop *loop, uint16_t id)
 void loop_recycle_buffer(struct loop *loop, uint16_t id)
 {
 	io_uring_buf_ring_add(loop->buffers, loop->buffer_memory + (size_t)id * LOOP_BUFFER_SIZE,
-			      LOOP_BUFFER_SIZE, id, io_uring_buf_ring_mask(loop->buffer_count), 0);
+			      LOOP_BUFFER_SIZE, id, io_uring_buf_ring_mask(loop->buffer_max), 0);
 	io_uring_buf_ring_advance(loop->buffers, 1);
 }
 
-/* liburing 2.3 lacks io_uring_setup_buf_ring: map the ring ourselves and register it. */
-static int setup_buffers(struct loop *loop)
+/* Buffers [buffer_count, count) into the ring. */
+static void add_buffers(struct loop *loop, unsigned count)
 {
-	struct io_uring_buf_reg registration;
+	unsigned added = 0;
+
+	for (unsigned id = loop->buffer_count; id < count; id++, added++)
+		io_uring_buf_ring_add(loop->buffers, loop->buffer_memory + (size_t)id * LOOP_BUFFER_SIZE,
+				      LOOP_BUFFER_SIZE, (unsigned short)id,
+				      io_uring_buf_ring_mask(loop->buffer_max), (int)added);
+	io_uring_buf_ring_advance(loop->buffers, (int)added);
+	loop->buffer_count = count;
+}
+
+void loop_buffers_exhausted(struct loop *loop)
+{
+	loop->buffers_exhausted = true;
+}
+
+/*
+ * More clients had input ready in one turn than there were buffers: each of them beyond the
+ * buffers had its multishot receive end with ENOBUFS and re-armed, a few system-call-sized steps
+ * per request that then recur every turn while that many clients stay busy (with 10 000 busy
+ * clients, several per read). So the ring gets as many buffers again, up to buffer_max. The
+ * memory is reserved at start and touched only once a buffer is used: msrd's memory follows the
+ * most clients ever busy at once, never the idle ones.
+ */
+static void grow_buffers(struct loop *loop)
+{
+	unsigned count = loop->buffer_count * 2;
+
+	loop->buffers_exhausted = false;
+	if (loop->buffer_count >= loop->buffer_max)
+		return;
+	if (count > loop->buffer_max)
+		count = loop->buffer_max;
+	add_buffers(loop, count);
+	log_info("receive buffers: %u (clients with input ready found them all in use)", count);
+}
+
+/* Register the ring with room for `entries` buffers, fewer when RLIMIT_MEMLOCK (the kernel
+ * pins the ring's pages and counts them there, 16 bytes a buffer) holds it to fewer: msrd then
+ * runs with at most what fits rather than not at all. */
+static int register_buffers(struct loop *loop, unsigned entries)
+{
+	struct io_uring_buf_reg registration = {
+		.ring_addr = (uint64_t)(uintptr_t)loop->buffers,
+		.bgid = LOOP_BUFFER_GROUP,
+	};
+	int status;
+
+	for (;;) {
+		registration.ring_entries = entries;
+		status = io_uring_register_buf_ring(&loop->ring, &registration, 0);
+		if (status != -ENOMEM || entries <= LOOP_BUFFER_START)
+			break;
+		entries /= 2;
+	}
+	if (status < 0)
+		return status;
+	if (entries < loop->buffer_max)
+		log_notice("receive buffers: at most %u, not %u (RLIMIT_MEMLOCK)", entries,
+			   loop->buffer_max);
+	loop->buffer_max = entries;
+	loop->buffers_registered = true;
+	return 0;
+}
+
+/* liburing 2.3 lacks io_uring_setup_buf_ring: map the ring ourselves and register it. The
+ * ring has room for buffer_max buffers from the start; the buffers' memory is reserved, not
+ * committed (MAP_NORESERVE), so the buffers not yet added cost nothing. */
+static int setup_buffers(struct loop *loop, unsigned buffer_max)
+{
 	void *mapping;
 	int status;
 
-	loop->buffer_ring_bytes = loop->buffer_count * sizeof(struct io_uring_buf);
+	loop->buffer_max = buffer_max;
+	loop->buffer_ring_bytes = buffer_max * sizeof(struct io_uring_buf);
 	mapping = mmap(NULL, loop->buffer_ring_bytes, PROT_READ | PROT_WRITE,
 		       MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
 	if (mapping == MAP_FAILED)
 		return -ENOMEM;
 	loop->buffers = mapping;
-	loop->buffer_memory = aligned_alloc(4096, (size_t)loop->buffer_count * LOOP_BUFFER_SIZE);
-	if (loop->buffer_memory == NULL)
+	loop->buffer_memory_bytes = (size_t)buffer_max * LOOP_BUFFER_SIZE;
+	mapping = mmap(NULL, loop->buffer_memory_bytes, PROT_READ | PROT_WRITE,
+		       MAP_ANONYMOUS | MAP_PRIVATE | MAP_NORESERVE, -1, 0);
+	if (mapping == MAP_FAILED)
 		return -ENOMEM;
-	registration = (struct io_uring_buf_reg){
-		.ring_addr = (uint64_t)(uintptr_t)mapping,
-		.ring_entries = loop->buffer_count,
-		.bgid = LOOP_BUFFER_GROUP,
-	};
-	status = io_uring_register_buf_ring(&loop->ring, &registration, 0);
+	loop->buffer_memory = mapping;
+	status = register_buffers(loop, buffer_max);
 	if (status < 0)
 		return status;
-	loop->buffers_registered = true;
 	io_uring_buf_ring_init(loop->buffers);
-	for (uint16_t id = 0; id < loop->buffer_count; id++)
-		io_uring_buf_ring_add(loop->buffers, loop->buffer_memory + (size_t)id * LOOP_BUFFER_SIZE,
-				      LOOP_BUFFER_SIZE, id, io_uring_buf_ring_mask(loop->buffer_count),
-				      id);
-	io_uring_buf_ring_advance(loop->buffers, (int)loop->buffer_count);
+	add_buffers(loop, loop->buffer_max < LOOP_BUFFER_START ? loop->buffer_max
+							       : LOOP_BUFFER_START);
 	return 0;
 }
 
@@ -159,7 +222,7 @@ static int restrict_ring(struct loop *loop)
 	return ring_register(loop, IORING_REGISTER_ENABLE_RINGS, NULL, 0);
 }
 
-int loop_init(struct loop *loop, unsigned buffer_count)
+int loop_init(struct loop *loop, unsigned buffer_max)
 {
 	struct io_uring_params params = {
 		.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER |
@@ -169,7 +232,6 @@ int loop_init(struct loop *loop, unsigned buffer_count)
 	int status;
 
 	memset(loop, 0, sizeof(*loop));
-	loop->buffer_count = buffer_count;
 	status = io_uring_queue_init_params(LOOP_SQ_ENTRIES, &loop->ring, &params);
 	if (status == -EINVAL) {
 		/* Kernels before 6.1 know neither SINGLE_ISSUER nor DEFER_TASKRUN. */
@@ -181,7 +243,7 @@ int loop_init(struct loop *loop, unsigned buffer_count)
 	}
 	if (status < 0)
 		return status;
-	status = setup_buffers(loop);
+	status = setup_buffers(loop, buffer_max);
 	if (status == 0)
 		status = restrict_ring(loop);
 	if (status < 0)
@@ -198,7 +260,8 @@ void loop_exit(struct loop *loop)
 	io_uring_queue_exit(&loop->ring);
 	if (loop->buffers != NULL)
 		munmap(loop->buffers, loop->buffer_ring_bytes);
-	free(loop->buffer_memory);
+	if (loop->buffer_memory != NULL)
+		munmap(loop->buffer_memory, loop->buffer_memory_bytes);
 	memset(loop, 0, sizeof(*loop));
 }
 
@@ -268,15 +331,10 @@ static void on_signal(struct msrd *server, const struct io_uring_cqe *cqe)
 static void on_tick(struct msrd *server)
 {
 	uint64_t now = msrd_now_ns();
-	bool needed = false;
-	struct client *next;
+	bool needed;
 
 	server->tick_armed = false;
-	for (struct client *client = server->clients; client != NULL; client = next) {
-		next = client->next;
-		if (client_check_timeouts(client, now))
-			needed = true;
-	}
+	needed = clients_check_timeouts(server, now);
 	if (ringdir_expire(&server->rings, now))
 		needed = true;
 	if (server->accept_rearm) {
@@ -339,11 +397,14 @@ static void dispatch_completion(struct msrd *server, const struct io_uring_cqe *
 }
 
 /* Work queued during a turn that must wait for the whole turn: replies are coalesced into one
- * send per client, and receives that ran out of buffers are re-armed once buffers are back.
+ * send per client, and receives that ran out of buffers are re-armed once buffers are back (and
+ * more of them added, grow_buffers).
  * Both lists may name clients closed during the turn (client_rearm_recv and client_flush skip
  * those), so clients are freed only after them. */
 static void finish_turn(struct msrd *server)
 {
+	if (server->loop.buffers_exhausted)
+		grow_buffers(&server->loop);
 	while (server->rearm != NULL) {
 		struct client *client = server->rearm;
 		server->rearm = client->next_rearm;

@@ -94,7 +94,7 @@ struct msrd_config {
 	uint64_t ring_memory_per_uid;  /* bytes */
 	unsigned max_handles_per_uid;
 	unsigned max_schedules_per_uid;
-	unsigned recv_buffers;         /* shared receive buffers of LOOP_BUFFER_SIZE bytes */
+	unsigned recv_buffers;         /* most shared receive buffers of LOOP_BUFFER_SIZE bytes */
 	unsigned refusal_log_burst;    /* refusal lines per connection per 5 s (4x per uid); 0 all */
 };
 
@@ -122,7 +122,8 @@ enum loop_tag {
 };
 
 #define LOOP_BUFFER_GROUP 1
-#define LOOP_BUFFER_COUNT 512u      /* default; a power of two */
+#define LOOP_BUFFER_COUNT 16384u    /* default most; a power of two */
+#define LOOP_BUFFER_START 512u      /* buffers at start; doubled while clients exhaust them */
 #define LOOP_BUFFER_SIZE 2048u
 #define LOOP_SQ_ENTRIES 2048u       /* >= WIRE_MAX_BATCH_OPS: a linked batch fits one submit */
 #define LOOP_CQ_ENTRIES 16384u
@@ -139,8 +140,12 @@ struct loop {
 	struct io_uring_buf_ring *buffers;
 	uint8_t *buffer_memory;
 	size_t buffer_ring_bytes;
-	unsigned buffer_count;         /* provided receive buffers, a power of two */
+	unsigned buffer_count;         /* provided receive buffers now in the ring */
+	size_t buffer_memory_bytes;    /* reserved for --recv-buffers buffers */
+	unsigned buffer_max;           /* the ring's entries (--recv-buffers, or fewer when
+					* RLIMIT_MEMLOCK holds it), a power of two */
 	bool buffers_registered;
+	bool buffers_exhausted;        /* a receive found none this turn: add more */
 	/* Sends queued this turn whose completion leads to no further work (a client's whole
 	 * output, nothing waiting behind it): the next io_uring_enter submits them and waits for
 	 * their completions and one more, so a request costs one enter, not two. */
@@ -158,6 +163,8 @@ struct io_uring_sqe *loop_sqe(struct loop *loop);
 void loop_reserve(struct loop *loop, unsigned count);
 /* Give provided buffer `id` back to the kernel. */
 void loop_recycle_buffer(struct loop *loop, uint16_t id);
+/* A receive found every buffer in use: the turn's end adds as many again (up to buffer_max). */
+void loop_buffers_exhausted(struct loop *loop);
 const uint8_t *loop_buffer(const struct loop *loop, uint16_t id);
 
 /* Monotonic time in ns. */
@@ -212,6 +219,8 @@ struct client {
 	struct client *next_dirty;     /* on server->dirty: has replies to start sending */
 	struct client *next_rearm;     /* on server->rearm: recv waits for buffers */
 	struct client *next_lock_waiter; /* on server->lock_waiters */
+	struct client *prev_timed;     /* on server->timed: a deadline may be pending */
+	struct client *next_timed;
 	struct msrd *server;
 	struct uid_account *account;   /* its uid's; NULL once it is retired */
 	int fd;
@@ -258,6 +267,8 @@ struct client {
 	uint32_t stale_slot_count;
 	struct energy_page_hold page_holds[CLIENT_MAX_ENERGY_PAGES];
 	uint32_t page_hold_count;
+	struct client *prev_holder;    /* on energy.holders while page_hold_count > 0 */
+	struct client *next_holder;
 	/* Precise edges run for this client's holds only within EDGE_LEASE_NS of its last request
 	 * (energy_page.c): a program that measured once and goes on without msrd must not leave
 	 * msrd spinning on the package it measures. */
@@ -281,6 +292,7 @@ struct client {
 					* at the end of that loop turn */
 	bool linked_send;              /* its send in flight is linked behind a device read: a
 					* failed read cancels it, and its reply is then dropped */
+	bool timed;                    /* on server->timed */
 } __attribute__((aligned(16)));
 
 int client_accept(struct msrd *server, int fd);
@@ -318,9 +330,10 @@ void client_sqe_done(struct client *client);
 /* Free the clients retired during this loop turn (called once the turn's completions, and the
  * dirty and rearm lists that may name them, are done). */
 void client_free_retired(struct msrd *server);
-/* Periodic checks: partial-frame and stalled-send timeouts. True when this client still needs
- * the tick. */
-bool client_check_timeouts(struct client *client, uint64_t now_ns);
+/* Periodic checks: partial-frame and stalled-send timeouts of the clients that set a deadline
+ * since the last tick (server->timed), never of every client. True when one still needs the
+ * tick. */
+bool clients_check_timeouts(struct msrd *server, uint64_t now_ns);
 int client_add_ring(struct client *client, struct ring_entry *entry, bool producer);
 
 /* ---- protocol handling (dispatch.c) ---- */
@@ -615,6 +628,8 @@ struct energy_state {
 	uint64_t samples;              /* sampling rounds so far, for the log */
 	/* Energy pages (energy_page.c): sampled at page_rate_hz while any is held. */
 	struct msrd_energy_page *pages;
+	struct client *holders;        /* clients holding a page (doubly linked): what the rate
+					* and the leases are made of, never every client */
 	uint32_t page_rate_hz;         /* 0: no page is held, no page sampling */
 	bool page_armed;
 	struct __kernel_timespec page_timeout;
@@ -932,6 +947,8 @@ struct msrd {
 	size_t machine_reply_length;
 
 	struct client *clients;        /* doubly linked */
+	struct client *timed;          /* clients that may have a deadline (doubly linked): the
+					* tick looks at these only */
 	struct client *dirty;          /* clients with replies to start sending */
 	struct client *rearm;          /* clients whose recv waits for buffers (ENOBUFS) */
 	struct client *dead;           /* retired this turn, freed at its end (via ->next) */
@@ -964,7 +981,8 @@ struct msrd {
 	int32_t scratch_current_status[WIRE_MAX_BATCH_OPS];
 };
 
-int loop_init(struct loop *loop, unsigned buffer_count);
+/* buffer_max: most receive buffers (a power of two); the loop starts with LOOP_BUFFER_START. */
+int loop_init(struct loop *loop, unsigned buffer_max);
 void loop_exit(struct loop *loop);
 /* Run until server->done. 0 on a clean stop, -errno when the ring itself failed. */
 int loop_run(struct msrd *server);

@@ -29,6 +29,16 @@
  * while a phase between two observations is drawn exactly either way (the load applies from its
  * interval's start); what a finer sample added was only a shorter lag where msrd observes the
  * CPU in between (its page sampler, its windows): at most one sample.
+ *
+ * A process's CPU-time clock costs the kernel a walk over all its threads (thread_group_cputime):
+ * one process with 10 000 threads, each with a connection, took ~135 us a read, 13 % of msrd's
+ * CPU at one sample a millisecond, charged to every read (issue 31). So the next fine sample
+ * waits at least SIM_FOLLOW_COST_SHARE times what the last one cost: the follow takes at most
+ * about 0.25 % of a CPU (100 times was 1.6 % with the placement reads below, 0.23 us of msrd's
+ * ~9.7 us per read at 10 000 clients), and a process with few threads (a clock read of a few
+ * microseconds) is still sampled every millisecond.
+ * The same holds for where the processes ran (/proc/PID/stat sums over the threads too: ~2.5 ms
+ * for that process).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,6 +53,7 @@
 #define SIM_FOLLOW_MAX 32u
 #define SIM_FOLLOW_SAMPLE_NS 1000000ull
 #define SIM_FOLLOW_REST_NS 50000000ull
+#define SIM_FOLLOW_COST_SHARE 400u
 
 struct sim_followed {
 	pid_t pid;
@@ -57,6 +68,9 @@ struct sim_follow {
 	uint32_t count;
 	bool said_full;
 	uint64_t fine_at;       /* the last fine sample */
+	uint64_t fine_pause;    /* the next one comes this long after it, at least */
+	uint64_t placed_at;     /* the last look at where the processes ran */
+	uint64_t place_pause;   /* the next one comes this long after it, at least */
 	uint64_t window_at;     /* the start of the rest's window */
 	uint32_t host_cpus;
 	uint32_t *others;       /* per host CPU: the load the followed processes are not */
@@ -74,6 +88,15 @@ static int read_cpu_clock(clockid_t clock, uint64_t *ns)
 		return -errno;
 	*ns = (uint64_t)now.tv_sec * SIM_NS_PER_SECOND + (uint64_t)now.tv_nsec;
 	return 0;
+}
+
+/* What a sample costs msrd, in real time (the simulated clock may be virtual). */
+static uint64_t monotonic_ns(void)
+{
+	uint64_t ns = 0;
+
+	read_cpu_clock(CLOCK_MONOTONIC, &ns);
+	return ns;
 }
 
 /* Field 39 of /proc/PID/stat, the CPU the process last ran on (after the command in parentheses,
@@ -131,6 +154,7 @@ static int make_follow(struct sim *sim, uint64_t now)
 		sim_host_load_ticks(sim->host, k, &follow->busy_ticks[k], &follow->total_ticks[k]);
 	}
 	follow->fine_at = follow->window_at = now;
+	follow->fine_pause = SIM_FOLLOW_SAMPLE_NS;
 	sim->follow = follow;
 	return 0;
 }
@@ -249,10 +273,16 @@ bool sim_follow_sample(struct sim *sim, uint64_t now, uint64_t *from, const uint
 		       uint32_t *host_cpus)
 {
 	struct sim_follow *follow = sim->follow;
+	uint64_t began, cost;
 
-	if (follow == NULL || follow->count == 0 || now < follow->fine_at + SIM_FOLLOW_SAMPLE_NS)
+	if (follow == NULL || follow->count == 0 || now < follow->fine_at + follow->fine_pause)
 		return false;
+	began = monotonic_ns();
 	fine_loads(follow, now - follow->fine_at);
+	cost = monotonic_ns() - began;
+	follow->fine_pause = cost * SIM_FOLLOW_COST_SHARE > SIM_FOLLOW_SAMPLE_NS
+				     ? cost * SIM_FOLLOW_COST_SHARE
+				     : SIM_FOLLOW_SAMPLE_NS;
 	*from = follow->fine_at;
 	follow->fine_at = now;
 	*loads = follow->loads;
@@ -267,12 +297,18 @@ void sim_follow_host_sampled(struct sim *sim, uint64_t now)
 
 	if (follow == NULL)
 		return;
-	for (uint32_t i = 0; i < follow->count; i++) {
-		struct sim_followed *process = &follow->processes[i];
-		uint32_t cpu;
+	if (now >= follow->placed_at + follow->place_pause) {
+		uint64_t began = monotonic_ns();
 
-		if (read_last_cpu(process->pid, &cpu) == 0 && cpu < follow->host_cpus)
-			process->host_cpu = cpu;
+		for (uint32_t i = 0; i < follow->count; i++) {
+			struct sim_followed *process = &follow->processes[i];
+			uint32_t cpu;
+
+			if (read_last_cpu(process->pid, &cpu) == 0 && cpu < follow->host_cpus)
+				process->host_cpu = cpu;
+		}
+		follow->placed_at = now;
+		follow->place_pause = (monotonic_ns() - began) * SIM_FOLLOW_COST_SHARE;
 	}
 	window = now - follow->window_at;
 	if (now < follow->window_at || window < SIM_FOLLOW_REST_NS)

@@ -22,8 +22,8 @@
 #include "haecer/msrd.h"
 #include "proto/wire.h"
 #include "tests/lib/msrd_group.h"
-#include "tests/lib/policy_text.h"
-#include "tests/lib/raw_client.h"
+#include "harness/policy_text.h"
+#include "harness/raw_client.h"
 
 #define TIMEOUT_MS 120000u
 #define TSC 0x10u

@@ -309,11 +309,19 @@ static void lease_renew(struct haecer_counter *counter)
 	struct haecer_context *ctx = counter->ctx;
 	uint64_t now = haecer__monotonic_raw_ns();
 
+	int error;
+
 	if (virtual_time(ctx) ||
 	    now - __atomic_load_n(&ctx->lease_renewed_ns, __ATOMIC_RELAXED) < LEASE_RENEW_NS)
 		return;
-	if (haecer_energy_read(ctx->conn, counter->info.cpu, counter->info.counter_address, NULL,
-			       NULL) == 0)
+	/* The connection carries one request at a time: another thread's round trip on this
+	 * context must not interleave its frames with ours. */
+	if (haecer__counter_lock(counter, &ctx) < 0)
+		return;
+	error = haecer_energy_read(ctx->conn, counter->info.cpu, counter->info.counter_address,
+				   NULL, NULL);
+	pthread_mutex_unlock(&ctx->lock);
+	if (error == 0)
 		lease_renewed(ctx);
 }
 
@@ -324,12 +332,17 @@ static void smi_poll(struct haecer_counter *counter, struct energy_sample *sampl
 	const struct haecer_context *ctx = counter->ctx;
 	struct haecer_msr_op op = { .kind = HAECER_MSR_READ, .cpu = counter->info.cpu,
 				    .address = MSR_SMI_COUNT };
+	struct haecer_context *locked;
 	int error;
 
 	if (sample->smi_exact || !(ctx->machine.flags & HAECER_MACHINE_HAS_SMI_COUNT) ||
 	    counter->smi_unreadable)
 		return;
-	error = haecer_msr_batch(ctx->conn, &op, 1);
+	error = haecer__counter_lock(counter, &locked);
+	if (error < 0)
+		return;
+	error = haecer_msr_batch(locked->conn, &op, 1);
+	pthread_mutex_unlock(&locked->lock);
 	if (error == -EPERM || op.status == -EPERM)
 		counter->smi_unreadable = true;
 	if (error < 0 || op.status < 0)
@@ -728,11 +741,16 @@ static bool estimate_now(const struct haecer_counter *counter,
 static int virtual_now_ns(const struct haecer_counter *counter, uint64_t *ns)
 {
 	uint64_t tsc_hz = counter->ctx->machine.tsc_hz, tsc;
+	struct haecer_context *ctx;
 	int error;
 
 	if (tsc_hz == 0)
 		return -ENODATA;
-	error = haecer_msr_read(counter->ctx->conn, counter->info.cpu, MSR_IA32_TSC, &tsc);
+	error = haecer__counter_lock(counter, &ctx);
+	if (error < 0)
+		return error;
+	error = haecer_msr_read(ctx->conn, counter->info.cpu, MSR_IA32_TSC, &tsc);
+	pthread_mutex_unlock(&ctx->lock);
 	if (error < 0)
 		return error;
 	*ns = (uint64_t)((unsigned __int128)tsc * 1000000000ull / tsc_hz);

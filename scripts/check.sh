@@ -18,6 +18,8 @@ make -j"$jobs" SANITIZE=1 all tests
 
 echo "== tests: gcc build"
 scripts/run-tests.sh build --jobs "$jobs" || status=1
+echo "== tests: the Python package (pytest, Debian's python3, over build/libhaecer.so)"
+HAECER_BUILD="$PWD/build" /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python || status=1
 echo "== tests: ASan+UBSan build"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	scripts/run-tests.sh build-asan --jobs "$jobs" || status=1

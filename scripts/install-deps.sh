@@ -23,6 +23,9 @@ curl
 strace
 chromium
 python3
+python3-pytest
+python3-pandas
+python3-matplotlib
 "
 
 missing=""

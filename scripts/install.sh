@@ -11,8 +11,9 @@
 # Layout under PREFIX: sbin/msrd, bin/haecer-*, lib/libhaecer.{a,so*}, lib/pkgconfig/haecer.pc,
 # include/haecer/*.h, share/man/man{1,3,8}, share/haecer/{models,policies},
 # lib/systemd/system/{msrd,haecer-mon}.service, lib/sysusers.d/haecer.conf,
-# lib/modules-load.d/haecer-msr.conf; the policy in /etc/haecer when PREFIX is /usr, else in
-# PREFIX/etc/haecer. LIBDIR, SYSCONFDIR, SYSTEMDUNITDIR and HAECER_VERSION override.
+# lib/modules-load.d/haecer-msr.conf, lib/python3/dist-packages/haecer/; the policy in
+# /etc/haecer when PREFIX is /usr, else in PREFIX/etc/haecer. LIBDIR, SYSCONFDIR, SYSTEMDUNITDIR,
+# PYTHONDIR and HAECER_VERSION override.
 set -eu
 
 build=${1:?usage: install.sh BUILD_DIR DEST_PREFIX}
@@ -127,6 +128,19 @@ Cflags: -I\${includedir}
 EOF
 }
 
+# The Python package (pure Python over libhaecer.so) in Debian's layout, told where the library
+# it wraps was installed.
+install_python() {
+	pythondir=${PYTHONDIR:-$prefix/lib/python3/dist-packages}
+	[ -f "$build/libhaecer.so" ] || return 0
+	for module in "$source"/python/haecer/*.py; do
+		put "$module" "$pythondir/haecer" 0644
+	done
+	printf '"""Written by make install: where libhaecer was installed."""\nLIBRARY = "%s"\n' \
+		"$libdir/$soname" >"$destdir$pythondir/haecer/_installed.py"
+	chmod 0644 "$destdir$pythondir/haecer/_installed.py"
+}
+
 install_manuals() {
 	for page in "$source"/man/*.[138]; do
 		[ -f "$page" ] || continue
@@ -172,6 +186,7 @@ finish_live_install() {
 install_programs
 install_libraries
 install_development
+install_python
 install_manuals
 install_configuration
 install_system_files

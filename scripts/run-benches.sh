@@ -22,13 +22,23 @@ else
 		name=${path##*/}
 		[ -x "$path" ] && [ -f "$path" ] && [ "$name" != soak ] && [[ $name != *.o ]] && names+=("$name")
 	done
+	# Python benchmarks (bench/NAME.py), run with Debian's python3 over $build's library.
+	for path in bench/*.py; do
+		[ -f "$path" ] || continue
+		name=${path##*/}
+		names+=("${name%.py}")
+	done
 fi
 
 status=0
 summary=()
 for name in "${names[@]}"; do
 	echo "== bench/$name"
-	output=$("$build/bench/$name" 2>&1 | tee /dev/stderr)
+	if [ -f "bench/$name.py" ]; then
+		output=$(/usr/bin/python3 "bench/$name.py" 2>&1 | tee /dev/stderr)
+	else
+		output=$("$build/bench/$name" 2>&1 | tee /dev/stderr)
+	fi
 	code=$?
 	if [ $code -ne 0 ]; then
 		echo "bench/$name: exit $code" >&2

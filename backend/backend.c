@@ -17,7 +17,7 @@
 
 /* ---- names ---- */
 
-static const char *const kind_names[] = { "auto", "msr", "msr-safe", "sim" };
+static const char *const kind_names[] = { "auto", "msr", "msr-safe", "sim", "powercap" };
 
 const char *backend_kind_name(enum backend_kind kind)
 {
@@ -91,6 +91,25 @@ static int open_sim_backend(const struct backend_options *options, struct msr_ba
 	}
 	backend->info = *sim_machine_info(backend->sim);
 	backend->cpu_count = backend->info.cpu_count;
+	*out = backend;
+	return 0;
+}
+
+static int open_powercap_backend(const struct backend_options *options,
+				 struct msr_backend **out, char *why, size_t why_size)
+{
+	struct msr_backend *backend = backend_alloc(BACKEND_POWERCAP);
+	int ret;
+
+	if (!backend)
+		return -ENOMEM;
+	ret = backend_powercap_open(backend,
+				    options->sysfs_root ? options->sysfs_root : options->dev_root,
+				    why, why_size);
+	if (ret < 0) {
+		backend_close(backend);
+		return ret;
+	}
 	*out = backend;
 	return 0;
 }
@@ -174,6 +193,8 @@ int backend_open(const struct backend_options *options, struct msr_backend **out
 		return open_device_backend(options, options->kind, out, why, why_size);
 	case BACKEND_SIM:
 		return open_sim_backend(options, out, why, why_size);
+	case BACKEND_POWERCAP:
+		return open_powercap_backend(options, out, why, why_size);
 	default:
 		snprintf(why, why_size, "unknown backend kind %d", (int)options->kind);
 		return -EINVAL;
@@ -186,6 +207,7 @@ void backend_close(struct msr_backend *backend)
 		return;
 	backend_msr_close(backend);
 	backend_msr_safe_close(backend);
+	backend_powercap_close(backend);
 	sim_close(backend->sim);
 	free(backend);
 }
@@ -207,6 +229,8 @@ int backend_read(struct msr_backend *backend, uint32_t cpu, uint32_t address, ui
 {
 	if (backend->sim)
 		return sim_read(backend->sim, cpu, address, value);
+	if (backend->powercap)
+		return backend_powercap_read(backend, cpu, address, value);
 	return backend_device_read(backend, cpu, address, value);
 }
 
@@ -214,6 +238,8 @@ int backend_write(struct msr_backend *backend, uint32_t cpu, uint32_t address, u
 {
 	if (backend->sim)
 		return sim_write(backend->sim, cpu, address, value);
+	if (backend->powercap)
+		return -EIO; /* powercap zones are read-only energy: no register to write */
 	return backend_device_write(backend, cpu, address, value);
 }
 

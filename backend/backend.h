@@ -7,6 +7,8 @@
  *   msr       /dev/cpu/N/msr of the Linux msr driver: pread/pwrite of 8 bytes at offset = address
  *   msr-safe  /dev/cpu/N/msr_safe of LLNL's msr-safe, and its batch ioctl on /dev/cpu/msr_batch
  *   sim       a simulated CPU described by configs/models/NAME.yaml (configs/models/README.md)
+ *   powercap  the kernel's powercap zones (sys/class/powercap/intel-rapl:N[:M]/energy_uj): RAPL
+ *             energy only, answered as the energy-status registers would (backend/powercap.c)
  *
  * Every device path is looked up under options->dev_root, so tests point the real code at
  * stand-in files with the same read/write-at-offset interface.
@@ -31,11 +33,14 @@ enum backend_kind {
 	BACKEND_MSR = 1,
 	BACKEND_MSR_SAFE = 2,
 	BACKEND_SIM = 3,
+	BACKEND_POWERCAP = 4,    /* RAPL energy from sys/class/powercap zones (backend/powercap.c) */
 };
 
 struct backend_options {
 	enum backend_kind kind;
 	const char *dev_root;      /* prefix of dev/cpu/N/msr, sys/..., proc/...; NULL or "/" = real */
+	const char *sysfs_root;    /* powercap: prefix of sys/class/powercap and sys/devices/system/
+				    * cpu; NULL = dev_root */
 	const char *sim_model;     /* model name (file configs/models/NAME.yaml); NULL = default */
 	const char *models_dir;    /* directory of model files; NULL = built-in search path */
 	bool sim_virtual_time;     /* deterministic mode: time moves only by backend_sim_advance */

@@ -17,7 +17,7 @@
 
 /* ---- names ---- */
 
-static const char *const kind_names[] = { "auto", "msr", "msr-safe", "sim", "powercap" };
+static const char *const kind_names[] = { "auto", "msr", "msr-safe", "sim", "powercap", "perf" };
 
 const char *backend_kind_name(enum backend_kind kind)
 {
@@ -114,6 +114,22 @@ static int open_powercap_backend(const struct backend_options *options,
 	return 0;
 }
 
+/* No register at all: the machine as sysfs and CPUID describe it, for msrd's perf broker. */
+static int open_perf_backend(const struct backend_options *options, struct msr_backend **out,
+			     char *why, size_t why_size)
+{
+	struct msr_backend *backend = backend_alloc(BACKEND_PERF);
+	const char *root = options->sysfs_root ? options->sysfs_root : options->dev_root;
+
+	if (!backend)
+		return -ENOMEM;
+	backend->cpu_count = backend_sysfs_cpu_count(root);
+	backend_probe_machine(backend, root);
+	snprintf(why, why_size, "perf events only: no register reads (every one says EIO)");
+	*out = backend;
+	return 0;
+}
+
 static void append(char *text, size_t size, const char *format, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -195,6 +211,8 @@ int backend_open(const struct backend_options *options, struct msr_backend **out
 		return open_sim_backend(options, out, why, why_size);
 	case BACKEND_POWERCAP:
 		return open_powercap_backend(options, out, why, why_size);
+	case BACKEND_PERF:
+		return open_perf_backend(options, out, why, why_size);
 	default:
 		snprintf(why, why_size, "unknown backend kind %d", (int)options->kind);
 		return -EINVAL;
@@ -231,6 +249,8 @@ int backend_read(struct msr_backend *backend, uint32_t cpu, uint32_t address, ui
 		return sim_read(backend->sim, cpu, address, value);
 	if (backend->powercap)
 		return backend_powercap_read(backend, cpu, address, value);
+	if (backend->kind == BACKEND_PERF)
+		return cpu < backend->cpu_count ? -EIO : -ENXIO;
 	return backend_device_read(backend, cpu, address, value);
 }
 
@@ -238,8 +258,8 @@ int backend_write(struct msr_backend *backend, uint32_t cpu, uint32_t address, u
 {
 	if (backend->sim)
 		return sim_write(backend->sim, cpu, address, value);
-	if (backend->powercap)
-		return -EIO; /* powercap zones are read-only energy: no register to write */
+	if (backend->powercap || backend->kind == BACKEND_PERF)
+		return -EIO; /* powercap zones are read-only energy; perf has no registers */
 	return backend_device_write(backend, cpu, address, value);
 }
 

@@ -34,6 +34,7 @@ enum backend_kind {
 	BACKEND_MSR_SAFE = 2,
 	BACKEND_SIM = 3,
 	BACKEND_POWERCAP = 4,    /* RAPL energy from sys/class/powercap zones (backend/powercap.c) */
+	BACKEND_PERF = 5,        /* no registers: msrd serves perf events only (its perf broker) */
 };
 
 struct backend_options {

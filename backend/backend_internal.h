@@ -82,6 +82,8 @@ int backend_powercap_open(struct msr_backend *backend, const char *root, char *w
 int backend_powercap_read(struct msr_backend *backend, uint32_t cpu, uint32_t address,
 			  uint64_t *value);
 void backend_powercap_close(struct msr_backend *backend);
+/* CPUs are root/sys/devices/system/cpu/cpuN: the highest N + 1 (at least 1). */
+uint32_t backend_sysfs_cpu_count(const char *root);
 
 /* ---- backend.c ---- */
 

@@ -171,8 +171,8 @@ void backend_msr_close(struct msr_backend *backend)
 
 int backend_prep_supported(const struct msr_backend *backend, uint32_t cpu, bool write)
 {
-	if (backend->sim || backend->powercap)
-		return -EOPNOTSUPP;
+	if (backend->sim || !backend->fds)
+		return -EOPNOTSUPP; /* no devices: the simulated CPU, powercap, perf */
 	if (cpu >= backend->cpu_count || backend->fds[cpu] < 0)
 		return -ENXIO;
 	if (write && !backend->writable[cpu])

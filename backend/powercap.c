@@ -260,8 +260,7 @@ static int scan_zones(struct powercap *state, const char *root, uint32_t package
 	return ret < 0 ? ret : (state->count ? 0 : -ENOENT);
 }
 
-/* CPUs are sys/devices/system/cpu/cpuN: the highest N + 1 (at least 1). */
-static uint32_t count_cpus(const char *root)
+uint32_t backend_sysfs_cpu_count(const char *root)
 {
 	char path[PATH_MAX];
 	uint32_t count = 0;
@@ -323,7 +322,7 @@ int backend_powercap_open(struct msr_backend *backend, const char *root, char *w
 	backend->powercap = calloc(1, sizeof(*backend->powercap));
 	if (!backend->powercap)
 		return -ENOMEM;
-	backend->cpu_count = count_cpus(root);
+	backend->cpu_count = backend_sysfs_cpu_count(root);
 	backend_probe_machine(backend, root);
 	ret = scan_zones(backend->powercap, root, backend->info.package_count,
 			 cpu_vendor_is_amd(backend->info.vendor));

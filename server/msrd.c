@@ -247,7 +247,7 @@ static int start_server(struct msrd *server, sigset_t *mask)
 		return server->listen_fd;
 	if (!config->foreground && daemon(0, 0) < 0)
 		return -errno;
-	status = privilege_drop(config->user != NULL ? &user : NULL);
+	status = privilege_drop(config->user != NULL ? &user : NULL, perf_broker_enabled(server));
 	if (status < 0)
 		return status;
 	server->signal_fd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);

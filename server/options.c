@@ -24,6 +24,7 @@ enum option_id {
 	OPT_MODELS_DIR,
 	OPT_DEV_ROOT,
 	OPT_SYSFS_ROOT,
+	OPT_PERF_BROKER,
 	OPT_LOG_LEVEL,
 	OPT_INSECURE_POLICY,
 	OPT_SOCKET_MODE,
@@ -74,6 +75,7 @@ static const struct option long_options[] = {
 	{ "models-dir", required_argument, NULL, OPT_MODELS_DIR },
 	{ "dev-root", required_argument, NULL, OPT_DEV_ROOT },
 	{ "sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT },
+	{ "perf-broker", no_argument, NULL, OPT_PERF_BROKER },
 	{ "foreground", no_argument, NULL, 'f' },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "insecure-policy-permissions", no_argument, NULL, OPT_INSECURE_POLICY },
@@ -135,12 +137,15 @@ void options_usage(FILE *out)
 		"                             every 5 s; count the rest (default 10; 0: all)\n"
 		"Backend:\n"
 		"  --backend KIND             auto (default: msr, else msr-safe), msr, msr-safe,\n"
-		"                             powercap (RAPL energy from sys/class/powercap) or\n"
+		"                             powercap (RAPL energy from sys/class/powercap),\n"
+		"                             perf (no registers: the perf_event broker only) or\n"
 		"                             sim (the simulated CPU: invented values)\n"
 		"  --allow-sim-fallback       auto may fall back to the simulated CPU when no device\n"
 		"                             is usable (every result then says it is simulated)\n"
 		"  --dev-root DIR             look up dev/cpu/N/msr (and sys/...) under DIR\n"
 		"  --sysfs-root DIR           powercap: look up sys/class/powercap under DIR\n"
+		"  --perf-broker              open perf events for clients as the policy allows\n"
+		"                             (always on with --backend perf)\n"
 		"  --sim-model NAME           simulated CPU model (see --list-sim-models)\n"
 		"  --models-dir DIR           directory of simulated CPU models\n"
 		"  --sim-virtual-time         simulated time moves only when a client advances it\n"
@@ -342,6 +347,7 @@ static int parse_one(struct msrd_config *config, int id, const char *argument)
 	case OPT_MODELS_DIR: config->backend.models_dir = argument; return 0;
 	case OPT_DEV_ROOT: config->backend.dev_root = argument; return 0;
 	case OPT_SYSFS_ROOT: config->backend.sysfs_root = argument; return 0;
+	case OPT_PERF_BROKER: config->perf_broker = true; return 0;
 	case 'f': config->foreground = true; return 0;
 	case OPT_INSECURE_POLICY: config->insecure_policy_permissions = true; return 0;
 	case OPT_SOCKET_GROUP: config->socket_group = argument; return 0;

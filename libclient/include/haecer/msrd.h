@@ -281,6 +281,51 @@ int haecer_energy_page_open(struct haecer_conn *conn, uint32_t address, uint32_t
 int haecer_energy_page_request(struct haecer_conn *conn, uint32_t address, uint32_t rate_hz,
 			       uint32_t flags, struct haecer_energy_page_info *info, int *fd);
 
+/* ---- perf events msrd opens for the caller (its perf_event broker) ---- */
+
+/* What perf_event_open(2) would be given (see perf_event_open(2) for type and config; the
+ * PMU's type number is /sys/bus/event_source/devices/PMU/type). Scope: the caller's own thread
+ * `tid` (0: the calling process; a thread id of the caller's process, gettid()) counting on
+ * any CPU it runs on (cpu -1) — counts follow the thread across CPUs — or with
+ * HAECER_PERF_CPU_WIDE every task on CPU `cpu` (the policy must grant scope cpu). A
+ * sample_period other than 0 samples (the policy must grant sampling). */
+#define HAECER_PERF_CPU_WIDE 0x1u
+#define HAECER_PERF_EXCLUDE_KERNEL 0x2u
+#define HAECER_PERF_DISABLED 0x4u  /* start disabled: ioctl PERF_EVENT_IOC_ENABLE to count */
+struct haecer_perf_spec {
+	uint32_t type;
+	uint32_t flags;            /* HAECER_PERF_* */
+	uint64_t config;
+	uint64_t config1;
+	uint64_t sample_period;
+	int tid;
+	int cpu;
+};
+
+/* msrd opens the event as the policy allows (its `perf:` grant) and hands over the descriptor:
+ * *fd is the caller's (close it when done; msrd keeps no copy). *open (may be NULL) gets how
+ * many events this uid holds through msrd's live connections, this one included.
+ * -EPERM the policy does not grant this class, scope or sampling, or tid is not a thread of
+ * the caller's process (never another uid's); -ENOSPC the uid holds the policy's max_open
+ * events already (they count back when their connection closes), or msrd is out of
+ * descriptors (EMFILE); -EOPNOTSUPP msrd's broker is off, the type is no class msrd brokers, or
+ * the kernel's PMU cannot do it; -ENOENT the kernel has no such event; -EACCES the kernel
+ * refused msrd; haecer_conn_error says which. */
+int haecer_perf_open(struct haecer_conn *conn, const struct haecer_perf_spec *spec, int *fd,
+		     uint32_t *open);
+
+/* One read() of a brokered event: value scaled by time_enabled / time_running when the kernel
+ * multiplexed it (scaled true; raw keeps the count as read). -errno of read(), or -EIO for a
+ * short read (the descriptor is not such an event). */
+struct haecer_perf_value {
+	uint64_t value;
+	uint64_t raw;
+	uint64_t time_enabled;
+	uint64_t time_running;
+	bool scaled;
+};
+int haecer_perf_read(int fd, struct haecer_perf_value *out);
+
 /* In batches (haecer_msr_batch, haecer_batch_register/run): kind HAECER_MSR_ENERGY_READ gives
  * value = raw and total = the 64-bit total; kind HAECER_MSR_SLOT_READ reads slot `address`
  * (value = the raw counter; -ENOENT when this connection does not hold that slot). */

@@ -1,0 +1,275 @@
+/*
+ * server/perf_requests.c — PERF_OPEN: msrd as a perf_event broker (issue 24, item 2).
+ *
+ * Where the kernel's perf_event_paranoid keeps an unprivileged program from perf (Debian's 3
+ * forbids it every event), msrd opens the event for it, as the policy allows (policy_perf_grant:
+ * which event classes, whether CPU-wide, whether sampling, how many at once per uid), and hands
+ * the event's descriptor over the socket (SCM_RIGHTS, as rings are handed). The kernel then does
+ * the rest: counts follow the client's thread across CPUs, multiplexing is scaled by
+ * time_enabled / time_running, and the client reads with read(). msrd keeps no copy: once sent,
+ * the descriptor is the client's alone (passing it on or never closing it costs msrd nothing).
+ *
+ * A client never gets an event on another process: a pid-scoped event must name a thread of
+ * the connected process itself (SO_PEERCRED's pid), checked in /proc/TID/status (Tgid and real
+ * uid) before the open and again after it, so a thread that exited and whose id was reused by
+ * another process in between is caught and the event closed. (perf_event_open takes no pidfd.)
+ *
+ * The bound counts events handed out over a uid's live connections (ACCOUNT_PERF_EVENTS); they
+ * count back when the connection closes.
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+/* /sys/bus/event_source/devices/PMU/type under the sysfs root, or -errno. */
+static int pmu_type(const struct msrd *server, const char *pmu)
+{
+	const struct backend_options *options = &server->config->backend;
+	const char *root = options->sysfs_root ? options->sysfs_root : options->dev_root;
+	char path[PATH_MAX], text[16] = "";
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/sys/bus/event_source/devices/%s/type",
+		 root && strcmp(root, "/") != 0 ? root : "", pmu);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	got = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (got <= 0 || text[0] < '0' || text[0] > '9')
+		return -EIO;
+	return atoi(text);
+}
+
+/* The policy's class of an event type: POLICY_PERF_*, or 0 for one msrd does not broker. */
+static uint32_t event_class(const struct msrd *server, uint32_t type)
+{
+	if (type == PERF_TYPE_SOFTWARE)
+		return POLICY_PERF_SOFTWARE;
+	if (type == PERF_TYPE_HARDWARE || type == PERF_TYPE_HW_CACHE || type == PERF_TYPE_RAW ||
+	    (int)type == pmu_type(server, "cpu"))
+		return POLICY_PERF_CORE;
+	if ((int)type == pmu_type(server, "msr"))
+		return POLICY_PERF_MSR;
+	if ((int)type == pmu_type(server, "power"))
+		return POLICY_PERF_POWER;
+	return 0;
+}
+
+/* Thread `tid`'s thread group and real uid from /proc/TID/status: 0, or -ESRCH when it is gone. */
+static int thread_owner(pid_t tid, pid_t *tgid, uid_t *uid)
+{
+	char path[64], line[256];
+	bool have_tgid = false, have_uid = false;
+	FILE *file;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	file = fopen(path, "re");
+	if (!file)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), file)) {
+		unsigned value;
+
+		if (sscanf(line, "Tgid: %u", &value) == 1) {
+			*tgid = (pid_t)value;
+			have_tgid = true;
+		} else if (sscanf(line, "Uid: %u", &value) == 1) {
+			*uid = (uid_t)value;
+			have_uid = true;
+		}
+	}
+	fclose(file);
+	return have_tgid && have_uid ? 0 : -ESRCH;
+}
+
+/* Whether `tid` is a thread of the client's own process, run by its uid. */
+static bool own_thread(const struct client *client, pid_t tid)
+{
+	pid_t tgid = 0;
+	uid_t uid = 0;
+
+	return client->pid > 0 && thread_owner(tid, &tgid, &uid) == 0 && tgid == client->pid &&
+	       uid == client->uid;
+}
+
+static bool refuse(struct client *client, const struct wire_header *header, uint16_t status,
+		   const char *reason)
+{
+	client_reply_error(client, header->op, header->request_id, status, "%s", reason);
+	return false;
+}
+
+/* The policy's word on the request; a refusal is replied (and logged) here. */
+static bool request_allowed(struct client *client, const struct wire_header *header,
+			    const struct wire_perf_open *request, const struct policy_perf *perf)
+{
+	struct msrd *server = client->server;
+	uint32_t class = event_class(server, request->type);
+	char reason[160];
+
+	if (class == 0) {
+		snprintf(reason, sizeof(reason), "perf event type %u is no class msrd brokers "
+			 "(software, msr, power, core)", request->type);
+		return refuse(client, header, WIRE_STATUS_UNSUPPORTED, reason);
+	}
+	if (!(perf->classes & class)) {
+		snprintf(reason, sizeof(reason), "uid %u may not open perf events of type %u "
+			 "(policy: perf events)", (unsigned)client->uid, request->type);
+		return refuse(client, header, WIRE_STATUS_DENIED, reason);
+	}
+	if ((request->flags & WIRE_PERF_CPU_WIDE) && !perf->cpu_wide)
+		return refuse(client, header, WIRE_STATUS_DENIED,
+			      "CPU-wide perf events not granted (policy: perf scope own)");
+	if ((request->flags & WIRE_PERF_CPU_WIDE) &&
+	    (request->cpu < 0 || (uint32_t)request->cpu >= server->machine.cpu_count))
+		return refuse(client, header, WIRE_STATUS_NO_CPU, "a CPU-wide event needs a CPU");
+	if (request->sample_period != 0 && !perf->sampling)
+		return refuse(client, header, WIRE_STATUS_DENIED,
+			      "perf sampling not granted (policy: perf sampling)");
+	if (client->account->used[ACCOUNT_PERF_EVENTS] >= perf->max_open) {
+		snprintf(reason, sizeof(reason), "uid %u holds %u perf events through msrd, its "
+			 "bound (policy: perf max_open)", (unsigned)client->uid, perf->max_open);
+		return refuse(client, header, WIRE_STATUS_LIMIT, reason);
+	}
+	return true;
+}
+
+static int open_event(const struct wire_perf_open *request, pid_t tid)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = request->type,
+		.config = request->config,
+		.config1 = request->config1,
+		.sample_period = request->sample_period,
+		.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
+		.disabled = (request->flags & WIRE_PERF_DISABLED) != 0,
+		.exclude_kernel = (request->flags & WIRE_PERF_EXCLUDE_KERNEL) != 0,
+	};
+	bool cpu_wide = (request->flags & WIRE_PERF_CPU_WIDE) != 0;
+	long fd = syscall(SYS_perf_event_open, &attr, cpu_wide ? -1 : (int)tid,
+			  request->cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* What the kernel's refusal means for the client. */
+static const char *kernel_hint(int error)
+{
+	switch (error) {
+	case -EACCES:
+	case -EPERM:
+		return "the kernel refused msrd (perf_event_paranoid, or msrd lacks CAP_PERFMON)";
+	case -ENOENT:
+		return "the kernel has no such event";
+	case -EOPNOTSUPP:
+		return "the PMU cannot do this (e.g. sampling or per-thread on a CPU-wide PMU)";
+	case -EMFILE:
+	case -ENFILE:
+		return "msrd is out of descriptors";
+	case -EINVAL:
+		return "the PMU refused this scope or encoding";
+	default:
+		return "";
+	}
+}
+
+static void reply_kernel_error(struct client *client, const struct wire_header *header,
+			       const struct wire_perf_open *request, int error)
+{
+	/* EMFILE has no status of its own: it is a limit reached. */
+	uint16_t status = error == -EMFILE || error == -ENFILE ? WIRE_STATUS_LIMIT
+							       : wire_status_from_errno(error);
+
+	log_info("perf: uid %u pid %d: perf_event_open(type %u config %#llx) failed: %s",
+		 (unsigned)client->uid, (int)client->pid, request->type,
+		 (unsigned long long)request->config, strerror(-error));
+	client_reply_error(client, header->op, header->request_id, status,
+			   "perf_event_open(type %u config %#llx): %s; %s", request->type,
+			   (unsigned long long)request->config, strerror(-error), kernel_hint(error));
+}
+
+static void reply_opened(struct client *client, const struct wire_header *header,
+			 const struct wire_perf_open *request, const struct policy_perf *perf,
+			 int fd)
+{
+	struct wire_perf_opened reply = {
+		.type = request->type,
+		.flags = request->flags,
+		.open = (uint32_t)client->account->used[ACCOUNT_PERF_EVENTS],
+		.max_open = perf->max_open,
+	};
+	struct wire_writer writer;
+	uint8_t *space = dispatch_reply_begin(client, WIRE_PERF_OPENED_SIZE, &writer);
+
+	if (space == NULL) {
+		close(fd);
+		return;
+	}
+	wire_put_perf_opened(&writer, &reply);
+	dispatch_reply_end(client, space, header, &writer, fd);
+}
+
+bool perf_broker_enabled(const struct msrd *server)
+{
+	return server->config->perf_broker || backend_kind(server->backend) == BACKEND_PERF;
+}
+
+void perf_requests_handle_open(struct client *client, const struct wire_header *header,
+			       const uint8_t *payload, size_t length)
+{
+	struct wire_perf_open request;
+	struct policy_perf perf;
+	pid_t tid;
+	int fd;
+
+	if (wire_get_perf_open(payload, length, &request) < 0) {
+		dispatch_malformed(client, header, length);
+		return;
+	}
+	if (!perf_broker_enabled(client->server)) {
+		refuse(client, header, WIRE_STATUS_UNSUPPORTED,
+		       "msrd's perf broker is off (msrd --perf-broker or --backend perf)");
+		return;
+	}
+	policy_perf_grant(client->grant, &perf);
+	if (!request_allowed(client, header, &request, &perf))
+		return;
+	tid = request.tid == 0 ? client->pid : (pid_t)request.tid;
+	if (!(request.flags & WIRE_PERF_CPU_WIDE) && !own_thread(client, tid)) {
+		refuse(client, header, WIRE_STATUS_DENIED,
+		       "perf events only on the client's own threads (not a thread of its "
+		       "process, or another uid's)");
+		return;
+	}
+	fd = open_event(&request, tid);
+	if (fd >= 0 && !(request.flags & WIRE_PERF_CPU_WIDE) && !own_thread(client, tid)) {
+		close(fd); /* the thread exited and its id went to another process meanwhile */
+		fd = -ESRCH;
+	}
+	if (fd < 0) {
+		reply_kernel_error(client, header, &request, fd);
+		return;
+	}
+	client->account->used[ACCOUNT_PERF_EVENTS]++;
+	client->perf_open++;
+	reply_opened(client, header, &request, &perf, fd);
+}
+
+void perf_requests_release_client(struct client *client)
+{
+	accounts_give_back(&client->server->accounts, client->account, ACCOUNT_PERF_EVENTS,
+			   client->perf_open);
+	client->perf_open = 0;
+}

@@ -145,7 +145,31 @@ static void append(char *text, size_t size, const char *format, ...)
 	va_end(arguments);
 }
 
-/* msr, then msr-safe, then (only when asked for) the simulated CPU; `why` keeps what each
+/* Without an MSR device: energy from powercap, else no registers at all but perf events through
+ * msrd's broker. Appends what happened to `why`. */
+static int open_kernel_interfaces(const struct backend_options *options,
+				  struct msr_backend **out, char *why, size_t why_size)
+{
+	char reason[512] = "";
+
+	if (open_powercap_backend(options, out, reason, sizeof(reason)) == 0) {
+		append(why, why_size, "; %s for energy (counters: perf events through the broker)",
+		       reason);
+		return 0;
+	}
+	append(why, why_size, "; %s", reason);
+	if (!backend_perf_available(options)) {
+		append(why, why_size, "; perf: no perf_event (proc/sys/kernel/perf_event_paranoid)");
+		return -ENODEV;
+	}
+	reason[0] = '\0';
+	if (open_perf_backend(options, out, reason, sizeof(reason)) < 0)
+		return -ENODEV;
+	append(why, why_size, "; using perf: %s", reason);
+	return 0;
+}
+
+/* msr, then msr-safe, then powercap, then perf, then (only when asked for) the simulated CPU; `why` keeps what each
  * refusal was and what the operator could do about it. */
 static int open_auto(const struct backend_options *options, struct msr_backend **out, char *why,
 		     size_t why_size)
@@ -170,6 +194,8 @@ static int open_auto(const struct backend_options *options, struct msr_backend *
 		return 0;
 	}
 	append(why, why_size, "; msr-safe: %s", reason);
+	if (open_kernel_interfaces(options, out, why, why_size) == 0)
+		return 0;
 	if (!options->allow_sim_fallback) {
 		append(why, why_size, "; no usable MSR device, and the simulated CPU is used only "
 		       "when asked for (--backend sim, or --allow-sim-fallback)");

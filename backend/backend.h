@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hw/msr.h"
 
@@ -114,13 +115,23 @@ struct backend_diagnosis {
 
 struct msr_backend;
 
-/* Open a backend. BACKEND_AUTO tries msr, then msr-safe, and records why in `why` (e.g.
+/* Open a backend. BACKEND_AUTO tries msr, then msr-safe, then powercap (energy only), then perf
+ * (no registers: msrd's perf broker serves counters), and records why in `why` (e.g.
  * "msr: dev/cpu/0/msr: No such file or directory (load the msr module: modprobe msr); msr-safe:
  * ..."); it falls back to the simulated CPU only with options->allow_sim_fallback, and otherwise
  * fails with -ENODEV and that text, so a production msrd never invents values unasked. */
 int backend_open(const struct backend_options *options, struct msr_backend **out, char *why,
 		 size_t why_size);
 void backend_close(struct msr_backend *backend);
+
+/* Whether the kernel has perf_event (proc/sys/kernel/perf_event_paranoid under the sysfs root). */
+bool backend_perf_available(const struct backend_options *options);
+/* Whether this backend programs core counters itself (a writable msr or msr-safe device, or the
+ * simulated CPU); otherwise msrd's perf broker is the way to them. */
+bool backend_programs_pmcs(const struct msr_backend *backend);
+/* `msrd --probe`: one line per event class (energy, core PMCs, msr PMU, power PMU, software
+ * events) saying which backend serves it here, or what is missing. */
+void backend_probe_report(const struct backend_options *options, FILE *out);
 
 /* Inspect the device tree under options->dev_root without opening anything for good. */
 int backend_diagnose(const struct backend_options *options, struct backend_diagnosis *out);

@@ -1,6 +1,7 @@
 /*
  * libclient/msrd_perf.c — perf events through msrd's broker (PERF_OPEN, <haecer/msrd.h>): the
- * request, the descriptor it hands back, and reading it with its enabled/running times.
+ * request, the descriptor it hands back, and reading it with its enabled/running times; and the
+ * names of msrd's backends, which outputs print beside their figures.
  */
 #include "libclient/msrd_conn.h"
 
@@ -57,4 +58,12 @@ int haecer_perf_read(int fd, struct haecer_perf_value *out)
 	out->value = out->scaled ? (uint64_t)((unsigned __int128)values[0] * values[1] / values[2])
 				 : values[0];
 	return 0;
+}
+
+const char *haecer_backend_name(uint16_t backend)
+{
+	static const char *const names[] = { "unknown", "msr", "msr-safe", "sim", "powercap",
+					     "perf" };
+
+	return backend < sizeof(names) / sizeof(names[0]) ? names[backend] : "unknown";
 }

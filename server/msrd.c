@@ -338,6 +338,9 @@ int main(int argc, char **argv)
 		return import_allowlist(&config);
 	case MSRD_LIST_SIM_MODELS:
 		return list_sim_models(&config);
+	case MSRD_PROBE:
+		backend_probe_report(&config.backend, stdout);
+		return 0;
 	case MSRD_RUN:
 	default:
 		return run_server(&config);

@@ -48,6 +48,7 @@ enum option_id {
 	OPT_RING_MAJORS,
 	OPT_STRICT,
 	OPT_LIST_SIM_MODELS,
+	OPT_PROBE,
 	OPT_STATE_DIR,
 	OPT_USER,
 	OPT_SOCKET_OWNER,
@@ -100,6 +101,7 @@ static const struct option long_options[] = {
 	{ "ring-majors", required_argument, NULL, OPT_RING_MAJORS },
 	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ "list-sim-models", no_argument, NULL, OPT_LIST_SIM_MODELS },
+	{ "probe", no_argument, NULL, OPT_PROBE },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "user", required_argument, NULL, OPT_USER },
 	{ "socket-owner", required_argument, NULL, OPT_SOCKET_OWNER },
@@ -186,6 +188,7 @@ void options_usage(FILE *out)
 		"                             allowlist has no rings; setupFerretMonitor needs one)\n"
 		"  --strict                   with --check-policy: warnings fail too (exit 1)\n"
 		"  --list-sim-models          name the simulated CPU models\n"
+		"  --probe                    say which backend serves each event class here\n"
 		"  -h, --help                 this text\n"
 		"  -V, --version              the version\n"
 		"\n"
@@ -322,7 +325,7 @@ static int set_action(struct msrd_config *config, enum msrd_action action, const
 {
 	if (config->action != MSRD_RUN && config->action != action)
 		return bad_option("%s", "only one of --check-policy, --import-allowlist, "
-					"--list-sim-models, --help, --version");
+					"--list-sim-models, --probe, --help, --version");
 	config->action = action;
 	config->action_file = file;
 	return 0;
@@ -382,6 +385,7 @@ static int parse_one(struct msrd_config *config, int id, const char *argument)
 	case OPT_CHECK_POLICY: return set_action(config, MSRD_CHECK_POLICY, argument);
 	case OPT_IMPORT_ALLOWLIST: return set_action(config, MSRD_IMPORT_ALLOWLIST, argument);
 	case OPT_LIST_SIM_MODELS: return set_action(config, MSRD_LIST_SIM_MODELS, NULL);
+	case OPT_PROBE: return set_action(config, MSRD_PROBE, NULL);
 	case 'h': return set_action(config, MSRD_HELP, NULL);
 	case 'V': return set_action(config, MSRD_VERSION_ACTION, NULL);
 	default:

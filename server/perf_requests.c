@@ -221,9 +221,17 @@ static void reply_opened(struct client *client, const struct wire_header *header
 	dispatch_reply_end(client, space, header, &writer, fd);
 }
 
+/* On explicitly, with --backend perf, and under auto when no register backend programs the
+ * counters (powercap, perf, or an msr device that lockdown made read-only) but the kernel has
+ * perf_event: the counters then come from perf. */
 bool perf_broker_enabled(const struct msrd *server)
 {
-	return server->config->perf_broker || backend_kind(server->backend) == BACKEND_PERF;
+	const struct msrd_config *config = server->config;
+
+	if (config->perf_broker || backend_kind(server->backend) == BACKEND_PERF)
+		return true;
+	return config->backend.kind == BACKEND_AUTO && !backend_programs_pmcs(server->backend) &&
+	       backend_perf_available(&config->backend);
 }
 
 void perf_requests_handle_open(struct client *client, const struct wire_header *header,

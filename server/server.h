@@ -56,6 +56,7 @@ enum msrd_action {
 	MSRD_CHECK_POLICY,
 	MSRD_IMPORT_ALLOWLIST,
 	MSRD_LIST_SIM_MODELS,
+	MSRD_PROBE,
 };
 
 enum msrd_seccomp {

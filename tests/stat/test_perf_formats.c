@@ -211,6 +211,8 @@ static void test_list(void **state)
 	(void)state;
 	assert_int_equal(stat_run((const char *[]){ "list", NULL }, &out, &err), 0);
 	assert_non_null(strstr(out, "SIMULATED"));
+	/* The backend behind what is listed (issue 24). */
+	assert_non_null(strstr(out, "backend: msrd --backend sim\n"));
 	assert_non_null(strstr(out, "instructions"));
 	assert_non_null(strstr(out, "power/energy-pkg/"));
 	assert_non_null(strstr(out, "power/energy-gpu/"));

@@ -45,7 +45,7 @@ struct haecer_conn;
 /* What the server told this connection at HELLO. */
 struct haecer_server_info {
 	uint16_t version;          /* protocol version in use */
-	uint16_t backend;          /* 1 msr, 2 msr-safe, 3 simulated CPU */
+	uint16_t backend;          /* HAECER_BACKEND_*: 1 msr, 2 msr-safe, 3 simulated CPU, ... */
 	uint32_t max_frame;
 	uint32_t max_batch_ops;
 	uint32_t max_in_flight;
@@ -64,10 +64,17 @@ struct haecer_server_info {
 #define HAECER_FEATURE_HANDLES (1ull << 5)
 #define HAECER_FEATURE_SCHEDULES (1ull << 6)
 #define HAECER_FEATURE_ENERGY_PAGE (1ull << 7)
+#define HAECER_FEATURE_PERF (1ull << 8)  /* msrd's perf broker: haecer_perf_open */
 
 #define HAECER_BACKEND_MSR 1
 #define HAECER_BACKEND_MSR_SAFE 2
 #define HAECER_BACKEND_SIM 3
+#define HAECER_BACKEND_POWERCAP 4  /* energy from the kernel's powercap zones */
+#define HAECER_BACKEND_PERF 5      /* no registers: perf events through the broker only */
+
+/* msrd's name of a HAECER_BACKEND_* value ("msr", "msr-safe", "sim", "powercap", "perf"), as
+ * outputs name the backend behind a figure; "unknown" for others. */
+const char *haecer_backend_name(uint16_t backend);
 
 /* Connect to msrd at `path`; NULL means $HAECER_SOCKET, or HAECER_DEFAULT_SOCKET when that is
  * unset. Performs HELLO, so a returned connection speaks a version both sides know. */

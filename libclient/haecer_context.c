@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static __thread char detail[HAECER_DETAIL_SIZE];
 
@@ -349,6 +350,7 @@ int haecer__counter_new(struct haecer_context *ctx, struct haecer_counter **out)
 	counter->info.id = id;
 	counter->width_mask = UINT64_MAX;
 	counter->page_entry = -1;
+	counter->perf_fd = -1;
 	counter->host_cpu = -1;
 	counter->next = ctx->counters;
 	if (ctx->counters != NULL)
@@ -362,6 +364,11 @@ int haecer__counter_new(struct haecer_context *ctx, struct haecer_counter **out)
 void haecer__counter_release(struct haecer_counter *counter)
 {
 	struct haecer_context *ctx = counter->ctx;
+
+	/* The event is this process's alone: msrd kept no copy. */
+	if (counter->info.kind == HAECER_COUNTER_PERF && counter->perf_fd >= 0)
+		close(counter->perf_fd);
+	counter->perf_fd = -1;
 
 	if (counter->prev != NULL)
 		counter->prev->next = counter->next;

@@ -11,6 +11,7 @@
  *     sampling) and an event on another process (its parent, root's; pid 1);
  *   - the kernel's own refusal comes back as a clear error (a software event that does not
  *     exist: -ENOENT, naming perf_event_open);
+ *   - the counter API does the same (haecer_counter_open_perf, haecer_counter_read, reset);
  *   - the 7th event is refused with -ENOSPC (the policy's max_open), and after its connection
  *     closed the uid can open events again (nothing stays counted in msrd).
  * Then msrd restarts: a descriptor handed out before keeps counting (the kernel holds the
@@ -32,6 +33,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "haecer/haecer.h"
 #include "haecer/msrd.h"
 #include "tests/lib/msrd_group.h"
 #include "tests/lib/msrd_harness.h"
@@ -185,6 +187,34 @@ static int bounded_by_policy(struct haecer_conn *conn)
 	return 0;
 }
 
+/* The same through the counter API: haecer_counter_open_perf, haecer_counter_read. */
+static int counter_api(void)
+{
+	struct haecer_perf_spec faults = software(PERF_COUNT_SW_PAGE_FAULTS);
+	struct haecer_counter_info info;
+	struct haecer_counter *counter;
+	struct haecer_context *ctx;
+	uint64_t before = 0, after = 0;
+
+	CHECK_EQ(haecer_context_open(server.socket_path, &ctx), 0);
+	CHECK_EQ(haecer_counter_open_perf(ctx, &faults, &counter), 0);
+	CHECK_EQ(haecer_counter_read(counter, &before), 0);
+	fault_pages();
+	CHECK_EQ(haecer_counter_read(counter, &after), 0);
+	CHECK(after - before >= PAGES);
+	CHECK_EQ(haecer_counter_info(counter, &info), 0);
+	CHECK_EQ(info.kind, HAECER_COUNTER_PERF);
+	CHECK(!info.scaled); /* a software event is never multiplexed */
+	CHECK_EQ(haecer_counter_reset(counter), 0);
+	CHECK_EQ(haecer_counter_read(counter, &after), 0);
+	CHECK(after < PAGES);
+	haecer_counter_free(counter);
+	faults.type = PERF_TYPE_TRACEPOINT; /* no class msrd brokers */
+	CHECK_EQ(haecer_counter_open_perf(ctx, &faults, &counter), -EOPNOTSUPP);
+	haecer_context_close(ctx);
+	return 0;
+}
+
 static int as_nobody(void *argument)
 {
 	struct haecer_perf_spec spec = software(PERF_COUNT_SW_TASK_CLOCK);
@@ -196,6 +226,7 @@ static int as_nobody(void *argument)
 	CHECK_EQ(counts_own_events(conn), 0);
 	CHECK_EQ(refused_what_is_not_granted(conn), 0);
 	haecer_close(conn);
+	CHECK_EQ(counter_api(), 0);
 	/* The first connection's events counted back when it closed. */
 	CHECK_EQ(haecer_connect(server.socket_path, &conn), 0);
 	CHECK_EQ(bounded_by_policy(conn), 0);

@@ -260,6 +260,14 @@ const struct haecer_machine_info *haecer_context_machine(const struct haecer_con
 	return &ctx->machine;
 }
 
+const char *haecer_context_backend(const struct haecer_context *ctx)
+{
+	const struct haecer_server_info *info = ctx && ctx->conn ? haecer_server_info(ctx->conn)
+								 : NULL;
+
+	return haecer_backend_name(info ? info->backend : 0);
+}
+
 bool haecer_context_simulated(const struct haecer_context *ctx)
 {
 	return ctx != NULL && ctx->simulated;

@@ -85,6 +85,7 @@ static void test_nproc_keeps_affinity(void **state)
 	assert_int_equal(stat_run(arguments, &out, &err), 0);
 	assert_string_equal(out, expected);
 	assert_non_null(strstr(err, "Counted on every CPU the command may run on"));
+	assert_non_null(strstr(err, "msrd backend sim)")); /* the backend behind the figures */
 	assert_non_null(strstr(err, "The command was not pinned"));
 	free(out);
 	free(err);

@@ -107,6 +107,9 @@ void haecer_shutdown(void);
 
 /* The machine msrd describes (valid as long as the context). */
 const struct haecer_machine_info *haecer_context_machine(const struct haecer_context *ctx);
+/* The msrd backend behind the context's figures ("msr", "msr-safe", "powercap", "perf", "sim";
+ * haecer_backend_name), for outputs that name where a figure came from. */
+const char *haecer_context_backend(const struct haecer_context *ctx);
 
 /* Whether msrd presents a simulated CPU (msrd --backend sim): every value read through this
  * context is then invented by the simulator, not measured. Also in haecer_counter_info.simulated

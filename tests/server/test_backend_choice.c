@@ -157,6 +157,7 @@ static void test_probe(void **state)
 	assert_non_null(strstr(out, "software events: perf (broker, class software)\n"));
 	free(out);
 	harness_remove_tree(root);
+	free(root);
 	root = new_root();
 	argv[3] = root;
 	make_tree(root, false, false);

@@ -19,6 +19,7 @@
  */
 #include "server/server.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -31,17 +32,25 @@
 
 #include "common/log.h"
 
-/* /sys/bus/event_source/devices/PMU/type under the sysfs root, or -errno. */
-static int pmu_type(const struct msrd *server, const char *pmu)
+/* sys/bus/event_source/devices/PMU/`file` under the sysfs root. */
+static void pmu_path(const struct msrd *server, const char *pmu, const char *file, char *path,
+		     size_t size)
 {
 	const struct backend_options *options = &server->config->backend;
 	const char *root = options->sysfs_root ? options->sysfs_root : options->dev_root;
+
+	snprintf(path, size, "%s/sys/bus/event_source/devices/%s/%s",
+		 root && strcmp(root, "/") != 0 ? root : "", pmu, file);
+}
+
+/* /sys/bus/event_source/devices/PMU/type under the sysfs root, or -errno. */
+static int pmu_type(const struct msrd *server, const char *pmu)
+{
 	char path[PATH_MAX], text[16] = "";
 	ssize_t got;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/sys/bus/event_source/devices/%s/type",
-		 root && strcmp(root, "/") != 0 ? root : "", pmu);
+	pmu_path(server, pmu, "type", path, sizeof(path));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -65,6 +74,97 @@ static uint32_t event_class(const struct msrd *server, uint32_t type)
 	if ((int)type == pmu_type(server, "power"))
 		return POLICY_PERF_POWER;
 	return 0;
+}
+
+static bool refuse(struct client *client, const struct wire_header *header, uint16_t status,
+		   const char *reason)
+{
+	client_reply_error(client, header->op, header->request_id, status, "%s", reason);
+	return false;
+}
+
+/* The named PMU whose format files describe an event type, or NULL (software events have none;
+ * raw events are the core PMU's). */
+static const char *pmu_of_type(const struct msrd *server, uint32_t type)
+{
+	static const char *const named[] = { "msr", "power", "cpu" };
+
+	if (type == PERF_TYPE_RAW)
+		return "cpu";
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+		if ((int)type == pmu_type(server, named[i]))
+			return named[i];
+	return NULL;
+}
+
+/* Add the bits of one format file ("config:0-7", "config1:0-63", "config:0-7,21") to masks
+ * (config, config1, config2). */
+static void add_format_bits(const char *text, uint64_t masks[3])
+{
+	const char *colon = strchr(text, ':');
+	int which = strncmp(text, "config1:", 8) == 0 ? 1 : strncmp(text, "config2:", 8) == 0 ? 2
+											    : 0;
+
+	while (colon != NULL) {
+		unsigned low, high;
+		int used = 0;
+
+		if (sscanf(colon + 1, "%u%n", &low, &used) != 1 || low > 63)
+			return;
+		high = low;
+		if (colon[1 + used] == '-' && sscanf(colon + 2 + used, "%u", &high) != 1)
+			return;
+		for (unsigned bit = low; bit <= high && bit < 64; bit++)
+			masks[which] |= 1ull << bit;
+		colon = strchr(colon + 1, ',');
+	}
+}
+
+/* The config bits the PMU's format files define: 0, or -ENOENT without a format directory. */
+static int format_masks(const struct msrd *server, const char *pmu, uint64_t masks[3])
+{
+	char path[PATH_MAX], file[PATH_MAX + 300], text[128];
+	struct dirent *entry;
+	DIR *directory;
+
+	pmu_path(server, pmu, "format", path, sizeof(path));
+	directory = opendir(path);
+	if (!directory)
+		return -ENOENT;
+	while ((entry = readdir(directory)) != NULL) {
+		FILE *format;
+
+		if (entry->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", path, entry->d_name);
+		format = fopen(file, "re");
+		if (format && fgets(text, sizeof(text), format))
+			add_format_bits(text, masks);
+		if (format)
+			fclose(format);
+	}
+	closedir(directory);
+	return 0;
+}
+
+/* An encoding with bits the PMU's sysfs format does not define is refused before the kernel
+ * sees it: the libpfm4 encoding of another model, or a typo, gets a clear error. */
+static bool encoding_fits(struct client *client, const struct wire_header *header,
+			  const struct wire_perf_open *request)
+{
+	const char *pmu = pmu_of_type(client->server, request->type);
+	uint64_t masks[3] = { 0, 0, 0 };
+	char reason[200];
+
+	if (!pmu || format_masks(client->server, pmu, masks) < 0)
+		return true;
+	if ((request->config & ~masks[0]) == 0 && (request->config1 & ~masks[1]) == 0)
+		return true;
+	snprintf(reason, sizeof(reason), "config %#llx / config1 %#llx has bits PMU %s does not "
+		 "define (its sysfs format: config %#llx, config1 %#llx)",
+		 (unsigned long long)request->config, (unsigned long long)request->config1, pmu,
+		 (unsigned long long)masks[0], (unsigned long long)masks[1]);
+	return refuse(client, header, WIRE_STATUS_INVALID, reason);
 }
 
 /* Thread `tid`'s thread group and real uid from /proc/TID/status: 0, or -ESRCH when it is gone. */
@@ -101,13 +201,6 @@ static bool own_thread(const struct client *client, pid_t tid)
 
 	return client->pid > 0 && thread_owner(tid, &tgid, &uid) == 0 && tgid == client->pid &&
 	       uid == client->uid;
-}
-
-static bool refuse(struct client *client, const struct wire_header *header, uint16_t status,
-		   const char *reason)
-{
-	client_reply_error(client, header->op, header->request_id, status, "%s", reason);
-	return false;
 }
 
 /* The policy's word on the request; a refusal is replied (and logged) here. */
@@ -252,7 +345,8 @@ void perf_requests_handle_open(struct client *client, const struct wire_header *
 		return;
 	}
 	policy_perf_grant(client->grant, &perf);
-	if (!request_allowed(client, header, &request, &perf))
+	if (!request_allowed(client, header, &request, &perf) ||
+	    !encoding_fits(client, header, &request))
 		return;
 	tid = request.tid == 0 ? client->pid : (pid_t)request.tid;
 	if (!(request.flags & WIRE_PERF_CPU_WIDE) && !own_thread(client, tid)) {

@@ -4,7 +4,8 @@
  * (no registers), says which and why in its log, and runs its perf broker (it keeps
  * CAP_PERFMON) since no register backend programs the counters; without either it still fails
  * (a production msrd never invents values). `msrd --probe` says per event class which backend
- * serves it and what is missing, and `haecer-stat list` names the backend.
+ * serves it and what is missing, and `haecer-stat list` names the backend. The perf broker
+ * checks an encoding against the PMU's sysfs format files (stand-in power PMU) first.
  */
 #include <errno.h>
 #include <limits.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "haecer/msrd.h"
 #include "tests/lib/msrd_harness.h"
 #include "tests/lib/standin_tree.h"
 
@@ -29,7 +31,14 @@ static const char policy[] =
 	"rules:\n"
 	"  - match: {any: true}\n"
 	"    allow: [rapl]\n"
-	"    perf: {events: [software]}\n";
+	"    perf: {events: [software, power]}\n";
+
+static const char policy_cpu_wide[] =
+	"version: 1\n"
+	"default: deny\n"
+	"rules:\n"
+	"  - match: {uid: 0}\n"
+	"    perf: {events: [software, power], scope: cpu}\n";
 
 /* An Intel CPU (stand-in CPUID), one package; with `zones` a package-0 powercap zone; with
  * `perf` the kernel's perf_event, an msr PMU (tsc, aperf) and a power PMU (energy-pkg). */
@@ -56,6 +65,8 @@ static void make_tree(const char *root, bool zones, bool perf)
 				"event=0x02\n");
 		tree_write_text(root, "sys/bus/event_source/devices/power/events/energy-pkg.unit",
 				"Joules\n");
+		tree_write_text(root, "sys/bus/event_source/devices/power/format/event",
+				"config:0-7\n");
 	}
 }
 
@@ -139,6 +150,35 @@ static void test_auto_without_anything_fails(void **state)
 	free(root);
 }
 
+/* The broker checks an encoding against the PMU's sysfs format files before the kernel sees it
+ * (the stand-in power PMU defines config bits 0-7); what passes goes to the real kernel, which
+ * has no PMU of the stand-in's type number and says so. */
+static void test_encoding_against_format(void **state)
+{
+	char *root = new_root();
+	const char *arguments[] = { "--backend", "perf", "--sysfs-root", root, NULL };
+	struct haecer_perf_spec spec = { .type = 23, .config = 0x102, .cpu = 0,
+					 .flags = HAECER_PERF_CPU_WIDE };
+	struct msrd_server server;
+	struct haecer_conn *conn;
+	int fd = -1;
+
+	(void)state;
+	make_tree(root, false, true);
+	assert_int_equal(msrd_start(&server, policy_cpu_wide, arguments), 0);
+	assert_int_equal(haecer_connect(server.socket_path, &conn), 0);
+	assert_int_equal(haecer_perf_open(conn, &spec, &fd, NULL), -EINVAL);
+	assert_non_null(strstr(haecer_conn_error(conn), "has bits PMU power does not define"));
+	spec.config = 0x02;
+	assert_true(haecer_perf_open(conn, &spec, &fd, NULL) < 0);
+	assert_non_null(strstr(haecer_conn_error(conn), "perf_event_open(type 23 config 0x2)"));
+	assert_int_equal(fd, -1);
+	haecer_close(conn);
+	assert_int_equal(msrd_stop(&server), 0);
+	harness_remove_tree(root);
+	free(root);
+}
+
 static void test_probe(void **state)
 {
 	char *root = new_root(), *out = NULL, msrd_path[PATH_MAX];
@@ -175,6 +215,7 @@ int main(void)
 		cmocka_unit_test(test_auto_takes_powercap),
 		cmocka_unit_test(test_auto_takes_perf),
 		cmocka_unit_test(test_auto_without_anything_fails),
+		cmocka_unit_test(test_encoding_against_format),
 		cmocka_unit_test(test_probe),
 	};
 

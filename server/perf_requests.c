@@ -167,7 +167,8 @@ static bool encoding_fits(struct client *client, const struct wire_header *heade
 	return refuse(client, header, WIRE_STATUS_INVALID, reason);
 }
 
-/* Thread `tid`'s thread group and real uid from /proc/TID/status: 0, or -ESRCH when it is gone. */
+/* Thread `tid`'s thread group and real uid from /proc/TID/status: 0, -ESRCH when it is gone,
+ * or msrd's own failure to look (EMFILE). */
 static int thread_owner(pid_t tid, pid_t *tgid, uid_t *uid)
 {
 	char path[64], line[256];
@@ -177,7 +178,7 @@ static int thread_owner(pid_t tid, pid_t *tgid, uid_t *uid)
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
 	file = fopen(path, "re");
 	if (!file)
-		return -ESRCH;
+		return errno == EMFILE || errno == ENFILE || errno == ENOMEM ? -errno : -ESRCH;
 	while (fgets(line, sizeof(line), file)) {
 		unsigned value;
 
@@ -193,14 +194,17 @@ static int thread_owner(pid_t tid, pid_t *tgid, uid_t *uid)
 	return have_tgid && have_uid ? 0 : -ESRCH;
 }
 
-/* Whether `tid` is a thread of the client's own process, run by its uid. */
-static bool own_thread(const struct client *client, pid_t tid)
+/* 0 when `tid` is a thread of the client's own process, run by its uid; -EPERM when it is
+ * not (or is gone); msrd's own failure to look otherwise. */
+static int own_thread(const struct client *client, pid_t tid)
 {
 	pid_t tgid = 0;
 	uid_t uid = 0;
+	int error = client->pid > 0 ? thread_owner(tid, &tgid, &uid) : -ESRCH;
 
-	return client->pid > 0 && thread_owner(tid, &tgid, &uid) == 0 && tgid == client->pid &&
-	       uid == client->uid;
+	if (error < 0 && error != -ESRCH)
+		return error;
+	return error == 0 && tgid == client->pid && uid == client->uid ? 0 : -EPERM;
 }
 
 /* The policy's word on the request; a refusal is replied (and logged) here. */
@@ -333,7 +337,7 @@ void perf_requests_handle_open(struct client *client, const struct wire_header *
 	struct wire_perf_open request;
 	struct policy_perf perf;
 	pid_t tid;
-	int fd;
+	int owner, fd;
 
 	if (wire_get_perf_open(payload, length, &request) < 0) {
 		dispatch_malformed(client, header, length);
@@ -349,14 +353,15 @@ void perf_requests_handle_open(struct client *client, const struct wire_header *
 	    !encoding_fits(client, header, &request))
 		return;
 	tid = request.tid == 0 ? client->pid : (pid_t)request.tid;
-	if (!(request.flags & WIRE_PERF_CPU_WIDE) && !own_thread(client, tid)) {
+	owner = request.flags & WIRE_PERF_CPU_WIDE ? 0 : own_thread(client, tid);
+	if (owner == -EPERM) {
 		refuse(client, header, WIRE_STATUS_DENIED,
 		       "perf events only on the client's own threads (not a thread of its "
 		       "process, or another uid's)");
 		return;
 	}
-	fd = open_event(&request, tid);
-	if (fd >= 0 && !(request.flags & WIRE_PERF_CPU_WIDE) && !own_thread(client, tid)) {
+	fd = owner < 0 ? owner : open_event(&request, tid);
+	if (fd >= 0 && !(request.flags & WIRE_PERF_CPU_WIDE) && own_thread(client, tid) < 0) {
 		close(fd); /* the thread exited and its id went to another process meanwhile */
 		fd = -ESRCH;
 	}

@@ -14,6 +14,8 @@
  *   - the counter API does the same (haecer_counter_open_perf, haecer_counter_read, reset);
  *   - the 7th event is refused with -ENOSPC (the policy's max_open), and after its connection
  *     closed the uid can open events again (nothing stays counted in msrd).
+ * As root: msrd holds as many descriptors after handing out 1000 events as before, and with
+ * its RLIMIT_NOFILE lowered to what it holds the kernel's EMFILE is a clear -ENOSPC.
  * Then msrd restarts: a descriptor handed out before keeps counting (the kernel holds the
  * event), the old connection says the server is gone, and a new one opens events again.
  */
@@ -21,6 +23,7 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -49,7 +53,7 @@ static const char policy[] =
 	"default: deny\n"
 	"rules:\n"
 	"  - match: {uid: 0}\n"
-	"    perf: {events: [software, msr], scope: cpu}\n"
+	"    perf: {events: [software, msr], scope: cpu, max_open: 4096}\n"
 	"  - match: {uid: 65534}\n"
 	"    perf: {events: [software], scope: own, max_open: 6}\n";
 
@@ -245,6 +249,64 @@ static void test_unprivileged_client(void **state)
 	assert_true(msrd_log_contains(&server, "cap_perfmon"));
 }
 
+/* ---- msrd's own descriptors ---- */
+
+/* How many descriptors pid holds; *first_free (may be NULL) the lowest number it does not. */
+static unsigned open_descriptors(pid_t pid, unsigned *first_free)
+{
+	char path[64], link[32];
+	unsigned count = 0;
+	bool free_seen = false;
+
+	for (unsigned fd = 0; fd < 4096; fd++) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%u", (int)pid, fd);
+		if (readlink(path, link, sizeof(link)) > 0) {
+			count++;
+		} else if (!free_seen) {
+			free_seen = true;
+			if (first_free)
+				*first_free = fd;
+		}
+	}
+	return count;
+}
+
+/* msrd keeps no copy of what it hands out: 1000 events later it holds as many descriptors as
+ * before. Out of descriptors itself (its RLIMIT_NOFILE lowered to what it holds), the kernel's
+ * EMFILE comes back as a clear limit error, and msrd serves again once it has room. */
+static void test_descriptors(void **state)
+{
+	struct haecer_perf_spec spec = software(PERF_COUNT_SW_TASK_CLOCK);
+	struct rlimit saved, tight;
+	unsigned before, held, first_free = 0;
+	int fd = -1;
+
+	(void)state;
+	/* A first event, so what msrd sets up once is not counted as a leak. */
+	assert_int_equal(haecer_perf_open(root_conn, &spec, &fd, NULL), 0);
+	close(fd);
+	/* msrd closes its copy once the send completed, maybe after the reply arrived here. */
+	usleep(200000);
+	before = open_descriptors(server.pid, NULL);
+	for (int i = 0; i < 1000; i++) {
+		assert_int_equal(haecer_perf_open(root_conn, &spec, &fd, NULL), 0);
+		close(fd);
+	}
+	usleep(200000);
+	held = open_descriptors(server.pid, &first_free);
+	assert_int_equal(held, before);
+	assert_int_equal(prlimit(server.pid, RLIMIT_NOFILE, NULL, &saved), 0);
+	tight = saved;
+	tight.rlim_cur = first_free; /* the kernel gives the lowest free number: none is left */
+	assert_int_equal(prlimit(server.pid, RLIMIT_NOFILE, &tight, NULL), 0);
+	assert_int_equal(haecer_perf_open(root_conn, &spec, &fd, NULL), -ENOSPC);
+	assert_non_null(strstr(haecer_conn_error(root_conn), "Too many open files"));
+	assert_non_null(strstr(haecer_conn_error(root_conn), "out of descriptors"));
+	assert_int_equal(prlimit(server.pid, RLIMIT_NOFILE, &saved, NULL), 0);
+	assert_int_equal(haecer_perf_open(root_conn, &spec, &fd, NULL), 0);
+	close(fd);
+}
+
 /* ---- msrd restarts ---- */
 
 static void test_restart(void **state)
@@ -305,6 +367,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unprivileged_client),
+		cmocka_unit_test(test_descriptors),
 		cmocka_unit_test(test_restart),
 	};
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);

@@ -17,7 +17,7 @@
 
 /* ---- names ---- */
 
-static const char *const kind_names[] = { "auto", "msr", "msr-safe", "sim" };
+static const char *const kind_names[] = { "auto", "msr", "msr-safe", "sim", "powercap", "perf" };
 
 const char *backend_kind_name(enum backend_kind kind)
 {
@@ -95,6 +95,41 @@ static int open_sim_backend(const struct backend_options *options, struct msr_ba
 	return 0;
 }
 
+static int open_powercap_backend(const struct backend_options *options,
+				 struct msr_backend **out, char *why, size_t why_size)
+{
+	struct msr_backend *backend = backend_alloc(BACKEND_POWERCAP);
+	int ret;
+
+	if (!backend)
+		return -ENOMEM;
+	ret = backend_powercap_open(backend,
+				    options->sysfs_root ? options->sysfs_root : options->dev_root,
+				    why, why_size);
+	if (ret < 0) {
+		backend_close(backend);
+		return ret;
+	}
+	*out = backend;
+	return 0;
+}
+
+/* No register at all: the machine as sysfs and CPUID describe it, for msrd's perf broker. */
+static int open_perf_backend(const struct backend_options *options, struct msr_backend **out,
+			     char *why, size_t why_size)
+{
+	struct msr_backend *backend = backend_alloc(BACKEND_PERF);
+	const char *root = options->sysfs_root ? options->sysfs_root : options->dev_root;
+
+	if (!backend)
+		return -ENOMEM;
+	backend->cpu_count = backend_sysfs_cpu_count(root);
+	backend_probe_machine(backend, root);
+	snprintf(why, why_size, "perf events only: no register reads (every one says EIO)");
+	*out = backend;
+	return 0;
+}
+
 static void append(char *text, size_t size, const char *format, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -110,7 +145,31 @@ static void append(char *text, size_t size, const char *format, ...)
 	va_end(arguments);
 }
 
-/* msr, then msr-safe, then (only when asked for) the simulated CPU; `why` keeps what each
+/* Without an MSR device: energy from powercap, else no registers at all but perf events through
+ * msrd's broker. Appends what happened to `why`. */
+static int open_kernel_interfaces(const struct backend_options *options,
+				  struct msr_backend **out, char *why, size_t why_size)
+{
+	char reason[512] = "";
+
+	if (open_powercap_backend(options, out, reason, sizeof(reason)) == 0) {
+		append(why, why_size, "; %s for energy (counters: perf events through the broker)",
+		       reason);
+		return 0;
+	}
+	append(why, why_size, "; %s", reason);
+	if (!backend_perf_available(options)) {
+		append(why, why_size, "; perf: no perf_event (proc/sys/kernel/perf_event_paranoid)");
+		return -ENODEV;
+	}
+	reason[0] = '\0';
+	if (open_perf_backend(options, out, reason, sizeof(reason)) < 0)
+		return -ENODEV;
+	append(why, why_size, "; using perf: %s", reason);
+	return 0;
+}
+
+/* msr, then msr-safe, then powercap, then perf, then (only when asked for) the simulated CPU; `why` keeps what each
  * refusal was and what the operator could do about it. */
 static int open_auto(const struct backend_options *options, struct msr_backend **out, char *why,
 		     size_t why_size)
@@ -135,6 +194,8 @@ static int open_auto(const struct backend_options *options, struct msr_backend *
 		return 0;
 	}
 	append(why, why_size, "; msr-safe: %s", reason);
+	if (open_kernel_interfaces(options, out, why, why_size) == 0)
+		return 0;
 	if (!options->allow_sim_fallback) {
 		append(why, why_size, "; no usable MSR device, and the simulated CPU is used only "
 		       "when asked for (--backend sim, or --allow-sim-fallback)");
@@ -174,6 +235,10 @@ int backend_open(const struct backend_options *options, struct msr_backend **out
 		return open_device_backend(options, options->kind, out, why, why_size);
 	case BACKEND_SIM:
 		return open_sim_backend(options, out, why, why_size);
+	case BACKEND_POWERCAP:
+		return open_powercap_backend(options, out, why, why_size);
+	case BACKEND_PERF:
+		return open_perf_backend(options, out, why, why_size);
 	default:
 		snprintf(why, why_size, "unknown backend kind %d", (int)options->kind);
 		return -EINVAL;
@@ -186,6 +251,7 @@ void backend_close(struct msr_backend *backend)
 		return;
 	backend_msr_close(backend);
 	backend_msr_safe_close(backend);
+	backend_powercap_close(backend);
 	sim_close(backend->sim);
 	free(backend);
 }
@@ -207,6 +273,10 @@ int backend_read(struct msr_backend *backend, uint32_t cpu, uint32_t address, ui
 {
 	if (backend->sim)
 		return sim_read(backend->sim, cpu, address, value);
+	if (backend->powercap)
+		return backend_powercap_read(backend, cpu, address, value);
+	if (backend->kind == BACKEND_PERF)
+		return cpu < backend->cpu_count ? -EIO : -ENXIO;
 	return backend_device_read(backend, cpu, address, value);
 }
 
@@ -214,6 +284,8 @@ int backend_write(struct msr_backend *backend, uint32_t cpu, uint32_t address, u
 {
 	if (backend->sim)
 		return sim_write(backend->sim, cpu, address, value);
+	if (backend->powercap || backend->kind == BACKEND_PERF)
+		return -EIO; /* powercap zones are read-only energy; perf has no registers */
 	return backend_device_write(backend, cpu, address, value);
 }
 

@@ -7,6 +7,8 @@
  *   msr       /dev/cpu/N/msr of the Linux msr driver: pread/pwrite of 8 bytes at offset = address
  *   msr-safe  /dev/cpu/N/msr_safe of LLNL's msr-safe, and its batch ioctl on /dev/cpu/msr_batch
  *   sim       a simulated CPU described by configs/models/NAME.yaml (configs/models/README.md)
+ *   powercap  the kernel's powercap zones (sys/class/powercap/intel-rapl:N[:M]/energy_uj): RAPL
+ *             energy only, answered as the energy-status registers would (backend/powercap.c)
  *
  * Every device path is looked up under options->dev_root, so tests point the real code at
  * stand-in files with the same read/write-at-offset interface.
@@ -21,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hw/msr.h"
 
@@ -31,11 +34,15 @@ enum backend_kind {
 	BACKEND_MSR = 1,
 	BACKEND_MSR_SAFE = 2,
 	BACKEND_SIM = 3,
+	BACKEND_POWERCAP = 4,    /* RAPL energy from sys/class/powercap zones (backend/powercap.c) */
+	BACKEND_PERF = 5,        /* no registers: msrd serves perf events only (its perf broker) */
 };
 
 struct backend_options {
 	enum backend_kind kind;
 	const char *dev_root;      /* prefix of dev/cpu/N/msr, sys/..., proc/...; NULL or "/" = real */
+	const char *sysfs_root;    /* powercap: prefix of sys/class/powercap and sys/devices/system/
+				    * cpu; NULL = dev_root */
 	const char *sim_model;     /* model name (file configs/models/NAME.yaml); NULL = default */
 	const char *models_dir;    /* directory of model files; NULL = built-in search path */
 	bool sim_virtual_time;     /* deterministic mode: time moves only by backend_sim_advance */
@@ -108,13 +115,23 @@ struct backend_diagnosis {
 
 struct msr_backend;
 
-/* Open a backend. BACKEND_AUTO tries msr, then msr-safe, and records why in `why` (e.g.
+/* Open a backend. BACKEND_AUTO tries msr, then msr-safe, then powercap (energy only), then perf
+ * (no registers: msrd's perf broker serves counters), and records why in `why` (e.g.
  * "msr: dev/cpu/0/msr: No such file or directory (load the msr module: modprobe msr); msr-safe:
  * ..."); it falls back to the simulated CPU only with options->allow_sim_fallback, and otherwise
  * fails with -ENODEV and that text, so a production msrd never invents values unasked. */
 int backend_open(const struct backend_options *options, struct msr_backend **out, char *why,
 		 size_t why_size);
 void backend_close(struct msr_backend *backend);
+
+/* Whether the kernel has perf_event (proc/sys/kernel/perf_event_paranoid under the sysfs root). */
+bool backend_perf_available(const struct backend_options *options);
+/* Whether this backend programs core counters itself (a writable msr or msr-safe device, or the
+ * simulated CPU); otherwise msrd's perf broker is the way to them. */
+bool backend_programs_pmcs(const struct msr_backend *backend);
+/* `msrd --probe`: one line per event class (energy, core PMCs, msr PMU, power PMU, software
+ * events) saying which backend serves it here, or what is missing. */
+void backend_probe_report(const struct backend_options *options, FILE *out);
 
 /* Inspect the device tree under options->dev_root without opening anything for good. */
 int backend_diagnose(const struct backend_options *options, struct backend_diagnosis *out);

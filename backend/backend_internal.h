@@ -9,6 +9,7 @@
  *   msr_safe.c   LLNL's msr-safe and its batch ioctl
  *   probe.c      what the machine is: CPUID, topology, RAPL domains and units, TSC frequency
  *   diagnose.c   what limits the real device (devlimits.c logs it at start)
+ *   powercap.c   RAPL energy from the kernel's powercap zones, answered as registers
  *   sim/         the simulated CPU (sim/sim.h)
  */
 #ifndef HAECER_BACKEND_INTERNAL_H
@@ -21,12 +22,14 @@
 #include "backend/backend.h"
 
 struct sim;
+struct powercap;
 struct msr_safe_batch_op;
 
 struct msr_backend {
 	enum backend_kind kind;
 	struct machine_info info;
 	struct sim *sim;
+	struct powercap *powercap; /* the powercap backend's zones, or NULL */
 	uint32_t cpu_count;
 	int *fds;              /* per CPU, -1 when the CPU has no device */
 	bool *writable;
@@ -66,6 +69,21 @@ int backend_msr_safe_open_batch(struct msr_backend *backend, const char *dev_roo
  * batch could not be used and the caller must run them one by one. */
 int backend_msr_safe_run(struct msr_backend *backend, struct msr_op *ops, size_t count);
 void backend_msr_safe_close(struct msr_backend *backend);
+
+/* ---- powercap.c ---- */
+
+/* Find the zones under root/sys/class/powercap and describe the machine (CPUs and packages from
+ * root/sys/devices/system/cpu, RAPL domains from the zones); `why` says what failed. */
+int backend_powercap_open(struct msr_backend *backend, const char *root, char *why,
+			  size_t why_size);
+/* The energy-status register of `address` as the zones of cpu's package give it (modulo 2^32, in
+ * the units the unit register says), the unit register, or -EIO for any other register and for
+ * a zone that cannot be read (logged). */
+int backend_powercap_read(struct msr_backend *backend, uint32_t cpu, uint32_t address,
+			  uint64_t *value);
+void backend_powercap_close(struct msr_backend *backend);
+/* CPUs are root/sys/devices/system/cpu/cpuN: the highest N + 1 (at least 1). */
+uint32_t backend_sysfs_cpu_count(const char *root);
 
 /* ---- backend.c ---- */
 

@@ -88,7 +88,8 @@ int backend_device_read(const struct msr_backend *backend, uint32_t cpu, uint32_
 {
 	ssize_t got;
 
-	if (cpu >= backend->cpu_count || backend->fds[cpu] < 0)
+	/* No devices at all: the powercap backend probes the machine through here too. */
+	if (!backend->fds || cpu >= backend->cpu_count || backend->fds[cpu] < 0)
 		return -ENXIO;
 	got = pread(backend->fds[cpu], value, sizeof(*value), (off_t)address);
 	if (got < 0)
@@ -170,8 +171,8 @@ void backend_msr_close(struct msr_backend *backend)
 
 int backend_prep_supported(const struct msr_backend *backend, uint32_t cpu, bool write)
 {
-	if (backend->sim)
-		return -EOPNOTSUPP;
+	if (backend->sim || !backend->fds)
+		return -EOPNOTSUPP; /* no devices: the simulated CPU, powercap, perf */
 	if (cpu >= backend->cpu_count || backend->fds[cpu] < 0)
 		return -ENXIO;
 	if (write && !backend->writable[cpu])

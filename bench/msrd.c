@@ -24,10 +24,19 @@
  * ratio_pingpong_same_cpu=… timer_jitter_us_p99=… period_jitter_ratio=… clients10000_ops=…
  * msrd_us_per_read_16=… msrd_us_per_read_10000=… (msrd's utime + stime over a throughput
  * point's interval, per read) floor_us_per_read_16=… floor_us_per_read_10000=… (the same of a
- * bare io_uring echo server at 16 and 10 000 connections, measured right after msrd's).
+ * bare io_uring echo server at 16 and 10 000 connections, measured right after msrd's)
+ * broker_read_ratio=… powercap_read_ratio=…
+ *
+ * Issue 24's figures, each against its floor in the same run: read() of a software event whose
+ * descriptor msrd's perf broker handed over, against the same event opened by this process
+ * (broker_read_ratio, target <= 1.1: it is the same kernel object); nobody's readCounter of a
+ * powercap domain through msrd's energy page, against root's pread of the stand-in energy_uj
+ * (powercap_read_ratio, target <= 0.5: the page must beat the file).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <linux/perf_event.h>
 #include <liburing.h>
 #include <sched.h>
 #include <pthread.h>
@@ -38,11 +47,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "haecer/haecer.h"
 #include "haecer/msrd.h"
 #include "proto/wire.h"
 #include "shm/ring.h"
@@ -50,6 +61,7 @@
 #include "harness/msrd_harness.h"
 #include "harness/process_figures.h"
 #include "harness/raw_client.h"
+#include "harness/standin_tree.h"
 
 #define ADDRESS 0x611u /* PKG_ENERGY_STATUS: what an energy-measuring client reads */
 #define SAMPLES 20000
@@ -856,6 +868,174 @@ static struct syscall_count count_syscalls_msr_backend(int cpu)
 	return out;
 }
 
+/* ---- issue 24: the perf broker and the powercap backend, each against its floor ---- */
+
+#define BACKEND_ROUNDS 201
+#define BACKEND_READS 200  /* per round; a round's mean is one sample */
+#define NOBODY 65534
+
+static const char backends_policy[] =
+	"version: 1\n"
+	"default: deny\n"
+	"msrs:\n"
+	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"
+	"  - {name: PKG_ENERGY, address: 0x611, read: true, set: rapl}\n"
+	"rules:\n"
+	"  - {match: {any: true}, allow: [rapl], perf: {events: [software]}}\n";
+
+/* Median over rounds of the mean ns of one call of read_once(fd) within a round. */
+static uint64_t median_read_ns(int (*read_once)(void *), void *argument)
+{
+	static uint64_t rounds[BACKEND_ROUNDS];
+
+	for (int round = 0; round < BACKEND_ROUNDS; round++) {
+		uint64_t start = bench_now_ns();
+
+		for (int i = 0; i < BACKEND_READS; i++)
+			if (read_once(argument) < 0)
+				die("a read in the backend figures failed");
+		rounds[round] = (bench_now_ns() - start) / BACKEND_READS;
+	}
+	return bench_median_u64(rounds, BACKEND_ROUNDS);
+}
+
+static int read_perf_fd(void *argument)
+{
+	struct haecer_perf_value value;
+
+	return haecer_perf_read(*(int *)argument, &value);
+}
+
+/* A software event read() through the descriptor msrd's broker handed over, against the same
+ * event the process opened itself (root here: the kernel lets it). Returns broker / own. */
+static double broker_read_ratio(uint64_t *broker_ns, uint64_t *own_ns)
+{
+	const char *arguments[] = { "--backend", "perf", "--log-level", "notice", NULL };
+	struct haecer_perf_spec spec = { .type = PERF_TYPE_SOFTWARE,
+					 .config = PERF_COUNT_SW_CONTEXT_SWITCHES, .cpu = -1 };
+	struct perf_event_attr attr = {
+		.size = sizeof(attr), .type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CONTEXT_SWITCHES,
+		.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
+	};
+	struct msrd_server broker;
+	struct haecer_conn *conn;
+	int brokered = -1, own;
+
+	if (msrd_start(&broker, backends_policy, arguments) < 0)
+		die("msrd --backend perf did not start");
+	if (haecer_connect(broker.socket_path, &conn) < 0 ||
+	    haecer_perf_open(conn, &spec, &brokered, NULL) < 0)
+		die("no event from msrd's perf broker");
+	own = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (own < 0)
+		die("perf_event_open of the floor's own event");
+	/* Alternating, so load on the machine hits both alike. */
+	*broker_ns = *own_ns = UINT64_MAX;
+	for (int pass = 0; pass < 3; pass++) {
+		uint64_t b = median_read_ns(read_perf_fd, &brokered);
+		uint64_t o = median_read_ns(read_perf_fd, &own);
+
+		*broker_ns = b < *broker_ns ? b : *broker_ns;
+		*own_ns = o < *own_ns ? o : *own_ns;
+	}
+	close(own);
+	close(brokered);
+	haecer_close(conn);
+	if (msrd_stop(&broker) < 0)
+		die("msrd --backend perf did not stop cleanly");
+	return (double)*broker_ns / (double)*own_ns;
+}
+
+struct energy_file {
+	int fd;
+	uint64_t sum;
+};
+
+static int pread_energy_uj(void *argument)
+{
+	struct energy_file *file = argument;
+	char text[32];
+	ssize_t got = pread(file->fd, text, sizeof(text) - 1, 0);
+
+	if (got <= 0)
+		return -1;
+	text[got] = '\0';
+	file->sum += strtoull(text, NULL, 10);
+	return 0;
+}
+
+static int read_energy_counter(void *argument)
+{
+	uint64_t value;
+
+	return haecer_counter_read(argument, &value);
+}
+
+/* As nobody: readCounter of energy-pkg, served from msrd's energy page; into *page_ns (shared
+ * memory: the figure crosses the fork). */
+static int unprivileged_page_reads(void *argument)
+{
+	uint64_t *page_ns = argument;
+	struct haecer_context *ctx;
+	struct haecer_counter *counter;
+
+	if (haecer_context_open(getenv("HAECER_SOCKET"), &ctx) < 0 ||
+	    haecer_counter_open_energy(ctx, 0, HAECER_ENERGY_PKG, &counter) < 0)
+		return 1;
+	*page_ns = median_read_ns(read_energy_counter, counter);
+	haecer_counter_free(counter);
+	haecer_context_close(ctx);
+	return 0;
+}
+
+/* A stand-in powercap tree (an Intel CPU by stand-in CPUID, one package-0 zone) under dir. */
+static void powercap_tree(const char *root)
+{
+	tree_put_cpuid(root, 0, 0, 0xD, 0x756E6547u, 0x6C65746Eu, 0x49656E69u);
+	tree_put_cpuid(root, 0, 1, 0x806C1u, 0, 0, 0);
+	tree_write_text(root, "sys/devices/system/cpu/cpu0/topology/physical_package_id", "0\n");
+	tree_write_text(root, "sys/class/powercap/intel-rapl:0/name", "package-0\n");
+	tree_write_text(root, "sys/class/powercap/intel-rapl:0/max_energy_range_uj",
+			"262143328850\n");
+	tree_write_text(root, "sys/class/powercap/intel-rapl:0/energy_uj", "123456789\n");
+}
+
+/* An unprivileged readCounter of a powercap domain through msrd's energy page, against root's
+ * pread of the stand-in energy_uj it comes from. Returns page / pread. */
+static double powercap_read_ratio(uint64_t *page_ns, uint64_t *pread_ns)
+{
+	char root[PATH_MAX + 16], path[PATH_MAX + 96];
+	const char *arguments[] = { "--backend", "powercap", "--sysfs-root", root, "--log-level",
+				    "notice", NULL };
+	uint64_t *shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct energy_file file = { .fd = -1 };
+	struct msrd_server powercap;
+
+	if (shared == MAP_FAILED || msrd_prepare(&powercap, backends_policy) < 0)
+		die("preparing msrd --backend powercap");
+	snprintf(root, sizeof(root), "%s/root", powercap.dir);
+	tree_mkdir(powercap.dir, "root");
+	powercap_tree(root);
+	if (msrd_launch(&powercap, arguments) < 0)
+		die("msrd --backend powercap did not start");
+	setenv("HAECER_SOCKET", powercap.socket_path, 1);
+	if (run_as(NOBODY, NOBODY, NULL, 0, unprivileged_page_reads, shared) != 0)
+		die("nobody's readCounter of energy-pkg through msrd");
+	*page_ns = *shared;
+	snprintf(path, sizeof(path), "%s/sys/class/powercap/intel-rapl:0/energy_uj", root);
+	file.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (file.fd < 0)
+		die("the stand-in energy_uj");
+	*pread_ns = median_read_ns(pread_energy_uj, &file);
+	close(file.fd);
+	munmap(shared, sizeof(*shared));
+	if (msrd_stop(&powercap) < 0)
+		die("msrd --backend powercap did not stop cleanly");
+	return (double)*page_ns / (double)*pread_ns;
+}
+
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge",
@@ -874,6 +1054,8 @@ int main(void)
 	double cpu_seconds;
 	long cpus;
 	double kib;
+	uint64_t broker_ns, own_ns, page_ns, pread_ns;
+	double broker_ratio, powercap_ratio;
 
 	if (seconds <= 0)
 		seconds = 1.0;
@@ -940,6 +1122,14 @@ int main(void)
 	       timer_floor.cpu.schedstat_pct);
 	if (msrd_stop(&server) < 0)
 		return 1;
+	broker_ratio = broker_read_ratio(&broker_ns, &own_ns);
+	printf("perf broker: read() of a software event msrd handed over %llu ns, of the same "
+	       "event opened by this process %llu ns (%.2f x)\n", (unsigned long long)broker_ns,
+	       (unsigned long long)own_ns, broker_ratio);
+	powercap_ratio = powercap_read_ratio(&page_ns, &pread_ns);
+	printf("powercap: nobody's readCounter of energy-pkg (msrd's energy page) %llu ns, root's "
+	       "pread of the stand-in energy_uj %llu ns (%.2f x)\n", (unsigned long long)page_ns,
+	       (unsigned long long)pread_ns, powercap_ratio);
 	/* The machine-readable figures are the cross-CPU ones: the placement a loaded machine
 	 * mostly gives, and the harder case. */
 	printf("read_ns=%llu pingpong_ns=%llu ratio_pingpong=%.2f batch8_ratio=%.2f "
@@ -948,7 +1138,8 @@ int main(void)
 	       "sample_1khz_cpu_pct=%.2f idle_cpu_pct=%.3f syscalls_per_read=%.2f "
 	       "ratio_pingpong_same_cpu=%.2f timer_jitter_us_p99=%.1f period_jitter_ratio=%.2f "
 	       "clients10000_ops=%.0f msrd_us_per_read_16=%.2f msrd_us_per_read_10000=%.2f "
-	       "floor_us_per_read_16=%.2f floor_us_per_read_10000=%.2f\n",
+	       "floor_us_per_read_16=%.2f floor_us_per_read_10000=%.2f "
+	       "broker_read_ratio=%.2f powercap_read_ratio=%.2f\n",
 	       (unsigned long long)cross.read, (unsigned long long)cross.pingpong,
 	       (double)cross.read / (double)cross.pingpong,
 	       (double)cross.batch8 / (double)cross.read, points[0].ops, points[1].ops,
@@ -959,6 +1150,7 @@ int main(void)
 	       timer_floor.jitter_p99_us > 0 ? schedule.jitter_p99_us / timer_floor.jitter_p99_us
 					     : -1.0,
 	       points[4].ops, points[1].msrd_us_per_read, points[4].msrd_us_per_read,
-	       floors[0].msrd_us_per_read, floors[1].msrd_us_per_read);
+	       floors[0].msrd_us_per_read, floors[1].msrd_us_per_read, broker_ratio,
+	       powercap_ratio);
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static __thread char detail[HAECER_DETAIL_SIZE];
 
@@ -259,6 +260,14 @@ const struct haecer_machine_info *haecer_context_machine(const struct haecer_con
 	return &ctx->machine;
 }
 
+const char *haecer_context_backend(const struct haecer_context *ctx)
+{
+	const struct haecer_server_info *info = ctx && ctx->conn ? haecer_server_info(ctx->conn)
+								 : NULL;
+
+	return haecer_backend_name(info ? info->backend : 0);
+}
+
 bool haecer_context_simulated(const struct haecer_context *ctx)
 {
 	return ctx != NULL && ctx->simulated;
@@ -349,6 +358,7 @@ int haecer__counter_new(struct haecer_context *ctx, struct haecer_counter **out)
 	counter->info.id = id;
 	counter->width_mask = UINT64_MAX;
 	counter->page_entry = -1;
+	counter->perf_fd = -1;
 	counter->host_cpu = -1;
 	counter->next = ctx->counters;
 	if (ctx->counters != NULL)
@@ -362,6 +372,11 @@ int haecer__counter_new(struct haecer_context *ctx, struct haecer_counter **out)
 void haecer__counter_release(struct haecer_counter *counter)
 {
 	struct haecer_context *ctx = counter->ctx;
+
+	/* The event is this process's alone: msrd kept no copy. */
+	if (counter->info.kind == HAECER_COUNTER_PERF && counter->perf_fd >= 0)
+		close(counter->perf_fd);
+	counter->perf_fd = -1;
 
 	if (counter->prev != NULL)
 		counter->prev->next = counter->next;

@@ -512,6 +512,10 @@ static int control(struct haecer_counter *counter, uint16_t action, const char *
 		return error;
 	if (counter->info.kind == HAECER_COUNTER_ENERGY)
 		goto out;
+	if (counter->info.kind == HAECER_COUNTER_PERF) {
+		error = haecer__perf_control(counter, action);
+		goto out;
+	}
 	error = haecer_slot_control(ctx->conn, &counter->slot.id, 1, action);
 	if (error < 0) {
 		char text[HAECER_COUNTER_NAME_MAX + 32];
@@ -552,7 +556,7 @@ void haecer_counter_free(struct haecer_counter *counter)
 	if (haecer__counter_lock(counter, &ctx) < 0)
 		return;
 	/* A failure leaves the slot to msrd, which frees it when the connection ends. */
-	if (counter->info.kind != HAECER_COUNTER_ENERGY)
+	if (counter->info.kind != HAECER_COUNTER_ENERGY && counter->info.kind != HAECER_COUNTER_PERF)
 		haecer_slot_free(ctx->conn, counter->slot.id);
 	haecer__ring_detach(counter);
 	haecer__counter_release(counter);

@@ -133,6 +133,7 @@ struct haecer_counter {
 	uint64_t exact_value;
 	uint64_t exact_ns;          /* when the round trip returned */
 	bool wants_precise;         /* regions and read_energy: ask for the page's precise edges */
+	int perf_fd;                /* HAECER_COUNTER_PERF: the event msrd handed over */
 };
 
 /* ---- haecer_context.c ---- */
@@ -167,6 +168,13 @@ HAECER_INTERNAL int haecer__counter_lock(const struct haecer_counter *counter,
 					 struct haecer_context **ctx);
 
 HAECER_INTERNAL uint64_t haecer__monotonic_raw_ns(void);
+
+/* ---- haecer_perf_counter.c ---- */
+
+/* read() of a perf counter's event into its value (lock held). */
+HAECER_INTERNAL int haecer__perf_read_locked(struct haecer_counter *counter, uint64_t *value);
+/* PERF_EVENT_IOC_ENABLE / _DISABLE / _RESET for HAECER_SLOT_ENABLE / _DISABLE / _RESET. */
+HAECER_INTERNAL int haecer__perf_control(struct haecer_counter *counter, uint16_t action);
 
 /* ---- haecer_read.c ---- */
 

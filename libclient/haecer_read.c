@@ -155,6 +155,8 @@ int haecer__read_locked(struct haecer_counter *counter, uint64_t *value)
 
 	if (counter->info.kind == HAECER_COUNTER_ENERGY)
 		return read_energy(counter, value);
+	if (counter->info.kind == HAECER_COUNTER_PERF)
+		return haecer__perf_read_locked(counter, value);
 	/* RDPMC cannot tell that the kernel (perf, the NMI watchdog) reprogrammed the counter:
 	 * at least every RDPMC_RECHECK_NS a read goes through msrd, which checks its programming
 	 * and fails a lost slot with EIDRM. */
@@ -229,6 +231,9 @@ static int check_set(struct haecer_counter *const *counters, size_t count,
 		if (counters[i] == NULL || counters[i]->ctx != ctx)
 			return haecer__fail(-EINVAL, "counter %zu of the set is invalid, freed, or "
 					    "of another context", i);
+		if (counters[i]->info.kind == HAECER_COUNTER_PERF)
+			return haecer__fail(-EOPNOTSUPP, "counter %zu of the set is a perf event: "
+					    "read it with haecer_counter_read", i);
 	}
 	return 0;
 }

@@ -693,6 +693,68 @@ static int build_capabilities(struct build *build, yaml_node_t *rule_node,
 	return 0;
 }
 
+static const struct {
+	const char *name;
+	uint32_t bit;
+} perf_classes[] = {
+	{ "software", POLICY_PERF_SOFTWARE },
+	{ "msr", POLICY_PERF_MSR },
+	{ "power", POLICY_PERF_POWER },
+	{ "core", POLICY_PERF_CORE },
+};
+
+static int build_perf_events(struct build *build, yaml_node_t *perf, const struct raw_perf *raw,
+			     struct policy_perf *out)
+{
+	yaml_node_t *list = value_node(build, perf, "events");
+
+	for (size_t i = 0; i < raw->events_count; i++) {
+		size_t k = 0;
+
+		while (k < sizeof(perf_classes) / sizeof(perf_classes[0]) &&
+		       strcmp(raw->events[i], perf_classes[k].name) != 0)
+			k++;
+		if (k == sizeof(perf_classes) / sizeof(perf_classes[0]))
+			return fail(build, item_node(build, list, i),
+				    "unknown perf event class '%s' (known: software, msr, power, "
+				    "core)", raw->events[i]);
+		out->classes |= perf_classes[k].bit;
+	}
+	if (out->classes == 0)
+		return fail(build, perf, "perf grants no events: list events (software, msr, "
+			    "power, core)");
+	return 0;
+}
+
+static int build_perf(struct build *build, yaml_node_t *rule_node, const struct raw_perf *raw,
+		      struct policy_rule *rule)
+{
+	yaml_node_t *perf = value_node(build, rule_node, "perf");
+	uint64_t max_open = POLICY_PERF_DEFAULT_MAX_OPEN;
+	int result;
+
+	if (raw == NULL)
+		return 0;
+	result = build_perf_events(build, perf, raw, &rule->perf);
+	if (result == 0 && raw->scope != NULL && strcmp(raw->scope, "own") != 0 &&
+	    strcmp(raw->scope, "cpu") != 0)
+		result = fail(build, value_node(build, perf, "scope"),
+			      "perf scope must be own (the client's threads) or cpu, not '%s'",
+			      raw->scope);
+	rule->perf.cpu_wide = raw->scope != NULL && strcmp(raw->scope, "cpu") == 0;
+	if (result == 0 && raw->sampling != NULL)
+		result = parse_bool(build, value_node(build, perf, "sampling"), "sampling",
+				    raw->sampling, &rule->perf.sampling);
+	if (result == 0 && raw->max_open != NULL)
+		result = parse_number(build, value_node(build, perf, "max_open"), "max_open",
+				      raw->max_open, 32, &max_open);
+	if (result == 0 && (max_open == 0 || max_open > POLICY_PERF_MAX_OPEN_LIMIT))
+		result = fail(build, value_node(build, perf, "max_open"),
+			      "max_open must be 1 to %u", POLICY_PERF_MAX_OPEN_LIMIT);
+	rule->perf.max_open = (uint32_t)max_open;
+	return result;
+}
+
 static bool grants_energy_register(const struct policy *policy, const struct policy_rule *rule)
 {
 	for (size_t i = 0; i < rule->entry_count; i++) {
@@ -727,12 +789,15 @@ static int build_rule(struct build *build, size_t index, const struct raw_rule *
 		result = build_energy(build, node, raw->energy, rule);
 	if (result == 0)
 		result = build_capabilities(build, node, raw, rule);
+	if (result == 0)
+		result = build_perf(build, node, raw->perf, rule);
 	if (result < 0)
 		return result;
 	if (rule->allow_count == 0 && rule->create_rings.count == 0 &&
-	    rule->monitor_rings.count == 0 && !rule->persistent_schedules && !rule->sim_control)
+	    rule->monitor_rings.count == 0 && !rule->persistent_schedules && !rule->sim_control &&
+	    rule->perf.classes == 0)
 		return fail(build, node,
-			    "rule grants nothing: give it allow, create_rings, monitor_rings or "
+			    "rule grants nothing: give it allow, create_rings, monitor_rings, perf or "
 			    "capabilities");
 	if (rule->coarse_energy && !grants_energy_register(build->policy, rule))
 		return policy_warn(build->policy, line_of(value_node(build, node, "energy")),

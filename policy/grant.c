@@ -26,6 +26,7 @@ struct policy_grant {
 	bool matched;
 	bool persistent_schedules;
 	bool sim_control;
+	struct policy_perf perf;
 	struct grant_range *ranges; /* ascending, disjoint */
 	size_t range_count;
 	struct grant_energy *energy; /* ascending */
@@ -211,6 +212,11 @@ static int resolve_rules(const struct policy *policy, const struct policy_subjec
 		grant->matched = true;
 		grant->persistent_schedules |= rule->persistent_schedules;
 		grant->sim_control |= rule->sim_control;
+		grant->perf.classes |= rule->perf.classes;
+		grant->perf.cpu_wide |= rule->perf.cpu_wide;
+		grant->perf.sampling |= rule->perf.sampling;
+		if (rule->perf.max_open > grant->perf.max_open)
+			grant->perf.max_open = rule->perf.max_open;
 		unite_rule(policy, rule, unions);
 		int result = append_majors(&grant->create_rings, &rule->create_rings);
 		if (result == 0)
@@ -366,4 +372,11 @@ int policy_energy_limit(const struct policy_grant *grant, uint32_t address,
 	if (limit != NULL)
 		*limit = energy->limit;
 	return 1;
+}
+
+void policy_perf_grant(const struct policy_grant *grant, struct policy_perf *out)
+{
+	static const struct policy_perf none;
+
+	*out = grant != NULL ? grant->perf : none;
 }

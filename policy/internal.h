@@ -63,6 +63,7 @@ struct policy_rule {
 	struct policy_energy_limit energy;
 	bool persistent_schedules;
 	bool sim_control;
+	struct policy_perf perf; /* perf events msrd may open for the rule's clients */
 };
 
 struct policy {

@@ -55,6 +55,14 @@ static const cyaml_schema_field_t energy_fields[] = {
 	CYAML_FIELD_END,
 };
 
+static const cyaml_schema_field_t perf_fields[] = {
+	TEXT_LIST_FIELD("events", struct raw_perf, events),
+	TEXT_FIELD("scope", CYAML_FLAG_OPTIONAL, struct raw_perf, scope),
+	TEXT_FIELD("sampling", CYAML_FLAG_OPTIONAL, struct raw_perf, sampling),
+	TEXT_FIELD("max_open", CYAML_FLAG_OPTIONAL, struct raw_perf, max_open),
+	CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t rule_fields[] = {
 	CYAML_FIELD_MAPPING_PTR("match", CYAML_FLAG_DEFAULT, struct raw_rule, match, match_fields),
 	TEXT_LIST_FIELD("allow", struct raw_rule, allow),
@@ -63,6 +71,7 @@ static const cyaml_schema_field_t rule_fields[] = {
 	TEXT_LIST_FIELD("monitor_rings", struct raw_rule, monitor_rings),
 	CYAML_FIELD_MAPPING_PTR("energy", CYAML_FLAG_OPTIONAL, struct raw_rule, energy,
 				energy_fields),
+	CYAML_FIELD_MAPPING_PTR("perf", CYAML_FLAG_OPTIONAL, struct raw_rule, perf, perf_fields),
 	TEXT_LIST_FIELD("capabilities", struct raw_rule, capabilities),
 	CYAML_FIELD_END,
 };
@@ -104,6 +113,7 @@ static const struct {
 	{ NULL, "the policy", top_fields },  { "msrs", "MSR entry", msr_fields },
 	{ "rules", "rule", rule_fields },    { "match", "match", match_fields },
 	{ "energy", "energy", energy_fields },
+	{ "perf", "perf", perf_fields },
 	{ "energy_page", "energy_page", energy_page_fields },
 };
 

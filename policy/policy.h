@@ -53,6 +53,23 @@ struct policy_energy_limit {
 	uint64_t resolution_uj;   /* readings are rounded down to a multiple of this many µJ */
 };
 
+/* perf events msrd may open for a client (the perf_event broker), by event class: a rule's
+ * `perf: {events: [software, msr, power, core], scope: own|cpu, sampling: false, max_open: N}`.
+ * Events on the client's own threads are granted with any class; CPU-wide ones only with
+ * scope cpu; sampling (a sample period) only with sampling: true. */
+#define POLICY_PERF_SOFTWARE 0x1u /* PERF_TYPE_SOFTWARE: context switches, page faults, clocks */
+#define POLICY_PERF_MSR 0x2u      /* the msr PMU: tsc, aperf, mperf, smi */
+#define POLICY_PERF_POWER 0x4u    /* the power PMU: energy-pkg, -cores, -ram, -psys */
+#define POLICY_PERF_CORE 0x8u     /* the core PMU: hardware, cache and raw events */
+#define POLICY_PERF_DEFAULT_MAX_OPEN 64u
+#define POLICY_PERF_MAX_OPEN_LIMIT 4096u
+struct policy_perf {
+	uint32_t classes;  /* POLICY_PERF_* */
+	bool cpu_wide;
+	bool sampling;
+	uint32_t max_open; /* events msrd holds open for one uid at once */
+};
+
 /* Load and validate a policy file. On failure *out is NULL and error says file, line and what is
  * wrong. -EINVAL for content errors (always with a line and column), -EACCES for insecure
  * ownership/permissions, -EFBIG for a file over 1 MiB, -errno of the failing call for I/O
@@ -111,6 +128,10 @@ bool policy_allows_monitor(const struct policy_grant *grant, uint16_t major);
 
 /* Whether scheduled batches of this client may persist after it disconnects. */
 bool policy_allows_persistent_schedule(const struct policy_grant *grant);
+
+/* The perf events the grant allows (the union of its matching rules; max_open the largest);
+ * classes 0 when none. */
+void policy_perf_grant(const struct policy_grant *grant, struct policy_perf *out);
 
 /* Whether this client may drive the simulated CPU (virtual time, scripted load, ground truth). */
 bool policy_allows_sim_control(const struct policy_grant *grant);

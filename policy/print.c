@@ -67,6 +67,22 @@ static void print_match(FILE *out, const struct policy_rule *rule)
 	fputc('\n', out);
 }
 
+static void print_perf(FILE *out, const struct policy_perf *perf)
+{
+	static const char *const names[] = { "software", "msr", "power", "core" };
+	const char *separator = "";
+
+	fputs("    perf: {events: [", out);
+	for (unsigned i = 0; i < 4; i++) {
+		if (perf->classes & (1u << i)) {
+			fprintf(out, "%s%s", separator, names[i]);
+			separator = ", ";
+		}
+	}
+	fprintf(out, "], scope: %s, sampling: %s, max_open: %" PRIu32 "}\n",
+		perf->cpu_wide ? "cpu" : "own", perf->sampling ? "true" : "false", perf->max_open);
+}
+
 static void print_rule(FILE *out, const struct policy_rule *rule)
 {
 	print_match(out, rule);
@@ -79,6 +95,8 @@ static void print_rule(FILE *out, const struct policy_rule *rule)
 		fprintf(out,
 			"    energy: {min_interval_ms: %" PRIu32 ", resolution_uj: %" PRIu64 "}\n",
 			rule->energy.min_interval_ms, rule->energy.resolution_uj);
+	if (rule->perf.classes != 0)
+		print_perf(out, &rule->perf);
 	fprintf(out, "    capabilities: [%s%s%s]\n",
 		rule->persistent_schedules ? "persistent_schedules" : "",
 		rule->persistent_schedules && rule->sim_control ? ", " : "",

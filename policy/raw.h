@@ -41,6 +41,14 @@ struct raw_energy {
 	char *resolution_uj;
 };
 
+struct raw_perf {
+	char **events;
+	unsigned events_count;
+	char *scope;
+	char *sampling;
+	char *max_open;
+};
+
 struct raw_rule {
 	struct raw_match *match;
 	char **allow;
@@ -51,6 +59,7 @@ struct raw_rule {
 	char **monitor_rings;
 	unsigned monitor_rings_count;
 	struct raw_energy *energy;
+	struct raw_perf *perf;
 	char **capabilities;
 	unsigned capabilities_count;
 };

@@ -96,6 +96,7 @@ static const struct op_entry op_table[] = {
 	{ WIRE_OP_BATCH_RELEASE, "BATCH_RELEASE" },
 	{ WIRE_OP_SCHEDULE_START, "SCHEDULE_START" },
 	{ WIRE_OP_SCHEDULE_STOP, "SCHEDULE_STOP" },
+	{ WIRE_OP_PERF_OPEN, "PERF_OPEN" },
 	{ WIRE_OP_ERROR, "ERROR" },
 };
 

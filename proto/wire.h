@@ -72,6 +72,8 @@ enum wire_op {
 	WIRE_OP_BATCH_RELEASE = 0x0062,
 	WIRE_OP_SCHEDULE_START = 0x0063,
 	WIRE_OP_SCHEDULE_STOP = 0x0064,
+
+	WIRE_OP_PERF_OPEN = 0x0070,     /* a perf event msrd opens for the client (the broker) */
 	/* server to client only: the connection is about to be closed */
 	WIRE_OP_ERROR = 0x00ff,
 };
@@ -85,6 +87,7 @@ enum wire_op {
 #define WIRE_FEATURE_HANDLES (1ull << 5)     /* BATCH_REGISTER, BATCH_RUN, BATCH_RELEASE */
 #define WIRE_FEATURE_SCHEDULES (1ull << 6)   /* SCHEDULE_START, SCHEDULE_STOP */
 #define WIRE_FEATURE_ENERGY_PAGE (1ull << 7) /* ENERGY_PAGE */
+#define WIRE_FEATURE_PERF (1ull << 8)        /* PERF_OPEN: msrd's perf_event broker runs */
 
 /*
  * Status codes: stable numbers, each with a text (wire_status_text) and an errno-style value
@@ -448,6 +451,42 @@ struct wire_energy_page {
 	uint64_t bytes;                /* size of the page */
 };
 #define WIRE_ENERGY_PAGE_REPLY_SIZE 40u /* five u32, u32 reserved (0), two u64 */
+
+/* ---- the perf_event broker ---- */
+
+/* PERF_OPEN: what perf_event_open(2) would be given: the event (type as in
+ * /sys/bus/event_source/devices/PMU/type, config, config1), a sample period (0: counting), and
+ * the scope: the client's thread `tid` (0: the client itself) on any CPU (cpu -1), or with
+ * WIRE_PERF_CPU_WIDE every task on CPU `cpu`. Reply: u32 type, u32 flags (as asked), u32 open
+ * (events this uid holds through msrd, this one included), u32 max_open (its policy bound),
+ * and the event's descriptor; the client read()s it: u64 value, u64 time_enabled, u64
+ * time_running (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING). */
+#define WIRE_PERF_CPU_WIDE 0x1u
+#define WIRE_PERF_EXCLUDE_KERNEL 0x2u
+#define WIRE_PERF_DISABLED 0x4u       /* start disabled (enable with PERF_EVENT_IOC_ENABLE) */
+#define WIRE_PERF_FLAGS 0x7u
+struct wire_perf_open {
+	uint32_t type;
+	uint32_t flags;
+	uint64_t config;
+	uint64_t config1;
+	uint64_t sample_period;
+	int32_t tid;
+	int32_t cpu;
+};
+#define WIRE_PERF_OPEN_SIZE 40u
+struct wire_perf_opened {
+	uint32_t type;
+	uint32_t flags;
+	uint32_t open;
+	uint32_t max_open;
+};
+#define WIRE_PERF_OPENED_SIZE 16u
+
+void wire_put_perf_open(struct wire_writer *writer, const struct wire_perf_open *message);
+int wire_get_perf_open(const void *payload, size_t length, struct wire_perf_open *out);
+void wire_put_perf_opened(struct wire_writer *writer, const struct wire_perf_opened *message);
+int wire_get_perf_opened(const void *payload, size_t length, struct wire_perf_opened *out);
 
 /* ---- registered batches and schedules ---- */
 

@@ -25,6 +25,7 @@ static const char *const resource_names[ACCOUNT_RESOURCES] = {
 	[ACCOUNT_RING_BYTES] = "bytes of ring memory",
 	[ACCOUNT_HANDLES] = "registered batches",
 	[ACCOUNT_SCHEDULES] = "schedules",
+	[ACCOUNT_PERF_EVENTS] = "perf events",
 };
 
 static const char *const limit_options[ACCOUNT_RESOURCES] = {
@@ -33,6 +34,7 @@ static const char *const limit_options[ACCOUNT_RESOURCES] = {
 	[ACCOUNT_RING_BYTES] = "--ring-memory-per-uid-mib",
 	[ACCOUNT_HANDLES] = "--max-handles-per-uid",
 	[ACCOUNT_SCHEDULES] = "--max-schedules-per-uid",
+	[ACCOUNT_PERF_EVENTS] = "the policy's perf max_open",
 };
 
 void accounts_init(struct accounts *accounts, const struct msrd_config *config)
@@ -43,6 +45,7 @@ void accounts_init(struct accounts *accounts, const struct msrd_config *config)
 	accounts->limits[ACCOUNT_RING_BYTES] = config->ring_memory_per_uid;
 	accounts->limits[ACCOUNT_HANDLES] = config->max_handles_per_uid;
 	accounts->limits[ACCOUNT_SCHEDULES] = config->max_schedules_per_uid;
+	accounts->limits[ACCOUNT_PERF_EVENTS] = UINT64_MAX; /* the grant's max_open bounds it */
 }
 
 static size_t bucket_of(uid_t uid)

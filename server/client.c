@@ -279,6 +279,7 @@ void client_close(struct client *client, const char *reason)
 	schedule_release_client(client);
 	handles_release_client(client);
 	energy_pages_release_client(client);
+	perf_requests_release_client(client);
 	if (client->followed)
 		backend_sim_follow_process(client->server->backend, (int)client->pid, false);
 	client->followed = false;

@@ -87,6 +87,8 @@ static uint64_t client_features(const struct client *client)
 		features |= WIRE_FEATURE_SIM_CONTROL;
 	if (client->server->slots.gp_count + client->server->slots.fixed_count > 0)
 		features |= WIRE_FEATURE_SLOTS;
+	if (perf_broker_enabled(client->server))
+		features |= WIRE_FEATURE_PERF;
 	return features;
 }
 
@@ -763,6 +765,9 @@ void dispatch_frame(struct client *client, const struct wire_header *header,
 		break;
 	case WIRE_OP_SCHEDULE_STOP:
 		schedule_handle_stop(client, header, payload, length);
+		break;
+	case WIRE_OP_PERF_OPEN:
+		perf_requests_handle_open(client, header, payload, length);
 		break;
 	default:
 		client_reply_error(client, header->op, header->request_id,

@@ -247,7 +247,7 @@ static int start_server(struct msrd *server, sigset_t *mask)
 		return server->listen_fd;
 	if (!config->foreground && daemon(0, 0) < 0)
 		return -errno;
-	status = privilege_drop(config->user != NULL ? &user : NULL);
+	status = privilege_drop(config->user != NULL ? &user : NULL, perf_broker_enabled(server));
 	if (status < 0)
 		return status;
 	server->signal_fd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -338,6 +338,9 @@ int main(int argc, char **argv)
 		return import_allowlist(&config);
 	case MSRD_LIST_SIM_MODELS:
 		return list_sim_models(&config);
+	case MSRD_PROBE:
+		backend_probe_report(&config.backend, stdout);
+		return 0;
 	case MSRD_RUN:
 	default:
 		return run_server(&config);

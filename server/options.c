@@ -23,6 +23,8 @@ enum option_id {
 	OPT_SIM_LATE_ENERGY_READS,
 	OPT_MODELS_DIR,
 	OPT_DEV_ROOT,
+	OPT_SYSFS_ROOT,
+	OPT_PERF_BROKER,
 	OPT_LOG_LEVEL,
 	OPT_INSECURE_POLICY,
 	OPT_SOCKET_MODE,
@@ -46,6 +48,7 @@ enum option_id {
 	OPT_RING_MAJORS,
 	OPT_STRICT,
 	OPT_LIST_SIM_MODELS,
+	OPT_PROBE,
 	OPT_STATE_DIR,
 	OPT_USER,
 	OPT_SOCKET_OWNER,
@@ -72,6 +75,8 @@ static const struct option long_options[] = {
 	{ "sim-power-script", required_argument, NULL, OPT_SIM_POWER_SCRIPT },
 	{ "models-dir", required_argument, NULL, OPT_MODELS_DIR },
 	{ "dev-root", required_argument, NULL, OPT_DEV_ROOT },
+	{ "sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT },
+	{ "perf-broker", no_argument, NULL, OPT_PERF_BROKER },
 	{ "foreground", no_argument, NULL, 'f' },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "insecure-policy-permissions", no_argument, NULL, OPT_INSECURE_POLICY },
@@ -96,6 +101,7 @@ static const struct option long_options[] = {
 	{ "ring-majors", required_argument, NULL, OPT_RING_MAJORS },
 	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ "list-sim-models", no_argument, NULL, OPT_LIST_SIM_MODELS },
+	{ "probe", no_argument, NULL, OPT_PROBE },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "user", required_argument, NULL, OPT_USER },
 	{ "socket-owner", required_argument, NULL, OPT_SOCKET_OWNER },
@@ -132,11 +138,16 @@ void options_usage(FILE *out)
 		"  --refusal-log-burst N      log at most N refusals per connection, 4 N per uid,\n"
 		"                             every 5 s; count the rest (default 10; 0: all)\n"
 		"Backend:\n"
-		"  --backend KIND             auto (default: msr, else msr-safe), msr, msr-safe or\n"
+		"  --backend KIND             auto (default: msr, else msr-safe), msr, msr-safe,\n"
+		"                             powercap (RAPL energy from sys/class/powercap),\n"
+		"                             perf (no registers: the perf_event broker only) or\n"
 		"                             sim (the simulated CPU: invented values)\n"
 		"  --allow-sim-fallback       auto may fall back to the simulated CPU when no device\n"
 		"                             is usable (every result then says it is simulated)\n"
 		"  --dev-root DIR             look up dev/cpu/N/msr (and sys/...) under DIR\n"
+		"  --sysfs-root DIR           powercap: look up sys/class/powercap under DIR\n"
+		"  --perf-broker              open perf events for clients as the policy allows\n"
+		"                             (always on with --backend perf)\n"
 		"  --sim-model NAME           simulated CPU model (see --list-sim-models)\n"
 		"  --models-dir DIR           directory of simulated CPU models\n"
 		"  --sim-virtual-time         simulated time moves only when a client advances it\n"
@@ -178,6 +189,7 @@ void options_usage(FILE *out)
 		"                             allowlist has no rings; setupFerretMonitor needs one)\n"
 		"  --strict                   with --check-policy: warnings fail too (exit 1)\n"
 		"  --list-sim-models          name the simulated CPU models\n"
+		"  --probe                    say which backend serves each event class here\n"
 		"  -h, --help                 this text\n"
 		"  -V, --version              the version\n"
 		"\n"
@@ -314,7 +326,7 @@ static int set_action(struct msrd_config *config, enum msrd_action action, const
 {
 	if (config->action != MSRD_RUN && config->action != action)
 		return bad_option("%s", "only one of --check-policy, --import-allowlist, "
-					"--list-sim-models, --help, --version");
+					"--list-sim-models, --probe, --help, --version");
 	config->action = action;
 	config->action_file = file;
 	return 0;
@@ -338,6 +350,8 @@ static int parse_one(struct msrd_config *config, int id, const char *argument)
 	case OPT_SIM_POWER_SCRIPT: config->backend.sim_power_script = argument; return 0;
 	case OPT_MODELS_DIR: config->backend.models_dir = argument; return 0;
 	case OPT_DEV_ROOT: config->backend.dev_root = argument; return 0;
+	case OPT_SYSFS_ROOT: config->backend.sysfs_root = argument; return 0;
+	case OPT_PERF_BROKER: config->perf_broker = true; return 0;
 	case 'f': config->foreground = true; return 0;
 	case OPT_INSECURE_POLICY: config->insecure_policy_permissions = true; return 0;
 	case OPT_SOCKET_GROUP: config->socket_group = argument; return 0;
@@ -372,6 +386,7 @@ static int parse_one(struct msrd_config *config, int id, const char *argument)
 	case OPT_CHECK_POLICY: return set_action(config, MSRD_CHECK_POLICY, argument);
 	case OPT_IMPORT_ALLOWLIST: return set_action(config, MSRD_IMPORT_ALLOWLIST, argument);
 	case OPT_LIST_SIM_MODELS: return set_action(config, MSRD_LIST_SIM_MODELS, NULL);
+	case OPT_PROBE: return set_action(config, MSRD_PROBE, NULL);
 	case 'h': return set_action(config, MSRD_HELP, NULL);
 	case 'V': return set_action(config, MSRD_VERSION_ACTION, NULL);
 	default:

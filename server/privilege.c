@@ -132,11 +132,19 @@ static int become(const struct privilege_user *user)
 	return status;
 }
 
-static int drop_bounding_set(void)
+static bool kept(cap_value_t cap, const cap_value_t *keep, int keep_count)
+{
+	for (int i = 0; i < keep_count; i++)
+		if (keep[i] == cap)
+			return true;
+	return false;
+}
+
+static int drop_bounding_set(const cap_value_t *keep, int keep_count)
 {
 	/* Dropping from the bounding set needs CAP_SETPCAP, which goes last. */
 	for (cap_value_t cap = 0; cap <= CAP_LAST_CAP; cap++) {
-		if (cap == CAP_SYS_RAWIO || !CAP_IS_SUPPORTED(cap))
+		if (kept(cap, keep, keep_count) || !CAP_IS_SUPPORTED(cap))
 			continue;
 		if (cap_drop_bound(cap) < 0 && errno != EINVAL) {
 			int status = errno_or(-EPERM);
@@ -147,10 +155,12 @@ static int drop_bounding_set(void)
 	return 0;
 }
 
-int privilege_drop(const struct privilege_user *user)
+int privilege_drop(const struct privilege_user *user, bool keep_perfmon)
 {
-	const cap_value_t keep[] = { CAP_SYS_RAWIO };
-	int keep_count = 1;
+	/* The perf broker opens events on clients' threads: CAP_PERFMON for any
+	 * perf_event_paranoid, CAP_SYS_PTRACE for the ptrace access check on another uid's task. */
+	const cap_value_t keep[] = { CAP_SYS_RAWIO, CAP_PERFMON, CAP_SYS_PTRACE };
+	int keep_count = keep_perfmon ? 3 : 1;
 	cap_t wanted = NULL;
 	int status = 0;
 
@@ -166,7 +176,7 @@ int privilege_drop(const struct privilege_user *user)
 		 * the simulated CPU under a partial capability set). */
 		keep_count = 0;
 	}
-	status = drop_bounding_set();
+	status = drop_bounding_set(keep, keep_count);
 	if (status == 0 && user != NULL)
 		status = become(user);
 	if (status < 0)
@@ -180,14 +190,19 @@ int privilege_drop(const struct privilege_user *user)
 				cap_set_flag(wanted, CAP_EFFECTIVE, keep_count, keep, CAP_SET) < 0)) ||
 	    cap_set_proc(wanted) < 0) {
 		status = errno_or(-EPERM);
-		log_warn_errno(status, "keeping only CAP_SYS_RAWIO");
+		log_warn_errno(status, "keeping only CAP_SYS_RAWIO%s",
+			       keep_count > 1 ? ", CAP_PERFMON and CAP_SYS_PTRACE" : "");
 		goto out;
 	}
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	if (user != NULL)
 		log_notice("running as user %s (uid %u gid %u)", user->name, (unsigned)user->uid,
 			   (unsigned)user->gid);
-	log_info("capabilities dropped: %s", keep_count > 0 ? "only cap_sys_rawio is kept" : "none kept");
+	log_info("capabilities dropped: %s",
+		 keep_count > 1	 ? "cap_sys_rawio, cap_perfmon and cap_sys_ptrace are kept (perf "
+				   "broker)"
+		 : keep_count > 0 ? "only cap_sys_rawio is kept"
+				  : "none kept");
 out:
 	if (wanted != NULL)
 		cap_free(wanted);
@@ -300,6 +315,8 @@ static const struct allowed allowed_syscalls[] = {
 	ALLOW(getrandom), ALLOW(sched_yield), ALLOW(rt_sigreturn), ALLOW(rt_sigprocmask),
 	ALLOW(rt_sigaction), ALLOW(sigaltstack), ALLOW(restart_syscall), ALLOW(uname),
 	ALLOW(prlimit64), ALLOW(exit), ALLOW(exit_group),
+	/* the perf broker (perf_requests.c); harmless without CAP_PERFMON */
+	ALLOW(perf_event_open),
 #if MSRD_SANITIZED
 	/* The sanitizer runtime: its leak check stops the world from a cloned task that ptraces
 	 * the others, then reads /proc/self with raw system calls (ASan+UBSan test builds only). */

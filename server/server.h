@@ -56,6 +56,7 @@ enum msrd_action {
 	MSRD_CHECK_POLICY,
 	MSRD_IMPORT_ALLOWLIST,
 	MSRD_LIST_SIM_MODELS,
+	MSRD_PROBE,
 };
 
 enum msrd_seccomp {
@@ -75,6 +76,7 @@ struct msrd_config {
 	struct backend_options backend;
 	enum log_level log_level;
 	bool foreground;
+	bool perf_broker;              /* --perf-broker: PERF_OPEN beside a register backend */
 	bool insecure_policy_permissions;
 	unsigned socket_mode;
 	const char *socket_group;
@@ -269,6 +271,7 @@ struct client {
 	uint32_t page_hold_count;
 	struct client *prev_holder;    /* on energy.holders while page_hold_count > 0 */
 	struct client *next_holder;
+	uint32_t perf_open;            /* perf events handed out (ACCOUNT_PERF_EVENTS) */
 	/* Precise edges run for this client's holds only within EDGE_LEASE_NS of its last request
 	 * (energy_page.c): a program that measured once and goes on without msrd must not leave
 	 * msrd spinning on the package it measures. */
@@ -726,6 +729,15 @@ void energy_pages_client_request(struct client *client);
 void energy_pages_leases_check(struct msrd *server);
 /* The client is going away: its holds are dropped (sampling stops with the last). */
 void energy_pages_release_client(struct client *client);
+
+/* ---- the perf_event broker (perf_requests.c) ---- */
+
+/* Whether PERF_OPEN is served: --perf-broker, or --backend perf. */
+bool perf_broker_enabled(const struct msrd *server);
+void perf_requests_handle_open(struct client *client, const struct wire_header *header,
+			       const uint8_t *payload, size_t length);
+/* Its events count back to its uid's bound (the descriptors are the client's). */
+void perf_requests_release_client(struct client *client);
 /* After a reload: every page is marked STALE and forgotten; holders ask again under the new
  * policy (and are refused, or get a page as coarse as their new grant). */
 void energy_pages_policy_reloaded(struct msrd *server);
@@ -861,6 +873,7 @@ enum account_resource {
 	ACCOUNT_RING_BYTES,            /* memory of the rings it created, until they are dropped */
 	ACCOUNT_HANDLES,
 	ACCOUNT_SCHEDULES,             /* running */
+	ACCOUNT_PERF_EVENTS,           /* handed out by the perf broker; bound by the policy */
 	ACCOUNT_RESOURCES,
 };
 
@@ -920,7 +933,9 @@ int privilege_resolve_user(const char *name, struct privilege_user *out);
 /* When running with capabilities: become `user` (may be NULL: stay), then keep only
  * CAP_SYS_RAWIO (permitted and effective) and drop every other capability from the bounding
  * set. Without privileges: nothing to do, but -EPERM when `user` is another user. */
-int privilege_drop(const struct privilege_user *user);
+/* keep_perfmon: also keep CAP_PERFMON and CAP_SYS_PTRACE (the perf broker opens events for
+ * other uids' threads under any perf_event_paranoid). */
+int privilege_drop(const struct privilege_user *user, bool keep_perfmon);
 /* Install the system call filter (mode off: nothing). 0 or -errno (logged). */
 int privilege_seccomp(enum msrd_seccomp mode);
 /* Log the system calls the filter refused since the last call (the loop calls it each turn). */

@@ -18,7 +18,7 @@
 #include "common/log.h"
 #include "backend/backend.h"
 #include "harness/msrd_harness.h"
-#include "tests/lib/standin_tree.h"
+#include "harness/standin_tree.h"
 
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull

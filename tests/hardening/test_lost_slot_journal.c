@@ -22,7 +22,7 @@
 #include "haecer/msrd.h"
 #include "hw/msr.h"
 #include "harness/msrd_harness.h"
-#include "tests/lib/standin_tree.h"
+#include "harness/standin_tree.h"
 
 #define KERNEL_SELECT (0xC0ull | PERFEVTSEL_USR | PERFEVTSEL_OS | PERFEVTSEL_INT | PERFEVTSEL_EN)
 

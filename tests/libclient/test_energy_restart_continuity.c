@@ -21,7 +21,7 @@
 #include "haecer/perfmon.h"
 #include "tests/lib/msrd_group.h"
 #include "harness/msrd_harness.h"
-#include "tests/lib/standin_tree.h"
+#include "harness/standin_tree.h"
 
 #define PKG 0x611u
 #define PKG_START 0x01234567u

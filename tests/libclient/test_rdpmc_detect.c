@@ -22,7 +22,7 @@
 #include "libclient/haecer_internal.h"
 #include "harness/msrd_harness.h"
 #include "harness/policy_text.h"
-#include "tests/lib/standin_tree.h"
+#include "harness/standin_tree.h"
 
 #define RDPMC_RELATIVE "sys/bus/event_source/devices/cpu/rdpmc"
 

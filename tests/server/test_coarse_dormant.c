@@ -25,7 +25,7 @@
 #include "shm/ring.h"
 #include "tests/lib/msrd_group.h"
 #include "harness/msrd_harness.h"
-#include "tests/lib/standin_tree.h"
+#include "harness/standin_tree.h"
 #include "tests/lib/test_check.h"
 
 #define PP1 0x641u

@@ -22,7 +22,7 @@
 #include "haecer/msrd.h"
 #include "harness/msrd_harness.h"
 #include "harness/policy_text.h"
-#include "tests/lib/standin_tree.h"
+#include "harness/standin_tree.h"
 
 static const char policy[] = POLICY_TSC_FOR_ROOT;
 

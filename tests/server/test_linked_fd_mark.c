@@ -31,7 +31,7 @@
 #include "tests/lib/msrd_group.h"
 #include "harness/msrd_harness.h"
 #include "harness/raw_client.h"
-#include "tests/lib/standin_tree.h"
+#include "harness/standin_tree.h"
 
 #define BEYOND 0x2000u /* past the stand-in file's end: the driver's EIO */
 #define PKG_ENERGY 0x611u

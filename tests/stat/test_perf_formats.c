@@ -85,6 +85,7 @@ static void test_nproc_keeps_affinity(void **state)
 	assert_int_equal(stat_run(arguments, &out, &err), 0);
 	assert_string_equal(out, expected);
 	assert_non_null(strstr(err, "Counted on every CPU the command may run on"));
+	assert_non_null(strstr(err, "msrd backend sim)")); /* the backend behind the figures */
 	assert_non_null(strstr(err, "The command was not pinned"));
 	free(out);
 	free(err);
@@ -211,6 +212,8 @@ static void test_list(void **state)
 	(void)state;
 	assert_int_equal(stat_run((const char *[]){ "list", NULL }, &out, &err), 0);
 	assert_non_null(strstr(out, "SIMULATED"));
+	/* The backend behind what is listed (issue 24). */
+	assert_non_null(strstr(out, "backend: msrd --backend sim\n"));
 	assert_non_null(strstr(out, "instructions"));
 	assert_non_null(strstr(out, "power/energy-pkg/"));
 	assert_non_null(strstr(out, "power/energy-gpu/"));

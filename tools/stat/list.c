@@ -19,6 +19,24 @@ static void pfm_entry(void *arg, const char *name)
 	entry(name, (const char *)arg);
 }
 
+/* Which of msrd's backends serves what is listed, and whether its perf broker runs. */
+static void print_backend(const struct stat_options *options)
+{
+	const struct haecer_server_info *info;
+	struct haecer_conn *conn;
+
+	if (haecer_connect(options->socket_path, &conn) < 0) {
+		printf("backend: unknown (%s)\n\n", haecer_error_detail());
+		return;
+	}
+	info = haecer_server_info(conn);
+	printf("backend: msrd --backend %s%s\n\n", haecer_backend_name(info->backend),
+	       info->features & HAECER_FEATURE_PERF
+		       ? "; perf events (software, msr, power, core PMUs) through its perf broker"
+		       : "");
+	haecer_close(conn);
+}
+
 int stat_list(const struct stat_options *options)
 {
 	const struct haecer_machine_info *machine;
@@ -32,10 +50,11 @@ int stat_list(const struct stat_options *options)
 	}
 	machine = haecer_context_machine(ctx);
 	simulated = (machine->flags & HAECER_MACHINE_SIMULATED) != 0;
-	printf("List of events of %s%s (%u CPUs, %u package%s):\n\n",
+	printf("List of events of %s%s (%u CPUs, %u package%s):\n",
 	       simulated ? "the SIMULATED CPU " : "", simulated ? machine->sim_model
 							     : machine->model_name,
 	       machine->cpu_count, machine->package_count, machine->package_count == 1 ? "" : "s");
+	print_backend(options);
 	for (size_t i = 0; i < haecer_generic_event_count(); i++) {
 		/* Listed when this CPU has it: opened once on CPU 0, which also tells whether msrd's
 		 * policy grants it. */

@@ -231,12 +231,13 @@ static int choose_scope(const struct stat_options *options, struct stat_session 
 
 	scope->all_cpus = options->all_cpus;
 	scope->host_cpu = -1;
-	snprintf(scope->machine, sizeof(scope->machine), "%s%s (%u CPUs, %u package%s)",
+	snprintf(scope->machine, sizeof(scope->machine),
+		 "%s%s (%u CPUs, %u package%s; msrd backend %s)",
 		 machine->flags & HAECER_MACHINE_SIMULATED ? "simulated " : "",
 		 machine->flags & HAECER_MACHINE_SIMULATED ? machine->sim_model
 							   : machine->model_name,
 		 machine->cpu_count, machine->package_count,
-		 machine->package_count == 1 ? "" : "s");
+		 machine->package_count == 1 ? "" : "s", haecer_context_backend(session->ctx));
 	if (machine->cpu_count == 0 || machine->cpu_count > HAECER_MAX_CPUS) {
 		stat_error("msrd describes a machine of %u CPUs", machine->cpu_count);
 		*status = STAT_EXIT_FAILED;

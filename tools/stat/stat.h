@@ -122,7 +122,8 @@ struct stat_scope {
 	uint32_t packages[HAECER_MAX_CPUS]; /* packages in scope, ascending */
 	uint32_t package_count;
 	char host_cpus[256];              /* affinity mode: the host CPUs, "0-3,6" */
-	char machine[128];                /* "simulated sandybridge (4 CPUs)" */
+	char machine[192];                /* "simulated sandybridge (4 CPUs, 1 package; msrd
+					   * backend sim)" */
 };
 
 struct stat_session {

@@ -107,6 +107,9 @@ void haecer_shutdown(void);
 
 /* The machine msrd describes (valid as long as the context). */
 const struct haecer_machine_info *haecer_context_machine(const struct haecer_context *ctx);
+/* The msrd backend behind the context's figures ("msr", "msr-safe", "powercap", "perf", "sim";
+ * haecer_backend_name), for outputs that name where a figure came from. */
+const char *haecer_context_backend(const struct haecer_context *ctx);
 
 /* Whether msrd presents a simulated CPU (msrd --backend sim): every value read through this
  * context is then invented by the simulator, not measured. Also in haecer_counter_info.simulated
@@ -151,6 +154,7 @@ enum haecer_counter_kind {
 	HAECER_COUNTER_PROGRAMMABLE = 1, /* a general-purpose PMC (Intel IA32_PMCx, AMD PERF_CTRx) */
 	HAECER_COUNTER_FIXED = 2,        /* an Intel fixed-function counter */
 	HAECER_COUNTER_ENERGY = 3,       /* a RAPL energy-status register */
+	HAECER_COUNTER_PERF = 4,         /* a perf event msrd's broker opened (haecer_counter_open_perf) */
 };
 
 #define HAECER_COUNTER_NAME_MAX 160u
@@ -176,6 +180,8 @@ struct haecer_counter_info {
 	uint32_t ring_capacity;     /* records the ring holds when monitored: the capacity asked
 				     * for, rounded up to a power of two */
 	bool simulated;             /* msrd's CPU is simulated: the values are invented */
+	bool scaled;                /* perf: the latest value was scaled by time_enabled /
+				     * time_running (the kernel multiplexed the event) */
 };
 
 /* Architectural events: bit n of CPUID.0AH:EBX (the seed's ARCH_counter of <haecer/perfmon.h>
@@ -259,6 +265,14 @@ const char *haecer_generic_event_name(size_t index);
  * `cpu`. Energy counters always count: enable, disable and reset do nothing to them. */
 int haecer_counter_open_energy(struct haecer_context *ctx, int cpu, unsigned domain,
 			       struct haecer_counter **out);
+
+/* A perf event msrd's broker opens for this process (haecer_perf_open of <haecer/msrd.h>: the
+ * policy's `perf:` grant decides), read with haecer_counter_read like any counter (read() of
+ * its descriptor: the value scaled by time_enabled / time_running when multiplexed, which
+ * haecer_counter_info's `scaled` then says); enable, disable and reset act on the event. It
+ * cannot be part of a read set (-EOPNOTSUPP there). Errors as haecer_perf_open's. */
+int haecer_counter_open_perf(struct haecer_context *ctx, const struct haecer_perf_spec *spec,
+			     struct haecer_counter **out);
 
 /* Stop counting (the value holds) / count again. 0 for energy counters, which always count. */
 int haecer_counter_enable(struct haecer_counter *counter);

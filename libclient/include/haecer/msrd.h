@@ -45,7 +45,7 @@ struct haecer_conn;
 /* What the server told this connection at HELLO. */
 struct haecer_server_info {
 	uint16_t version;          /* protocol version in use */
-	uint16_t backend;          /* 1 msr, 2 msr-safe, 3 simulated CPU */
+	uint16_t backend;          /* HAECER_BACKEND_*: 1 msr, 2 msr-safe, 3 simulated CPU, ... */
 	uint32_t max_frame;
 	uint32_t max_batch_ops;
 	uint32_t max_in_flight;
@@ -64,10 +64,17 @@ struct haecer_server_info {
 #define HAECER_FEATURE_HANDLES (1ull << 5)
 #define HAECER_FEATURE_SCHEDULES (1ull << 6)
 #define HAECER_FEATURE_ENERGY_PAGE (1ull << 7)
+#define HAECER_FEATURE_PERF (1ull << 8)  /* msrd's perf broker: haecer_perf_open */
 
 #define HAECER_BACKEND_MSR 1
 #define HAECER_BACKEND_MSR_SAFE 2
 #define HAECER_BACKEND_SIM 3
+#define HAECER_BACKEND_POWERCAP 4  /* energy from the kernel's powercap zones */
+#define HAECER_BACKEND_PERF 5      /* no registers: perf events through the broker only */
+
+/* msrd's name of a HAECER_BACKEND_* value ("msr", "msr-safe", "sim", "powercap", "perf"), as
+ * outputs name the backend behind a figure; "unknown" for others. */
+const char *haecer_backend_name(uint16_t backend);
 
 /* Connect to msrd at `path`; NULL means $HAECER_SOCKET, or HAECER_DEFAULT_SOCKET when that is
  * unset. Performs HELLO, so a returned connection speaks a version both sides know. */
@@ -280,6 +287,51 @@ int haecer_energy_page_open(struct haecer_conn *conn, uint32_t address, uint32_t
 #define HAECER_ENERGY_PAGE_PRECISE 0x1u
 int haecer_energy_page_request(struct haecer_conn *conn, uint32_t address, uint32_t rate_hz,
 			       uint32_t flags, struct haecer_energy_page_info *info, int *fd);
+
+/* ---- perf events msrd opens for the caller (its perf_event broker) ---- */
+
+/* What perf_event_open(2) would be given (see perf_event_open(2) for type and config; the
+ * PMU's type number is /sys/bus/event_source/devices/PMU/type). Scope: the caller's own thread
+ * `tid` (0: the calling process; a thread id of the caller's process, gettid()) counting on
+ * any CPU it runs on (cpu -1) — counts follow the thread across CPUs — or with
+ * HAECER_PERF_CPU_WIDE every task on CPU `cpu` (the policy must grant scope cpu). A
+ * sample_period other than 0 samples (the policy must grant sampling). */
+#define HAECER_PERF_CPU_WIDE 0x1u
+#define HAECER_PERF_EXCLUDE_KERNEL 0x2u
+#define HAECER_PERF_DISABLED 0x4u  /* start disabled: ioctl PERF_EVENT_IOC_ENABLE to count */
+struct haecer_perf_spec {
+	uint32_t type;
+	uint32_t flags;            /* HAECER_PERF_* */
+	uint64_t config;
+	uint64_t config1;
+	uint64_t sample_period;
+	int tid;
+	int cpu;
+};
+
+/* msrd opens the event as the policy allows (its `perf:` grant) and hands over the descriptor:
+ * *fd is the caller's (close it when done; msrd keeps no copy). *open (may be NULL) gets how
+ * many events this uid holds through msrd's live connections, this one included.
+ * -EPERM the policy does not grant this class, scope or sampling, or tid is not a thread of
+ * the caller's process (never another uid's); -ENOSPC the uid holds the policy's max_open
+ * events already (they count back when their connection closes), or msrd is out of
+ * descriptors (EMFILE); -EOPNOTSUPP msrd's broker is off, the type is no class msrd brokers, or
+ * the kernel's PMU cannot do it; -ENOENT the kernel has no such event; -EACCES the kernel
+ * refused msrd; haecer_conn_error says which. */
+int haecer_perf_open(struct haecer_conn *conn, const struct haecer_perf_spec *spec, int *fd,
+		     uint32_t *open);
+
+/* One read() of a brokered event: value scaled by time_enabled / time_running when the kernel
+ * multiplexed it (scaled true; raw keeps the count as read). -errno of read(), or -EIO for a
+ * short read (the descriptor is not such an event). */
+struct haecer_perf_value {
+	uint64_t value;
+	uint64_t raw;
+	uint64_t time_enabled;
+	uint64_t time_running;
+	bool scaled;
+};
+int haecer_perf_read(int fd, struct haecer_perf_value *out);
 
 /* In batches (haecer_msr_batch, haecer_batch_register/run): kind HAECER_MSR_ENERGY_READ gives
  * value = raw and total = the 64-bit total; kind HAECER_MSR_SLOT_READ reads slot `address`

@@ -1,4 +1,4 @@
-#include "tests/lib/standin_tree.h"
+#include "harness/standin_tree.h"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -1,12 +1,12 @@
 /*
- * tests/lib/standin_tree.h — stand-in device and sysfs trees under a temporary root, for
+ * harness/standin_tree.h — stand-in device and sysfs trees under a temporary root, for
  * backends and msrd started with --dev-root: files at any depth (parents made as needed),
  * registers at offset = address as the msr driver reads them, CPUID records.
  *
  * Failures abort: a tree that cannot be built means the test cannot mean anything.
  */
-#ifndef HAECER_TESTS_LIB_STANDIN_TREE_H
-#define HAECER_TESTS_LIB_STANDIN_TREE_H
+#ifndef HAECER_HARNESS_STANDIN_TREE_H
+#define HAECER_HARNESS_STANDIN_TREE_H
 
 #include <stddef.h>
 #include <stdint.h>

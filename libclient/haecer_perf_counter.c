@@ -1,0 +1,83 @@
+/*
+ * libclient/haecer_perf_counter.c — counters whose event msrd's perf broker opened
+ * (haecer_counter_open_perf): the kernel counts (following the thread across CPUs, scaling
+ * when it multiplexes), the library reads the descriptor msrd handed over.
+ */
+#include "libclient/haecer_internal.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+int haecer__perf_read_locked(struct haecer_counter *counter, uint64_t *value)
+{
+	struct haecer_perf_value reading;
+	int error = haecer_perf_read(counter->perf_fd, &reading);
+
+	if (error < 0)
+		return haecer__fail(error, "reading perf event %s", counter->info.name);
+	counter->info.scaled = reading.scaled;
+	counter->value = reading.value;
+	*value = reading.value;
+	return 0;
+}
+
+int haecer__perf_control(struct haecer_counter *counter, uint16_t action)
+{
+	unsigned long request = action == HAECER_SLOT_ENABLE	? PERF_EVENT_IOC_ENABLE
+				: action == HAECER_SLOT_DISABLE ? PERF_EVENT_IOC_DISABLE
+								: PERF_EVENT_IOC_RESET;
+
+	if (ioctl(counter->perf_fd, request, 0) < 0)
+		return haecer__fail(-errno, "perf event %s: ioctl", counter->info.name);
+	if (action != HAECER_SLOT_RESET)
+		counter->info.enabled = action == HAECER_SLOT_ENABLE;
+	return 0;
+}
+
+static void describe(struct haecer_counter *counter, const struct haecer_perf_spec *spec)
+{
+	struct haecer_counter_info *info = &counter->info;
+
+	snprintf(info->name, sizeof(info->name), "perf:%u/%#llx/", spec->type,
+		 (unsigned long long)spec->config);
+	info->kind = HAECER_COUNTER_PERF;
+	info->cpu = spec->cpu < 0 ? 0 : (uint32_t)spec->cpu;
+	info->package = -1;
+	info->width = 64;
+	info->unit = 1.0;
+	info->unit_name = "events";
+	info->config = spec->config;
+	info->enabled = !(spec->flags & HAECER_PERF_DISABLED);
+}
+
+int haecer_counter_open_perf(struct haecer_context *ctx, const struct haecer_perf_spec *spec,
+			     struct haecer_counter **out)
+{
+	struct haecer_counter *counter = NULL;
+	uint64_t value;
+	int error;
+
+	if (!ctx || !spec || !out)
+		return haecer__fail(-EINVAL, "haecer_counter_open_perf needs a context, a spec "
+				    "and a place for the counter");
+	pthread_mutex_lock(&ctx->lock);
+	error = haecer__counter_new(ctx, &counter);
+	if (error < 0)
+		goto out;
+	error = haecer_perf_open(ctx->conn, spec, &counter->perf_fd, NULL);
+	if (error < 0) {
+		haecer__fail_msrd(ctx, error, "opening a perf event through msrd");
+		goto out;
+	}
+	describe(counter, spec);
+	error = haecer__perf_read_locked(counter, &value);
+out:
+	if (error < 0 && counter != NULL)
+		haecer__counter_release(counter);
+	pthread_mutex_unlock(&ctx->lock);
+	*out = error < 0 ? NULL : counter;
+	return error;
+}

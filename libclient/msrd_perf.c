@@ -1,0 +1,69 @@
+/*
+ * libclient/msrd_perf.c — perf events through msrd's broker (PERF_OPEN, <haecer/msrd.h>): the
+ * request, the descriptor it hands back, and reading it with its enabled/running times; and the
+ * names of msrd's backends, which outputs print beside their figures.
+ */
+#include "libclient/msrd_conn.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+int haecer_perf_open(struct haecer_conn *conn, const struct haecer_perf_spec *spec, int *fd,
+		     uint32_t *open)
+{
+	struct wire_perf_open request;
+	struct wire_perf_opened opened;
+	struct wire_writer writer;
+	struct haecer_reply reply;
+	int status;
+
+	if (!conn || !spec || !fd || spec->tid < 0 || spec->cpu < -1 ||
+	    (spec->flags & ~WIRE_PERF_FLAGS) != 0)
+		return -EINVAL;
+	*fd = -1;
+	request = (struct wire_perf_open){
+		.type = spec->type, .flags = spec->flags, .config = spec->config,
+		.config1 = spec->config1, .sample_period = spec->sample_period,
+		.tid = spec->tid, .cpu = spec->cpu,
+	};
+	writer = haecer__begin(conn);
+	wire_put_perf_open(&writer, &request);
+	status = haecer__call_checked(conn, WIRE_OP_PERF_OPEN, &writer, &reply);
+	if (status < 0)
+		return status;
+	if (reply.fd < 0 || wire_get_perf_opened(reply.payload, reply.length, &opened) < 0) {
+		if (reply.fd >= 0)
+			close(reply.fd);
+		return -EPROTO;
+	}
+	if (open)
+		*open = opened.open;
+	*fd = reply.fd;
+	return 0;
+}
+
+int haecer_perf_read(int fd, struct haecer_perf_value *out)
+{
+	uint64_t values[3];
+	ssize_t got = read(fd, values, sizeof(values));
+
+	if (got < 0)
+		return -errno;
+	if (got != (ssize_t)sizeof(values))
+		return -EIO;
+	out->raw = values[0];
+	out->time_enabled = values[1];
+	out->time_running = values[2];
+	out->scaled = values[2] != 0 && values[2] < values[1];
+	out->value = out->scaled ? (uint64_t)((unsigned __int128)values[0] * values[1] / values[2])
+				 : values[0];
+	return 0;
+}
+
+const char *haecer_backend_name(uint16_t backend)
+{
+	static const char *const names[] = { "unknown", "msr", "msr-safe", "sim", "powercap",
+					     "perf" };
+
+	return backend < sizeof(names) / sizeof(names[0]) ? names[backend] : "unknown";
+}

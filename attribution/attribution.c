@@ -233,15 +233,16 @@ static void charge_cgroups(struct attribution *engine, const struct procfs_snaps
 		engine->cgroups[i].seen = false;
 	for (size_t i = 0; i < latest->count; i++)
 		cgroup_of(engine, latest->processes[i].cgroup);
-	interval->cgroup_accounting = engine->roots.cgroup[0] != '\0';
+	bool accounting = engine->roots.cgroup[0] != '\0';
 	for (size_t i = 0; i < engine->cgroup_count; i++) {
 		struct attribution_cgroup *cgroup = &engine->cgroups[i];
 		cgroup->interval_joules = 0;
-		long long usage = interval->cgroup_accounting ?
+		long long usage = accounting ?
 			procfs_cgroup_usage_usec(&engine->roots, cgroup->path) : -ENOENT;
 		if (usage < 0)
 			continue;
 		cgroup->seen = true;
+		interval->cgroup_accounting = true;
 		if (charge && (uint64_t)usage > cgroup->usage_usec && cgroup->usage_usec > 0) {
 			double ns = (double)((uint64_t)usage - cgroup->usage_usec) * 1e3;
 			cgroup->interval_joules = energy_share(node_joules, ns, node_capacity_ns, 1, 0);

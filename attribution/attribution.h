@@ -98,7 +98,7 @@ struct attribution_interval {
 	size_t appeared;      /* new since the previous snapshot (reused pids included) */
 	size_t exited;	      /* gone since the previous snapshot */
 	size_t dropped;	      /* not tracked: over max_processes or unreadable */
-	bool cgroup_accounting;
+	bool cgroup_accounting; /* some cgroup's cpu.stat was read (cgroup v2) */
 };
 
 struct attribution;

@@ -89,7 +89,9 @@ static void test_fork_storm(void **state)
 	fprintf(stderr, "%u storms of %u processes: RSS %ld kB after the first, %ld kB after the "
 		"last; other %.3f J of %.3f J, cgroup accounting %s\n", storms, children, rss_first,
 		rss_last, interval.other_joules, joules, interval.cgroup_accounting ? "yes" : "no");
-	assert_true(rss_last - rss_first < 1024);
+	/* Under valgrind the RSS is valgrind's as well: it grows with what it tracks. */
+	if (!harness_valgrind())
+		assert_true(rss_last - rss_first < 1024);
 
 	for (unsigned i = 0; i < SLEEPERS; i++) {
 		kill(sleepers[i], SIGKILL);

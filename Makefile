@@ -85,7 +85,8 @@ $(BUILD)/%.a:
 # what is used).
 ALL_ARCHIVES = $(BUILD)/libhaecer-testlib.a $(BUILD)/libhaecer-harness.a $(BUILD)/libmsrd.a \
 	       $(BUILD)/libhaecer-backend.a $(BUILD)/libhaecer.a $(BUILD)/libhaecer-policy.a \
-	       $(BUILD)/libhaecer-proto.a $(BUILD)/libhaecer-shm.a $(BUILD)/libhaecer-common.a
+	       $(BUILD)/libhaecer-proto.a $(BUILD)/libhaecer-shm.a $(BUILD)/libhaecer-attribution.a \
+	       $(BUILD)/libhaecer-common.a
 ALL_LDLIBS = $(CMOCKA_LIBS) $(URING_LIBS) $(CYAML_LIBS) $(CAP_LIBS) $(SECCOMP_LIBS) $(PFM_LIBS) -lm
 
 MODULES := $(sort $(wildcard */module.mk))

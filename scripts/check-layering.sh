@@ -15,16 +15,17 @@ declare -A allowed=(
 	[shm]="shm common"
 	[proto]="proto common"
 	[policy]="policy common hw"
+	[attribution]="attribution haecer common hw"
 	[backend]="backend common hw"
 	[server]="server backend policy proto shm common hw"
 	[libclient]="libclient haecer proto shm common hw"
-	[tools]="tools haecer shm proto common hw"
+	[tools]="tools attribution haecer shm proto common hw"
 	[prof]="prof tools haecer shm proto common hw"
 	[examples]="haecer shm common"
 	[fuzz]="fuzz server backend policy proto shm libclient common hw"
 	[harness]="harness haecer proto shm common hw"
-	[bench]="bench harness prof haecer proto shm common hw"
-	[tests]="tests harness server backend policy proto shm libclient haecer tools prof common hw"
+	[bench]="bench harness prof attribution haecer proto shm common hw"
+	[tests]="tests harness server backend policy proto shm libclient haecer tools prof attribution common hw"
 )
 
 violations=0

@@ -33,7 +33,7 @@ done
 # simulated CPU (msrd's windows, the profiler's sampling, the regions' attribution, the follow
 # of clients' load, the demo's busy and idle power, schedules and client timeouts): a second
 # test beside them changes what they measure.
-SERIAL_TESTS='^(prof/|region/|demo/)|energy|sim_follow|sim_clock|sim_e2e|schedule|slow_client|perf_broker'
+SERIAL_TESTS='^(prof/|region/|demo/)|attribution/test_real|mon/test_top_by|energy|sim_follow|sim_clock|sim_e2e|schedule|slow_client|perf_broker'
 
 build=$(cd "$build" && pwd)
 export HAECER_BUILD="$build"

@@ -32,7 +32,7 @@ static const struct command commands[] = {
 	{ "plot", MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_OUTPUT |
 	  MON_OPT_DATA, mon_plot_main },
 	{ "serve", MON_OPT_LISTEN | MON_OPT_INTERVAL, mon_serve_main },
-	{ "top", MON_OPT_FORMAT | MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL,
+	{ "top", MON_OPT_FORMAT | MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_BY,
 	  mon_top_main },
 };
 
@@ -44,6 +44,7 @@ static const struct {
 	{ MON_OPT_COUNT, "--count" },       { MON_OPT_INTERVAL, "--interval" },
 	{ MON_OPT_OUTPUT, "--output" },     { MON_OPT_DATA, "--data" },
 	{ MON_OPT_LISTEN, "--listen" },     { MON_OPT_UID, "--uid" },
+	{ MON_OPT_BY, "--by" },
 };
 
 static void usage(FILE *out)
@@ -53,7 +54,7 @@ static void usage(FILE *out)
 		"       haecer-mon [OPTIONS] follow MAJOR MINOR [INSTANCE]\n"
 		"       haecer-mon [OPTIONS] plot MAJOR MINOR [INSTANCE] -o FILE.png\n"
 		"       haecer-mon [OPTIONS] serve [--listen HOST:PORT]\n"
-		"       haecer-mon [OPTIONS] top [MAJOR MINOR]\n"
+		"       haecer-mon [OPTIONS] top [--by process|cgroup|service] [MAJOR MINOR]\n"
 		"Watch the shared-memory rings msrd lists, read-only, under its policy.\n"
 		"\n"
 		"  list     every ring you may monitor: producer, counters, records, lost\n"
@@ -74,6 +75,8 @@ static void usage(FILE *out)
 		"      --data FILE        also keep the plotted data (time, watts)   plot\n"
 		"  -l, --listen HOST:PORT where to serve (default 127.0.0.1:9464)    serve\n"
 		"  -u, --uid UID          only a ring UID created (the newest of them) follow\n"
+		"  -b, --by WHAT          process, cgroup or service: each interval's package\n"
+		"                         energy split by CPU time (docs/attribution.md) top\n"
 		"  -h, --help             this text\n"
 		"  -V, --version          the version\n"
 		"\n"
@@ -127,6 +130,12 @@ static int take_option(int option, const char *value, struct mon_options *option
 	case 'o': options->given |= MON_OPT_OUTPUT; options->output = value; return 0;
 	case 'D': options->given |= MON_OPT_DATA; options->data = value; return 0;
 	case 'l': options->given |= MON_OPT_LISTEN; options->listen = value; return 0;
+	case 'b':
+		options->given |= MON_OPT_BY;
+		if (!mon_parse_by(value, &options->by))
+			return mon_usage_error("--by takes process, cgroup or service, not '%s'",
+					       value);
+		return 0;
 	case 'u':
 		options->given |= MON_OPT_UID;
 		if (!mon_parse_u32(value, &options->uid))
@@ -158,6 +167,7 @@ int main(int argc, char **argv)
 		{ "data", required_argument, NULL, 'D' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "uid", required_argument, NULL, 'u' },
+		{ "by", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -169,7 +179,7 @@ int main(int argc, char **argv)
 
 	tool_init("haecer-mon");
 	opterr = 0; /* our own messages, with the --help hint */
-	while ((option = getopt_long(argc, argv, ":s:f:d:n:i:o:l:u:hV", long_options, NULL)) != -1) {
+	while ((option = getopt_long(argc, argv, ":s:f:d:n:i:o:l:u:b:hV", long_options, NULL)) != -1) {
 		if (option == 'h') {
 			usage(stdout);
 			return MON_EXIT_OK;

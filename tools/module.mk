@@ -11,3 +11,5 @@ $(TOOLS): $(BUILD)/%: $(BUILD)/tools/%.o $$(call objects_of,$$(call tool_extra_s
 		$(BUILD)/libhaecer-tools.a $(BUILD)/libhaecer.a
 	$(CC) $(HAECER_LDFLAGS) $(LDFLAGS) -o $@ $^ $(HAECER_LDLIBS)
 PROGRAMS += $(TOOLS)
+# haecer-mon top --by: the attribution engine (attribution/).
+$(BUILD)/haecer-mon: $(BUILD)/libhaecer-attribution.a

@@ -251,6 +251,10 @@ int mon_watch_ring(const struct mon_options *options, int count, char *const *wo
 #define MON_OPT_DATA 0x20u
 #define MON_OPT_LISTEN 0x40u
 #define MON_OPT_UID 0x80u
+#define MON_OPT_BY 0x100u
+
+/* top --by: whose energy rows show (tools/mon/top_by.c). */
+enum mon_by { MON_BY_PACKAGE, MON_BY_PROCESS, MON_BY_CGROUP, MON_BY_SERVICE };
 
 struct mon_options {
 	const char *socket_path;  /* NULL: $HAECER_SOCKET or the default */
@@ -263,7 +267,21 @@ struct mon_options {
 	const char *data;
 	const char *listen;
 	uint32_t uid;             /* MON_OPT_UID: only rings this uid created */
+	enum mon_by by;           /* MON_OPT_BY: top's rows */
 };
+
+/* top --by process|cgroup|service (tools/mon/top_by.c): an attribution engine over the real
+ * /proc; each interval's package joules (one per package) are charged and the rows printed,
+ * sorted by watts. mon_top_by_open returns 0 or -errno. */
+struct mon_top_by;
+int mon_top_by_open(enum mon_by by, struct mon_top_by **out);
+int mon_top_by_print(struct mon_top_by *view, enum mon_format format, bool *header_done,
+		     double seconds, double interval_s, const double *package_joules,
+		     unsigned packages, bool simulated);
+void mon_top_by_close(struct mon_top_by *view);
+
+/* "process", "cgroup" or "service" into by; false for anything else. */
+bool mon_parse_by(const char *text, enum mon_by *by);
 
 /* Each takes its positional words (after the subcommand's name) and returns the exit status. */
 int mon_list_main(const struct mon_options *options, int count, char *const *words);

@@ -41,13 +41,48 @@ struct top {
 	double watts[TOP_MAX_DOMAINS];
 	char columns[TOP_MAX_DOMAINS][40]; /* "energy-pkg_watts": rows keep pointers to them */
 	struct mon_row row;
+	struct mon_top_by *by;	       /* --by: rows per process or cgroup instead */
+	double previous_seconds;       /* the set before, for --by's joules */
 };
+
+#define TOP_MAX_PACKAGES 64u
+
+/* --by: the package energy of the interval that ends at this set (energy-pkg's watts × the time
+ * since the set before) charged by the attribution engine; the first set only takes the engine's
+ * first snapshot. */
+static int print_set_by(struct top *top)
+{
+	double joules[TOP_MAX_PACKAGES] = { 0 };
+	double interval_s = top->set_seconds - top->previous_seconds;
+	unsigned packages = 0;
+	bool any = false;
+
+	for (size_t i = 0; i < top->domain_count; i++) {
+		uint32_t package = top->domains[i].package;
+		if (!top->have_watts[i] || strcmp(top->domains[i].name, "energy-pkg") != 0 ||
+		    package >= TOP_MAX_PACKAGES)
+			continue;
+		joules[package] = top->watts[i] * interval_s;
+		packages = package + 1 > packages ? package + 1 : packages;
+		any = true;
+	}
+	top->previous_seconds = top->set_seconds;
+	int status = mon_top_by_print(top->by, top->format, &top->header_done, top->set_seconds,
+				      interval_s, joules, any ? packages : 0, top->simulated);
+	if (status < 0)
+		return mon_fail("charging the energy to processes: %s", strerror(-status));
+	if (any)
+		top->rows_done++;
+	return any && top->wanted_rows > 0 && top->rows_done >= top->wanted_rows ? -ECANCELED : 0;
+}
 
 /* One row per package for the gathered set (when it has watts: not the first set). */
 static int print_set(struct top *top)
 {
 	bool any = false;
 
+	if (top->by && top->have_set)
+		return print_set_by(top);
 	for (size_t i = 0; i < top->domain_count; i++)
 		any = any || top->have_watts[i];
 	if (!top->have_set || !any)
@@ -168,9 +203,14 @@ int mon_top_main(const struct mon_options *options, int count, char *const *word
 		if (count > 2)
 			return mon_usage_error("top takes MAJOR MINOR, not an instance");
 	}
+	if (options->by != MON_BY_PACKAGE) {
+		status = mon_top_by_open(options->by, &top.by);
+		if (status < 0)
+			return mon_fail("the attribution engine: %s", strerror(-status));
+	}
 	status = mon_connect(options->socket_path, &conn);
 	if (status != 0)
-		return status;
+		goto out;
 	machine = calloc(1, sizeof(*machine));
 	status = machine != NULL ? haecer_machine_info(conn, machine) : -ENOMEM;
 	if (status < 0) {
@@ -208,5 +248,6 @@ out:
 		haecer_schedule_stop(conn, schedule);
 	free(machine);
 	haecer_close(conn);
+	mon_top_by_close(top.by);
 	return status;
 }

@@ -1,0 +1,313 @@
+/*
+ * attribution/attribution.c — charging each interval's package energy to processes, idle and
+ * other, and the node's energy to cgroups (attribution.h says what and how exactly). The split is
+ * common/energy_share.h's, the rule haecer-prof charges its samples by.
+ */
+#include "attribution/attribution.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attribution/procfs.h"
+#include "common/energy_share.h"
+
+struct attribution {
+	struct procfs_roots roots;
+	struct procfs_snapshot snapshots[2];
+	int current; /* index of the latest snapshot */
+	bool have_snapshot;
+	unsigned cpu_package[PROCFS_MAX_CPUS];
+	struct attribution_cgroup *cgroups;
+	size_t cgroup_count, cgroup_limit;
+	size_t *cgroup_index; /* open addressing, 2 × limit slots, SIZE_MAX empty */
+	size_t index_size;
+};
+
+static void copy_root(char *to, size_t size, const char *given, const char *fallback)
+{
+	snprintf(to, size, "%s", given ? given : fallback);
+}
+
+int attribution_open(struct attribution **out, const struct attribution_config *config)
+{
+	struct attribution_config none = { 0 };
+	if (!out)
+		return -EINVAL;
+	if (!config)
+		config = &none;
+	struct attribution *engine = calloc(1, sizeof(*engine));
+	if (!engine)
+		return -ENOMEM;
+	copy_root(engine->roots.proc, sizeof(engine->roots.proc), config->proc_root, "/proc");
+	copy_root(engine->roots.sys, sizeof(engine->roots.sys), config->sys_root, "/sys");
+	copy_root(engine->roots.cgroup, sizeof(engine->roots.cgroup), config->cgroup_root,
+		  "/sys/fs/cgroup");
+	long ticks = config->ticks_per_second ? config->ticks_per_second : sysconf(_SC_CLK_TCK);
+	engine->roots.ns_per_tick = 1e9 / (double)(ticks > 0 ? ticks : 100);
+	for (int i = 0; i < 2; i++)
+		engine->snapshots[i].limit = config->max_processes ? config->max_processes : 65536;
+	engine->cgroup_limit = config->max_cgroups ? config->max_cgroups : 4096;
+	engine->index_size = engine->cgroup_limit * 2;
+	engine->cgroups = calloc(engine->cgroup_limit, sizeof(*engine->cgroups));
+	engine->cgroup_index = malloc(engine->index_size * sizeof(*engine->cgroup_index));
+	if (!engine->cgroups || !engine->cgroup_index) {
+		attribution_close(engine);
+		return -ENOMEM;
+	}
+	memset(engine->cgroup_index, 0xff, engine->index_size * sizeof(*engine->cgroup_index));
+	for (unsigned cpu = 0; cpu < PROCFS_MAX_CPUS; cpu++)
+		engine->cpu_package[cpu] = procfs_cpu_package(&engine->roots, cpu);
+	*out = engine;
+	return 0;
+}
+
+void attribution_close(struct attribution *engine)
+{
+	if (!engine)
+		return;
+	free(engine->snapshots[0].processes);
+	free(engine->snapshots[1].processes);
+	free(engine->cgroups);
+	free(engine->cgroup_index);
+	free(engine);
+}
+
+/* The cgroup of path, added when new; NULL when the table is full (the caller counts it as
+ * other). */
+static struct attribution_cgroup *cgroup_of(struct attribution *engine, const char *path)
+{
+	size_t hash = 5381;
+	for (const char *c = path; *c; c++)
+		hash = hash * 33 + (unsigned char)*c;
+	for (size_t probe = 0; probe < engine->index_size; probe++) {
+		size_t *slot = &engine->cgroup_index[(hash + probe) % engine->index_size];
+		if (*slot == SIZE_MAX) {
+			if (engine->cgroup_count == engine->cgroup_limit)
+				return NULL;
+			struct attribution_cgroup *cgroup = &engine->cgroups[engine->cgroup_count];
+			snprintf(cgroup->path, sizeof(cgroup->path), "%s", path);
+			*slot = engine->cgroup_count++;
+			return cgroup;
+		}
+		if (strcmp(engine->cgroups[*slot].path, path) == 0)
+			return &engine->cgroups[*slot];
+	}
+	return NULL;
+}
+
+static struct attribution_process *find_in(struct procfs_snapshot *snapshot, pid_t pid)
+{
+	struct attribution_process key = { .pid = pid };
+	size_t low = 0, high = snapshot->count;
+	while (low < high) {
+		size_t middle = low + (high - low) / 2;
+		if (snapshot->processes[middle].pid < key.pid)
+			low = middle + 1;
+		else
+			high = middle;
+	}
+	return low < snapshot->count && snapshot->processes[low].pid == pid ?
+		       &snapshot->processes[low] : NULL;
+}
+
+/* Each process's CPU time since the previous snapshot, its totals carried over; returns how
+ * many appeared. A process first seen now is charged its whole CPU time only when it started
+ * after the previous snapshot (else its earlier time is not of this interval). */
+static size_t carry_over(struct attribution *engine, struct procfs_snapshot *previous,
+			 struct procfs_snapshot *latest)
+{
+	size_t appeared = 0;
+	for (size_t i = 0; i < previous->count; i++)
+		previous->processes[i].matched = false;
+	for (size_t i = 0; i < latest->count; i++) {
+		struct attribution_process *process = &latest->processes[i];
+		struct attribution_process *before = find_in(previous, process->pid);
+		process->package = process->cpu < PROCFS_MAX_CPUS ? engine->cpu_package[process->cpu] : 0;
+		if (before && before->start_ticks == process->start_ticks) {
+			before->matched = true;
+			process->interval_cpu_ns = process->cpu_ns > before->cpu_ns ?
+				(double)(process->cpu_ns - before->cpu_ns) : 0.0;
+			process->joules_total = before->joules_total;
+			process->error_ns += before->error_ns;
+			continue;
+		}
+		appeared++;
+		bool started_inside = process->start_ticks >= previous->uptime_ticks;
+		process->interval_cpu_ns = started_inside ? (double)process->cpu_ns : 0.0;
+	}
+	return appeared;
+}
+
+/* Processes of the previous snapshot not in the latest (exited, or their pid reused): their
+ * totals fold into their cgroup's exited_joules. Returns how many. */
+static size_t fold_exited(struct attribution *engine, const struct procfs_snapshot *previous)
+{
+	size_t exited = 0;
+	for (size_t i = 0; i < previous->count; i++) {
+		const struct attribution_process *process = &previous->processes[i];
+		if (process->matched)
+			continue;
+		exited++;
+		struct attribution_cgroup *cgroup = cgroup_of(engine, process->cgroup);
+		if (cgroup)
+			cgroup->exited_joules += process->joules_total;
+	}
+	return exited;
+}
+
+struct package_time {
+	double capacity_ns, idle_ns, used_ns, error_ns;
+};
+
+static void package_times(const struct attribution *engine, const struct procfs_snapshot *previous,
+			  const struct procfs_snapshot *latest, struct package_time *times,
+			  double *interval_ns)
+{
+	double ns = engine->roots.ns_per_tick, total = 0;
+	unsigned cpus = 0;
+	for (unsigned cpu = 0; cpu < latest->cpu_count && cpu < previous->cpu_count; cpu++) {
+		const struct procfs_cpu *now = &latest->cpus[cpu], *then = &previous->cpus[cpu];
+		if (now->total_ticks < then->total_ticks || now->idle_ticks < then->idle_ticks)
+			continue; /* a CPU gone offline and back: its counts restarted */
+		struct package_time *time = &times[engine->cpu_package[cpu]];
+		time->capacity_ns += (double)(now->total_ticks - then->total_ticks) * ns;
+		time->idle_ns += (double)(now->idle_ticks - then->idle_ticks) * ns;
+		time->error_ns += 2 * ns; /* one tick at each end of the interval */
+		total += (double)(now->total_ticks - then->total_ticks) * ns;
+		cpus++;
+	}
+	*interval_ns = cpus ? total / cpus : 0;
+	for (size_t i = 0; i < latest->count; i++) {
+		const struct attribution_process *process = &latest->processes[i];
+		times[process->package].used_ns += process->interval_cpu_ns;
+		if (process->interval_cpu_ns > 0)
+			times[process->package].error_ns += process->error_ns;
+	}
+}
+
+/* processes + idle + other = E_p for every package; the shares come from energy_share() with
+ * the processes' and idle's time as what is used, so they never exceed E_p. */
+static void charge_processes(struct procfs_snapshot *latest, const double *package_joules,
+			     unsigned packages, const struct package_time *times,
+			     struct attribution_interval *interval)
+{
+	for (unsigned p = 0; p < packages; p++) {
+		const struct package_time *time = &times[p];
+		double used = time->used_ns + time->idle_ns;
+		double idle = energy_share(package_joules[p], time->idle_ns, time->capacity_ns, 1, used);
+		double error = energy_share(package_joules[p], time->error_ns, time->capacity_ns, 1, used);
+		interval->package_joules += package_joules[p];
+		interval->idle_joules += idle;
+		interval->error_joules += error < package_joules[p] ? error : package_joules[p];
+	}
+	for (size_t i = 0; i < latest->count; i++) {
+		struct attribution_process *process = &latest->processes[i];
+		unsigned p = process->package;
+		double joules = 0, error = 0;
+		if (p < packages) {
+			double used = times[p].used_ns + times[p].idle_ns;
+			joules = energy_share(package_joules[p], process->interval_cpu_ns,
+					      times[p].capacity_ns, 1, used);
+			error = energy_share(package_joules[p], process->error_ns,
+					     times[p].capacity_ns, 1, used);
+		}
+		process->interval_joules = joules;
+		process->error_joules = process->interval_cpu_ns > 0 ? error : 0;
+		process->joules_total += joules;
+		interval->process_joules += joules;
+	}
+	double other = interval->package_joules - interval->process_joules - interval->idle_joules;
+	interval->other_joules = other > 0 ? other : 0;
+}
+
+/* Cgroups by cpu.stat: usage since the previous snapshot against the node's capacity. A cgroup
+ * whose cpu.stat is gone (removed) keeps its totals and is no longer seen. */
+static void charge_cgroups(struct attribution *engine, const struct procfs_snapshot *latest,
+			   double node_joules, double node_capacity_ns, bool charge,
+			   struct attribution_interval *interval)
+{
+	for (size_t i = 0; i < engine->cgroup_count; i++)
+		engine->cgroups[i].seen = false;
+	for (size_t i = 0; i < latest->count; i++)
+		cgroup_of(engine, latest->processes[i].cgroup);
+	bool accounting = engine->roots.cgroup[0] != '\0';
+	for (size_t i = 0; i < engine->cgroup_count; i++) {
+		struct attribution_cgroup *cgroup = &engine->cgroups[i];
+		cgroup->interval_joules = 0;
+		long long usage = accounting ?
+			procfs_cgroup_usage_usec(&engine->roots, cgroup->path) : -ENOENT;
+		if (usage < 0)
+			continue;
+		cgroup->seen = true;
+		interval->cgroup_accounting = true;
+		if (charge && (uint64_t)usage > cgroup->usage_usec && cgroup->usage_usec > 0) {
+			double ns = (double)((uint64_t)usage - cgroup->usage_usec) * 1e3;
+			cgroup->interval_joules = energy_share(node_joules, ns, node_capacity_ns, 1, 0);
+			cgroup->joules_total += cgroup->interval_joules;
+			interval->cgroup_joules += cgroup->interval_joules;
+		}
+		cgroup->usage_usec = (uint64_t)usage;
+	}
+}
+
+int attribution_step(struct attribution *engine, const double *package_joules, unsigned packages,
+		     struct attribution_interval *interval)
+{
+	if (!engine || !interval || (packages && !package_joules))
+		return -EINVAL;
+	memset(interval, 0, sizeof(*interval));
+	struct procfs_snapshot *previous = &engine->snapshots[engine->current];
+	struct procfs_snapshot *latest = &engine->snapshots[!engine->current];
+	int ret = procfs_read_snapshot(&engine->roots, latest);
+	if (ret < 0)
+		return ret;
+	if (packages > ATTRIBUTION_MAX_PACKAGES)
+		packages = ATTRIBUTION_MAX_PACKAGES;
+	bool charge = engine->have_snapshot;
+	struct package_time times[ATTRIBUTION_MAX_PACKAGES] = { { 0 } };
+	if (charge) {
+		interval->appeared = carry_over(engine, previous, latest);
+		interval->exited = fold_exited(engine, previous);
+		package_times(engine, previous, latest, times, &interval->interval_ns);
+		charge_processes(latest, package_joules, packages, times, interval);
+	} else {
+		packages = 0;
+		for (size_t i = 0; i < latest->count; i++)
+			latest->processes[i].package = latest->processes[i].cpu < PROCFS_MAX_CPUS ?
+				engine->cpu_package[latest->processes[i].cpu] : 0;
+	}
+	double capacity = 0;
+	for (unsigned p = 0; p < ATTRIBUTION_MAX_PACKAGES; p++)
+		capacity += times[p].capacity_ns;
+	charge_cgroups(engine, latest, interval->package_joules, capacity, charge, interval);
+	interval->packages = packages;
+	interval->processes = latest->count;
+	interval->dropped = latest->dropped;
+	engine->current = !engine->current;
+	engine->have_snapshot = true;
+	return 0;
+}
+
+size_t attribution_processes(const struct attribution *engine,
+			     const struct attribution_process **processes)
+{
+	const struct procfs_snapshot *latest = &engine->snapshots[engine->current];
+	*processes = latest->processes;
+	return engine->have_snapshot ? latest->count : 0;
+}
+
+size_t attribution_cgroups(const struct attribution *engine,
+			   const struct attribution_cgroup **cgroups)
+{
+	*cgroups = engine->cgroups;
+	return engine->cgroup_count;
+}
+
+const struct attribution_process *attribution_find(const struct attribution *engine, pid_t pid)
+{
+	struct attribution *mutable = (struct attribution *)engine;
+	return engine->have_snapshot ? find_in(&mutable->snapshots[engine->current], pid) : NULL;
+}

@@ -1,0 +1,164 @@
+/*
+ * bench/attribution.c — what one attribution interval costs (attribution_step: a snapshot of
+ * every process's stat, schedstat and cgroup, /proc/stat, the cgroups' cpu.stat, and the split)
+ * with 1 000 and 10 000 stand-in processes (regular files under a temporary root, so the count
+ * is exact and the host's own processes do not blur it). The baseline, measured in the same run:
+ * reading the same stat files alone (the floor any per-process reader pays). Linear growth shows
+ * as about equal per-1000 figures at both counts.
+ *
+ * Last line: attribution_us_per_1000_procs=... (at 10 000), with per-count figures, the floor
+ * and the growth ratio (per-1000 at 10 000 over per-1000 at 1 000).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attribution/attribution.h"
+#include "bench/lib/bench_stats.h"
+
+#define ROUNDS 9
+#define CGROUPS 50
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	ssize_t wrote = write(fd, text, strlen(text));
+	close(fd);
+	return wrote == (ssize_t)strlen(text) ? 0 : -EIO;
+}
+
+/* A /proc with count single-threaded processes, /proc/stat and /proc/uptime, and CGROUPS
+ * cgroups with cpu.stat; round moves every CPU time on. */
+static int build_tree(const char *root, unsigned count, unsigned round)
+{
+	char path[512], text[512];
+	int ret = 0;
+	for (unsigned i = 0; i < count && ret == 0; i++) {
+		unsigned pid = 1000 + i;
+		snprintf(path, sizeof(path), "%s/proc/%u/task/%u", root, pid, pid);
+		if (round == 0) {
+			snprintf(path, sizeof(path), "%s/proc/%u", root, pid);
+			mkdir(path, 0755);
+			snprintf(path, sizeof(path), "%s/proc/%u/task", root, pid);
+			mkdir(path, 0755);
+			snprintf(path, sizeof(path), "%s/proc/%u/task/%u", root, pid, pid);
+			mkdir(path, 0755);
+			snprintf(path, sizeof(path), "%s/proc/%u/cgroup", root, pid);
+			snprintf(text, sizeof(text), "0::/bench.slice/s%u.service\n", i % CGROUPS);
+			ret = write_file(path, text);
+		}
+		snprintf(path, sizeof(path), "%s/proc/%u/stat", root, pid);
+		snprintf(text, sizeof(text),
+			 "%u (worker%u) S 1 %u %u 0 -1 0 0 0 0 0 %u 0 0 0 20 0 1 0 100 0 0 0 0 0 0 0 "
+			 "0 0 0 0 0 0 0 0 17 %u 0 0\n", pid, i, pid, pid, round * (i % 7), i % 2);
+		ret = ret ? ret : write_file(path, text);
+		snprintf(path, sizeof(path), "%s/proc/%u/task/%u/schedstat", root, pid, pid);
+		snprintf(text, sizeof(text), "%llu 0 0\n", (unsigned long long)round * (i % 7) * 1000000);
+		ret = ret ? ret : write_file(path, text);
+	}
+	for (unsigned c = 0; c < CGROUPS && ret == 0; c++) {
+		snprintf(path, sizeof(path), "mkdir -p %s/cgroup/bench.slice/s%u.service", root, c);
+		if (round == 0 && system(path) != 0)
+			return -EIO;
+		snprintf(path, sizeof(path), "%s/cgroup/bench.slice/s%u.service/cpu.stat", root, c);
+		snprintf(text, sizeof(text), "usage_usec %u\n", round * 1000 * (c + 1));
+		ret = write_file(path, text);
+	}
+	snprintf(path, sizeof(path), "%s/proc/stat", root);
+	snprintf(text, sizeof(text), "cpu0 %u 0 0 %u 0 0 0 0 0 0\ncpu1 %u 0 0 %u 0 0 0 0 0 0\n",
+		 round * 500, round * 500, round * 500, round * 500);
+	ret = ret ? ret : write_file(path, text);
+	snprintf(path, sizeof(path), "%s/proc/uptime", root);
+	snprintf(text, sizeof(text), "%u.00 0.00\n", 10 + round * 10);
+	return ret ? ret : write_file(path, text);
+}
+
+/* The floor: read every process's stat file once. */
+static uint64_t read_floor_ns(const char *root, unsigned count)
+{
+	char path[512], text[512];
+	uint64_t start = bench_now_ns();
+	for (unsigned i = 0; i < count; i++) {
+		snprintf(path, sizeof(path), "%s/proc/%u/stat", root, 1000 + i);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			if (read(fd, text, sizeof(text)) < 0)
+				perror("read");
+			close(fd);
+		}
+	}
+	return bench_now_ns() - start;
+}
+
+/* Median ns of one attribution_step and of the floor over ROUNDS intervals. */
+static int measure(unsigned count, uint64_t *step_ns, uint64_t *floor_ns)
+{
+	char root[] = "/tmp/haecer-bench-attr-XXXXXX", path[600];
+	uint64_t steps[ROUNDS], floors[ROUNDS];
+	struct attribution *engine = NULL;
+	struct attribution_interval interval;
+	double joules = 100;
+	int ret;
+
+	if (!mkdtemp(root))
+		return -errno;
+	snprintf(path, sizeof(path), "mkdir -p %s/proc %s/sys %s/cgroup", root, root, root);
+	ret = system(path) == 0 ? build_tree(root, count, 0) : -EIO;
+	char proc[300], sys[300], cgroup[300];
+	snprintf(proc, sizeof(proc), "%s/proc", root);
+	snprintf(sys, sizeof(sys), "%s/sys", root);
+	snprintf(cgroup, sizeof(cgroup), "%s/cgroup", root);
+	struct attribution_config config = { .proc_root = proc, .sys_root = sys,
+					     .cgroup_root = cgroup, .ticks_per_second = 100 };
+	ret = ret ? ret : attribution_open(&engine, &config);
+	ret = ret ? ret : attribution_step(engine, NULL, 0, &interval);
+	for (unsigned r = 0; r < ROUNDS && ret == 0; r++) {
+		ret = build_tree(root, count, r + 1);
+		uint64_t start = bench_now_ns();
+		ret = ret ? ret : attribution_step(engine, &joules, 1, &interval);
+		steps[r] = bench_now_ns() - start;
+		floors[r] = read_floor_ns(root, count);
+		if (ret == 0 && interval.processes != count)
+			ret = -EPROTO;
+	}
+	attribution_close(engine);
+	snprintf(path, sizeof(path), "rm -rf %s", root);
+	if (system(path) != 0)
+		fprintf(stderr, "could not remove %s\n", root);
+	if (ret)
+		return ret;
+	*step_ns = bench_median_u64(steps, ROUNDS);
+	*floor_ns = bench_median_u64(floors, ROUNDS);
+	return 0;
+}
+
+int main(void)
+{
+	const unsigned counts[] = { 1000, 10000 };
+	double per_1000[2], floor_per_1000[2];
+	uint64_t step_ns, floor_ns;
+
+	for (int i = 0; i < 2; i++) {
+		int ret = measure(counts[i], &step_ns, &floor_ns);
+		if (ret) {
+			fprintf(stderr, "attribution with %u processes: %s\n", counts[i], strerror(-ret));
+			return 1;
+		}
+		per_1000[i] = (double)step_ns / 1e3 / (counts[i] / 1000.0);
+		floor_per_1000[i] = (double)floor_ns / 1e3 / (counts[i] / 1000.0);
+		printf("%u processes: attribution_step %.0f us (median of %d), %.0f us per 1000; "
+		       "reading their stat files alone %.0f us per 1000\n", counts[i],
+		       (double)step_ns / 1e3, ROUNDS, per_1000[i], floor_per_1000[i]);
+	}
+	printf("attribution_us_per_1000_procs=%.0f attribution_us_per_1000_at_1000=%.0f "
+	       "attribution_us_per_1000_at_10000=%.0f read_floor_us_per_1000_procs=%.0f "
+	       "growth_ratio=%.2f\n",
+	       per_1000[1], per_1000[0], per_1000[1], floor_per_1000[1], per_1000[1] / per_1000[0]);
+	return 0;
+}

@@ -31,7 +31,6 @@
 #include "shm/energy_page.h"
 
 #define DEFAULT_RATE_HZ 1000u
-#define MICROJOULES_PER_JOULE 1000000u
 
 struct msrd_energy_page {
 	struct msrd_energy_page *next;
@@ -43,7 +42,7 @@ struct msrd_energy_page {
 	uint32_t *counters;            /* indices into server->energy.counters, one per entry */
 	uint32_t count;
 	uint32_t holders;
-	uint64_t published_ns;         /* coarse: energy_now_ns of the last publication */
+	uint64_t published_ns;         /* coarse: the newest coarse value's energy_now_ns */
 	bool published;
 	struct energy_page_reading *last; /* coarse: what was published, per entry */
 };
@@ -68,20 +67,6 @@ static void page_free(struct msrd_energy_page *page, enum energy_page_state stat
 	free(page);
 }
 
-/* Resolution in register units, at least one (as energy.c rounds round-trip readings). */
-static struct msrd_energy_page *find_page(struct msrd *server, uint32_t address, bool coarse,
-					  const struct policy_energy_limit *limit);
-
-static uint64_t resolution_units(uint8_t exponent, uint64_t resolution_uj)
-{
-	unsigned __int128 units = ((unsigned __int128)resolution_uj << exponent) /
-				  MICROJOULES_PER_JOULE;
-
-	if (units == 0)
-		return 1;
-	return units > UINT64_MAX ? UINT64_MAX : (uint64_t)units;
-}
-
 static void publish_fine(struct msrd *server, struct msrd_energy_page *page)
 {
 	energy_page_begin(&page->writer);
@@ -93,32 +78,43 @@ static void publish_fine(struct msrd *server, struct msrd_energy_page *page)
 	energy_page_end(&page->writer);
 }
 
-/* At most once per interval, values rounded down to the resolution, the publication's own
- * times: the same rounding as a coarse round-trip read, and no sample time finer than it. */
+/* The values of the page's grant setting (energy_coarse_state: the same values round trips and
+ * schedules of that setting get, advanced at most once per interval whoever asks), written when
+ * one changed; the times are the publication's own, no sample time finer than it. A page made
+ * afresh starts from those values too, so freeing and re-making a page gains nothing. */
 static void publish_coarse(struct msrd *server, struct msrd_energy_page *page)
 {
-	uint64_t now = energy_now_ns(server);
-	uint64_t interval = (uint64_t)page->limit.min_interval_ms * 1000000ull;
+	bool changed = !page->published;
 
-	if (page->published && now - page->published_ns < interval)
+	for (uint32_t i = 0; i < page->count; i++) {
+		const struct energy_counter *counter = &server->energy.counters[page->counters[i]];
+		struct energy_coarse *state = energy_coarse_state(server, counter, &page->limit);
+		uint64_t raw = counter->sampled.raw, total = counter->sampled.total;
+
+		if (state == NULL)
+			return; /* nothing rather than a fine value, for want of memory */
+		energy_coarsen(server, counter, &page->limit, state, &raw, &total);
+		changed |= state->at_ns > page->published_ns;
+	}
+	if (!changed)
 		return;
 	page->published = true;
-	page->published_ns = now;
 	energy_page_begin(&page->writer);
 	for (uint32_t i = 0; i < page->count; i++) {
 		const struct energy_counter *counter = &server->energy.counters[page->counters[i]];
+		const struct energy_coarse *state =
+			energy_coarse_state(server, counter, &page->limit);
 		struct energy_page_reading *last = &page->last[i];
-		uint64_t units = resolution_units(counter->exponent, page->limit.resolution_uj);
-		uint64_t total = counter->sampled.total - counter->sampled.total % units;
-		/* The coarse value's publication time; the sampler's own times stay private. */
 		uint64_t at_ns = counter->sampled.sample_ns, at_tsc = counter->sampled.sample_tsc;
 
-		if (!last->sample_ns || total != last->total) {
+		if (state->at_ns > page->published_ns)
+			page->published_ns = state->at_ns;
+		if (!last->sample_ns || state->total != last->total) {
 			last->update_ns = at_ns;
 			last->update_tsc = at_tsc;
 		}
-		last->total = total;
-		last->raw = total & RAPL_ENERGY_COUNTER_MASK;
+		last->total = state->total;
+		last->raw = state->raw;
 		last->sample_ns = at_ns;
 		last->sample_tsc = at_tsc;
 		energy_page_put(&page->writer, i, last);
@@ -126,28 +122,17 @@ static void publish_coarse(struct msrd *server, struct msrd_energy_page *page)
 	energy_page_end(&page->writer);
 }
 
-bool energy_pages_coarse_reading(struct msrd *server, const struct energy_counter *counter,
-				  const struct policy_energy_limit *limit, uint64_t *raw,
-				  uint64_t *total)
-{
-	struct msrd_energy_page *page = find_page(server, counter->address, true, limit);
-
-	if (page == NULL || !page->published)
-		return false;
-	for (uint32_t i = 0; i < page->count; i++) {
-		if (&server->energy.counters[page->counters[i]] != counter)
-			continue;
-		*raw = page->last[i].raw;
-		*total = page->last[i].total;
-		return true;
-	}
-	return false;
-}
-
 void energy_pages_publish(struct msrd *server)
 {
 	for (struct msrd_energy_page *page = server->energy.pages; page != NULL; page = page->next)
 		(page->coarse ? publish_coarse : publish_fine)(server, page);
+}
+
+void energy_pages_publish_coarse(struct msrd *server)
+{
+	for (struct msrd_energy_page *page = server->energy.pages; page != NULL; page = page->next)
+		if (page->coarse)
+			publish_coarse(server, page);
 }
 
 /* The precise edges' windows publish to fine pages only: a coarse page is written from the

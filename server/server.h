@@ -171,6 +171,7 @@ struct ring_entry;
 struct slot;
 struct registered_batch;
 struct energy_coarse;
+struct energy_coarse_stream;
 struct uid_account;
 struct msrd_energy_page;
 
@@ -613,6 +614,7 @@ struct energy_state {
 	struct __kernel_timespec timeout;
 	bool armed;
 	uint64_t samples;              /* sampling rounds so far, for the log */
+	struct energy_coarse_stream *coarse_streams; /* per coarse setting (energy.c) */
 	/* Energy pages (energy_page.c): sampled at page_rate_hz while any is held. */
 	struct msrd_energy_page *pages;
 	uint32_t page_rate_hz;         /* 0: no page is held, no page sampling */
@@ -658,10 +660,12 @@ int energy_sim_advance(struct msrd *server, uint64_t ns);
 void energy_coarsen(struct msrd *server, const struct energy_counter *counter,
 		    const struct policy_energy_limit *limit, struct energy_coarse *previous,
 		    uint64_t *raw, uint64_t *total);
-/* The uid's previous coarse reading of `counter`, shared by its connections and schedules;
- * NULL when there is no memory for it. */
-struct energy_coarse *energy_coarse_state(struct msrd *server, struct uid_account *account,
-					  const struct energy_counter *counter);
+/* The latest coarse value of `counter` under the grant setting `limit` (its interval and
+ * resolution), shared by every uid, connection, page and schedule of that setting; NULL when
+ * there is no memory for it. */
+struct energy_coarse *energy_coarse_state(struct msrd *server,
+					  const struct energy_counter *counter,
+					  const struct policy_energy_limit *limit);
 /* The readings of the ops that read energy registers: totals updated, coarse grants applied
  * (the client's, with its uid's previous readings). totals[i] gets the total of op i (0 for
  * others). */
@@ -715,16 +719,13 @@ void energy_pages_release_client(struct client *client);
  * policy (and are refused, or get a page as coarse as their new grant). */
 void energy_pages_policy_reloaded(struct msrd *server);
 void energy_pages_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe);
-/* A coarse reading of `counter` under `limit` when a coarse page of that setting is being
- * published: its latest publication (true), so a client reading both its page and round trips
- * still gets at most one new value per interval; false when there is no such page. */
-bool energy_pages_coarse_reading(struct msrd *server, const struct energy_counter *counter,
-				  const struct policy_energy_limit *limit, uint64_t *raw,
-				  uint64_t *total);
 /* Write the latest sample into every page (after energy_sample_all); _fine into fine pages
  * only (the precise edges' windows). */
 void energy_pages_publish(struct msrd *server);
 void energy_pages_publish_fine(struct msrd *server);
+/* Coarse pages only: a round trip just took a new coarse value, which its setting's pages show
+ * at once (so page and round trips never disagree). */
+void energy_pages_publish_coarse(struct msrd *server);
 /* The page sampling period while pages are held; 0 otherwise. */
 uint64_t energy_pages_period_ns(const struct msrd *server);
 /* At exit: every page is marked DEAD and unmapped. */
@@ -855,7 +856,6 @@ struct uid_account {
 	struct uid_account *next;      /* hash chain */
 	uid_t uid;
 	uint64_t used[ACCOUNT_RESOURCES];
-	struct energy_coarse *energy_coarse; /* previous coarse reading per energy counter */
 	struct log_ratelimit refusals; /* refusal log lines of all its connections */
 };
 
@@ -879,11 +879,6 @@ void accounts_drop_unused(struct accounts *accounts, struct uid_account *account
 /* "uid 1000 holds 64 registered batches, its limit (--max-handles-per-uid)" for refusals. */
 int accounts_describe_limit(const struct accounts *accounts, const struct uid_account *account,
 			    enum account_resource what, char *text, size_t size);
-/* The uid's previous coarse reading of energy counter `counter` (of counter_count); NULL
- * without memory. Having one keeps the account for msrd's lifetime. */
-struct energy_coarse *accounts_coarse_state(struct accounts *accounts,
-					    struct uid_account *account, uint32_t counter,
-					    uint32_t counter_count);
 
 /* ---- privilege (privilege.c) ---- */
 

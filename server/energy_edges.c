@@ -17,7 +17,10 @@
  * windows missed their update on the 2-core build host). A
  * timer wakes msrd at the window's start; at the end of that loop turn (its replies submitted)
  * msrd reads the register until it changes, the window ends, or any completion arrives (a
- * client's request: the spin stops at once and goes on at the end of the next turn). The spin is
+ * client's request: the spin stops at once and goes on at the end of the next turn; under
+ * IORING_SETUP_DEFER_TASKRUN the CQ stays empty until msrd enters the kernel, so "arrives" is
+ * the ring's IORING_SQ_TASKRUN flag, loop_work_waiting: io_uring_cq_ready alone never saw a
+ * waiting request, measured with a recv on a socketpair). The spin is
  * bounded by the window (at most 2 x EDGE_WINDOW_MAX_NS + EDGE_WAKE_MARGIN_MAX_NS = 350 us) and
  * never delays a request by more than the one register read under way when it arrived. No timer
  * runs inside a window (it would only interrupt the spin); the window's end is its backstop.
@@ -409,8 +412,10 @@ void energy_edges_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe
 	for (uint32_t i = 0; i < energy->count; i++) {
 		struct energy_counter *counter = &energy->counters[i];
 
-		if (counter->edge.wanted && counter->edge.next_ns <= now)
+		if (counter->edge.wanted && counter->edge.next_ns <= now) {
 			changed |= sample(server, counter, now);
+			energy_pages_charge_edges(server, counter, now_raw_ns() - now);
+		}
 	}
 	/* Only a change is worth a publication; the page sampler keeps sample times fresh. */
 	if (changed)
@@ -442,15 +447,16 @@ void energy_edges_spin(struct msrd *server)
 	for (uint32_t i = 0; i < energy->count; i++) {
 		struct energy_counter *counter = &energy->counters[i];
 		struct energy_edge_model *model = &counter->edge;
-		uint64_t now = now_raw_ns();
+		uint64_t now = now_raw_ns(), start;
 
 		if (!model->wanted || !model->locked || now < model->window_from_ns)
 			continue;
 		/* Read until the change, the window's end, or work for the loop: a completion
 		 * (a client's request, a timer) stops the spin at once, so no client waits for it
 		 * longer than one register read; the window goes on by timer. */
+		start = now;
 		while (now < model->window_to_ns && model->next_ns < model->window_to_ns) {
-			if (io_uring_cq_ready(&server->loop.ring) != 0) {
+			if (loop_work_waiting(&server->loop)) {
 				/* Goes on after the loop's turn. */
 				energy->edge_spin_due = true;
 				break;
@@ -461,6 +467,10 @@ void energy_edges_spin(struct msrd *server)
 			}
 			now = now_raw_ns();
 		}
+		/* May turn the windows off (a budget spent): the loop checks edges_on. */
+		energy_pages_charge_edges(server, counter, now_raw_ns() - start);
+		if (!energy->edges_on)
+			break;
 	}
 	if (changed)
 		energy_pages_publish_fine(server);

@@ -190,8 +190,85 @@ static uint64_t now_raw_ns(void)
 	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
+static bool holds_precise(const struct client *client);
+
+/* The precise edges' CPU budget is per second: a new second forgets what the windows took. */
+static void budget_second(struct energy_state *energy, uint64_t now)
+{
+	if (now - energy->edge_budget_from_ns < EDGE_BUDGET_NS)
+		return;
+	energy->edge_budget_from_ns = now;
+	energy->edge_cpu_ns = 0;
+	for (uint32_t i = 0; i < energy->count; i++)
+		energy->counters[i].edge.cpu_ns = 0;
+}
+
+static uint64_t budget_ns(uint32_t percent)
+{
+	return (uint64_t)percent * (EDGE_BUDGET_NS / 100);
+}
+
+/* What a client's precise holds cost this second: the windows of every register they show. */
+static uint64_t holds_cpu_ns(const struct msrd *server, const struct client *client)
+{
+	uint64_t ns = 0;
+
+	for (uint32_t i = 0; i < client->page_hold_count; i++) {
+		const struct energy_page_hold *hold = &client->page_holds[i];
+
+		for (uint32_t e = 0; hold->precise && e < hold->page->count; e++)
+			ns += server->energy.counters[hold->page->counters[e]].edge.cpu_ns;
+	}
+	return ns;
+}
+
+/* Each uid's share of this second's windows, summed over its precise holders, leased or not
+ * (one left out for its budget still counts what it took), a register two of them show
+ * charged to both: the bound errs on the strict side. */
+static void sum_uid_cpu(struct msrd *server)
+{
+	for (struct client *client = server->clients; client != NULL; client = client->next)
+		if (client->account != NULL)
+			client->account->edge_cpu_ns = 0;
+	for (struct client *client = server->clients; client != NULL; client = client->next)
+		if (client->account != NULL)
+			client->account->edge_cpu_ns += holds_cpu_ns(server, client);
+}
+
+/* Whether the client's precise holds may have windows now: the total and its uid's share of
+ * the budget left (the refusal logged once per uid and second). */
+static bool within_budget(struct msrd *server, const struct client *client)
+{
+	struct energy_state *energy = &server->energy;
+	uint64_t total = budget_ns(policy_edge_cpu_percent(server->policy));
+	uint64_t per_uid = budget_ns(policy_edge_cpu_percent_per_uid(server->policy));
+	struct uid_account *account = client->account;
+
+	if (energy->edge_cpu_ns >= total) {
+		if (energy->edge_total_logged != energy->edge_budget_from_ns + 1)
+			log_notice("energy pages: precise edges took %llu us of CPU this second, "
+				   "their bound of %u %% (energy_page.edge_cpu_percent): none until "
+				   "the next second",
+				   (unsigned long long)(energy->edge_cpu_ns / 1000),
+				   policy_edge_cpu_percent(server->policy));
+		energy->edge_total_logged = energy->edge_budget_from_ns + 1;
+		return false;
+	}
+	if (account == NULL || account->edge_cpu_ns < per_uid)
+		return true;
+	if (account->edge_logged != energy->edge_budget_from_ns + 1)
+		log_notice("energy pages: uid %u's precise edges took %llu us of CPU this second, "
+			   "its bound of %u %% (energy_page.edge_cpu_percent_per_uid): none for "
+			   "it until the next second",
+			   (unsigned)account->uid, (unsigned long long)(account->edge_cpu_ns / 1000),
+			   policy_edge_cpu_percent_per_uid(server->policy));
+	account->edge_logged = energy->edge_budget_from_ns + 1;
+	return false;
+}
+
 /* The rate: the highest any holder asked for (bounded when it asked); 0 when none holds one.
- * The precise edges: the registers of leased precise holders' pages. */
+ * The precise edges: the registers of leased precise holders' pages, while the CPU budget
+ * lasts (a holder over it counts as unleased: its next request asks again). */
 static void update_rate(struct msrd *server)
 {
 	struct energy_state *energy = &server->energy;
@@ -214,12 +291,16 @@ static void update_rate(struct msrd *server)
 	if (energy->edge_wanted != NULL)
 		memset(energy->edge_wanted, 0, energy->count * sizeof(*energy->edge_wanted));
 	energy->edge_lease_lapse_ns = UINT64_MAX;
+	budget_second(energy, now);
+	energy->edge_checked_ns = now;
+	sum_uid_cpu(server);
 	for (struct client *client = server->clients; client != NULL; client = client->next) {
 		uint64_t lapse = client->last_request_ns + EDGE_LEASE_NS;
 
 		/* Only holders that sent a request within the lease: the windows cost the package
 		 * they measure ~6 % of a CPU, and nobody reads sharp edges between requests. */
-		client->edges_leased = lapse > now;
+		client->edges_leased = lapse > now && (!holds_precise(client) ||
+						       within_budget(server, client));
 		for (uint32_t i = 0; i < client->page_hold_count; i++) {
 			const struct energy_page_hold *hold = &client->page_holds[i];
 
@@ -462,6 +543,20 @@ void energy_pages_client_request(struct client *client)
 	/* A lapsed lease renewed: the windows start again (their grid is kept, energy_edges.c). */
 	if (!client->edges_leased && holds_precise(client))
 		update_rate(client->server);
+}
+
+void energy_pages_charge_edges(struct msrd *server, struct energy_counter *counter, uint64_t ns)
+{
+	struct energy_state *energy = &server->energy;
+	uint64_t now = now_raw_ns();
+
+	budget_second(energy, now);
+	counter->edge.cpu_ns += ns;
+	energy->edge_cpu_ns += ns;
+	/* Every EDGE_BUDGET_CHECK_NS the holders are weighed against the budget again (each
+	 * window would cost a walk over every client). */
+	if (now - energy->edge_checked_ns >= EDGE_BUDGET_CHECK_NS)
+		update_rate(server);
 }
 
 void energy_pages_leases_check(struct msrd *server)

@@ -154,6 +154,9 @@ uint32_t loop_index_of(uint64_t user_data);
 
 /* An SQE; submits pending ones first when the queue is full, so it never returns NULL. */
 struct io_uring_sqe *loop_sqe(struct loop *loop);
+/* A completion is waiting for the loop (posted, or still deferred to the next enter): a
+ * busy-wait asks this to give way. */
+bool loop_work_waiting(struct loop *loop);
 /* Make sure `count` SQEs fit without an intermediate submit (for linked chains). */
 void loop_reserve(struct loop *loop, unsigned count);
 /* Give provided buffer `id` back to the kernel. */
@@ -594,6 +597,7 @@ struct energy_counter {
 		uint64_t window_from_ns, window_to_ns; /* the window sampled now or next */
 		uint64_t next_ns;      /* the next sample of this register */
 		uint64_t windows, sharp_edges; /* for the log and tests */
+		uint64_t cpu_ns;       /* CPU its windows took in this budget second */
 		uint64_t sharp_since_lock; /* sharp edges since the grid (re)started */
 	} edge;
 };
@@ -634,6 +638,12 @@ struct energy_state {
 	double edge_wake_late_ns;      /* how late those wakes came: a moving mean and variance */
 	double edge_wake_late_var;
 	uint64_t edge_samples;
+	/* The windows' CPU budget (policy edge_cpu_percent, _per_uid), per second from
+	 * edge_budget_from_ns: what they took in all, and when holders were last checked. */
+	uint64_t edge_budget_from_ns;
+	uint64_t edge_cpu_ns;
+	uint64_t edge_checked_ns;
+	uint64_t edge_total_logged;    /* edge_budget_from_ns of the last "total spent" line */
 };
 
 /* Find every energy-status register of the machine, take a first sample, and log the period. */
@@ -687,6 +697,10 @@ bool energy_sample_counter(struct msrd *server, struct energy_counter *counter, 
 /* A precise holder's windows run only within this long of its last request (see the lease in
  * energy_edges.c's header). */
 #define EDGE_LEASE_NS 150000000ull
+/* The windows' CPU budget (policy energy_page.edge_cpu_percent*) is counted per second and
+ * weighed against the holders every 10 ms. */
+#define EDGE_BUDGET_NS 1000000000ull
+#define EDGE_BUDGET_CHECK_NS 10000000ull
 
 /* Turn window sampling on or off for the counters `wanted` marks (NULL: off). While on, msrd
  * reads each such register densely only in a short window around its predicted update (learnt
@@ -726,6 +740,9 @@ void energy_pages_publish_fine(struct msrd *server);
 /* Coarse pages only: a round trip just took a new coarse value, which its setting's pages show
  * at once (so page and round trips never disagree). */
 void energy_pages_publish_coarse(struct msrd *server);
+/* The precise edges' windows took `ns` of CPU on energy counter `counter`: charged to the total
+ * and to the uids whose holds want it; over a budget, their windows stop for the second. */
+void energy_pages_charge_edges(struct msrd *server, struct energy_counter *counter, uint64_t ns);
 /* The page sampling period while pages are held; 0 otherwise. */
 uint64_t energy_pages_period_ns(const struct msrd *server);
 /* At exit: every page is marked DEAD and unmapped. */
@@ -857,6 +874,8 @@ struct uid_account {
 	uid_t uid;
 	uint64_t used[ACCOUNT_RESOURCES];
 	struct log_ratelimit refusals; /* refusal log lines of all its connections */
+	uint64_t edge_cpu_ns;          /* precise-edge windows its holders caused this second */
+	uint64_t edge_logged;          /* the budget second it was last logged over budget in */
 };
 
 struct accounts {

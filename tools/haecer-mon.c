@@ -31,7 +31,7 @@ static const struct command commands[] = {
 	  mon_follow_main },
 	{ "plot", MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_OUTPUT |
 	  MON_OPT_DATA, mon_plot_main },
-	{ "serve", MON_OPT_LISTEN | MON_OPT_INTERVAL, mon_serve_main },
+	{ "serve", MON_OPT_LISTEN | MON_OPT_INTERVAL | MON_OPT_RESOLUTION, mon_serve_main },
 	{ "top", MON_OPT_FORMAT | MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL,
 	  mon_top_main },
 };
@@ -44,6 +44,7 @@ static const struct {
 	{ MON_OPT_COUNT, "--count" },       { MON_OPT_INTERVAL, "--interval" },
 	{ MON_OPT_OUTPUT, "--output" },     { MON_OPT_DATA, "--data" },
 	{ MON_OPT_LISTEN, "--listen" },     { MON_OPT_UID, "--uid" },
+	{ MON_OPT_RESOLUTION, "--resolution-uj" },
 };
 
 static void usage(FILE *out)
@@ -74,6 +75,8 @@ static void usage(FILE *out)
 		"      --data FILE        also keep the plotted data (time, watts)   plot\n"
 		"  -l, --listen HOST:PORT where to serve (default 127.0.0.1:9464)    serve\n"
 		"  -u, --uid UID          only a ring UID created (the newest of them) follow\n"
+		"      --resolution-uj N  energy rounded down to N uJ (default 1000000,\n"
+		"                         0: msrd's own)                             serve\n"
 		"  -h, --help             this text\n"
 		"  -V, --version          the version\n"
 		"\n"
@@ -127,6 +130,11 @@ static int take_option(int option, const char *value, struct mon_options *option
 	case 'o': options->given |= MON_OPT_OUTPUT; options->output = value; return 0;
 	case 'D': options->given |= MON_OPT_DATA; options->data = value; return 0;
 	case 'l': options->given |= MON_OPT_LISTEN; options->listen = value; return 0;
+	case 'R':
+		options->given |= MON_OPT_RESOLUTION;
+		if (!mon_parse_u64(value, &options->resolution_uj))
+			return mon_usage_error("--resolution-uj takes microjoules, not '%s'", value);
+		return 0;
 	case 'u':
 		options->given |= MON_OPT_UID;
 		if (!mon_parse_u32(value, &options->uid))
@@ -158,6 +166,7 @@ int main(int argc, char **argv)
 		{ "data", required_argument, NULL, 'D' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "uid", required_argument, NULL, 'u' },
+		{ "resolution-uj", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },

@@ -24,11 +24,13 @@
 #define LIST_MAX 4096u
 #define BATCH_RECORDS 256u
 
-void serve_state_init(struct serve_state *state, const char *socket_path, double interval)
+void serve_state_init(struct serve_state *state, const char *socket_path, double interval,
+		      uint64_t resolution_uj)
 {
 	memset(state, 0, sizeof(*state));
 	state->socket_path = socket_path;
 	state->interval = interval;
+	state->resolution_uj = resolution_uj;
 	state->energy_status = -ENOTCONN;
 }
 
@@ -114,6 +116,23 @@ static void note_refusal(struct serve_domain *domain, struct haecer_conn *conn, 
 								  : strerror(-status));
 }
 
+/* The total rounded down to the exporter's resolution (in the register's units, at least one):
+ * what anyone who can reach the endpoint may see, which is not what msrd grants the exporter. */
+static uint64_t publishable(const struct serve_state *state, const struct serve_domain *domain,
+			    uint64_t total)
+{
+	unsigned __int128 units;
+
+	if (state->resolution_uj == 0 || domain->exponent < 0 || domain->exponent > 63)
+		return total;
+	units = ((unsigned __int128)state->resolution_uj << domain->exponent) / 1000000u;
+	if (units <= 1)
+		return total;
+	if (units > UINT64_MAX)
+		return 0;
+	return total - total % (uint64_t)units;
+}
+
 static void sample_domain(struct serve_domain *domain, uint64_t total, double now,
 			  double interval)
 {
@@ -137,6 +156,7 @@ static void sample_domain(struct serve_domain *domain, uint64_t total, double no
 
 static void sample_energy(struct serve_state *state)
 {
+	state->energy_sampled_at = mon_now();
 	for (size_t i = 0; i < state->domain_count && state->conn != NULL; i++) {
 		struct serve_domain *domain = &state->domains[i];
 		uint64_t total;
@@ -155,7 +175,8 @@ static void sample_energy(struct serve_state *state)
 		} else if (status < 0) {
 			note_refusal(domain, state->conn, status);
 		} else {
-			sample_domain(domain, total, mon_now(), state->interval);
+			sample_domain(domain, publishable(state, domain, total), mon_now(),
+				      state->interval);
 		}
 	}
 }
@@ -308,6 +329,7 @@ void serve_tick(struct serve_state *state)
 
 void serve_refresh(struct serve_state *state)
 {
-	sample_energy(state);
+	if (mon_now() - state->energy_sampled_at >= state->interval)
+		sample_energy(state);
 	read_rings(state);
 }

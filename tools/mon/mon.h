@@ -251,6 +251,7 @@ int mon_watch_ring(const struct mon_options *options, int count, char *const *wo
 #define MON_OPT_DATA 0x20u
 #define MON_OPT_LISTEN 0x40u
 #define MON_OPT_UID 0x80u
+#define MON_OPT_RESOLUTION 0x100u
 
 struct mon_options {
 	const char *socket_path;  /* NULL: $HAECER_SOCKET or the default */
@@ -263,6 +264,7 @@ struct mon_options {
 	const char *data;
 	const char *listen;
 	uint32_t uid;             /* MON_OPT_UID: only rings this uid created */
+	uint64_t resolution_uj;   /* MON_OPT_RESOLUTION: serve's energy resolution, 0 full */
 };
 
 /* Each takes its positional words (after the subcommand's name) and returns the exit status. */

@@ -9,6 +9,9 @@
 
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:9464"
 #define SERVE_DEFAULT_INTERVAL_MS 1000u
+/* What the exporter publishes by default: 1 J, the resolution of the shipped coarse policy
+ * (configs/policies/coarse-energy.yaml), whatever the exporter's own grant. */
+#define SERVE_DEFAULT_RESOLUTION_UJ 1000000u
 #define SERVE_MAX_DOMAINS 64u
 #define SERVE_MAX_RINGS 256u
 
@@ -43,6 +46,8 @@ struct serve_ring {
 struct serve_state {
 	const char *socket_path;
 	double interval;           /* seconds: energy sampling and ring discovery */
+	uint64_t resolution_uj;    /* energy totals rounded down to this; 0: msrd's own */
+	double energy_sampled_at;  /* mon_now() of the last energy sample: one per interval */
 	struct haecer_conn *conn;  /* NULL while msrd cannot be reached */
 	bool msrd_warned;
 	bool simulated;            /* msrd presents a simulated CPU (its machine info says so) */
@@ -55,11 +60,14 @@ struct serve_state {
 };
 
 /* collect.c */
-void serve_state_init(struct serve_state *state, const char *socket_path, double interval);
+void serve_state_init(struct serve_state *state, const char *socket_path, double interval,
+		      uint64_t resolution_uj);
 void serve_state_free(struct serve_state *state);
 /* The periodic work: (re)connect, sample energy, discover and drop rings, read rings. */
 void serve_tick(struct serve_state *state);
-/* Before answering a scrape: fresh energy totals and everything the rings hold. */
+/* Before answering a scrape: everything the rings hold, and energy totals when the last sample
+ * is an interval old (scrapes in between get the cached ones: no scraper sees more than one
+ * fresh value per interval, however fast it asks). */
 void serve_refresh(struct serve_state *state);
 
 /* metrics.c: the exposition text (OpenMetrics 1.0.0 when openmetrics, else Prometheus text

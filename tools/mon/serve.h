@@ -13,7 +13,8 @@
  * (configs/policies/coarse-energy.yaml), whatever the exporter's own grant. */
 #define SERVE_DEFAULT_RESOLUTION_UJ 1000000u
 #define SERVE_MAX_DOMAINS 64u
-#define SERVE_MAX_RINGS 256u
+#define SERVE_MAX_RINGS 256u      /* rings producers made, shared fairly between their uids */
+#define SERVE_MAX_MSRD_RINGS 64u  /* rings msrd fills for schedules, followed besides */
 
 /* One RAPL domain of one package, read through msrd's 64-bit energy totals. */
 struct serve_domain {
@@ -41,6 +42,7 @@ struct serve_ring {
 	uint64_t lost;             /* records this exporter missed, producer drops included */
 	bool producer_gone;
 	bool listed;               /* in msrd's latest listing */
+	bool msrd_filled;          /* msrd fills it for a schedule (not a producer's) */
 };
 
 struct serve_state {
@@ -55,8 +57,9 @@ struct serve_state {
 	size_t domain_count;
 	struct serve_domain domains[SERVE_MAX_DOMAINS];
 	size_t ring_count;
-	struct serve_ring *rings[SERVE_MAX_RINGS];
+	struct serve_ring *rings[SERVE_MAX_RINGS + SERVE_MAX_MSRD_RINGS];
 	bool ring_limit_warned;
+	uint32_t ring_limit_uid;   /* the uid the last "past its share" line named */
 };
 
 /* collect.c */

@@ -200,6 +200,8 @@ static void read_ring(struct serve_ring *ring, struct ring_record *records)
 	struct mon_reading reading;
 	ssize_t got;
 
+	if (ring->corrupted)
+		return;
 	do {
 		uint64_t lost = 0;
 		got = ring->producer_gone
@@ -211,6 +213,15 @@ static void read_ring(struct serve_ring *ring, struct ring_record *records)
 			remember(ring, &reading);
 		}
 	} while (got == BATCH_RECORDS);
+	if (got == RING_CORRUPTED || ring_consumer_corrupted(&ring->ring.consumer)) {
+		/* Counts from a lying header would be exported as facts: the ring is left out
+		 * (still tracked, so it is not opened again). */
+		ring->corrupted = true;
+		fprintf(stderr, "haecer-mon: ring %u.%u.%u (uid %u): " RING_CORRUPTED_TEXT
+				": no longer exported\n",
+			ring->ring.info.major, ring->ring.info.minor, ring->ring.info.instance,
+			(unsigned)ring->ring.entry.owner_uid);
+	}
 }
 
 static void read_rings(struct serve_state *state)

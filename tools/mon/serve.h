@@ -43,6 +43,7 @@ struct serve_ring {
 	bool producer_gone;
 	bool listed;               /* in msrd's latest listing */
 	bool msrd_filled;          /* msrd fills it for a schedule (not a producer's) */
+	bool corrupted;            /* its producer rewrote its header: no longer read or shown */
 };
 
 struct serve_state {

@@ -29,13 +29,22 @@
  * while a phase between two observations is drawn exactly either way (the load applies from its
  * interval's start); what a finer sample added was only a shorter lag where msrd observes the
  * CPU in between (its page sampler, its windows): at most one sample.
+ *
+ * A pid names a process only while it lives: a client that exits while a child keeps its
+ * connection leaves a pid the kernel may give to another process, whose /proc/PID/stat and CPU
+ * clock would then be followed. So each followed process is held by a pidfd from its first
+ * connection on (pidfd_open), and a reading is used only when the pidfd says, after the read,
+ * that the process it was opened for still runs; once it exited the process is forgotten.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "backend/sim/sim_internal.h"
@@ -46,6 +55,7 @@
 
 struct sim_followed {
 	pid_t pid;
+	int pidfd;              /* the process itself, not whoever has its pid later */
 	uint32_t holds;         /* connections of the process: followed while any is open */
 	clockid_t clock;
 	uint64_t cpu_ns;        /* its CPU time at the last fine sample */
@@ -65,6 +75,14 @@ struct sim_follow {
 	uint64_t *total_ticks;
 	uint32_t *loads;        /* per host CPU: the load to apply (scratch) */
 };
+
+/* Whether the process the pidfd was opened for has exited (its pid may name another now). */
+static bool exited(const struct sim_followed *process)
+{
+	struct pollfd poller = { .fd = process->pidfd, .events = POLLIN };
+
+	return poll(&poller, 1, 0) != 0;
+}
 
 static int read_cpu_clock(clockid_t clock, uint64_t *ns)
 {
@@ -146,6 +164,7 @@ static struct sim_followed *find(struct sim_follow *follow, pid_t pid)
 
 static void forget(struct sim_follow *follow, struct sim_followed *process)
 {
+	close(process->pidfd);
 	*process = follow->processes[--follow->count];
 }
 
@@ -153,7 +172,7 @@ static int start_following(struct sim *sim, pid_t pid)
 {
 	struct sim_follow *follow = sim->follow;
 	struct sim_followed process = { .pid = pid, .holds = 1 };
-	int ret;
+	int ret, pidfd;
 
 	if (follow->count == SIM_FOLLOW_MAX) {
 		if (!follow->said_full)
@@ -165,9 +184,17 @@ static int start_following(struct sim *sim, pid_t pid)
 	/* The process's CPU-time clock (Linux's MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED), what
 	 * clock_getcpuclockid returns after a clock_getres that msrd's seccomp filter refuses). */
 	process.clock = (clockid_t)((~(unsigned)pid << 3) | 2u);
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		return -errno; /* gone already (ESRCH): nothing of it to follow */
+	process.pidfd = pidfd;
 	ret = read_cpu_clock(process.clock, &process.cpu_ns);
-	if (ret < 0)
+	if (ret == 0 && exited(&process))
+		ret = -ESRCH;
+	if (ret < 0) {
+		close(pidfd);
 		return ret;
+	}
 	if (read_last_cpu(pid, &process.host_cpu) < 0 || process.host_cpu >= follow->host_cpus)
 		process.host_cpu = 0;
 	follow->processes[follow->count++] = process;
@@ -215,9 +242,13 @@ static void fine_loads(struct sim_follow *follow, uint64_t interval)
 		uint32_t *load = &follow->loads[process->host_cpu];
 		uint64_t now = 0, share, room;
 
-		if (read_cpu_clock(process->clock, &now) < 0) {
-			/* Gone without closing its connection yet: the rest of its time is lost to
-			 * the fine view, /proc/stat still has it. */
+		if (read_cpu_clock(process->clock, &now) < 0 || exited(process)) {
+			/* Gone without closing its connection yet (a child may hold it): the rest
+			 * of its time is lost to the fine view, /proc/stat still has it; a reused
+			 * pid's clock is never read as its. */
+			log_debug("sim: pid %d exited while a connection of it is open: no longer "
+				  "followed (its pid may name another process now)",
+				  (int)process->pid);
 			forget(follow, process);
 			continue;
 		}
@@ -271,7 +302,8 @@ void sim_follow_host_sampled(struct sim *sim, uint64_t now)
 		struct sim_followed *process = &follow->processes[i];
 		uint32_t cpu;
 
-		if (read_last_cpu(process->pid, &cpu) == 0 && cpu < follow->host_cpus)
+		if (read_last_cpu(process->pid, &cpu) == 0 && cpu < follow->host_cpus &&
+		    !exited(process))
 			process->host_cpu = cpu;
 	}
 	window = now - follow->window_at;
@@ -303,6 +335,8 @@ void sim_follow_free(struct sim_follow *follow)
 {
 	if (follow == NULL)
 		return;
+	for (uint32_t i = 0; i < follow->count; i++)
+		close(follow->processes[i].pidfd);
 	free(follow->others);
 	free(follow->ran);
 	free(follow->busy_ticks);

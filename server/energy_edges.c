@@ -52,7 +52,12 @@
  * 60 us, ~6 % of one CPU per register, where wakes came 40 us late; 16 % of a CPU in
  * bench/fidelity where they came 60-150 us late, which prints msrd's CPU with and without). A
  * fine grant can already poll the register by round trip as densely, so precise edges tell its
- * holder nothing its grant does not; coarse grants never get them (energy_page.c).
+ * holder nothing its grant does not; coarse grants never get them (energy_page.c). What a
+ * holder can make msrd spend is bounded by the policy all the same (issue 28: a holder renewing
+ * its lease kept msrd at 40-65 % of a CPU): each window's time is charged to its register, and
+ * energy_page.c leaves out, for the rest of the second, the holders of a uid whose registers'
+ * windows took its energy_page.edge_cpu_percent_per_uid, or everyone once edge_cpu_percent is
+ * spent.
  *
  * The lease: a holder's ask counts only within EDGE_LEASE_NS (150 ms) of its connection's last
  * request (energy_page.c keeps the wanted set; dispatch renews). A program that measured one

@@ -284,7 +284,6 @@ static const struct allowed allowed_syscalls[] = {
 	ALLOW_IF(fallocate, ARG_EQ(1, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)), /* rings */
 	ALLOW(fchmod), ALLOW(memfd_create), ALLOW(unlink), ALLOW(unlinkat), ALLOW(getdents64),
 	ALLOW(readlink), ALLOW(readlinkat), ALLOW(poll), ALLOW(ppoll),
-	ALLOW(pidfd_open), /* the simulator holds the clients it follows (sim_follow.c) */
 	ALLOW_IF(openat, ARG_BITS_CLEAR(2, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)),
 	ALLOW_IF(ioctl, ARG_EQ(1, TCGETS)), /* stdio asks whether the log is a tty */
 	/* memory, never executable */

@@ -362,6 +362,16 @@ static bool sample(struct msrd *server, struct energy_counter *counter, uint64_t
 	return false;
 }
 
+/* msrd's own CPU time: what a window costs is charged in it, not in wall time, so a busy host
+ * that preempts the spin does not count against its holders' budget. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
 static void arm(struct msrd *server)
 {
 	struct energy_state *energy = &server->energy;
@@ -418,8 +428,10 @@ void energy_edges_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe
 		struct energy_counter *counter = &energy->counters[i];
 
 		if (counter->edge.wanted && counter->edge.next_ns <= now) {
+			uint64_t cpu = thread_cpu_ns();
+
 			changed |= sample(server, counter, now);
-			energy_pages_charge_edges(server, counter, now_raw_ns() - now);
+			energy_pages_charge_edges(server, counter, thread_cpu_ns() - cpu);
 		}
 	}
 	/* Only a change is worth a publication; the page sampler keeps sample times fresh. */
@@ -452,14 +464,14 @@ void energy_edges_spin(struct msrd *server)
 	for (uint32_t i = 0; i < energy->count; i++) {
 		struct energy_counter *counter = &energy->counters[i];
 		struct energy_edge_model *model = &counter->edge;
-		uint64_t now = now_raw_ns(), start;
+		uint64_t now = now_raw_ns(), cpu;
 
 		if (!model->wanted || !model->locked || now < model->window_from_ns)
 			continue;
 		/* Read until the change, the window's end, or work for the loop: a completion
 		 * (a client's request, a timer) stops the spin at once, so no client waits for it
 		 * longer than one register read; the window goes on by timer. */
-		start = now;
+		cpu = thread_cpu_ns();
 		while (now < model->window_to_ns && model->next_ns < model->window_to_ns) {
 			if (loop_work_waiting(&server->loop)) {
 				/* Goes on after the loop's turn. */
@@ -473,7 +485,7 @@ void energy_edges_spin(struct msrd *server)
 			now = now_raw_ns();
 		}
 		/* May turn the windows off (a budget spent): the loop checks edges_on. */
-		energy_pages_charge_edges(server, counter, now_raw_ns() - start);
+		energy_pages_charge_edges(server, counter, thread_cpu_ns() - cpu);
 		if (!energy->edges_on)
 			break;
 	}

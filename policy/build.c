@@ -824,7 +824,28 @@ static int build_rules(struct build *build, const struct raw_policy *raw)
 	return 0;
 }
 
-/* How often msrd may sample the energy registers for energy pages. */
+/* A percentage of one CPU, 0..100, from energy_page's key `key` (default when absent). */
+static int build_cpu_percent(struct build *build, yaml_node_t *mapping, const char *key,
+			     const char *text, uint32_t fallback, uint32_t *percent)
+{
+	uint64_t value = fallback;
+	int result;
+
+	*percent = fallback;
+	if (text == NULL)
+		return 0;
+	result = parse_number(build, value_node(build, mapping, key), key, text, 64, &value);
+	if (result < 0)
+		return result;
+	if (value > 100)
+		return fail(build, value_node(build, mapping, key), "%s %s is outside 0..100", key,
+			    text);
+	*percent = (uint32_t)value;
+	return 0;
+}
+
+/* How often msrd may sample the energy registers for energy pages, and how much CPU the
+ * precise edges' windows may take. */
 static int build_energy_page(struct build *build, const struct raw_energy_page *raw)
 {
 	/* 10 kHz is ten samples per RAPL update (about 1 ms): finer shows nothing more. */
@@ -834,8 +855,20 @@ static int build_energy_page(struct build *build, const struct raw_energy_page *
 	int result;
 
 	build->policy->energy_page_max_hz = POLICY_ENERGY_PAGE_DEFAULT_HZ;
-	if (raw == NULL || raw->max_rate_hz == NULL)
+	build->policy->edge_cpu_percent = POLICY_EDGE_CPU_PERCENT_DEFAULT;
+	build->policy->edge_cpu_percent_per_uid = POLICY_EDGE_CPU_PERCENT_PER_UID_DEFAULT;
+	if (raw == NULL)
 		return 0;
+	result = build_cpu_percent(build, mapping, "edge_cpu_percent", raw->edge_cpu_percent,
+				   POLICY_EDGE_CPU_PERCENT_DEFAULT,
+				   &build->policy->edge_cpu_percent);
+	if (result == 0)
+		result = build_cpu_percent(build, mapping, "edge_cpu_percent_per_uid",
+					   raw->edge_cpu_percent_per_uid,
+					   POLICY_EDGE_CPU_PERCENT_PER_UID_DEFAULT,
+					   &build->policy->edge_cpu_percent_per_uid);
+	if (result < 0 || raw->max_rate_hz == NULL)
+		return result;
 	result = parse_number(build, value_node(build, mapping, "max_rate_hz"), "max_rate_hz",
 			      raw->max_rate_hz, 64, &rate);
 	if (result < 0)

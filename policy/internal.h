@@ -76,6 +76,8 @@ struct policy {
 	size_t warning_count;
 	char *name; /* what errors and warnings call the file */
 	uint32_t energy_page_max_hz; /* energy_page.max_rate_hz */
+	uint32_t edge_cpu_percent;   /* energy_page.edge_cpu_percent */
+	uint32_t edge_cpu_percent_per_uid;
 };
 
 /* The raw text of a policy parsed into struct policy; `error->file` is already set. */

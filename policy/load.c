@@ -449,6 +449,17 @@ uint32_t policy_energy_page_max_hz(const struct policy *policy)
 	return policy != NULL ? policy->energy_page_max_hz : POLICY_ENERGY_PAGE_DEFAULT_HZ;
 }
 
+uint32_t policy_edge_cpu_percent(const struct policy *policy)
+{
+	return policy != NULL ? policy->edge_cpu_percent : POLICY_EDGE_CPU_PERCENT_DEFAULT;
+}
+
+uint32_t policy_edge_cpu_percent_per_uid(const struct policy *policy)
+{
+	return policy != NULL ? policy->edge_cpu_percent_per_uid
+			      : POLICY_EDGE_CPU_PERCENT_PER_UID_DEFAULT;
+}
+
 size_t policy_warning_count(const struct policy *policy)
 {
 	return policy != NULL ? policy->warning_count : 0;

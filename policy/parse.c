@@ -85,6 +85,10 @@ static const cyaml_schema_value_t rule_schema = {
 
 static const cyaml_schema_field_t energy_page_fields[] = {
 	TEXT_FIELD("max_rate_hz", CYAML_FLAG_OPTIONAL, struct raw_energy_page, max_rate_hz),
+	TEXT_FIELD("edge_cpu_percent", CYAML_FLAG_OPTIONAL, struct raw_energy_page,
+		   edge_cpu_percent),
+	TEXT_FIELD("edge_cpu_percent_per_uid", CYAML_FLAG_OPTIONAL, struct raw_energy_page,
+		   edge_cpu_percent_per_uid),
 	CYAML_FIELD_END,
 };
 

@@ -146,6 +146,14 @@ int policy_energy_limit(const struct policy_grant *grant, uint32_t address,
 #define POLICY_ENERGY_PAGE_DEFAULT_HZ 1000u
 uint32_t policy_energy_page_max_hz(const struct policy *policy);
 
+/* How much of one CPU msrd's precise-edge windows may take, in percent, in all and for the
+ * holders of one uid (energy_page: {edge_cpu_percent, edge_cpu_percent_per_uid}); 0 turns the
+ * windows off. The defaults when the policy does not say: */
+#define POLICY_EDGE_CPU_PERCENT_DEFAULT 30u
+#define POLICY_EDGE_CPU_PERCENT_PER_UID_DEFAULT 20u
+uint32_t policy_edge_cpu_percent(const struct policy *policy);
+uint32_t policy_edge_cpu_percent_per_uid(const struct policy *policy);
+
 /* ---- msr-safe import ---- */
 
 /* Turn an msr-safe allowlist ("0xADDRESS 0xWRITEMASK" per line, '#' comments, blank lines) into

@@ -108,7 +108,11 @@ int policy_print(const struct policy *policy, FILE *out)
 	if (policy == NULL || out == NULL)
 		return -EINVAL;
 	fputs("version: 1\ndefault: deny\n", out);
-	fprintf(out, "energy_page: {max_rate_hz: %" PRIu32 "}\n", policy->energy_page_max_hz);
+	fprintf(out,
+		"energy_page: {max_rate_hz: %" PRIu32 ", edge_cpu_percent: %" PRIu32
+		", edge_cpu_percent_per_uid: %" PRIu32 "}\n",
+		policy->energy_page_max_hz, policy->edge_cpu_percent,
+		policy->edge_cpu_percent_per_uid);
 	fputs(policy->msr_count ? "msrs:\n" : "msrs: []\n", out);
 	for (size_t i = 0; i < policy->msr_count; i++)
 		print_msr(out, &policy->msrs[i]);

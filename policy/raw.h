@@ -66,6 +66,8 @@ struct raw_rule {
 
 struct raw_energy_page {
 	char *max_rate_hz;
+	char *edge_cpu_percent;
+	char *edge_cpu_percent_per_uid;
 };
 
 struct raw_policy {

@@ -8,10 +8,9 @@
  * after its creator left), its registered batches and its running schedules, each against a
  * limit of --max-*-per-uid.
  *
- * An account also keeps the uid's previous coarse energy readings (energy.c): the minimum
- * interval of a coarse grant is per uid, not per connection, or a new connection per read would
- * undo it. An account that has such readings is therefore kept for msrd's lifetime; any other
- * account is freed when it holds nothing. The table is a small hash of uids.
+ * An account is freed when it holds nothing (coarse energy values are kept per grant setting
+ * by energy.c, not here: they must outlive connections and accounts alike). The table is a
+ * small hash of uids.
  */
 #include "server/server.h"
 
@@ -55,7 +54,6 @@ static size_t bucket_of(uid_t uid)
 
 static void account_free(struct uid_account *account)
 {
-	free(account->energy_coarse);
 	free(account);
 }
 
@@ -88,13 +86,11 @@ struct uid_account *accounts_get(struct accounts *accounts, uid_t uid)
 	return account;
 }
 
-/* Free an account that holds nothing (and has no coarse readings to keep). */
+/* Free an account that holds nothing. */
 static void drop_if_unused(struct accounts *accounts, struct uid_account *account)
 {
 	struct uid_account **link = &accounts->buckets[bucket_of(account->uid)];
 
-	if (account->energy_coarse != NULL)
-		return;
 	for (size_t i = 0; i < ACCOUNT_RESOURCES; i++) {
 		if (account->used[i] != 0)
 			return;
@@ -143,16 +139,4 @@ int accounts_describe_limit(const struct accounts *accounts, const struct uid_ac
 	return snprintf(text, size, "uid %u holds %llu %s, its limit (%s)", (unsigned)account->uid,
 			(unsigned long long)account->used[what], resource_names[what],
 			limit_options[what]);
-}
-
-struct energy_coarse *accounts_coarse_state(struct accounts *accounts,
-					    struct uid_account *account, uint32_t counter,
-					    uint32_t counter_count)
-{
-	if (counter >= counter_count)
-		return NULL;
-	if (account->energy_coarse == NULL)
-		account->energy_coarse = calloc(counter_count, sizeof(*account->energy_coarse));
-	(void)accounts;
-	return account->energy_coarse != NULL ? &account->energy_coarse[counter] : NULL;
 }

@@ -218,11 +218,14 @@ int energy_init(struct msrd *server)
 	return 0;
 }
 
+static void free_coarse_streams(struct energy_state *energy);
+
 void energy_free(struct energy_state *energy)
 {
 	for (int domain = 0; domain < RAPL_DOMAIN_COUNT; domain++)
 		free(energy->by_domain[domain]);
 	free(energy->counters);
+	free_coarse_streams(energy);
 	memset(energy, 0, sizeof(*energy));
 }
 
@@ -423,20 +426,64 @@ void energy_coarsen(struct msrd *server, const struct energy_counter *counter,
 					    .valid = true };
 }
 
-/* The uid's previous coarse reading of a counter (per uid: a new connection per read must not
- * reset the interval); NULL when there is no memory for it. */
-struct energy_coarse *energy_coarse_state(struct msrd *server, struct uid_account *account,
-					  const struct energy_counter *counter)
+/* The coarse values of one grant setting: every path that hands out a coarse value (round
+ * trips, schedules, coarse pages, a fresh page's first publication) takes it from here, so the
+ * interval holds across them all and across connections, pages and processes: whatever a uid
+ * does, no more than one fresh value per interval exists for its setting. Kept until exit (one
+ * per setting a policy ever named: a handful), so no page or connection going away resets it. */
+struct energy_coarse_stream {
+	struct energy_coarse_stream *next;
+	uint32_t min_interval_ms;
+	uint64_t resolution_uj;
+	struct energy_coarse *per_counter;
+};
+
+struct energy_coarse *energy_coarse_state(struct msrd *server,
+					  const struct energy_counter *counter,
+					  const struct policy_energy_limit *limit)
 {
 	struct energy_state *energy = &server->energy;
+	uint32_t index = (uint32_t)(counter - energy->counters);
+	struct energy_coarse_stream *stream;
 
-	return accounts_coarse_state(&server->accounts, account,
-				     (uint32_t)(counter - energy->counters), energy->count);
+	if (index >= energy->count)
+		return NULL;
+	for (stream = energy->coarse_streams; stream != NULL; stream = stream->next)
+		if (stream->min_interval_ms == limit->min_interval_ms &&
+		    stream->resolution_uj == limit->resolution_uj)
+			return &stream->per_counter[index];
+	stream = calloc(1, sizeof(*stream));
+	if (stream == NULL)
+		return NULL;
+	stream->per_counter = calloc(energy->count, sizeof(*stream->per_counter));
+	if (stream->per_counter == NULL) {
+		free(stream);
+		return NULL;
+	}
+	stream->min_interval_ms = limit->min_interval_ms;
+	stream->resolution_uj = limit->resolution_uj;
+	stream->next = energy->coarse_streams;
+	energy->coarse_streams = stream;
+	return &stream->per_counter[index];
+}
+
+static void free_coarse_streams(struct energy_state *energy)
+{
+	while (energy->coarse_streams != NULL) {
+		struct energy_coarse_stream *stream = energy->coarse_streams;
+
+		energy->coarse_streams = stream->next;
+		free(stream->per_counter);
+		free(stream);
+	}
 }
 
 void energy_finish_reads(struct client *client, struct msr_op *ops, const uint8_t *kinds,
 			 uint64_t *totals, uint32_t count)
 {
+	bool advanced = false; /* some coarse value is new: its pages show it before the reply */
+	uint64_t advanced_at;
+
 	for (uint32_t i = 0; i < count; i++) {
 		struct policy_energy_limit limit;
 		struct energy_counter *counter;
@@ -458,18 +505,19 @@ void energy_finish_reads(struct client *client, struct msr_op *ops, const uint8_
 		raw = ops[i].value;
 		total = energy_observe(client->server, counter, &raw);
 		if (policy_energy_limit(client->grant, ops[i].address, &limit) == 1) {
-			previous = energy_coarse_state(client->server, client->account, counter);
+			previous = energy_coarse_state(client->server, counter, &limit);
 			if (previous == NULL) {
 				/* A fine reading must not leak for want of memory. */
 				ops[i].status = -ENOMEM;
 				continue;
 			}
-			if (!energy_pages_coarse_reading(client->server, counter, &limit, &raw,
-							 &total))
-				energy_coarsen(client->server, counter, &limit, previous, &raw,
-					       &total);
+			advanced_at = previous->at_ns;
+			energy_coarsen(client->server, counter, &limit, previous, &raw, &total);
+			advanced |= previous->at_ns != advanced_at;
 		}
 		ops[i].value = raw;
 		totals[i] = total;
 	}
+	if (advanced)
+		energy_pages_publish_coarse(client->server);
 }

@@ -17,7 +17,10 @@
  * windows missed their update on the 2-core build host). A
  * timer wakes msrd at the window's start; at the end of that loop turn (its replies submitted)
  * msrd reads the register until it changes, the window ends, or any completion arrives (a
- * client's request: the spin stops at once and goes on at the end of the next turn). The spin is
+ * client's request: the spin stops at once and goes on at the end of the next turn; under
+ * IORING_SETUP_DEFER_TASKRUN the CQ stays empty until msrd enters the kernel, so "arrives" is
+ * the ring's IORING_SQ_TASKRUN flag, loop_work_waiting: io_uring_cq_ready alone never saw a
+ * waiting request, measured with a recv on a socketpair). The spin is
  * bounded by the window (at most 2 x EDGE_WINDOW_MAX_NS + EDGE_WAKE_MARGIN_MAX_NS = 350 us) and
  * never delays a request by more than the one register read under way when it arrived. No timer
  * runs inside a window (it would only interrupt the spin); the window's end is its backstop.
@@ -49,7 +52,12 @@
  * 60 us, ~6 % of one CPU per register, where wakes came 40 us late; 16 % of a CPU in
  * bench/fidelity where they came 60-150 us late, which prints msrd's CPU with and without). A
  * fine grant can already poll the register by round trip as densely, so precise edges tell its
- * holder nothing its grant does not; coarse grants never get them (energy_page.c).
+ * holder nothing its grant does not; coarse grants never get them (energy_page.c). What a
+ * holder can make msrd spend is bounded by the policy all the same (issue 28: a holder renewing
+ * its lease kept msrd at 40-65 % of a CPU): each window's time is charged to its register, and
+ * energy_page.c leaves out, for the rest of the second, the holders of a uid whose registers'
+ * windows took its energy_page.edge_cpu_percent_per_uid, or everyone once edge_cpu_percent is
+ * spent.
  *
  * The lease: a holder's ask counts only within EDGE_LEASE_NS (150 ms) of its connection's last
  * request (energy_page.c keeps the wanted set; dispatch renews). A program that measured one
@@ -354,6 +362,16 @@ static bool sample(struct msrd *server, struct energy_counter *counter, uint64_t
 	return false;
 }
 
+/* msrd's own CPU time: what a window costs is charged in it, not in wall time, so a busy host
+ * that preempts the spin does not count against its holders' budget. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
 static void arm(struct msrd *server)
 {
 	struct energy_state *energy = &server->energy;
@@ -409,8 +427,12 @@ void energy_edges_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe
 	for (uint32_t i = 0; i < energy->count; i++) {
 		struct energy_counter *counter = &energy->counters[i];
 
-		if (counter->edge.wanted && counter->edge.next_ns <= now)
+		if (counter->edge.wanted && counter->edge.next_ns <= now) {
+			uint64_t cpu = thread_cpu_ns();
+
 			changed |= sample(server, counter, now);
+			energy_pages_charge_edges(server, counter, thread_cpu_ns() - cpu);
+		}
 	}
 	/* Only a change is worth a publication; the page sampler keeps sample times fresh. */
 	if (changed)
@@ -442,15 +464,16 @@ void energy_edges_spin(struct msrd *server)
 	for (uint32_t i = 0; i < energy->count; i++) {
 		struct energy_counter *counter = &energy->counters[i];
 		struct energy_edge_model *model = &counter->edge;
-		uint64_t now = now_raw_ns();
+		uint64_t now = now_raw_ns(), cpu;
 
 		if (!model->wanted || !model->locked || now < model->window_from_ns)
 			continue;
 		/* Read until the change, the window's end, or work for the loop: a completion
 		 * (a client's request, a timer) stops the spin at once, so no client waits for it
 		 * longer than one register read; the window goes on by timer. */
+		cpu = thread_cpu_ns();
 		while (now < model->window_to_ns && model->next_ns < model->window_to_ns) {
-			if (io_uring_cq_ready(&server->loop.ring) != 0) {
+			if (loop_work_waiting(&server->loop)) {
 				/* Goes on after the loop's turn. */
 				energy->edge_spin_due = true;
 				break;
@@ -461,6 +484,10 @@ void energy_edges_spin(struct msrd *server)
 			}
 			now = now_raw_ns();
 		}
+		/* May turn the windows off (a budget spent): the loop checks edges_on. */
+		energy_pages_charge_edges(server, counter, thread_cpu_ns() - cpu);
+		if (!energy->edges_on)
+			break;
 	}
 	if (changed)
 		energy_pages_publish_fine(server);

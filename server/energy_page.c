@@ -31,7 +31,6 @@
 #include "shm/energy_page.h"
 
 #define DEFAULT_RATE_HZ 1000u
-#define MICROJOULES_PER_JOULE 1000000u
 
 struct msrd_energy_page {
 	struct msrd_energy_page *next;
@@ -43,7 +42,7 @@ struct msrd_energy_page {
 	uint32_t *counters;            /* indices into server->energy.counters, one per entry */
 	uint32_t count;
 	uint32_t holders;
-	uint64_t published_ns;         /* coarse: energy_now_ns of the last publication */
+	uint64_t published_ns;         /* coarse: the newest coarse value's energy_now_ns */
 	bool published;
 	struct energy_page_reading *last; /* coarse: what was published, per entry */
 };
@@ -68,20 +67,6 @@ static void page_free(struct msrd_energy_page *page, enum energy_page_state stat
 	free(page);
 }
 
-/* Resolution in register units, at least one (as energy.c rounds round-trip readings). */
-static struct msrd_energy_page *find_page(struct msrd *server, uint32_t address, bool coarse,
-					  const struct policy_energy_limit *limit);
-
-static uint64_t resolution_units(uint8_t exponent, uint64_t resolution_uj)
-{
-	unsigned __int128 units = ((unsigned __int128)resolution_uj << exponent) /
-				  MICROJOULES_PER_JOULE;
-
-	if (units == 0)
-		return 1;
-	return units > UINT64_MAX ? UINT64_MAX : (uint64_t)units;
-}
-
 static void publish_fine(struct msrd *server, struct msrd_energy_page *page)
 {
 	energy_page_begin(&page->writer);
@@ -93,32 +78,43 @@ static void publish_fine(struct msrd *server, struct msrd_energy_page *page)
 	energy_page_end(&page->writer);
 }
 
-/* At most once per interval, values rounded down to the resolution, the publication's own
- * times: the same rounding as a coarse round-trip read, and no sample time finer than it. */
+/* The values of the page's grant setting (energy_coarse_state: the same values round trips and
+ * schedules of that setting get, advanced at most once per interval whoever asks), written when
+ * one changed; the times are the publication's own, no sample time finer than it. A page made
+ * afresh starts from those values too, so freeing and re-making a page gains nothing. */
 static void publish_coarse(struct msrd *server, struct msrd_energy_page *page)
 {
-	uint64_t now = energy_now_ns(server);
-	uint64_t interval = (uint64_t)page->limit.min_interval_ms * 1000000ull;
+	bool changed = !page->published;
 
-	if (page->published && now - page->published_ns < interval)
+	for (uint32_t i = 0; i < page->count; i++) {
+		const struct energy_counter *counter = &server->energy.counters[page->counters[i]];
+		struct energy_coarse *state = energy_coarse_state(server, counter, &page->limit);
+		uint64_t raw = counter->sampled.raw, total = counter->sampled.total;
+
+		if (state == NULL)
+			return; /* nothing rather than a fine value, for want of memory */
+		energy_coarsen(server, counter, &page->limit, state, &raw, &total);
+		changed |= state->at_ns > page->published_ns;
+	}
+	if (!changed)
 		return;
 	page->published = true;
-	page->published_ns = now;
 	energy_page_begin(&page->writer);
 	for (uint32_t i = 0; i < page->count; i++) {
 		const struct energy_counter *counter = &server->energy.counters[page->counters[i]];
+		const struct energy_coarse *state =
+			energy_coarse_state(server, counter, &page->limit);
 		struct energy_page_reading *last = &page->last[i];
-		uint64_t units = resolution_units(counter->exponent, page->limit.resolution_uj);
-		uint64_t total = counter->sampled.total - counter->sampled.total % units;
-		/* The coarse value's publication time; the sampler's own times stay private. */
 		uint64_t at_ns = counter->sampled.sample_ns, at_tsc = counter->sampled.sample_tsc;
 
-		if (!last->sample_ns || total != last->total) {
+		if (state->at_ns > page->published_ns)
+			page->published_ns = state->at_ns;
+		if (!last->sample_ns || state->total != last->total) {
 			last->update_ns = at_ns;
 			last->update_tsc = at_tsc;
 		}
-		last->total = total;
-		last->raw = total & RAPL_ENERGY_COUNTER_MASK;
+		last->total = state->total;
+		last->raw = state->raw;
 		last->sample_ns = at_ns;
 		last->sample_tsc = at_tsc;
 		energy_page_put(&page->writer, i, last);
@@ -126,28 +122,17 @@ static void publish_coarse(struct msrd *server, struct msrd_energy_page *page)
 	energy_page_end(&page->writer);
 }
 
-bool energy_pages_coarse_reading(struct msrd *server, const struct energy_counter *counter,
-				  const struct policy_energy_limit *limit, uint64_t *raw,
-				  uint64_t *total)
-{
-	struct msrd_energy_page *page = find_page(server, counter->address, true, limit);
-
-	if (page == NULL || !page->published)
-		return false;
-	for (uint32_t i = 0; i < page->count; i++) {
-		if (&server->energy.counters[page->counters[i]] != counter)
-			continue;
-		*raw = page->last[i].raw;
-		*total = page->last[i].total;
-		return true;
-	}
-	return false;
-}
-
 void energy_pages_publish(struct msrd *server)
 {
 	for (struct msrd_energy_page *page = server->energy.pages; page != NULL; page = page->next)
 		(page->coarse ? publish_coarse : publish_fine)(server, page);
+}
+
+void energy_pages_publish_coarse(struct msrd *server)
+{
+	for (struct msrd_energy_page *page = server->energy.pages; page != NULL; page = page->next)
+		if (page->coarse)
+			publish_coarse(server, page);
 }
 
 /* The precise edges' windows publish to fine pages only: a coarse page is written from the
@@ -232,8 +217,88 @@ static void remove_holder(struct client *client)
 	client->next_holder = NULL;
 }
 
+static bool holds_precise(const struct client *client);
+
+/* The precise edges' CPU budget is per second: a new second forgets what the windows took. */
+static void budget_second(struct energy_state *energy, uint64_t now)
+{
+	if (now - energy->edge_budget_from_ns < EDGE_BUDGET_NS)
+		return;
+	energy->edge_budget_from_ns = now;
+	energy->edge_cpu_ns = 0;
+	for (uint32_t i = 0; i < energy->count; i++)
+		energy->counters[i].edge.cpu_ns = 0;
+}
+
+static uint64_t budget_ns(uint32_t percent)
+{
+	return (uint64_t)percent * (EDGE_BUDGET_NS / 100);
+}
+
+/* What a client's precise holds cost this second: the windows of every register they show. */
+static uint64_t holds_cpu_ns(const struct msrd *server, const struct client *client)
+{
+	uint64_t ns = 0;
+
+	for (uint32_t i = 0; i < client->page_hold_count; i++) {
+		const struct energy_page_hold *hold = &client->page_holds[i];
+
+		for (uint32_t e = 0; hold->precise && e < hold->page->count; e++)
+			ns += server->energy.counters[hold->page->counters[e]].edge.cpu_ns;
+	}
+	return ns;
+}
+
+/* Each uid's share of this second's windows, summed over its precise holders, leased or not
+ * (one left out for its budget still counts what it took), a register two of them show
+ * charged to both: the bound errs on the strict side. */
+static void sum_uid_cpu(struct msrd *server)
+{
+	struct client *holders = server->energy.holders;
+
+	/* Holders only: what a check costs never depends on the idle connections. */
+	for (struct client *client = holders; client != NULL; client = client->next_holder)
+		if (client->account != NULL)
+			client->account->edge_cpu_ns = 0;
+	for (struct client *client = holders; client != NULL; client = client->next_holder)
+		if (client->account != NULL)
+			client->account->edge_cpu_ns += holds_cpu_ns(server, client);
+}
+
+/* Whether the client's precise holds may have windows now: the total and its uid's share of
+ * the budget left (the refusal logged once per uid and second). */
+static bool within_budget(struct msrd *server, const struct client *client)
+{
+	struct energy_state *energy = &server->energy;
+	uint64_t total = budget_ns(policy_edge_cpu_percent(server->policy));
+	uint64_t per_uid = budget_ns(policy_edge_cpu_percent_per_uid(server->policy));
+	struct uid_account *account = client->account;
+
+	if (energy->edge_cpu_ns >= total) {
+		if (energy->edge_total_logged != energy->edge_budget_from_ns + 1)
+			log_notice("energy pages: precise edges took %llu us of CPU this second, "
+				   "their bound of %u %% (energy_page.edge_cpu_percent): none until "
+				   "the next second",
+				   (unsigned long long)(energy->edge_cpu_ns / 1000),
+				   policy_edge_cpu_percent(server->policy));
+		energy->edge_total_logged = energy->edge_budget_from_ns + 1;
+		return false;
+	}
+	if (account == NULL || account->edge_cpu_ns < per_uid)
+		return true;
+	if (account->edge_logged != energy->edge_budget_from_ns + 1)
+		log_notice("energy pages: uid %u's precise edges took %llu us of CPU this second, "
+			   "its bound of %u %% (energy_page.edge_cpu_percent_per_uid): none for "
+			   "it until the next second",
+			   (unsigned)account->uid, (unsigned long long)(account->edge_cpu_ns / 1000),
+			   policy_edge_cpu_percent_per_uid(server->policy));
+	account->edge_logged = energy->edge_budget_from_ns + 1;
+	return false;
+}
+
 /* The rate: the highest any holder asked for (bounded when it asked); 0 when none holds one.
- * The precise edges: the registers of leased precise holders' pages. */
+ * The precise edges: the registers of leased precise holders' pages, while the CPU budget
+ * lasts (a holder over it counts as unleased: its next request asks again). */
 static void update_rate(struct msrd *server)
 {
 	struct energy_state *energy = &server->energy;
@@ -256,12 +321,16 @@ static void update_rate(struct msrd *server)
 	if (energy->edge_wanted != NULL)
 		memset(energy->edge_wanted, 0, energy->count * sizeof(*energy->edge_wanted));
 	energy->edge_lease_lapse_ns = UINT64_MAX;
+	budget_second(energy, now);
+	energy->edge_checked_ns = now;
+	sum_uid_cpu(server);
 	for (struct client *client = energy->holders; client != NULL; client = client->next_holder) {
 		uint64_t lapse = client->last_request_ns + EDGE_LEASE_NS;
 
 		/* Only holders that sent a request within the lease: the windows cost the package
 		 * they measure ~6 % of a CPU, and nobody reads sharp edges between requests. */
-		client->edges_leased = lapse > now;
+		client->edges_leased = lapse > now && (!holds_precise(client) ||
+						       within_budget(server, client));
 		for (uint32_t i = 0; i < client->page_hold_count; i++) {
 			const struct energy_page_hold *hold = &client->page_holds[i];
 
@@ -506,6 +575,20 @@ void energy_pages_client_request(struct client *client)
 	/* A lapsed lease renewed: the windows start again (their grid is kept, energy_edges.c). */
 	if (!client->edges_leased && holds_precise(client))
 		update_rate(client->server);
+}
+
+void energy_pages_charge_edges(struct msrd *server, struct energy_counter *counter, uint64_t ns)
+{
+	struct energy_state *energy = &server->energy;
+	uint64_t now = now_raw_ns();
+
+	budget_second(energy, now);
+	counter->edge.cpu_ns += ns;
+	energy->edge_cpu_ns += ns;
+	/* Every EDGE_BUDGET_CHECK_NS the holders are weighed against the budget again (each
+	 * window would cost a walk over every client). */
+	if (now - energy->edge_checked_ns >= EDGE_BUDGET_CHECK_NS)
+		update_rate(server);
 }
 
 void energy_pages_leases_check(struct msrd *server)

@@ -64,6 +64,12 @@ struct io_uring_sqe *loop_sqe(struct loop *loop)
 	return sqe;
 }
 
+bool loop_work_waiting(struct loop *loop)
+{
+	return (IO_URING_READ_ONCE(*loop->ring.sq.kflags) & IORING_SQ_TASKRUN) != 0 ||
+	       io_uring_cq_ready(&loop->ring) != 0;
+}
+
 void loop_reserve(struct loop *loop, unsigned count)
 {
 	if (io_uring_sq_space_left(&loop->ring) < count)
@@ -225,8 +231,12 @@ static int restrict_ring(struct loop *loop)
 int loop_init(struct loop *loop, unsigned buffer_max)
 {
 	struct io_uring_params params = {
+		/* TASKRUN_FLAG: with DEFER_TASKRUN a completion is posted only inside
+		 * io_uring_enter, so the CQ looks empty while a request waits; the flag is what
+		 * says work waits (loop_work_waiting). */
 		.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER |
-			 IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED,
+			 IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG |
+			 IORING_SETUP_R_DISABLED,
 		.cq_entries = LOOP_CQ_ENTRIES,
 	};
 	int status;

@@ -114,9 +114,8 @@ static void run_period(struct schedule *schedule, uint64_t timestamp)
 		}
 		total = energy_observe(server, counter, &raw);
 		if (schedule->extra[i].coarse) {
-			struct energy_coarse *previous = energy_coarse_state(server,
-									     schedule->account,
-									     counter);
+			struct energy_coarse *previous =
+				energy_coarse_state(server, counter, &schedule->extra[i].limit);
 			if (previous == NULL)
 				continue; /* a fine reading must not leak for want of memory */
 			energy_coarsen(server, counter, &schedule->extra[i].limit, previous, &raw,

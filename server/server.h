@@ -161,6 +161,9 @@ uint32_t loop_index_of(uint64_t user_data);
 
 /* An SQE; submits pending ones first when the queue is full, so it never returns NULL. */
 struct io_uring_sqe *loop_sqe(struct loop *loop);
+/* A completion is waiting for the loop (posted, or still deferred to the next enter): a
+ * busy-wait asks this to give way. */
+bool loop_work_waiting(struct loop *loop);
 /* Make sure `count` SQEs fit without an intermediate submit (for linked chains). */
 void loop_reserve(struct loop *loop, unsigned count);
 /* Give provided buffer `id` back to the kernel. */
@@ -180,6 +183,7 @@ struct ring_entry;
 struct slot;
 struct registered_batch;
 struct energy_coarse;
+struct energy_coarse_stream;
 struct uid_account;
 struct msrd_energy_page;
 
@@ -609,6 +613,7 @@ struct energy_counter {
 		uint64_t window_from_ns, window_to_ns; /* the window sampled now or next */
 		uint64_t next_ns;      /* the next sample of this register */
 		uint64_t windows, sharp_edges; /* for the log and tests */
+		uint64_t cpu_ns;       /* CPU its windows took in this budget second */
 		uint64_t sharp_since_lock; /* sharp edges since the grid (re)started */
 	} edge;
 };
@@ -629,6 +634,7 @@ struct energy_state {
 	struct __kernel_timespec timeout;
 	bool armed;
 	uint64_t samples;              /* sampling rounds so far, for the log */
+	struct energy_coarse_stream *coarse_streams; /* per coarse setting (energy.c) */
 	/* Energy pages (energy_page.c): sampled at page_rate_hz while any is held. */
 	struct msrd_energy_page *pages;
 	struct client *holders;        /* clients holding a page (doubly linked): what the rate
@@ -650,6 +656,12 @@ struct energy_state {
 	double edge_wake_late_ns;      /* how late those wakes came: a moving mean and variance */
 	double edge_wake_late_var;
 	uint64_t edge_samples;
+	/* The windows' CPU budget (policy edge_cpu_percent, _per_uid), per second from
+	 * edge_budget_from_ns: what they took in all, and when holders were last checked. */
+	uint64_t edge_budget_from_ns;
+	uint64_t edge_cpu_ns;
+	uint64_t edge_checked_ns;
+	uint64_t edge_total_logged;    /* edge_budget_from_ns of the last "total spent" line */
 };
 
 /* Find every energy-status register of the machine, take a first sample, and log the period. */
@@ -676,10 +688,12 @@ int energy_sim_advance(struct msrd *server, uint64_t ns);
 void energy_coarsen(struct msrd *server, const struct energy_counter *counter,
 		    const struct policy_energy_limit *limit, struct energy_coarse *previous,
 		    uint64_t *raw, uint64_t *total);
-/* The uid's previous coarse reading of `counter`, shared by its connections and schedules;
- * NULL when there is no memory for it. */
-struct energy_coarse *energy_coarse_state(struct msrd *server, struct uid_account *account,
-					  const struct energy_counter *counter);
+/* The latest coarse value of `counter` under the grant setting `limit` (its interval and
+ * resolution), shared by every uid, connection, page and schedule of that setting; NULL when
+ * there is no memory for it. */
+struct energy_coarse *energy_coarse_state(struct msrd *server,
+					  const struct energy_counter *counter,
+					  const struct policy_energy_limit *limit);
 /* The readings of the ops that read energy registers: totals updated, coarse grants applied
  * (the client's, with its uid's previous readings). totals[i] gets the total of op i (0 for
  * others). */
@@ -701,6 +715,10 @@ bool energy_sample_counter(struct msrd *server, struct energy_counter *counter, 
 /* A precise holder's windows run only within this long of its last request (see the lease in
  * energy_edges.c's header). */
 #define EDGE_LEASE_NS 150000000ull
+/* The windows' CPU budget (policy energy_page.edge_cpu_percent*) is counted per second and
+ * weighed against the holders every 10 ms. */
+#define EDGE_BUDGET_NS 1000000000ull
+#define EDGE_BUDGET_CHECK_NS 10000000ull
 
 /* Turn window sampling on or off for the counters `wanted` marks (NULL: off). While on, msrd
  * reads each such register densely only in a short window around its predicted update (learnt
@@ -742,16 +760,16 @@ void perf_requests_release_client(struct client *client);
  * policy (and are refused, or get a page as coarse as their new grant). */
 void energy_pages_policy_reloaded(struct msrd *server);
 void energy_pages_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe);
-/* A coarse reading of `counter` under `limit` when a coarse page of that setting is being
- * published: its latest publication (true), so a client reading both its page and round trips
- * still gets at most one new value per interval; false when there is no such page. */
-bool energy_pages_coarse_reading(struct msrd *server, const struct energy_counter *counter,
-				  const struct policy_energy_limit *limit, uint64_t *raw,
-				  uint64_t *total);
 /* Write the latest sample into every page (after energy_sample_all); _fine into fine pages
  * only (the precise edges' windows). */
 void energy_pages_publish(struct msrd *server);
 void energy_pages_publish_fine(struct msrd *server);
+/* Coarse pages only: a round trip just took a new coarse value, which its setting's pages show
+ * at once (so page and round trips never disagree). */
+void energy_pages_publish_coarse(struct msrd *server);
+/* The precise edges' windows took `ns` of CPU on energy counter `counter`: charged to the total
+ * and to the uids whose holds want it; over a budget, their windows stop for the second. */
+void energy_pages_charge_edges(struct msrd *server, struct energy_counter *counter, uint64_t ns);
 /* The page sampling period while pages are held; 0 otherwise. */
 uint64_t energy_pages_period_ns(const struct msrd *server);
 /* At exit: every page is marked DEAD and unmapped. */
@@ -883,8 +901,9 @@ struct uid_account {
 	struct uid_account *next;      /* hash chain */
 	uid_t uid;
 	uint64_t used[ACCOUNT_RESOURCES];
-	struct energy_coarse *energy_coarse; /* previous coarse reading per energy counter */
 	struct log_ratelimit refusals; /* refusal log lines of all its connections */
+	uint64_t edge_cpu_ns;          /* precise-edge windows its holders caused this second */
+	uint64_t edge_logged;          /* the budget second it was last logged over budget in */
 };
 
 struct accounts {
@@ -907,11 +926,6 @@ void accounts_drop_unused(struct accounts *accounts, struct uid_account *account
 /* "uid 1000 holds 64 registered batches, its limit (--max-handles-per-uid)" for refusals. */
 int accounts_describe_limit(const struct accounts *accounts, const struct uid_account *account,
 			    enum account_resource what, char *text, size_t size);
-/* The uid's previous coarse reading of energy counter `counter` (of counter_count); NULL
- * without memory. Having one keeps the account for msrd's lifetime. */
-struct energy_coarse *accounts_coarse_state(struct accounts *accounts,
-					    struct uid_account *account, uint32_t counter,
-					    uint32_t counter_count);
 
 /* ---- privilege (privilege.c) ---- */
 

@@ -566,6 +566,21 @@ int ring_push(struct ring_producer *producer, const struct ring_record *record)
 
 /* ---- consuming ---- */
 
+/* Whether `records` pushes fit between since_ns and now_ns (plus two laps of slack). */
+static bool head_possible(uint64_t records, uint64_t since_ns, uint64_t now_ns,
+			  uint64_t capacity)
+{
+	uint64_t elapsed_us, allowed;
+
+	if (since_ns > now_ns)
+		return false;
+	elapsed_us = (now_ns - since_ns) / 1000 + 1;
+	allowed = elapsed_us > UINT64_MAX / RING_MAX_PUSHES_PER_US
+			  ? UINT64_MAX
+			  : elapsed_us * RING_MAX_PUSHES_PER_US;
+	return records <= allowed || records - allowed <= 2 * capacity;
+}
+
 int ring_consumer_use(struct ring_consumer *consumer, const void *memory, size_t bytes)
 {
 	struct ring_header_copy copy;
@@ -583,6 +598,13 @@ int ring_consumer_use(struct ring_consumer *consumer, const void *memory, size_t
 	consumer->mask = consumer->capacity - 1;
 	consumer->mapping = memory;
 	consumer->mapping_bytes = bytes;
+	consumer->attach_head = atomic_load_explicit(&consumer->header->head, memory_order_acquire);
+	consumer->seen_head = consumer->attach_head;
+	consumer->attach_ns = monotonic_raw_ns();
+	/* A head rewritten before we came: no more records than pushing since the ring's
+	 * creation allows (a creation time in the future is a lie of its own). */
+	consumer->corrupted = !head_possible(consumer->attach_head, copy.identity.created_ns,
+					      consumer->attach_ns, consumer->capacity);
 	ring_consumer_seek_oldest(consumer);
 	return 0;
 }
@@ -663,6 +685,34 @@ static inline uint64_t slot_take(const struct ring_slot *slot, uint64_t position
 	return committed;
 }
 
+/* Whether `head` is one an honest ring can show this consumer: never below what it saw before
+ * (head only grows), and no further past the head at attach than the time since allows (the
+ * clock is read only when head moved more than a lap since the last look). */
+static bool head_plausible(struct ring_consumer *consumer, uint64_t head)
+{
+	if (head < consumer->seen_head || head < consumer->position)
+		return false;
+	if (head - consumer->seen_head > consumer->capacity &&
+	    !head_possible(head - consumer->attach_head, consumer->attach_ns, monotonic_raw_ns(),
+			   consumer->capacity))
+		return false;
+	consumer->seen_head = head;
+	return true;
+}
+
+bool ring_consumer_corrupted(struct ring_consumer *consumer)
+{
+	uint64_t head, dropped;
+
+	if (!consumer || !consumer->header || consumer->corrupted)
+		return consumer != NULL && consumer->corrupted;
+	head = consumer_head(consumer);
+	dropped = atomic_load_explicit(&consumer->header->producer_dropped, memory_order_relaxed);
+	if (!head_plausible(consumer, head) || dropped > head)
+		consumer->corrupted = true;
+	return consumer->corrupted;
+}
+
 /* Every loop iteration returns a record, decides at least one position lost, or stops, and the
  * slot index always goes through the consumer's own mask: a hostile header or slot words bend
  * the counts, never the memory accesses. */
@@ -676,6 +726,8 @@ static ssize_t consume(struct ring_consumer *consumer, struct ring_record *recor
 		return -EINVAL;
 	if (max > SSIZE_MAX)
 		max = SSIZE_MAX;
+	if (ring_consumer_corrupted(consumer))
+		return RING_CORRUPTED;
 	head = consumer_head(consumer);
 	position = consumer->position;
 	/* An honest ring needs at most max copies plus one lap of skips; a producer that keeps
@@ -693,6 +745,10 @@ static ssize_t consume(struct ring_consumer *consumer, struct ring_record *recor
 			continue;
 		}
 		head = consumer_head(consumer);
+		if (!head_plausible(consumer, head)) {
+			consumer->corrupted = true;
+			return RING_CORRUPTED; /* what this call read is from a lying ring too */
+		}
 		bool lapped = head > position + consumer->capacity;
 		if (sequence < committed && !final && !lapped)
 			break;

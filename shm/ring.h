@@ -22,6 +22,7 @@
 #ifndef HAECER_SHM_RING_H
 #define HAECER_SHM_RING_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -175,6 +176,11 @@ struct ring_consumer {
 	uint64_t capacity;
 	uint64_t position;   /* next position this consumer will read */
 	uint64_t lost_total; /* records this consumer missed since attaching */
+	/* What the consumer knows of the producers' head, to catch one that rewrites it: */
+	uint64_t attach_head; /* head when it attached */
+	uint64_t attach_ns;   /* CLOCK_MONOTONIC_RAW then */
+	uint64_t seen_head;   /* the highest head it saw (head only grows) */
+	bool corrupted;       /* the header broke what an honest ring guarantees: stays so */
 	const void *mapping;
 	size_t mapping_bytes;
 	bool owns_mapping;
@@ -199,10 +205,21 @@ void ring_consumer_seek_newest(struct ring_consumer *consumer);
 
 void ring_consumer_detach(struct ring_consumer *consumer);
 
+/* What ring_consume returns, for good, once a producer rewrote the header into something no
+ * honest ring shows: head going backwards, more records written since the consumer attached
+ * than RING_MAX_PUSHES_PER_US per microsecond (plus two laps), or more producer drops than
+ * records. Consumers report "ring corrupted by its producer" (RING_CORRUPTED_TEXT) instead of
+ * counts derived from it. */
+#define RING_CORRUPTED (-EUCLEAN)
+#define RING_CORRUPTED_TEXT "ring corrupted by its producer"
+/* Far above what any CPU pushes (a push stores a 32-byte slot and two ordered words). */
+#define RING_MAX_PUSHES_PER_US 1000u
+
 /* Copy up to max complete records, in push order, into records. Returns how many were copied;
  * adds to *lost (if not NULL) how many records were missed since the previous call (overwritten
  * before this consumer read them, or dropped by a producer). Stops early at a record whose
- * producer is still writing it; call again later. */
+ * producer is still writing it; call again later. RING_CORRUPTED (nothing copied, nothing
+ * counted) when the header is one no honest producer writes. */
 ssize_t ring_consume(struct ring_consumer *consumer, struct ring_record *records, size_t max,
 		     uint64_t *lost);
 
@@ -211,6 +228,10 @@ ssize_t ring_consume(struct ring_consumer *consumer, struct ring_record *records
  * lost and skipped instead of waited for. */
 ssize_t ring_consume_final(struct ring_consumer *consumer, struct ring_record *records, size_t max,
 			   uint64_t *lost);
+
+/* Whether the ring's header has shown something no honest producer writes (see
+ * RING_CORRUPTED); checks the live header again. */
+bool ring_consumer_corrupted(struct ring_consumer *consumer);
 
 /* Header snapshot of an attached ring. */
 void ring_consumer_info(const struct ring_consumer *consumer, struct ring_info *info);

@@ -31,7 +31,7 @@ static const struct command commands[] = {
 	  mon_follow_main },
 	{ "plot", MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_OUTPUT |
 	  MON_OPT_DATA, mon_plot_main },
-	{ "serve", MON_OPT_LISTEN | MON_OPT_INTERVAL, mon_serve_main },
+	{ "serve", MON_OPT_LISTEN | MON_OPT_INTERVAL | MON_OPT_RESOLUTION, mon_serve_main },
 	{ "top", MON_OPT_FORMAT | MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_BY,
 	  mon_top_main },
 };
@@ -45,6 +45,7 @@ static const struct {
 	{ MON_OPT_OUTPUT, "--output" },     { MON_OPT_DATA, "--data" },
 	{ MON_OPT_LISTEN, "--listen" },     { MON_OPT_UID, "--uid" },
 	{ MON_OPT_BY, "--by" },
+	{ MON_OPT_RESOLUTION, "--resolution-uj" },
 };
 
 static void usage(FILE *out)
@@ -77,6 +78,8 @@ static void usage(FILE *out)
 		"  -u, --uid UID          only a ring UID created (the newest of them) follow\n"
 		"  -b, --by WHAT          process, cgroup or service: each interval's package\n"
 		"                         energy split by CPU time (docs/attribution.md) top\n"
+		"      --resolution-uj N  energy rounded down to N uJ (default 1000000,\n"
+		"                         0: msrd's own)                             serve\n"
 		"  -h, --help             this text\n"
 		"  -V, --version          the version\n"
 		"\n"
@@ -136,6 +139,11 @@ static int take_option(int option, const char *value, struct mon_options *option
 			return mon_usage_error("--by takes process, cgroup or service, not '%s'",
 					       value);
 		return 0;
+	case 'R':
+		options->given |= MON_OPT_RESOLUTION;
+		if (!mon_parse_u64(value, &options->resolution_uj))
+			return mon_usage_error("--resolution-uj takes microjoules, not '%s'", value);
+		return 0;
 	case 'u':
 		options->given |= MON_OPT_UID;
 		if (!mon_parse_u32(value, &options->uid))
@@ -168,6 +176,7 @@ int main(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "uid", required_argument, NULL, 'u' },
 		{ "by", required_argument, NULL, 'b' },
+		{ "resolution-uj", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },

@@ -39,13 +39,25 @@
  * microseconds) is still sampled every millisecond.
  * The same holds for where the processes ran (/proc/PID/stat sums over the threads too: ~2.5 ms
  * for that process).
+ *
+ * A pid names a process only while it lives: a client that exits while a child keeps its
+ * connection leaves a pid the kernel may give to another process, whose /proc/PID/stat and CPU
+ * clock would then be followed. So each followed process is held from its first connection on
+ * by a descriptor of its /proc/PID directory, which keeps naming that process: its stat is read
+ * through it, and a clock reading is used only when a lookup in it still succeeds after the
+ * read (it fails once the process is gone, whoever has the pid since); once gone the process is
+ * forgotten. Not a pidfd (pidfd_open): valgrind, which the tests run msrd under, does not know
+ * that system call and says so on every connection.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "backend/sim/sim_internal.h"
@@ -57,6 +69,7 @@
 
 struct sim_followed {
 	pid_t pid;
+	int procfd;             /* its /proc/PID: the process itself, not whoever has its pid later */
 	uint32_t holds;         /* connections of the process: followed while any is open */
 	clockid_t clock;
 	uint64_t cpu_ns;        /* its CPU time at the last fine sample */
@@ -80,6 +93,14 @@ struct sim_follow {
 	uint32_t *loads;        /* per host CPU: the load to apply (scratch) */
 };
 
+/* Whether the process procfd was opened for is gone (its pid may name another now). */
+static bool exited(const struct sim_followed *process)
+{
+	struct stat status;
+
+	return fstatat(process->procfd, "stat", &status, 0) != 0;
+}
+
 static int read_cpu_clock(clockid_t clock, uint64_t *ns)
 {
 	struct timespec now;
@@ -101,20 +122,20 @@ static uint64_t monotonic_ns(void)
 
 /* Field 39 of /proc/PID/stat, the CPU the process last ran on (after the command in parentheses,
  * which may hold spaces and parentheses itself). */
-static int read_last_cpu(pid_t pid, uint32_t *cpu)
+static int read_last_cpu(int procfd, uint32_t *cpu)
 {
-	char path[64], text[1024];
+	char text[1024];
 	const char *at;
 	unsigned field = 2;
-	size_t length;
-	FILE *file;
+	ssize_t length;
+	int fd = openat(procfd, "stat", O_RDONLY | O_CLOEXEC);
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	file = fopen(path, "re");
-	if (file == NULL)
+	if (fd < 0)
 		return -errno;
-	length = fread(text, 1, sizeof(text) - 1, file);
-	fclose(file);
+	length = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (length < 0)
+		return -EIO;
 	text[length] = '\0';
 	at = strrchr(text, ')');
 	if (at == NULL)
@@ -170,6 +191,7 @@ static struct sim_followed *find(struct sim_follow *follow, pid_t pid)
 
 static void forget(struct sim_follow *follow, struct sim_followed *process)
 {
+	close(process->procfd);
 	*process = follow->processes[--follow->count];
 }
 
@@ -177,7 +199,8 @@ static int start_following(struct sim *sim, pid_t pid)
 {
 	struct sim_follow *follow = sim->follow;
 	struct sim_followed process = { .pid = pid, .holds = 1 };
-	int ret;
+	char path[32];
+	int ret, procfd;
 
 	if (follow->count == SIM_FOLLOW_MAX) {
 		if (!follow->said_full)
@@ -189,10 +212,19 @@ static int start_following(struct sim *sim, pid_t pid)
 	/* The process's CPU-time clock (Linux's MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED), what
 	 * clock_getcpuclockid returns after a clock_getres that msrd's seccomp filter refuses). */
 	process.clock = (clockid_t)((~(unsigned)pid << 3) | 2u);
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	procfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (procfd < 0)
+		return -errno; /* gone already: nothing of it to follow */
+	process.procfd = procfd;
 	ret = read_cpu_clock(process.clock, &process.cpu_ns);
-	if (ret < 0)
+	if (ret == 0 && exited(&process))
+		ret = -ESRCH;
+	if (ret < 0) {
+		close(procfd);
 		return ret;
-	if (read_last_cpu(pid, &process.host_cpu) < 0 || process.host_cpu >= follow->host_cpus)
+	}
+	if (read_last_cpu(procfd, &process.host_cpu) < 0 || process.host_cpu >= follow->host_cpus)
 		process.host_cpu = 0;
 	follow->processes[follow->count++] = process;
 	log_debug("sim: following pid %d's load (host CPU %u)", (int)pid, process.host_cpu);
@@ -239,9 +271,13 @@ static void fine_loads(struct sim_follow *follow, uint64_t interval)
 		uint32_t *load = &follow->loads[process->host_cpu];
 		uint64_t now = 0, share, room;
 
-		if (read_cpu_clock(process->clock, &now) < 0) {
-			/* Gone without closing its connection yet: the rest of its time is lost to
-			 * the fine view, /proc/stat still has it. */
+		if (read_cpu_clock(process->clock, &now) < 0 || exited(process)) {
+			/* Gone without closing its connection yet (a child may hold it): the rest
+			 * of its time is lost to the fine view, /proc/stat still has it; a reused
+			 * pid's clock is never read as its. */
+			log_debug("sim: pid %d exited while a connection of it is open: no longer "
+				  "followed (its pid may name another process now)",
+				  (int)process->pid);
 			forget(follow, process);
 			continue;
 		}
@@ -304,7 +340,7 @@ void sim_follow_host_sampled(struct sim *sim, uint64_t now)
 			struct sim_followed *process = &follow->processes[i];
 			uint32_t cpu;
 
-			if (read_last_cpu(process->pid, &cpu) == 0 && cpu < follow->host_cpus)
+			if (read_last_cpu(process->procfd, &cpu) == 0 && cpu < follow->host_cpus)
 				process->host_cpu = cpu;
 		}
 		follow->placed_at = now;
@@ -339,6 +375,8 @@ void sim_follow_free(struct sim_follow *follow)
 {
 	if (follow == NULL)
 		return;
+	for (uint32_t i = 0; i < follow->count; i++)
+		close(follow->processes[i].procfd);
 	free(follow->others);
 	free(follow->ran);
 	free(follow->busy_ticks);

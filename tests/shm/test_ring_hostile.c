@@ -1,8 +1,11 @@
 /*
  * A hostile producer rewrites the header and slots after a consumer attached. The consumer
- * keeps its own copy of the capacity, so it never indexes outside its mapping; its counts may
- * become garbage but stay self-consistent (every position it moves past is either returned or
- * counted lost), every call terminates, and header snapshots stay bounded and terminated.
+ * keeps its own copy of the capacity, so it never indexes outside its mapping; its counts stay
+ * self-consistent (every position it moves past is either returned or counted lost), every call
+ * terminates, and header snapshots stay bounded and terminated. A head no honest producer
+ * writes (behind what the consumer saw, or further ahead than time since attach allows) or
+ * more drops than records make every later consume return RING_CORRUPTED with nothing counted:
+ * never ~2^64 lost records (issue 28, item 5).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +21,7 @@
 #define OFFSET_CAPACITY 20
 #define OFFSET_COUNTER_COUNT 44
 #define OFFSET_HEAD 128
+#define OFFSET_DROPPED 256
 #define OFFSET_COUNTERS 384
 #define HEADER_BYTES 4096u
 
@@ -81,6 +85,12 @@ static void consume_and_check(struct hostile_ring *ring, bool final)
 		ssize_t count = final ? ring_consume_final(&ring->consumer, records, 32, &lost)
 				      : ring_consume(&ring->consumer, records, 32, &lost);
 
+		if (count == RING_CORRUPTED) {
+			assert_int_equal(lost, 0);
+			assert_int_equal(ring->consumer.position, before);
+			assert_true(ring_consumer_corrupted(&ring->consumer));
+			continue;
+		}
 		assert_true(count >= 0 && count <= 32);
 		assert_int_equal((uint64_t)count + lost, ring->consumer.position - before);
 		assert_int_equal(ring->consumer.capacity, CAPACITY);
@@ -121,6 +131,57 @@ static void test_head_far_ahead(void **state)
 	consume_and_check(ring, false);
 	consume_and_check(ring, true);
 	assert_snapshot_bounded(ring);
+	/* The attack of issue 28: no lost count of about 2^64, but a corrupted ring. */
+	assert_true(ring_consumer_corrupted(&ring->consumer));
+	assert_true(ring->consumer.lost_total <= 100);
+}
+
+/* Read honestly first, then the head jumps further than any producer pushes in the time. */
+static void test_head_jumps_too_far(void **state)
+{
+	struct hostile_ring *ring = *state;
+	struct ring_record records[128];
+	uint64_t lost = 0;
+
+	/* 100 pushed into 64 slots: the oldest 36 are lost, honestly. */
+	assert_int_equal(ring_consume(&ring->consumer, records, 128, &lost), CAPACITY);
+	assert_int_equal(lost, 100 - CAPACITY);
+	assert_false(ring_consumer_corrupted(&ring->consumer));
+	lost = 0;
+	put64(ring, OFFSET_HEAD, 100 + (1ull << 40));
+	assert_int_equal(ring_consume(&ring->consumer, records, 128, &lost), RING_CORRUPTED);
+	assert_int_equal(lost, 0);
+	/* For good: putting the head back does not make the ring trusted again. */
+	put64(ring, OFFSET_HEAD, 100);
+	assert_int_equal(ring_consume_final(&ring->consumer, records, 128, &lost), RING_CORRUPTED);
+	assert_int_equal(lost, 0);
+	assert_int_equal(ring->consumer.lost_total, 100 - CAPACITY);
+}
+
+/* A head rewritten before the consumer came: more records than pushing since the ring's
+ * creation allows. */
+static void test_head_lies_before_attach(void **state)
+{
+	struct hostile_ring *ring = *state;
+	struct ring_consumer late;
+	struct ring_record records[4];
+
+	put64(ring, OFFSET_HEAD, UINT64_MAX - 5);
+	assert_int_equal(ring_consumer_use(&late, ring->raw, ring->producer.mapping_bytes), 0);
+	assert_true(ring_consumer_corrupted(&late));
+	assert_int_equal(ring_consume(&late, records, 4, NULL), RING_CORRUPTED);
+	ring_consumer_detach(&late);
+}
+
+/* More records dropped by producers than were ever pushed. */
+static void test_dropped_above_head(void **state)
+{
+	struct hostile_ring *ring = *state;
+	struct ring_record records[4];
+
+	put64(ring, OFFSET_DROPPED, 1ull << 62);
+	assert_true(ring_consumer_corrupted(&ring->consumer));
+	assert_int_equal(ring_consume(&ring->consumer, records, 4, NULL), RING_CORRUPTED);
 }
 
 static void test_head_moves_back(void **state)
@@ -131,8 +192,8 @@ static void test_head_moves_back(void **state)
 
 	ring->consumer.position = 100;
 	put64(ring, OFFSET_HEAD, 5);
-	assert_int_equal(ring_consume(&ring->consumer, records, 4, &lost), 0);
-	assert_int_equal(ring_consume_final(&ring->consumer, records, 4, &lost), 0);
+	assert_int_equal(ring_consume(&ring->consumer, records, 4, &lost), RING_CORRUPTED);
+	assert_int_equal(ring_consume_final(&ring->consumer, records, 4, &lost), RING_CORRUPTED);
 	assert_int_equal(lost, 0);
 	assert_int_equal(ring->consumer.position, 100);
 	assert_int_equal(ring_consumer_backlog(&ring->consumer), 0);
@@ -183,6 +244,7 @@ static void test_slot_words_garbage(void **state)
 			      word == 0 && slot % 3 == 0 ? 2 * (1024 + slot) + 2 : seed);
 		}
 	ring->consumer.position = 900;
+	usleep(2000); /* time for an honest producer to push 1088 records: the head is believed */
 	put64(ring, OFFSET_HEAD, 1088);
 	consume_and_check(ring, false);
 	consume_and_check(ring, true);
@@ -195,6 +257,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_header_rewritten, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_head_far_ahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_head_moves_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_head_jumps_too_far, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dropped_above_head, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_head_lies_before_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_head_keeps_running, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slot_words_garbage, setup, teardown),
 	};

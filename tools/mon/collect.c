@@ -24,11 +24,13 @@
 #define LIST_MAX 4096u
 #define BATCH_RECORDS 256u
 
-void serve_state_init(struct serve_state *state, const char *socket_path, double interval)
+void serve_state_init(struct serve_state *state, const char *socket_path, double interval,
+		      uint64_t resolution_uj)
 {
 	memset(state, 0, sizeof(*state));
 	state->socket_path = socket_path;
 	state->interval = interval;
+	state->resolution_uj = resolution_uj;
 	state->energy_status = -ENOTCONN;
 }
 
@@ -114,6 +116,23 @@ static void note_refusal(struct serve_domain *domain, struct haecer_conn *conn, 
 								  : strerror(-status));
 }
 
+/* The total rounded down to the exporter's resolution (in the register's units, at least one):
+ * what anyone who can reach the endpoint may see, which is not what msrd grants the exporter. */
+static uint64_t publishable(const struct serve_state *state, const struct serve_domain *domain,
+			    uint64_t total)
+{
+	unsigned __int128 units;
+
+	if (state->resolution_uj == 0 || domain->exponent < 0 || domain->exponent > 63)
+		return total;
+	units = ((unsigned __int128)state->resolution_uj << domain->exponent) / 1000000u;
+	if (units <= 1)
+		return total;
+	if (units > UINT64_MAX)
+		return 0;
+	return total - total % (uint64_t)units;
+}
+
 static void sample_domain(struct serve_domain *domain, uint64_t total, double now,
 			  double interval)
 {
@@ -137,6 +156,7 @@ static void sample_domain(struct serve_domain *domain, uint64_t total, double no
 
 static void sample_energy(struct serve_state *state)
 {
+	state->energy_sampled_at = mon_now();
 	for (size_t i = 0; i < state->domain_count && state->conn != NULL; i++) {
 		struct serve_domain *domain = &state->domains[i];
 		uint64_t total;
@@ -155,7 +175,8 @@ static void sample_energy(struct serve_state *state)
 		} else if (status < 0) {
 			note_refusal(domain, state->conn, status);
 		} else {
-			sample_domain(domain, total, mon_now(), state->interval);
+			sample_domain(domain, publishable(state, domain, total), mon_now(),
+				      state->interval);
 		}
 	}
 }
@@ -179,6 +200,8 @@ static void read_ring(struct serve_ring *ring, struct ring_record *records)
 	struct mon_reading reading;
 	ssize_t got;
 
+	if (ring->corrupted)
+		return;
 	do {
 		uint64_t lost = 0;
 		got = ring->producer_gone
@@ -190,6 +213,15 @@ static void read_ring(struct serve_ring *ring, struct ring_record *records)
 			remember(ring, &reading);
 		}
 	} while (got == BATCH_RECORDS);
+	if (got == RING_CORRUPTED || ring_consumer_corrupted(&ring->ring.consumer)) {
+		/* Counts from a lying header would be exported as facts: the ring is left out
+		 * (still tracked, so it is not opened again). */
+		ring->corrupted = true;
+		fprintf(stderr, "haecer-mon: ring %u.%u.%u (uid %u): " RING_CORRUPTED_TEXT
+				": no longer exported\n",
+			ring->ring.info.major, ring->ring.info.minor, ring->ring.info.instance,
+			(unsigned)ring->ring.entry.owner_uid);
+	}
 }
 
 static void read_rings(struct serve_state *state)
@@ -211,19 +243,96 @@ static struct serve_ring *find_ring(struct serve_state *state, uint32_t instance
 	return NULL;
 }
 
-/* Open a ring msrd just listed, on `opener` (connected on first use; see the top). */
-static void track_ring(struct serve_state *state, struct haecer_conn **opener,
-		       const struct haecer_ring_entry *entry)
+/* A ring msrd fills for a schedule: msrd is its producer (its pid, not the owner's, which a
+ * ring a client made always has as both: msrd sets both from SO_PEERCRED). */
+static bool msrd_filled(const struct haecer_ring_entry *entry)
 {
+	return entry->producer_pid != entry->owner_pid;
+}
+
+static size_t followed_of(const struct serve_state *state, bool by_msrd, uint32_t uid)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < state->ring_count; i++) {
+		const struct serve_ring *ring = state->rings[i];
+
+		if (ring->listed && ring->msrd_filled == by_msrd &&
+		    (by_msrd || ring->ring.entry.owner_uid == uid))
+			count++;
+	}
+	return count;
+}
+
+static int compare_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Each uid's share of the producers' rings: the limit split evenly between the uids whose
+ * rings msrd lists, so one uid's flood of rings cannot hide another's. */
+static size_t ring_share(const struct haecer_ring_entry *entries, size_t count)
+{
+	uint32_t *uids = calloc(count > 0 ? count : 1, sizeof(*uids));
+	size_t n = 0, distinct = 0;
+
+	if (uids == NULL)
+		return SERVE_MAX_RINGS;
+	for (size_t i = 0; i < count; i++)
+		if (!msrd_filled(&entries[i]))
+			uids[n++] = entries[i].owner_uid;
+	qsort(uids, n, sizeof(*uids), compare_u32);
+	for (size_t i = 0; i < n; i++)
+		distinct += i == 0 || uids[i] != uids[i - 1];
+	free(uids);
+	return distinct > 1 ? SERVE_MAX_RINGS / distinct : SERVE_MAX_RINGS;
+}
+
+/* Say once (until another uid is named) whose rings were left out. */
+static void warn_ring_limit(struct serve_state *state, uint32_t uid, size_t share)
+{
+	if (state->ring_limit_warned && state->ring_limit_uid == uid)
+		return;
+	fprintf(stderr, "haecer-mon: uid %u lists more rings than its share of %zu of the %u "
+			"producers' rings serve follows: its newer rings are left out\n",
+		(unsigned)uid, share, SERVE_MAX_RINGS);
+	state->ring_limit_warned = true;
+	state->ring_limit_uid = uid;
+}
+
+/* A followed uid past a share that shrank (another uid's rings appeared): its newest rings
+ * are let go (marked unlisted: drop_unlisted reads and frees them). */
+static void trim_to_share(struct serve_state *state, size_t share)
+{
+	for (size_t i = state->ring_count; i-- > 0;) {
+		struct serve_ring *ring = state->rings[i];
+		uint32_t uid = ring->ring.entry.owner_uid;
+
+		if (ring->listed && !ring->msrd_filled && followed_of(state, false, uid) > share) {
+			ring->listed = false;
+			warn_ring_limit(state, uid, share);
+		}
+	}
+}
+
+/* Open a ring msrd just listed, on `opener` (connected on first use; see the top), if its
+ * uid's share (or msrd's own allowance) has room. */
+static void track_ring(struct serve_state *state, struct haecer_conn **opener,
+		       const struct haecer_ring_entry *entry, size_t share)
+{
+	bool by_msrd = msrd_filled(entry);
 	struct serve_ring *ring;
 
-	if (state->ring_count == SERVE_MAX_RINGS) {
-		if (!state->ring_limit_warned)
-			fprintf(stderr, "haecer-mon: following at most %u rings\n",
-				SERVE_MAX_RINGS);
-		state->ring_limit_warned = true;
+	if (by_msrd ? followed_of(state, true, 0) >= SERVE_MAX_MSRD_RINGS
+		    : followed_of(state, false, entry->owner_uid) >= share) {
+		if (!by_msrd)
+			warn_ring_limit(state, entry->owner_uid, share);
 		return;
 	}
+	if (state->ring_count == SERVE_MAX_RINGS + SERVE_MAX_MSRD_RINGS)
+		return; /* unlisted rings still in the table: room after drop_unlisted */
 	if (*opener == NULL && haecer_connect(state->socket_path, opener) < 0)
 		return;
 	ring = calloc(1, sizeof(*ring));
@@ -238,6 +347,7 @@ static void track_ring(struct serve_state *state, struct haecer_conn **opener,
 	mon_decoder_init(&ring->decoder, &ring->ring.info);
 	ring->decoder.simulated = state->simulated;
 	ring->listed = true;
+	ring->msrd_filled = by_msrd;
 	ring->producer_gone = !(entry->flags & HAECER_RING_PRODUCER_CONNECTED) ||
 			      !ring_producer_alive(&ring->ring.info);
 	state->rings[state->ring_count++] = ring;
@@ -267,6 +377,7 @@ static void discover_rings(struct serve_state *state)
 	struct ring_record *records = calloc(BATCH_RECORDS, sizeof(*records));
 	struct haecer_conn *opener = NULL;
 	int count = -ENOMEM;
+	size_t share;
 
 	if (entries != NULL && records != NULL)
 		count = haecer_ring_list(state->conn, entries, LIST_MAX);
@@ -277,19 +388,23 @@ static void discover_rings(struct serve_state *state)
 	}
 	for (size_t i = 0; i < state->ring_count; i++)
 		state->rings[i]->listed = false;
+	/* Rings followed already first: the shares count them before any new one is opened. */
 	for (int i = 0; i < count && (size_t)i < LIST_MAX; i++) {
 		struct serve_ring *ring = find_ring(state, entries[i].instance);
-		if (ring == NULL) {
-			track_ring(state, &opener, &entries[i]);
+		if (ring == NULL)
 			continue;
-		}
 		ring->listed = true;
 		/* Gone once: read what is left without waiting for records never finished. */
 		if (!(entries[i].flags & HAECER_RING_PRODUCER_CONNECTED) ||
 		    !ring_producer_alive(&ring->ring.info))
 			ring->producer_gone = true;
 	}
+	share = ring_share(entries, count < (int)LIST_MAX ? (size_t)count : LIST_MAX);
+	trim_to_share(state, share);
 	drop_unlisted(state, records);
+	for (int i = 0; i < count && (size_t)i < LIST_MAX; i++)
+		if (find_ring(state, entries[i].instance) == NULL)
+			track_ring(state, &opener, &entries[i], share);
 out:
 	haecer_close(opener);
 	free(entries);
@@ -308,6 +423,7 @@ void serve_tick(struct serve_state *state)
 
 void serve_refresh(struct serve_state *state)
 {
-	sample_energy(state);
+	if (mon_now() - state->energy_sampled_at >= state->interval)
+		sample_energy(state);
 	read_rings(state);
 }

@@ -105,6 +105,9 @@ int mon_follow_main(const struct mon_options *options, int count, char *const *w
 	fprintf(stderr, "haecer-mon: ring %u.%u.%u: %" PRIu64 " records, %" PRIu64 " lost (%s)\n",
 		info.major, info.minor, info.instance, result.records, result.lost,
 		mon_watch_end_text(result.end));
+	if (result.end == MON_END_ERROR && result.error == RING_CORRUPTED)
+		return mon_fail("reading the ring failed: " RING_CORRUPTED_TEXT
+				" (its header shows what no honest producer writes)");
 	if (result.end == MON_END_ERROR)
 		return mon_fail("reading the ring failed: %s", strerror(-result.error));
 	return MON_EXIT_OK;

@@ -219,10 +219,14 @@ static void write_ring_totals(struct writer *writer, const struct serve_state *s
 			const struct serve_ring *ring = state->rings[i];
 			struct ring_info info;
 			uint64_t values[4];
+			if (ring->corrupted)
+				continue;
 			ring_consumer_info(&ring->ring.consumer, &info);
 			values[0] = info.pushed;
 			values[1] = ring->lost;
-			values[2] = info.producer_dropped;
+			/* Rewritten since the last read: never more drops than records. */
+			values[2] = info.producer_dropped < info.pushed ? info.producer_dropped
+									: info.pushed;
 			values[3] = !ring->producer_gone;
 			ring_labels(ring, &labels);
 			sample_u64(writer, families[f], &labels, values[f]);
@@ -238,7 +242,7 @@ static void write_ring_counters(struct writer *writer, const struct serve_state 
 
 	for (size_t i = 0; i < state->ring_count; i++) {
 		const struct serve_ring *ring = state->rings[i];
-		for (size_t c = 0; c < ring->latest_count; c++) {
+		for (size_t c = 0; !ring->corrupted && c < ring->latest_count; c++) {
 			const struct mon_reading *reading = &ring->latest[c];
 			counter_labels(ring, reading, &labels);
 			if (what == 0)

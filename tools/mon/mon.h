@@ -252,6 +252,7 @@ int mon_watch_ring(const struct mon_options *options, int count, char *const *wo
 #define MON_OPT_LISTEN 0x40u
 #define MON_OPT_UID 0x80u
 #define MON_OPT_BY 0x100u
+#define MON_OPT_RESOLUTION 0x200u
 
 /* top --by: whose energy rows show (tools/mon/top_by.c). */
 enum mon_by { MON_BY_PACKAGE, MON_BY_PROCESS, MON_BY_CGROUP, MON_BY_SERVICE };
@@ -268,6 +269,7 @@ struct mon_options {
 	const char *listen;
 	uint32_t uid;             /* MON_OPT_UID: only rings this uid created */
 	enum mon_by by;           /* MON_OPT_BY: top's rows */
+	uint64_t resolution_uj;   /* MON_OPT_RESOLUTION: serve's energy resolution, 0 full */
 };
 
 /* top --by process|cgroup|service (tools/mon/top_by.c): an attribution engine over the real

@@ -351,7 +351,9 @@ int mon_serve_main(const struct mon_options *options, int count, char *const *wo
 	sigdelset(&wait_mask, SIGTERM);
 	signal(SIGPIPE, SIG_IGN);
 	mon_catch_stop_signals();
-	serve_state_init(&server->state, options->socket_path, interval_ms / 1000.0);
+	serve_state_init(&server->state, options->socket_path, interval_ms / 1000.0,
+			 options->given & MON_OPT_RESOLUTION ? options->resolution_uj
+							    : SERVE_DEFAULT_RESOLUTION_UJ);
 	serve_loop(server, &wait_mask);
 	while (server->client_count > 0)
 		client_close(server, server->client_count - 1);

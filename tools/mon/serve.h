@@ -9,8 +9,12 @@
 
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:9464"
 #define SERVE_DEFAULT_INTERVAL_MS 1000u
+/* What the exporter publishes by default: 1 J, the resolution of the shipped coarse policy
+ * (configs/policies/coarse-energy.yaml), whatever the exporter's own grant. */
+#define SERVE_DEFAULT_RESOLUTION_UJ 1000000u
 #define SERVE_MAX_DOMAINS 64u
-#define SERVE_MAX_RINGS 256u
+#define SERVE_MAX_RINGS 256u      /* rings producers made, shared fairly between their uids */
+#define SERVE_MAX_MSRD_RINGS 64u  /* rings msrd fills for schedules, followed besides */
 
 /* One RAPL domain of one package, read through msrd's 64-bit energy totals. */
 struct serve_domain {
@@ -38,11 +42,15 @@ struct serve_ring {
 	uint64_t lost;             /* records this exporter missed, producer drops included */
 	bool producer_gone;
 	bool listed;               /* in msrd's latest listing */
+	bool msrd_filled;          /* msrd fills it for a schedule (not a producer's) */
+	bool corrupted;            /* its producer rewrote its header: no longer read or shown */
 };
 
 struct serve_state {
 	const char *socket_path;
 	double interval;           /* seconds: energy sampling and ring discovery */
+	uint64_t resolution_uj;    /* energy totals rounded down to this; 0: msrd's own */
+	double energy_sampled_at;  /* mon_now() of the last energy sample: one per interval */
 	struct haecer_conn *conn;  /* NULL while msrd cannot be reached */
 	bool msrd_warned;
 	bool simulated;            /* msrd presents a simulated CPU (its machine info says so) */
@@ -50,16 +58,20 @@ struct serve_state {
 	size_t domain_count;
 	struct serve_domain domains[SERVE_MAX_DOMAINS];
 	size_t ring_count;
-	struct serve_ring *rings[SERVE_MAX_RINGS];
+	struct serve_ring *rings[SERVE_MAX_RINGS + SERVE_MAX_MSRD_RINGS];
 	bool ring_limit_warned;
+	uint32_t ring_limit_uid;   /* the uid the last "past its share" line named */
 };
 
 /* collect.c */
-void serve_state_init(struct serve_state *state, const char *socket_path, double interval);
+void serve_state_init(struct serve_state *state, const char *socket_path, double interval,
+		      uint64_t resolution_uj);
 void serve_state_free(struct serve_state *state);
 /* The periodic work: (re)connect, sample energy, discover and drop rings, read rings. */
 void serve_tick(struct serve_state *state);
-/* Before answering a scrape: fresh energy totals and everything the rings hold. */
+/* Before answering a scrape: everything the rings hold, and energy totals when the last sample
+ * is an interval old (scrapes in between get the cached ones: no scraper sees more than one
+ * fresh value per interval, however fast it asks). */
 void serve_refresh(struct serve_state *state);
 
 /* metrics.c: the exposition text (OpenMetrics 1.0.0 when openmetrics, else Prometheus text

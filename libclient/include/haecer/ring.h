@@ -110,7 +110,10 @@ void haecer_ring_detach(struct haecer_ring_reader *reader);
 /* Copy up to `max` complete records, in push order, and add to *lost (if not NULL) the records
  * missed since the previous call (overwritten before this reader got to them, or dropped by a
  * producer). Returns how many were copied: 0 when nothing new is complete yet (call again
- * later; a record a producer is still writing is waited for, not skipped). */
+ * later; a record a producer is still writing is waited for, not skipped). -EUCLEAN, for good,
+ * when the ring was corrupted by its producer: its header shows what no honest producer writes
+ * (a head that went back, or more records than pushing since it was made allows), so no count
+ * derived from it is given. */
 ssize_t haecer_ring_read(struct haecer_ring_reader *reader, struct haecer_ring_record *records,
 			 size_t max, uint64_t *lost);
 

@@ -1,0 +1,153 @@
+/*
+ * A ring flood does not hide other rings from haecer-mon serve (issue 28, item 4). uid 4601
+ * creates FLOOD rings of major 1 (more than serve's 256 producers' rings) before uid 4602
+ * creates one of major 2 and root starts a schedule whose ring (major 3) msrd fills:
+ *   - serve follows uid 4602's ring and msrd's schedule ring;
+ *   - it follows no more of uid 4601's rings than its share (256 split between the two uids);
+ *   - its stderr names uid 4601 as the uid past its share.
+ */
+#include "tests/mon/serve_test.h"
+
+#include <grp.h>
+
+#include "hw/msr.h"
+#include "shm/ring.h"
+#include "tests/lib/msrd_group.h"
+
+#define FLOOD_UID 4601
+#define OTHER_UID 4602
+#define FLOOD 300u
+
+static const char policy[] = MON_TEST_RAPL_MSRS
+	"  - {match: {uid: 0}, allow: [rapl], create_rings: [3], monitor_rings: [1-3]}\n"
+	"  - {match: {uid: 4601}, allow: [rapl], create_rings: [1]}\n"
+	"  - {match: {uid: 4602}, allow: [rapl], create_rings: [2]}\n";
+
+static struct msrd_server server;
+
+struct creator {
+	pid_t pid;
+	int told;    /* it wrote a byte once its rings exist */
+	int finish;  /* closing it lets it go (its rings leave with its connection) */
+};
+
+/* A child of `uid` that creates `count` rings of `major` and keeps them until told. */
+static void create_rings(struct creator *creator, uid_t uid, uint16_t major, unsigned count)
+{
+	int told[2], finish[2];
+
+	assert_int_equal(pipe(told), 0);
+	assert_int_equal(pipe(finish), 0);
+	creator->pid = fork();
+	assert_true(creator->pid >= 0);
+	if (creator->pid == 0) {
+		struct haecer_ring_spec spec = { .major = major, .capacity = 16,
+						 .clock = RING_CLOCK_MONOTONIC_RAW,
+						 .counter_count = 1 };
+		struct haecer_conn *conn;
+		char byte = 1;
+		int fd;
+
+		close(told[0]);
+		close(finish[1]);
+		snprintf(spec.counters[0].name, sizeof(spec.counters[0].name), "FAKE");
+		spec.counters[0].cpu = -1;
+		spec.counters[0].package = -1;
+		if (setgroups(0, NULL) < 0 || setgid(uid) < 0 || setuid(uid) < 0 ||
+		    haecer_connect(server.socket_path, &conn) < 0)
+			_exit(1);
+		for (unsigned i = 0; i < count; i++) {
+			spec.minor = (uint16_t)(i + 1);
+			if (haecer_ring_create(conn, &spec, NULL, &fd) < 0)
+				_exit(2);
+			close(fd);
+		}
+		if (write(told[1], &byte, 1) != 1)
+			_exit(1);
+		while (read(finish[0], &byte, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(told[1]);
+	close(finish[0]);
+	creator->told = told[0];
+	creator->finish = finish[1];
+}
+
+static void wait_created(struct creator *creator)
+{
+	char byte;
+
+	assert_int_equal(read(creator->told, &byte, 1), 1);
+}
+
+static void let_go(struct creator *creator)
+{
+	int status;
+
+	close(creator->finish);
+	close(creator->told);
+	assert_int_equal(waitpid(creator->pid, &status, 0), creator->pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static size_t count_lines(const char *body, const char *prefix)
+{
+	size_t count = 0, length = strlen(prefix);
+
+	for (const char *line = body; line != NULL && *line != '\0';
+	     line = strchr(line, '\n') != NULL ? strchr(line, '\n') + 1 : NULL)
+		count += strncmp(line, prefix, length) == 0;
+	return count;
+}
+
+static void test_flood_hides_nothing(void **state)
+{
+	struct haecer_msr_op op = { .kind = HAECER_MSR_ENERGY_READ, .cpu = 0,
+				    .address = MSR_PKG_ENERGY_STATUS };
+	struct haecer_schedule_spec spec = { .period_ns = 50000000, .major = 3, .minor = 1,
+					     .capacity = 64 };
+	struct creator flood, other;
+	struct http_reply reply;
+	struct haecer_conn *conn;
+	uint32_t schedule, instance;
+	struct proc serve;
+	char *err = NULL;
+	unsigned port;
+	size_t flooded;
+
+	(void)state;
+	create_rings(&flood, FLOOD_UID, 1, FLOOD);
+	wait_created(&flood);
+	create_rings(&other, OTHER_UID, 2, 1);
+	wait_created(&other);
+	assert_int_equal(haecer_connect(server.socket_path, &conn), 0);
+	assert_int_equal(haecer_batch_register(conn, &op, 1, &spec.handle), 0);
+	assert_int_equal(haecer_schedule_start(conn, &spec, &schedule, &instance), 0);
+	port = serve_start(&serve, server.socket_path, "200");
+	http_get(port, "/metrics", NULL, &reply);
+	flooded = count_lines(reply.body, "haecer_ring_producer_up{major=\"1\",");
+	print_message("serve follows %zu of uid %u's %u rings\n", flooded, FLOOD_UID, FLOOD);
+	assert_non_null(strstr(reply.body, "haecer_ring_producer_up{major=\"2\","));
+	assert_non_null(strstr(reply.body, "haecer_ring_producer_up{major=\"3\","));
+	assert_true(flooded >= 1 && flooded <= 256 / 2) /* serve.h: SERVE_MAX_RINGS between two uids */;
+	free(reply.text);
+	serve_stop(&serve, &err);
+	assert_non_null(strstr(err, "uid 4601 lists more rings than its share"));
+	free(err);
+	assert_int_equal(haecer_schedule_stop(conn, schedule), 0);
+	haecer_close(conn);
+	let_go(&other);
+	let_go(&flood);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_flood_hides_nothing, serve_teardown),
+	};
+	const char *arguments[] = { "--backend", "sim", "--max-rings-per-client", "4096", NULL };
+
+	signal(SIGPIPE, SIG_IGN);
+	return MSRD_RUN_GROUP(&server, policy, arguments, NULL, tests);
+}

@@ -1,0 +1,90 @@
+/*
+ * haecer-mon serve hands a stranger no more than the exporter publishes (issue 28, item 3).
+ * serve runs under root's full energy grant; a process of uid 65534, which msrd does not serve
+ * at all, scrapes GET /metrics as fast as it can for SPAN_MS:
+ *   - it gets at most one fresh package total per --interval: distinct values - 1 <=
+ *     span/interval + 1 (before: a fresh msrd read per scrape, every RAPL update);
+ *   - every total it gets is whole joules (the default --resolution-uj, the shipped coarse
+ *     policy's 1 J), not msrd's 2^-16 J units;
+ *   - it still sees the total move (the cache is refreshed each interval).
+ */
+#include "tests/mon/serve_test.h"
+
+#include <sys/mman.h>
+
+#include "tests/lib/msrd_group.h"
+
+#define STRANGER_UID 65534
+#define INTERVAL_MS 200u
+#define SPAN_MS 1500u
+#define MAX_VALUES 1024
+
+static struct msrd_server server;
+
+static const char package[] =
+	"haecer_energy_joules_total{domain=\"energy-pkg\",package=\"0\",simulated=\"1\"}";
+
+struct scrape {
+	unsigned port;
+	double values[MAX_VALUES];
+	unsigned count;          /* distinct values, in order */
+	unsigned scrapes;
+};
+
+/* Runs as STRANGER_UID: scrape as fast as the exporter answers. Memory shared with the test. */
+static int scrape_fast(void *argument)
+{
+	struct scrape *scrape = argument;
+	uint64_t deadline = harness_monotonic_raw_ns() + SPAN_MS * 1000000ull;
+
+	while (harness_monotonic_raw_ns() < deadline) {
+		struct http_reply reply;
+		double value;
+
+		http_get(scrape->port, "/metrics", NULL, &reply);
+		value = sample_value(reply.body, package);
+		free(reply.text);
+		scrape->scrapes++;
+		if (isnan(value))
+			continue;
+		if (scrape->count > 0 && scrape->values[scrape->count - 1] == value)
+			continue;
+		if (scrape->count < MAX_VALUES)
+			scrape->values[scrape->count++] = value;
+	}
+	return 0;
+}
+
+static void test_stranger_scraping_fast(void **state)
+{
+	struct scrape *scrape = mmap(NULL, sizeof(*scrape), PROT_READ | PROT_WRITE,
+				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct proc serve;
+	char interval[16];
+
+	(void)state;
+	assert_true(scrape != MAP_FAILED);
+	snprintf(interval, sizeof(interval), "%u", INTERVAL_MS);
+	scrape->port = serve_start(&serve, server.socket_path, interval);
+	assert_int_equal(run_as(STRANGER_UID, STRANGER_UID, NULL, 0, scrape_fast, scrape), 0);
+	serve_stop(&serve, NULL);
+	print_message("%u scrapes in %u ms: %u distinct package totals (interval %u ms)\n",
+		      scrape->scrapes, SPAN_MS, scrape->count, INTERVAL_MS);
+	assert_true(scrape->scrapes > scrape->count);
+	assert_true(scrape->count >= 2);
+	assert_true(scrape->count - 1 <= SPAN_MS / INTERVAL_MS + 1);
+	for (unsigned i = 0; i < scrape->count; i++)
+		assert_true(scrape->values[i] == floor(scrape->values[i]));
+	munmap(scrape, sizeof(*scrape));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_stranger_scraping_fast, serve_teardown),
+	};
+	const char *arguments[] = { "--backend", "sim", NULL };
+
+	signal(SIGPIPE, SIG_IGN);
+	return MSRD_RUN_GROUP(&server, MON_TEST_POLICY, arguments, NULL, tests);
+}

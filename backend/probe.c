@@ -138,7 +138,8 @@ static void probe_packages(const char *dev_root, struct machine_info *info)
 /* Upper bound of a package's power for wrap deadlines: max(PKG_POWER_INFO maximum power,
  * 3 x its thermal spec power), or 1000 W when the register says nothing. Turbo limits (PL2) run
  * above TDP, up to about twice on recent desktop parts, hence the factor 3. */
-static uint32_t package_power_bound_mw(const struct msr_backend *backend, uint64_t unit_raw)
+static uint32_t package_power_bound_mw(const struct msr_backend *backend, uint64_t unit_raw,
+				       bool atom)
 {
 	uint64_t info, tdp, max, bound;
 	unsigned power_exponent = RAPL_UNIT_POWER(unit_raw);
@@ -148,7 +149,8 @@ static uint32_t package_power_bound_mw(const struct msr_backend *backend, uint64
 	tdp = info & 0x7FFF;
 	max = (info >> 32) & 0x7FFF;
 	bound = max > POWER_INFO_TDP_FACTOR * tdp ? max : POWER_INFO_TDP_FACTOR * tdp;
-	bound = (bound * 1000) >> power_exponent;
+	/* Silvermont/Airmont count power in 2^PU mW (powercap's rapl_check_unit_atom). */
+	bound = atom ? bound << power_exponent : (bound * 1000) >> power_exponent;
 	if (bound == 0 || bound > UINT32_MAX)
 		return DEFAULT_MAX_POWER_MW;
 	return (uint32_t)bound;
@@ -166,23 +168,22 @@ static void probe_rapl(const struct msr_backend *backend, struct machine_info *i
 	if (backend_device_read(backend, 0, unit_address, &unit) < 0 || unit == 0)
 		return;
 	info->rapl_power_unit = unit;
-	bound_mw = amd ? DEFAULT_MAX_POWER_MW : package_power_bound_mw(backend, unit);
+	bound_mw = amd ? DEFAULT_MAX_POWER_MW
+		       : package_power_bound_mw(backend, unit,
+						rapl_unit_is_atom_microjoule(
+							cpu_vendor_is_intel(info->vendor),
+							info->family, info->model));
 	for (enum rapl_domain domain = 0; domain < RAPL_DOMAIN_COUNT; domain++) {
-		uint8_t exponent = (uint8_t)RAPL_UNIT_ENERGY(unit);
-		const struct rapl_unit_quirk *quirk;
-
 		if (rapl_domain_is_amd(domain) != amd ||
 		    backend_device_read(backend, 0, rapl_energy_status_address(domain), &value) < 0)
 			continue;
-		quirk = rapl_unit_quirk_of(cpu_vendor_is_intel(info->vendor), info->family,
-					   info->model, (int)domain);
-		if (quirk)
-			exponent = quirk->exponent;
 		if ((value & RAPL_ENERGY_COUNTER_MASK) != 0)
 			info->rapl_domains |= 1u << domain;
 		else
 			info->rapl_dormant_domains |= 1u << domain;
-		info->rapl_energy_exponent[domain] = exponent;
+		info->rapl_energy_exponent[domain] = rapl_unit_code_of(
+			cpu_vendor_is_intel(info->vendor), info->family, info->model, (int)domain,
+			unit);
 		info->rapl_max_power_mw[domain] = domain == RAPL_DOMAIN_PSYS ? DEFAULT_MAX_POWER_MW :
 										bound_mw;
 	}

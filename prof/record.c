@@ -32,6 +32,7 @@
 
 #include "haecer/msrd.h"
 #include "hw/msr.h"
+#include "hw/rapl_quirks.h"
 #include "prof/sample_event.h"
 #include "shm/ring.h"
 
@@ -575,7 +576,10 @@ static void drain_energy(struct recorder *recorder, bool final)
 				.time_ns = record->timestamp,
 				.package = op->package,
 				.domain = op->domain,
-				.joules = ldexp((double)record->value, -record->unit_exponent),
+				.joules = record->unit_exponent < 0 ?
+					ldexp((double)record->value, -record->unit_exponent) :
+					(double)record->value *
+					rapl_unit_code_joules((unsigned)record->unit_exponent),
 			};
 			prof_write(&recorder->writer, PROF_REC_ENERGY, &energy, sizeof(energy), NULL,
 				   0);

@@ -21,6 +21,8 @@
  */
 #include "server/server.h"
 
+#include "hw/rapl_quirks.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -30,7 +32,6 @@
 
 #define DEFAULT_MAX_POWER_MW 1000000u  /* when the machine says nothing: 1 kW */
 #define ENERGY_WRAP_UNITS 4294967296.0 /* 2^32 */
-#define MICROJOULES_PER_JOULE 1000000u
 
 /* AMD's core energy is one register per core; every other domain one per package. */
 static uint32_t key_of(const struct machine_info *machine, int domain, uint32_t cpu)
@@ -44,7 +45,7 @@ static uint64_t half_wrap_ns(const struct machine_info *machine, int domain)
 	double watts = (machine->rapl_max_power_mw[domain] != 0 ? machine->rapl_max_power_mw[domain]
 								 : DEFAULT_MAX_POWER_MW) /
 		       1000.0;
-	double joules = ENERGY_WRAP_UNITS * ldexp(1.0, -(int)machine->rapl_energy_exponent[domain]);
+	double joules = ENERGY_WRAP_UNITS * rapl_unit_code_joules(machine->rapl_energy_exponent[domain]);
 
 	return (uint64_t)(joules / watts * 1e9 / 2.0);
 }
@@ -284,7 +285,7 @@ static uint64_t plausible_units(const struct energy_counter *counter, uint64_t e
 {
 	long double joules = (long double)counter->max_power_mw / 1000.0L * STALE_MARGIN *
 			     (long double)(elapsed_ns + STALE_SLACK_NS) / 1e9L;
-	long double units = ldexpl(joules, counter->exponent) + 16.0L;
+	long double units = joules / (long double)rapl_unit_code_joules(counter->exponent) + 16.0L;
 
 	return units >= (long double)RAPL_ENERGY_COUNTER_MASK ? RAPL_ENERGY_COUNTER_MASK
 							       : (uint64_t)units;
@@ -395,8 +396,7 @@ uint64_t energy_now_ns(struct msrd *server)
 static uint64_t resolution_units(const struct energy_counter *counter,
 				 const struct policy_energy_limit *limit)
 {
-	unsigned __int128 units = ((unsigned __int128)limit->resolution_uj << counter->exponent) /
-				  MICROJOULES_PER_JOULE;
+	unsigned __int128 units = rapl_unit_code_units_of_uj(counter->exponent, limit->resolution_uj);
 
 	if (units == 0)
 		return 1;

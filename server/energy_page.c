@@ -22,6 +22,8 @@
  */
 #include "server/server.h"
 
+#include "hw/rapl_quirks.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +33,6 @@
 #include "shm/energy_page.h"
 
 #define DEFAULT_RATE_HZ 1000u
-#define MICROJOULES_PER_JOULE 1000000u
 
 struct msrd_energy_page {
 	struct msrd_energy_page *next;
@@ -74,8 +75,7 @@ static struct msrd_energy_page *find_page(struct msrd *server, uint32_t address,
 
 static uint64_t resolution_units(uint8_t exponent, uint64_t resolution_uj)
 {
-	unsigned __int128 units = ((unsigned __int128)resolution_uj << exponent) /
-				  MICROJOULES_PER_JOULE;
+	unsigned __int128 units = rapl_unit_code_units_of_uj(exponent, resolution_uj);
 
 	if (units == 0)
 		return 1;

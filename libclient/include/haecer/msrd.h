@@ -131,7 +131,8 @@ struct haecer_machine_info {
 	uint32_t flags;             /* HAECER_MACHINE_* */
 	uint64_t rapl_power_unit;   /* raw RAPL unit register */
 	uint64_t tsc_hz;
-	uint8_t rapl_energy_exponent[HAECER_RAPL_DOMAINS]; /* J = count * 2^-exponent */
+	/* J = count * 2^-exponent; 0x80 | e (Silvermont/Airmont): J = count * 2^e * 10^-6 */
+	uint8_t rapl_energy_exponent[HAECER_RAPL_DOMAINS];
 	uint32_t rapl_max_power_mw[HAECER_RAPL_DOMAINS];
 	uint16_t cpu_package[HAECER_MAX_CPUS];
 };

@@ -21,6 +21,7 @@
  */
 #include "server/slots_internal.h"
 
+#include "hw/counter_wrap.h"
 #include "hw/vendor.h"
 
 #include <errno.h>
@@ -547,6 +548,41 @@ const char *slots_user_outside(struct msrd *server, uint32_t cpu, uint16_t kind,
 					  : "the kernel's perf (another PMU user outside msrd)";
 }
 
+static void lost_count_why(const struct slot *slot, char *why, size_t size)
+{
+	snprintf(why, size, "cpu %u %s %u (slot %u) went back behind msrd's back (zeroed by the "
+		 "kernel's perf_clear_dirty_counters or another writer): its count is lost; free "
+		 "the slot and take another", slot->cpu, slots_kind_name(slot->kind), slot->index,
+		 slot->id);
+}
+
+int slots_check_continuity(struct msrd *server, struct slot *slot, uint64_t value, bool written,
+			   char *why, size_t size)
+{
+	uint8_t width = slot->kind == WIRE_SLOT_FIXED ? server->slots.fixed_width
+						      : server->slots.gp_width;
+	uint64_t now = energy_now_ns(server);
+
+	if (!written && !slot->count_lost && !slot->written_raw && slot->seen_ns != 0 &&
+	    !counter_move_plausible(slot->seen_value, value, slots_width_mask(width),
+				    now - slot->seen_ns)) {
+		slot->count_lost = true;
+		log_warnx("client %u (uid %u pid %d): cpu %u %s %u (slot %u) went back from %#llx "
+			  "to %#llx in %llu us, more than a wrap explains: its count is lost",
+			  slot->owner_number, (unsigned)slot->owner_uid, (int)slot->owner_pid,
+			  slot->cpu, slots_kind_name(slot->kind), slot->index, slot->id,
+			  (unsigned long long)slot->seen_value, (unsigned long long)value,
+			  (unsigned long long)((now - slot->seen_ns) / 1000));
+	}
+	if (slot->count_lost) {
+		lost_count_why(slot, why, size);
+		return -EIDRM;
+	}
+	slot->seen_value = value;
+	slot->seen_ns = now;
+	return 0;
+}
+
 int slots_check_programming(struct msrd *server, struct slot *slot, char *why, size_t size)
 {
 	const struct slot_table *table = &server->slots;
@@ -554,6 +590,10 @@ int slots_check_programming(struct msrd *server, struct slot *slot, char *why, s
 	uint64_t control, expected, global;
 	bool in_place;
 
+	if (slot->count_lost) {
+		lost_count_why(slot, why, size);
+		return -EIDRM;
+	}
 	if (slot->written_raw)
 		return 0; /* its holder programs it with plain writes: nothing to compare with */
 	if (!slot->lost) {
@@ -604,6 +644,7 @@ int slots_take(struct client *client, struct slot *slot)
 		restore(server, slot);
 		return status;
 	}
+	slots_check_continuity(server, slot, 0, true, NULL, 0);
 	*slots_holder(&server->slots, slot->cpu, slot->kind, slot->index) = slot;
 	slot->next = client->slots;
 	client->slots = slot;

@@ -202,11 +202,35 @@ static bool is_nehalem_westmere(uint32_t model)
 	return false;
 }
 
+static uint64_t calibrated_tsc_hz(const struct msr_backend *backend, uint8_t *source);
+
+/* The core crystal clock of the models whose CPUID 0x15 gives the ratio but ECX = 0: Intel SDM
+ * vol. 3B, "Determining the Processor Base Frequency" (table "Nominal Core Crystal Clock
+ * Frequency"): 6th and 7th generation Core (and Coffee Lake, the same model numbers) 24 MHz,
+ * Xeon Scalable 06_55 (Skylake-SP, Cascade/Cooper Lake) 25 MHz, Atom Goldmont 06_5C 19.2 MHz;
+ * Linux's native_calibrate_tsc (arch/x86/kernel/tsc.c) carried the same list before it derived
+ * the crystal from CPUID 0x16's base, and keeps Denverton (06_5F) at 25 MHz and Goldmont Plus
+ * (06_7A) at 19.2 MHz. The base frequency of 0x16 is not the TSC's: a Core i7-6700K's base is
+ * 4000 MHz, its TSC 24 MHz x 334 / 2 = 4008 MHz. */
+static uint64_t sdm_crystal_hz(uint32_t model)
+{
+	switch (model) {
+	case 0x4E: case 0x5E: case 0x8E: case 0x9E:
+		return 24000000u;
+	case 0x55: case 0x5F:
+		return 25000000u;
+	case 0x5C: case 0x7A:
+		return 19200000u;
+	default:
+		return 0;
+	}
+}
+
 static uint64_t intel_tsc_hz(const struct msr_backend *backend, const char *dev_root,
 			     const struct machine_info *info, uint8_t *source)
 {
 	uint32_t regs[4], max_leaf;
-	uint64_t platform;
+	uint64_t platform, hz;
 
 	if (read_cpuid(dev_root, 0, regs) < 0)
 		return 0;
@@ -216,8 +240,15 @@ static uint64_t intel_tsc_hz(const struct msr_backend *backend, const char *dev_
 		*source = TSC_SOURCE_CPUID_15;
 		return (uint64_t)regs[2] * regs[1] / regs[0];
 	}
-	/* 0x15 without the crystal: the base frequency of 0x16 is the TSC's (the kernel derives
-	 * the crystal from it the same way). */
+	if (max_leaf >= 0x15 && regs[0] && regs[1] && info->family == 6 &&
+	    sdm_crystal_hz(info->model) != 0) {
+		*source = TSC_SOURCE_CRYSTAL_TABLE;
+		return sdm_crystal_hz(info->model) * regs[1] / regs[0];
+	}
+	/* 0x15 without the crystal on another model: a calibration is better than 0x16's base
+	 * (within a MHz; the kernel too calibrates when it derived the crystal from 0x16). */
+	if (max_leaf >= 0x16 && (hz = calibrated_tsc_hz(backend, source)) != 0)
+		return hz;
 	if (max_leaf >= 0x16 && read_cpuid(dev_root, 0x16, regs) == 0 && (regs[0] & 0xFFFF)) {
 		*source = TSC_SOURCE_CPUID_16;
 		return (uint64_t)(regs[0] & 0xFFFF) * 1000000u;
@@ -278,6 +309,18 @@ static uint64_t calibrated_tsc_hz(const struct msr_backend *backend, uint8_t *so
 	       1000000;
 }
 
+/* Invariant TSC (Intel SDM vol. 3B 18.17.1; AMD APM vol. 3 CPUID Fn8000_0007 EDX[8]
+ * TscInvariant): 1, 0, or -1 when the leaf cannot be read. */
+static int8_t tsc_invariant(const char *dev_root)
+{
+	uint32_t regs[4];
+
+	if (read_cpuid(dev_root, 0x80000000u, regs) < 0 || regs[0] < 0x80000007u ||
+	    read_cpuid(dev_root, 0x80000007u, regs) < 0)
+		return -1;
+	return (regs[3] >> 8) & 1;
+}
+
 /* In order of trust: what the CPU says of itself, then a measurement. */
 static void probe_tsc(const struct msr_backend *backend, const char *dev_root,
 		      struct machine_info *info)
@@ -291,6 +334,11 @@ static void probe_tsc(const struct msr_backend *backend, const char *dev_root,
 				   : 0;
 	if (info->tsc_hz == 0)
 		info->tsc_hz = calibrated_tsc_hz(backend, &info->tsc_source);
+	info->tsc_invariant = tsc_invariant(dev_root);
+	if (info->tsc_invariant == 0)
+		log_warnx("backend: the TSC is not invariant (CPUID 0x80000007 EDX[8] clear): its "
+			  "rate follows the core's P-state and halts in deep C-states, so seconds "
+			  "and watts msrd and libhaecer derive from it are wrong");
 }
 
 /* kernel.nmi_watchdog: "1" when the hard-lockup detector holds a cycles counter. */

@@ -112,6 +112,7 @@ const char *haecer_msrd_strerror(int negative_errno);
 #define HAECER_TSC_PLATFORM_INFO 4u
 #define HAECER_TSC_AMD_P0 5u
 #define HAECER_TSC_CALIBRATED 6u
+#define HAECER_TSC_CRYSTAL_TABLE 7u /* CPUID 0x15's ratio x the SDM's crystal for the model */
 
 /* "CPUID 0x15", "MSR_PLATFORM_INFO", "calibration against CLOCK_MONOTONIC_RAW", ... (static). */
 const char *haecer_tsc_source_name(unsigned source);

@@ -384,14 +384,14 @@ static int set_global_all(struct msrd *server, struct slot *const *slots, uint32
 	return status;
 }
 
-/* EN of every programmable slot (the fixed ones start and stop by their global bit only). */
+/* EN of every programmable slot, the field of every fixed one (slots_write_control). */
 static int set_enable_bits(struct msrd *server, struct slot *const *slots, uint32_t count,
 			   bool only_enabled, bool on)
 {
 	int status = 0;
 
 	for (uint32_t i = 0; i < count && status == 0; i++) {
-		if (slots[i]->kind == WIRE_SLOT_FIXED || (only_enabled && !slots[i]->enabled))
+		if (only_enabled && !slots[i]->enabled)
 			continue;
 		status = slots_write_control(server, slots[i], slots[i]->config, on);
 	}

@@ -259,10 +259,14 @@ int slots_write_control(struct msrd *server, const struct slot *slot, uint64_t c
 {
 	uint32_t address = slots_table_control(&server->slots, slot->kind, slot->index);
 
+	/* A fixed counter stops by its own field, not only its GLOBAL_CTRL bit: the kernel
+	 * rewrites the whole global register on every perf enable (__intel_pmu_enable_all writes
+	 * its own mask), which would start a fixed slot stopped by its global bit alone wherever
+	 * perf is active (the NMI watchdog keeps it active on many distributions). */
 	if (slot->kind == WIRE_SLOT_FIXED)
 		return slots_update_bits(server, slot->cpu, address,
 					 FIXED_FIELD_MASK << slots_field_shift(slot->index),
-					 config << slots_field_shift(slot->index));
+					 (enabled ? config : 0) << slots_field_shift(slot->index));
 	return write_register(server, slot->cpu, address, config | (enabled ? PERFEVTSEL_EN : 0));
 }
 
@@ -337,7 +341,7 @@ static int restore(struct msrd *server, const struct slot *slot)
 {
 	bool fixed = slot->kind == WIRE_SLOT_FIXED;
 	uint64_t selection = fixed ? slot->saved_control : slot->saved_control & ~PERFEVTSEL_EN;
-	bool was_enabled = !fixed && (slot->saved_control & PERFEVTSEL_EN) != 0;
+	bool was_enabled = fixed || (slot->saved_control & PERFEVTSEL_EN) != 0; /* fixed: as saved */
 	int status = clear(server, slot);
 	uint32_t written_at = counter_write_address(server, slot);
 
@@ -601,15 +605,16 @@ int slots_check_programming(struct msrd *server, struct slot *slot, char *why, s
 			return 0; /* the read of the counter itself will say what is wrong */
 		if (slot->kind == WIRE_SLOT_FIXED) {
 			control = (control >> slots_field_shift(slot->index)) & FIXED_FIELD_MASK;
-			expected = slot->config;
+			expected = slot->enabled ? slot->config : 0;
 		} else {
 			expected = slot->config | (slot->enabled ? PERFEVTSEL_EN : 0);
 		}
 		in_place = control == expected;
-		if (in_place && table->has_global &&
+		/* A stopped slot's global bit is the kernel's to rewrite (its own field or EN
+		 * stops it); a running one needs it. */
+		if (in_place && slot->enabled && table->has_global &&
 		    slots_read_register(server, slot->cpu, table->global_address, &global) == 0)
-			in_place = ((global & slots_global_bit(slot->kind, slot->index)) != 0) ==
-				   slot->enabled;
+			in_place = (global & slots_global_bit(slot->kind, slot->index)) != 0;
 		if (in_place)
 			return 0;
 		slot->lost = true;

@@ -781,6 +781,8 @@ struct msr_saved {
 	uint32_t cpu;
 	uint32_t address;
 	uint64_t original;
+	uint64_t touched;              /* bits msrd's writes changed (msrstate_touch) */
+	bool bitwise;                  /* touched is known: shared registers go back by bit */
 };
 
 struct msrstate {
@@ -801,6 +803,11 @@ int msrstate_remember(struct msrstate *state, uint32_t cpu, uint32_t address, ui
 /* Drop what is remembered for (cpu, address) or its alias: the register is not msrd's to
  * write back any more. */
 void msrstate_forget(struct msrstate *state, uint32_t cpu, uint32_t address);
+/* msrd is about to write `after` where `before` was: the bits it changes are msrd's to put
+ * back, the others of a shared register (the global enables, the fixed counters' control) stay
+ * whatever the kernel makes of them meanwhile. */
+void msrstate_touch(struct msrstate *state, uint32_t cpu, uint32_t address, uint64_t before,
+		    uint64_t after);
 /* Whether a value is remembered for (cpu, address) or its alias. */
 bool msrstate_has(const struct msrstate *state, uint32_t cpu, uint32_t address);
 /* Write every remembered value back, in an order that leaves no counter counting msrd's events;

@@ -381,8 +381,15 @@ const char *slots_kind_name(uint16_t kind)
 static void release_now(struct msrd *server, struct slot *slot, const char *why)
 {
 	/* A counter someone outside msrd reprogrammed is theirs now: writing msrd's saved values
-	 * back would break their session. */
-	int status = slot->lost ? 0 : restore(server, slot);
+	 * back would break their session. Checked again here, not only at the last read: a perf
+	 * event may have moved onto the counter since. */
+	char why_lost[200];
+	int status = 0;
+
+	if (!slot->lost)
+		(void)slots_check_programming(server, slot, why_lost, sizeof(why_lost));
+	if (!slot->lost)
+		status = restore(server, slot);
 
 	if (status < 0) {
 		server->restore_incomplete = true;

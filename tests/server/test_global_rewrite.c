@@ -5,7 +5,9 @@
  * Bridge with --sim-kernel-counters enableall@20 the simulated kernel sets every global bit at
  * 20 ms of virtual time: a stopped fixed slot has its IA32_FIXED_CTR_CTRL field cleared, keeps
  * its count through the rewrite, and is not declared reprogrammed for a global bit that is now
- * set; started, it counts; stopped again, it holds.
+ * set; started, it counts; stopped again, it holds. And with pmc2@100 a perf session takes
+ * programmable counter 2 while a client holds it: freed without a read in between, msrd checks
+ * the counter before restoring and leaves the perf session's programming alone.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -30,6 +32,8 @@ static const char policy[] =
 	"msrs:\n"
 	"  - {name: FIXED_CTR, range: [0x309, 0x30B], read: true, write_mask: 0xffffffffffff, set: pmu}\n"
 	"  - {name: FIXED_CTR_CTRL, address: 0x38D, read: true, write_mask: 0x333, set: pmu}\n"
+	"  - {name: PMC, range: [0xC1, 0xC8], read: true, write_mask: 0xffffffffffff, set: pmu}\n"
+	"  - {name: PERFEVTSEL, range: [0x186, 0x18D], read: true, write_mask: 0xffc7ffff, set: pmu}\n"
 	"  - {name: GLOBAL_CTRL, address: 0x38F, read: true, write_mask: 0x7000000ff, set: pmu}\n"
 	"rules:\n"
 	"  - {match: {uid: 0}, allow: [pmu], capabilities: [sim_control]}\n";
@@ -78,13 +82,33 @@ static void test_stopped_fixed_slot_survives_global_rewrite(void **state)
 	assert_false(msrd_log_contains(&server, "reprogrammed outside msrd"));
 }
 
+/* At 100 ms the simulated kernel programs counter 2 (instructions) over the slot's cycles. */
+static void test_release_checks_before_restoring(void **state)
+{
+	const uint64_t cycles = 0x3Cull | PERFEVTSEL_USR | PERFEVTSEL_OS;
+	const uint64_t perf = 0xC0ull | PERFEVTSEL_USR | PERFEVTSEL_OS | PERFEVTSEL_EN;
+	struct haecer_slot slot;
+	uint64_t selection;
+
+	(void)state;
+	assert_int_equal(haecer_slot_alloc(conn, 0, HAECER_SLOT_PROGRAMMABLE, 2, &slot), 0);
+	assert_int_equal(haecer_slot_program(conn, slot.id, cycles), 0);
+	assert_int_equal(haecer_slot_control(conn, &slot.id, 1, HAECER_SLOT_ENABLE), 0);
+	assert_int_equal(haecer_sim_advance(conn, 70 * NS_PER_MS, NULL), 0);
+	assert_int_equal(haecer_slot_free(conn, slot.id), 0);
+	assert_int_equal(haecer_msr_read(conn, 0, MSR_IA32_PERFEVTSEL0 + 2, &selection), 0);
+	assert_int_equal(selection, perf);
+	assert_true(msrd_log_contains(&server, "was reprogrammed outside msrd"));
+}
+
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge",
 				    "--sim-virtual-time", "--sim-access-step-ns", "1000",
-				    "--sim-kernel-counters", "enableall@20", NULL };
+				    "--sim-kernel-counters", "enableall@20,pmc2@100", NULL };
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stopped_fixed_slot_survives_global_rewrite),
+		cmocka_unit_test(test_release_checks_before_restoring),
 	};
 
 	return MSRD_RUN_GROUP(&server, policy, arguments, &conn, tests);

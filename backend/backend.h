@@ -104,6 +104,7 @@ struct backend_diagnosis {
 	bool has_cap_sys_rawio;
 	bool lockdown;              /* sys/kernel/security/lockdown is integrity or confidentiality */
 	bool writes_allowed;        /* sys/module/msr/parameters/allow_writes is "on" (or absent) */
+	bool writes_taint;          /* ... is "default": each write taints the kernel and logs */
 	char advice[512];           /* what the operator should do, "" when nothing limits */
 };
 

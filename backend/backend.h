@@ -66,6 +66,12 @@ struct machine_info {
 	uint32_t cpu_count;
 	uint32_t package_count;
 	uint16_t cpu_package[MACHINE_MAX_CPUS]; /* package of each CPU */
+	/* Dies: Intel RAPL is die-scope (the kernel's rapl.c; powercap's package-%d-die-%d zones):
+	 * a package of several dies (Cascade Lake-AP, 06_55 with two dies a socket) has one set of
+	 * energy registers per die. die_count counts (package, die) pairs densely; 0 or
+	 * package_count when every package is one die (then cpu_die is not used). */
+	uint32_t die_count;
+	uint16_t cpu_die[MACHINE_MAX_CPUS];     /* dense (package, die) index of each CPU */
 	uint32_t rapl_domains;      /* bit (1 << enum rapl_domain) per domain that exists */
 	/* Domains whose status register reads but holds 0 at start (PP1 on a machine whose
 	 * graphics has not run yet): not reported as existing, as the kernel does, but kept by
@@ -109,6 +115,18 @@ struct backend_diagnosis {
 };
 
 struct msr_backend;
+
+/* Which energy register of `domain` a CPU reads: AMD's core energy per CPU, AMD's package
+ * energy per package (the kernel's AMD/Hygon RAPL is package-scope), Intel's per die. */
+static inline uint32_t machine_energy_key(const struct machine_info *machine, int domain,
+					  uint32_t cpu)
+{
+	if (domain == RAPL_DOMAIN_AMD_CORE)
+		return cpu;
+	if (domain != RAPL_DOMAIN_AMD_PKG && machine->die_count > machine->package_count)
+		return machine->cpu_die[cpu];
+	return machine->cpu_package[cpu];
+}
 
 /* Open a backend. BACKEND_AUTO tries msr, then msr-safe, and records why in `why` (e.g.
  * "msr: dev/cpu/0/msr: No such file or directory (load the msr module: modprobe msr); msr-safe:

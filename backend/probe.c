@@ -92,14 +92,15 @@ static int probe_cpuid(const char *dev_root, struct machine_info *info)
 
 /* ---- topology ---- */
 
-static int physical_package(const char *dev_root, uint32_t cpu)
+/* topology/<name> of a CPU (physical_package_id, die_id), 0 when absent. */
+static int topology_id(const char *dev_root, uint32_t cpu, const char *name)
 {
 	char path[PATH_MAX], text[32] = "";
 	FILE *file;
 	int package = 0;
 
 	if (backend_root_path(path, sizeof(path), dev_root,
-		      "sys/devices/system/cpu/cpu%u/topology/physical_package_id", cpu) < 0)
+		      "sys/devices/system/cpu/cpu%u/topology/%s", cpu, name) < 0)
 		return 0;
 	file = fopen(path, "re");
 	if (!file)
@@ -110,6 +111,31 @@ static int physical_package(const char *dev_root, uint32_t cpu)
 	return package < 0 ? 0 : package;
 }
 
+/* (package, die) pairs numbered densely in CPU order, from topology/die_id (Linux 5.3+; absent:
+ * one die a package). */
+static void probe_dies(const char *dev_root, struct machine_info *info)
+{
+	static int dense_die_of[MACHINE_MAX_CPUS]; /* by package * MAX_DIES + die */
+	enum { MAX_DIES = 8 };
+
+	info->die_count = 0;
+	for (uint32_t slot = 0; slot < MACHINE_MAX_CPUS; slot++)
+		dense_die_of[slot] = -1;
+	for (uint32_t cpu = 0; cpu < info->cpu_count; cpu++) {
+		int die = topology_id(dev_root, cpu, "die_id");
+		uint32_t slot = (uint32_t)info->cpu_package[cpu] * MAX_DIES +
+				(die >= 0 && die < MAX_DIES ? (uint32_t)die : 0);
+
+		if (slot >= MACHINE_MAX_CPUS)
+			slot = info->cpu_package[cpu] % MACHINE_MAX_CPUS;
+		if (dense_die_of[slot] < 0) {
+			dense_die_of[slot] = (int)info->die_count;
+			info->die_count++;
+		}
+		info->cpu_die[cpu] = (uint16_t)dense_die_of[slot];
+	}
+}
+
 /* Packages are numbered densely in the order of their physical ids. */
 static void probe_packages(const char *dev_root, struct machine_info *info)
 {
@@ -118,7 +144,7 @@ static void probe_packages(const char *dev_root, struct machine_info *info)
 	uint16_t dense[MACHINE_MAX_CPUS];
 
 	for (uint32_t cpu = 0; cpu < info->cpu_count; cpu++) {
-		physical[cpu] = physical_package(dev_root, cpu);
+		physical[cpu] = topology_id(dev_root, cpu, "physical_package_id");
 		if (physical[cpu] < (int)MACHINE_MAX_CPUS)
 			used[physical[cpu]] = true;
 		else
@@ -131,6 +157,7 @@ static void probe_packages(const char *dev_root, struct machine_info *info)
 	}
 	for (uint32_t cpu = 0; cpu < info->cpu_count; cpu++)
 		info->cpu_package[cpu] = dense[physical[cpu]];
+	probe_dies(dev_root, info);
 }
 
 /* ---- RAPL ---- */

@@ -33,10 +33,10 @@
 #define DEFAULT_MAX_POWER_MW 1000000u  /* when the machine says nothing: 1 kW */
 #define ENERGY_WRAP_UNITS 4294967296.0 /* 2^32 */
 
-/* AMD's core energy is one register per core; every other domain one per package. */
+/* AMD's core energy is one register per core; Intel's one per die (machine_energy_key). */
 static uint32_t key_of(const struct machine_info *machine, int domain, uint32_t cpu)
 {
-	return domain == RAPL_DOMAIN_AMD_CORE ? cpu : machine->cpu_package[cpu];
+	return machine_energy_key(machine, domain, cpu);
 }
 
 /* Half the time the register needs to wrap at the domain's maximum power. */
@@ -69,7 +69,8 @@ static int add_counter(struct energy_state *energy, int domain, uint32_t cpu, ui
 	return 0;
 }
 
-/* One counter per (domain, key), read through the first CPU with that key. */
+/* One counter per (domain, key), read through the first CPU with that key: on a two-die
+ * package each die's registers through a CPU of that die. */
 static int add_domain(struct energy_state *energy, const struct machine_info *machine, int domain)
 {
 	int32_t *by_key = malloc(machine->cpu_count * sizeof(*by_key));

@@ -118,6 +118,17 @@ static inline double rapl_unit_code_joules(unsigned code)
 	return 1.0 / (double)(1ull << (code & 63u));
 }
 
+/* Joules of `units` at a ring record's or a tool's signed unit exponent: 128..159 is the
+ * microjoule code, anything else 2^-exponent J as it always was (out-of-range exponents from a
+ * producer stay what ldexp makes of them). */
+static inline double rapl_units_to_joules(uint64_t units, int exponent)
+{
+	if (exponent >= (int)RAPL_UNIT_CODE_MICROJOULE &&
+	    exponent <= (int)(RAPL_UNIT_CODE_MICROJOULE | RAPL_UNIT_CODE_MICROJOULE_MAX_E))
+		return (double)units * rapl_unit_code_joules((unsigned)exponent);
+	return __builtin_ldexp((double)units, -exponent);
+}
+
 /* Register units in `microjoules` (rounded down): how a resolution in uJ becomes counts. */
 static inline unsigned __int128 rapl_unit_code_units_of_uj(unsigned code, uint64_t microjoules)
 {

@@ -576,10 +576,8 @@ static void drain_energy(struct recorder *recorder, bool final)
 				.time_ns = record->timestamp,
 				.package = op->package,
 				.domain = op->domain,
-				.joules = record->unit_exponent < 0 ?
-					ldexp((double)record->value, -record->unit_exponent) :
-					(double)record->value *
-					rapl_unit_code_joules((unsigned)record->unit_exponent),
+				.joules = rapl_units_to_joules(record->value,
+							       record->unit_exponent),
 			};
 			prof_write(&recorder->writer, PROF_REC_ENERGY, &energy, sizeof(energy), NULL,
 				   0);

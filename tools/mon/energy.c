@@ -28,9 +28,7 @@ int mon_energy_delta(uint64_t previous, uint64_t value, uint64_t *delta)
 
 double mon_joules(uint64_t units, int exponent)
 {
-	if (exponent < 0)
-		return ldexp((double)units, -exponent);
-	return (double)units * rapl_unit_code_joules((unsigned)exponent);
+	return rapl_units_to_joules(units, exponent);
 }
 
 /* Named with perf's names (haecer_energy_domain_name), the one vocabulary of every tool. */

@@ -83,6 +83,8 @@ struct machine_info {
 	uint64_t tsc_hz;            /* 0 when no source gave it */
 	uint8_t tsc_source;         /* enum tsc_source of hw/msr.h */
 	int8_t tsc_invariant;       /* CPUID 0x80000007 EDX[8]: 1, 0, or -1 when unreadable */
+	char hypervisor[13];        /* CPUID 0x40000000's signature when CPUID 1 ECX[31] says a
+				     * hypervisor runs us ("KVMKVMKVM", "VMwareVMware"), else "" */
 	bool has_smi_count;         /* MSR_SMI_COUNT exists */
 	bool pmc_full_width_writes; /* IA32_PERF_CAPABILITIES bit 13 */
 	bool amd_perfmon_v2;        /* CPUID Fn8000_0022 EAX[0]: PerfCntrGlobalCtl gates counting */

@@ -65,6 +65,24 @@ static void decode_signature(uint32_t eax, struct machine_info *info)
 	info->stepping = eax & 0xF;
 }
 
+/* The hypervisor's vendor signature (leaf 0x40000000 EBX, ECX, EDX; the convention KVM, Xen,
+ * Hyper-V and VMware follow), "?" when the leaf cannot be read. */
+static void probe_hypervisor(const char *dev_root, struct machine_info *info)
+{
+	uint32_t regs[4];
+
+	if (read_cpuid(dev_root, 0x40000000u, regs) < 0) {
+		strcpy(info->hypervisor, "?");
+		return;
+	}
+	memcpy(info->hypervisor, &regs[1], 4);
+	memcpy(info->hypervisor + 4, &regs[2], 4);
+	memcpy(info->hypervisor + 8, &regs[3], 4);
+	info->hypervisor[12] = '\0';
+	if (info->hypervisor[0] == '\0')
+		strcpy(info->hypervisor, "?");
+}
+
 static int probe_cpuid(const char *dev_root, struct machine_info *info)
 {
 	uint32_t regs[4];
@@ -76,8 +94,11 @@ static int probe_cpuid(const char *dev_root, struct machine_info *info)
 	memcpy(info->vendor + 4, &regs[3], 4);
 	memcpy(info->vendor + 8, &regs[2], 4);
 	info->vendor[12] = '\0';
-	if (regs[0] >= 1 && read_cpuid(dev_root, 1, regs) == 0)
+	if (regs[0] >= 1 && read_cpuid(dev_root, 1, regs) == 0) {
 		decode_signature(regs[0], info);
+		if (regs[2] >> 31)
+			probe_hypervisor(dev_root, info);
+	}
 	if (cpu_vendor_is_intel(info->vendor) && read_cpuid(dev_root, 0, regs) == 0 &&
 	    regs[0] >= 0xA)
 		ret = read_cpuid(dev_root, 0xA, info->cpuid_0a);
@@ -192,8 +213,13 @@ static void probe_rapl(const struct msr_backend *backend, struct machine_info *i
 	uint32_t bound_mw;
 	uint64_t unit, value;
 
-	if (backend_device_read(backend, 0, unit_address, &unit) < 0 || unit == 0)
+	if (backend_device_read(backend, 0, unit_address, &unit) < 0 || unit == 0) {
+		if (info->hypervisor[0] != '\0')
+			log_warnx("backend: no RAPL: this is a virtual machine (hypervisor \"%s\", "
+				  "CPUID 0x40000000), which does not pass the energy registers "
+				  "through; measure energy on the host", info->hypervisor);
 		return;
+	}
 	info->rapl_power_unit = unit;
 	bound_mw = amd ? DEFAULT_MAX_POWER_MW
 		       : package_power_bound_mw(backend, unit,

@@ -3,7 +3,7 @@
  * stand-in trees: Sapphire and Emerald Rapids count DRAM in the register's ESU (the kernel dropped
  * the fixed 2^-16 J DRAM unit for them) and PSYS in whole joules; every model of the quirk table
  * in hw/rapl_quirks.h counts DRAM in 2^-16 J; a client part's DRAM follows the register; an AMD
- * machine never takes an Intel quirk; Silvermont/Airmont (Bay Trail 0x37, Merrifield 0x4A, Cherry
+ * machine never takes an Intel quirk; a VM without RAPL names its hypervisor; Silvermont/Airmont (Bay Trail 0x37, Merrifield 0x4A, Cherry
  * Trail 0x4C, Moorefield 0x5A) count 2^ESU uJ in every domain (powercap's rapl_check_unit_atom):
  * a Bay Trail unit register of 0x505 is 32 uJ per count, not 2^-5 J.
  */
@@ -108,6 +108,27 @@ static void test_silvermont_airmont_microjoules(void **state)
 	assert_true(rapl_unit_code_units_of_uj(14, 1000000) == 16384);
 }
 
+/* In a VM without RAPL, the hypervisor is named (CPUID 1 ECX[31], leaf 0x40000000). */
+static void test_vm_names_hypervisor(void **state)
+{
+	char *root = make_temp_dir();
+	struct machine_info info;
+
+	(void)state;
+	tree_put_cpuid(root, 0, 0, 0xD, 0x756e6547, 0x6c65746e, 0x49656e69);
+	tree_put_cpuid(root, 0, 1, 0x000506E3, 0, 1u << 31, 0);
+	tree_put_cpuid(root, 0, 0x40000000u, 0x40000001u, 0x4b4d564b, 0x564b4d56, 0x0000004d);
+	tree_put_msr(root, 0, "msr", MSR_IA32_TSC, 1000);
+	info = standin_machine_info(root);
+	assert_string_equal(info.hypervisor, "KVMKVMKVM");
+	assert_int_equal(info.rapl_domains, 0);
+	root = make_temp_dir();
+	tree_put_cpuid(root, 0, 0, 0xD, 0x756e6547, 0x6c65746e, 0x49656e69);
+	tree_put_cpuid(root, 0, 1, 0x000506E3, 0, 0, 0);
+	tree_put_msr(root, 0, "msr", MSR_IA32_TSC, 1000);
+	assert_string_equal(standin_machine_info(root).hypervisor, "");
+}
+
 /* The table never applies off Intel family 6 (AMD family 19h has model numbers that collide). */
 static void test_not_for_amd(void **state)
 {
@@ -126,6 +147,7 @@ int main(void)
 		cmocka_unit_test(test_client_parts),
 		cmocka_unit_test(test_not_for_amd),
 		cmocka_unit_test(test_silvermont_airmont_microjoules),
+		cmocka_unit_test(test_vm_names_hypervisor),
 	};
 
 	test_quiet_logs();

@@ -73,6 +73,12 @@ struct machine_info {
 	uint32_t cpu_count;
 	uint32_t package_count;
 	uint16_t cpu_package[MACHINE_MAX_CPUS]; /* package of each CPU */
+	/* Dies: Intel RAPL is die-scope (the kernel's rapl.c; powercap's package-%d-die-%d zones):
+	 * a package of several dies (Cascade Lake-AP, 06_55 with two dies a socket) has one set of
+	 * energy registers per die. die_count counts (package, die) pairs densely; 0 or
+	 * package_count when every package is one die (then cpu_die is not used). */
+	uint32_t die_count;
+	uint16_t cpu_die[MACHINE_MAX_CPUS];     /* dense (package, die) index of each CPU */
 	uint32_t rapl_domains;      /* bit (1 << enum rapl_domain) per domain that exists */
 	/* Domains whose status register reads but holds 0 at start (PP1 on a machine whose
 	 * graphics has not run yet): not reported as existing, as the kernel does, but kept by
@@ -83,6 +89,9 @@ struct machine_info {
 	uint32_t rapl_max_power_mw[RAPL_DOMAIN_COUNT];   /* upper bound for wrap deadlines */
 	uint64_t tsc_hz;            /* 0 when no source gave it */
 	uint8_t tsc_source;         /* enum tsc_source of hw/msr.h */
+	int8_t tsc_invariant;       /* CPUID 0x80000007 EDX[8]: 1, 0, or -1 when unreadable */
+	char hypervisor[13];        /* CPUID 0x40000000's signature when CPUID 1 ECX[31] says a
+				     * hypervisor runs us ("KVMKVMKVM", "VMwareVMware"), else "" */
 	bool has_smi_count;         /* MSR_SMI_COUNT exists */
 	bool pmc_full_width_writes; /* IA32_PERF_CAPABILITIES bit 13 */
 	bool amd_perfmon_v2;        /* CPUID Fn8000_0022 EAX[0]: PerfCntrGlobalCtl gates counting */
@@ -110,10 +119,23 @@ struct backend_diagnosis {
 	bool has_cap_sys_rawio;
 	bool lockdown;              /* sys/kernel/security/lockdown is integrity or confidentiality */
 	bool writes_allowed;        /* sys/module/msr/parameters/allow_writes is "on" (or absent) */
+	bool writes_taint;          /* ... is "default": each write taints the kernel and logs */
 	char advice[512];           /* what the operator should do, "" when nothing limits */
 };
 
 struct msr_backend;
+
+/* Which energy register of `domain` a CPU reads: AMD's core energy per CPU, AMD's package
+ * energy per package (the kernel's AMD/Hygon RAPL is package-scope), Intel's per die. */
+static inline uint32_t machine_energy_key(const struct machine_info *machine, int domain,
+					  uint32_t cpu)
+{
+	if (domain == RAPL_DOMAIN_AMD_CORE)
+		return cpu;
+	if (domain != RAPL_DOMAIN_AMD_PKG && machine->die_count > machine->package_count)
+		return machine->cpu_die[cpu];
+	return machine->cpu_package[cpu];
+}
 
 /* Open a backend. BACKEND_AUTO tries msr, then msr-safe, then powercap (energy only), then perf
  * (no registers: msrd's perf broker serves counters), and records why in `why` (e.g.

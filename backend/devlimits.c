@@ -30,6 +30,9 @@ void backend_log_device_limits(const struct backend_options *options)
 		log_warnx("device limit: the kernel is locked down: MSR writes are refused");
 	if (!diagnosis.writes_allowed)
 		log_warnx("device limit: msr.allow_writes is off: MSR writes are refused");
+	if (diagnosis.writes_taint)
+		log_warnx("device limit: msr.allow_writes is \"default\": every MSR write taints the "
+			  "kernel (CPU_OUT_OF_SPEC) and logs a warning");
 	if (diagnosis.advice[0] != '\0')
 		log_warnx("device advice: %s", diagnosis.advice);
 }

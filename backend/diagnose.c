@@ -144,6 +144,10 @@ static void write_advice(struct backend_diagnosis *out, int open_error)
 	if (!out->writes_allowed)
 		advise(out, "writes are disabled: set msr.allow_writes=on "
 			    "(echo on > /sys/module/msr/parameters/allow_writes)");
+	if (out->writes_taint)
+		advise(out, "msr.allow_writes is \"default\": every counter write taints the kernel "
+			    "(CPU_OUT_OF_SPEC) and logs a warning; set msr.allow_writes=on, use "
+			    "msr-safe, or count with the kernel's perf (perf stat) instead");
 	if ((!out->msr_device_present || !out->can_open) && out->msr_safe_present)
 		advise(out, "msr-safe is present: use --backend msr-safe");
 }
@@ -165,8 +169,12 @@ int backend_diagnose(const struct backend_options *options, struct backend_diagn
 	out->lockdown = lockdown_active(root);
 	out->writes_allowed = true;
 	if (tree_read_line(root, "sys/module/msr/parameters/allow_writes", allow_writes,
-			   sizeof(allow_writes)) == 0)
+			   sizeof(allow_writes)) == 0) {
 		out->writes_allowed = strcmp(allow_writes, "off") != 0;
+		/* arch/x86/kernel/msr.c (5.9+): with MSR_WRITES_DEFAULT, msr_write adds
+		 * TAINT_CPU_OUT_OF_SPEC and filter_write warns (rate-limited) on every write. */
+		out->writes_taint = strcmp(allow_writes, "default") == 0;
+	}
 	write_advice(out, open_error);
 	return 0;
 }

@@ -65,6 +65,24 @@ static void decode_signature(uint32_t eax, struct machine_info *info)
 	info->stepping = eax & 0xF;
 }
 
+/* The hypervisor's vendor signature (leaf 0x40000000 EBX, ECX, EDX; the convention KVM, Xen,
+ * Hyper-V and VMware follow), "?" when the leaf cannot be read. */
+static void probe_hypervisor(const char *dev_root, struct machine_info *info)
+{
+	uint32_t regs[4];
+
+	if (read_cpuid(dev_root, 0x40000000u, regs) < 0) {
+		strcpy(info->hypervisor, "?");
+		return;
+	}
+	memcpy(info->hypervisor, &regs[1], 4);
+	memcpy(info->hypervisor + 4, &regs[2], 4);
+	memcpy(info->hypervisor + 8, &regs[3], 4);
+	info->hypervisor[12] = '\0';
+	if (info->hypervisor[0] == '\0')
+		strcpy(info->hypervisor, "?");
+}
+
 static int probe_cpuid(const char *dev_root, struct machine_info *info)
 {
 	uint32_t regs[4];
@@ -76,8 +94,11 @@ static int probe_cpuid(const char *dev_root, struct machine_info *info)
 	memcpy(info->vendor + 4, &regs[3], 4);
 	memcpy(info->vendor + 8, &regs[2], 4);
 	info->vendor[12] = '\0';
-	if (regs[0] >= 1 && read_cpuid(dev_root, 1, regs) == 0)
+	if (regs[0] >= 1 && read_cpuid(dev_root, 1, regs) == 0) {
 		decode_signature(regs[0], info);
+		if (regs[2] >> 31)
+			probe_hypervisor(dev_root, info);
+	}
 	if (cpu_vendor_is_intel(info->vendor) && read_cpuid(dev_root, 0, regs) == 0 &&
 	    regs[0] >= 0xA)
 		ret = read_cpuid(dev_root, 0xA, info->cpuid_0a);
@@ -92,14 +113,15 @@ static int probe_cpuid(const char *dev_root, struct machine_info *info)
 
 /* ---- topology ---- */
 
-static int physical_package(const char *dev_root, uint32_t cpu)
+/* topology/<name> of a CPU (physical_package_id, die_id), 0 when absent. */
+static int topology_id(const char *dev_root, uint32_t cpu, const char *name)
 {
 	char path[PATH_MAX], text[32] = "";
 	FILE *file;
 	int package = 0;
 
 	if (backend_root_path(path, sizeof(path), dev_root,
-		      "sys/devices/system/cpu/cpu%u/topology/physical_package_id", cpu) < 0)
+		      "sys/devices/system/cpu/cpu%u/topology/%s", cpu, name) < 0)
 		return 0;
 	file = fopen(path, "re");
 	if (!file)
@@ -110,6 +132,31 @@ static int physical_package(const char *dev_root, uint32_t cpu)
 	return package < 0 ? 0 : package;
 }
 
+/* (package, die) pairs numbered densely in CPU order, from topology/die_id (Linux 5.3+; absent:
+ * one die a package). */
+static void probe_dies(const char *dev_root, struct machine_info *info)
+{
+	static int dense_die_of[MACHINE_MAX_CPUS]; /* by package * MAX_DIES + die */
+	enum { MAX_DIES = 8 };
+
+	info->die_count = 0;
+	for (uint32_t slot = 0; slot < MACHINE_MAX_CPUS; slot++)
+		dense_die_of[slot] = -1;
+	for (uint32_t cpu = 0; cpu < info->cpu_count; cpu++) {
+		int die = topology_id(dev_root, cpu, "die_id");
+		uint32_t slot = (uint32_t)info->cpu_package[cpu] * MAX_DIES +
+				(die >= 0 && die < MAX_DIES ? (uint32_t)die : 0);
+
+		if (slot >= MACHINE_MAX_CPUS)
+			slot = info->cpu_package[cpu] % MACHINE_MAX_CPUS;
+		if (dense_die_of[slot] < 0) {
+			dense_die_of[slot] = (int)info->die_count;
+			info->die_count++;
+		}
+		info->cpu_die[cpu] = (uint16_t)dense_die_of[slot];
+	}
+}
+
 /* Packages are numbered densely in the order of their physical ids. */
 static void probe_packages(const char *dev_root, struct machine_info *info)
 {
@@ -118,7 +165,7 @@ static void probe_packages(const char *dev_root, struct machine_info *info)
 	uint16_t dense[MACHINE_MAX_CPUS];
 
 	for (uint32_t cpu = 0; cpu < info->cpu_count; cpu++) {
-		physical[cpu] = physical_package(dev_root, cpu);
+		physical[cpu] = topology_id(dev_root, cpu, "physical_package_id");
 		if (physical[cpu] < (int)MACHINE_MAX_CPUS)
 			used[physical[cpu]] = true;
 		else
@@ -131,6 +178,7 @@ static void probe_packages(const char *dev_root, struct machine_info *info)
 	}
 	for (uint32_t cpu = 0; cpu < info->cpu_count; cpu++)
 		info->cpu_package[cpu] = dense[physical[cpu]];
+	probe_dies(dev_root, info);
 }
 
 /* ---- RAPL ---- */
@@ -138,7 +186,8 @@ static void probe_packages(const char *dev_root, struct machine_info *info)
 /* Upper bound of a package's power for wrap deadlines: max(PKG_POWER_INFO maximum power,
  * 3 x its thermal spec power), or 1000 W when the register says nothing. Turbo limits (PL2) run
  * above TDP, up to about twice on recent desktop parts, hence the factor 3. */
-static uint32_t package_power_bound_mw(const struct msr_backend *backend, uint64_t unit_raw)
+static uint32_t package_power_bound_mw(const struct msr_backend *backend, uint64_t unit_raw,
+				       bool atom)
 {
 	uint64_t info, tdp, max, bound;
 	unsigned power_exponent = RAPL_UNIT_POWER(unit_raw);
@@ -148,7 +197,8 @@ static uint32_t package_power_bound_mw(const struct msr_backend *backend, uint64
 	tdp = info & 0x7FFF;
 	max = (info >> 32) & 0x7FFF;
 	bound = max > POWER_INFO_TDP_FACTOR * tdp ? max : POWER_INFO_TDP_FACTOR * tdp;
-	bound = (bound * 1000) >> power_exponent;
+	/* Silvermont/Airmont count power in 2^PU mW (powercap's rapl_check_unit_atom). */
+	bound = atom ? bound << power_exponent : (bound * 1000) >> power_exponent;
 	if (bound == 0 || bound > UINT32_MAX)
 		return DEFAULT_MAX_POWER_MW;
 	return (uint32_t)bound;
@@ -163,26 +213,30 @@ static void probe_rapl(const struct msr_backend *backend, struct machine_info *i
 	uint32_t bound_mw;
 	uint64_t unit, value;
 
-	if (backend_device_read(backend, 0, unit_address, &unit) < 0 || unit == 0)
+	if (backend_device_read(backend, 0, unit_address, &unit) < 0 || unit == 0) {
+		if (info->hypervisor[0] != '\0')
+			log_warnx("backend: no RAPL: this is a virtual machine (hypervisor \"%s\", "
+				  "CPUID 0x40000000), which does not pass the energy registers "
+				  "through; measure energy on the host", info->hypervisor);
 		return;
+	}
 	info->rapl_power_unit = unit;
-	bound_mw = amd ? DEFAULT_MAX_POWER_MW : package_power_bound_mw(backend, unit);
+	bound_mw = amd ? DEFAULT_MAX_POWER_MW
+		       : package_power_bound_mw(backend, unit,
+						rapl_unit_is_atom_microjoule(
+							cpu_vendor_is_intel(info->vendor),
+							info->family, info->model));
 	for (enum rapl_domain domain = 0; domain < RAPL_DOMAIN_COUNT; domain++) {
-		uint8_t exponent = (uint8_t)RAPL_UNIT_ENERGY(unit);
-		const struct rapl_unit_quirk *quirk;
-
 		if (rapl_domain_is_amd(domain) != amd ||
 		    backend_device_read(backend, 0, rapl_energy_status_address(domain), &value) < 0)
 			continue;
-		quirk = rapl_unit_quirk_of(cpu_vendor_is_intel(info->vendor), info->family,
-					   info->model, (int)domain);
-		if (quirk)
-			exponent = quirk->exponent;
 		if ((value & RAPL_ENERGY_COUNTER_MASK) != 0)
 			info->rapl_domains |= 1u << domain;
 		else
 			info->rapl_dormant_domains |= 1u << domain;
-		info->rapl_energy_exponent[domain] = exponent;
+		info->rapl_energy_exponent[domain] = rapl_unit_code_of(
+			cpu_vendor_is_intel(info->vendor), info->family, info->model, (int)domain,
+			unit);
 		info->rapl_max_power_mw[domain] = domain == RAPL_DOMAIN_PSYS ? DEFAULT_MAX_POWER_MW :
 										bound_mw;
 	}
@@ -201,11 +255,35 @@ static bool is_nehalem_westmere(uint32_t model)
 	return false;
 }
 
+static uint64_t calibrated_tsc_hz(const struct msr_backend *backend, uint8_t *source);
+
+/* The core crystal clock of the models whose CPUID 0x15 gives the ratio but ECX = 0: Intel SDM
+ * vol. 3B, "Determining the Processor Base Frequency" (table "Nominal Core Crystal Clock
+ * Frequency"): 6th and 7th generation Core (and Coffee Lake, the same model numbers) 24 MHz,
+ * Xeon Scalable 06_55 (Skylake-SP, Cascade/Cooper Lake) 25 MHz, Atom Goldmont 06_5C 19.2 MHz;
+ * Linux's native_calibrate_tsc (arch/x86/kernel/tsc.c) carried the same list before it derived
+ * the crystal from CPUID 0x16's base, and keeps Denverton (06_5F) at 25 MHz and Goldmont Plus
+ * (06_7A) at 19.2 MHz. The base frequency of 0x16 is not the TSC's: a Core i7-6700K's base is
+ * 4000 MHz, its TSC 24 MHz x 334 / 2 = 4008 MHz. */
+static uint64_t sdm_crystal_hz(uint32_t model)
+{
+	switch (model) {
+	case 0x4E: case 0x5E: case 0x8E: case 0x9E:
+		return 24000000u;
+	case 0x55: case 0x5F:
+		return 25000000u;
+	case 0x5C: case 0x7A:
+		return 19200000u;
+	default:
+		return 0;
+	}
+}
+
 static uint64_t intel_tsc_hz(const struct msr_backend *backend, const char *dev_root,
 			     const struct machine_info *info, uint8_t *source)
 {
 	uint32_t regs[4], max_leaf;
-	uint64_t platform;
+	uint64_t platform, hz;
 
 	if (read_cpuid(dev_root, 0, regs) < 0)
 		return 0;
@@ -215,8 +293,15 @@ static uint64_t intel_tsc_hz(const struct msr_backend *backend, const char *dev_
 		*source = TSC_SOURCE_CPUID_15;
 		return (uint64_t)regs[2] * regs[1] / regs[0];
 	}
-	/* 0x15 without the crystal: the base frequency of 0x16 is the TSC's (the kernel derives
-	 * the crystal from it the same way). */
+	if (max_leaf >= 0x15 && regs[0] && regs[1] && info->family == 6 &&
+	    sdm_crystal_hz(info->model) != 0) {
+		*source = TSC_SOURCE_CRYSTAL_TABLE;
+		return sdm_crystal_hz(info->model) * regs[1] / regs[0];
+	}
+	/* 0x15 without the crystal on another model: a calibration is better than 0x16's base
+	 * (within a MHz; the kernel too calibrates when it derived the crystal from 0x16). */
+	if (max_leaf >= 0x16 && (hz = calibrated_tsc_hz(backend, source)) != 0)
+		return hz;
 	if (max_leaf >= 0x16 && read_cpuid(dev_root, 0x16, regs) == 0 && (regs[0] & 0xFFFF)) {
 		*source = TSC_SOURCE_CPUID_16;
 		return (uint64_t)(regs[0] & 0xFFFF) * 1000000u;
@@ -277,6 +362,18 @@ static uint64_t calibrated_tsc_hz(const struct msr_backend *backend, uint8_t *so
 	       1000000;
 }
 
+/* Invariant TSC (Intel SDM vol. 3B 18.17.1; AMD APM vol. 3 CPUID Fn8000_0007 EDX[8]
+ * TscInvariant): 1, 0, or -1 when the leaf cannot be read. */
+static int8_t tsc_invariant(const char *dev_root)
+{
+	uint32_t regs[4];
+
+	if (read_cpuid(dev_root, 0x80000000u, regs) < 0 || regs[0] < 0x80000007u ||
+	    read_cpuid(dev_root, 0x80000007u, regs) < 0)
+		return -1;
+	return (regs[3] >> 8) & 1;
+}
+
 /* In order of trust: what the CPU says of itself, then a measurement. */
 static void probe_tsc(const struct msr_backend *backend, const char *dev_root,
 		      struct machine_info *info)
@@ -290,6 +387,11 @@ static void probe_tsc(const struct msr_backend *backend, const char *dev_root,
 				   : 0;
 	if (info->tsc_hz == 0)
 		info->tsc_hz = calibrated_tsc_hz(backend, &info->tsc_source);
+	info->tsc_invariant = tsc_invariant(dev_root);
+	if (info->tsc_invariant == 0)
+		log_warnx("backend: the TSC is not invariant (CPUID 0x80000007 EDX[8] clear): its "
+			  "rate follows the core's P-state and halts in deep C-states, so seconds "
+			  "and watts msrd and libhaecer derive from it are wrong");
 }
 
 /* kernel.nmi_watchdog: "1" when the hard-lockup detector holds a cycles counter. */

@@ -36,7 +36,8 @@ enum tsc_source {
 	TSC_SOURCE_PLATFORM_INFO = 4,
 	TSC_SOURCE_AMD_P0 = 5,
 	TSC_SOURCE_CALIBRATED = 6,    /* against CLOCK_MONOTONIC_RAW */
-	TSC_SOURCE_COUNT = 7,
+	TSC_SOURCE_CRYSTAL_TABLE = 7, /* CPUID 0x15's ratio x the SDM's crystal of the model */
+	TSC_SOURCE_COUNT = 8,
 };
 
 static inline const char *tsc_source_name(unsigned source)
@@ -45,6 +46,7 @@ static inline const char *tsc_source_name(unsigned source)
 		"unknown", "the simulated CPU's model", "CPUID 0x15", "CPUID 0x16",
 		"MSR_PLATFORM_INFO", "the AMD P0 frequency (MSRC001_0064)",
 		"calibration against CLOCK_MONOTONIC_RAW",
+		"CPUID 0x15 ratio x the SDM's crystal frequency of the model",
 	};
 
 	return source < TSC_SOURCE_COUNT ? names[source] : "unknown";

@@ -16,6 +16,14 @@
  *     rapl_defaults_spr_server (psys_domain_energy_unit = 1 J, no DRAM unit) for SPR and EMR.
  * Source of the DRAM unit itself: Intel Xeon E5-1600/2600 v3 datasheet vol. 2 (330784-001),
  * cited by both drivers.
+ *
+ * Silvermont and Airmont (Bay Trail 0x37, Merrifield 0x4A, Cherry Trail 0x4C, Moorefield 0x5A)
+ * read the same ESU field the other way round: a count is 2^ESU uJ, not 2^-ESU J
+ * (drivers/powercap/intel_rapl_common.c, rapl_check_unit_atom: energy_unit =
+ * ENERGY_UNIT_SCALE * (1 << value) nJ-scaled, i.e. 2^ESU uJ; used by rapl_defaults_byt, _tng,
+ * _ann and _cht for exactly these four models; LIKWID's Silvermont code agrees). A Bay Trail
+ * with ESU 5 counts 32 uJ; read as 2^-5 J it shows about 977 times its power. Such a unit is not
+ * a power of two of joules, so it travels as a unit code (below) wherever an exponent does.
  */
 #ifndef HAECER_HW_RAPL_QUIRKS_H
 #define HAECER_HW_RAPL_QUIRKS_H
@@ -59,6 +67,74 @@ static inline const struct rapl_unit_quirk *rapl_unit_quirk_of(bool intel, uint3
 			return &rapl_unit_quirks[i];
 	}
 	return NULL;
+}
+
+/* A unit code is what msrd reports and every reader converts with rapl_unit_code_joules():
+ * 0..63 = 2^-code J (every other domain, the exponent it always was); RAPL_UNIT_CODE_MICROJOULE
+ * | e = 2^e uJ (Silvermont/Airmont). A reader that knows only exponents refuses codes above 31
+ * rather than misreading them. */
+#define RAPL_UNIT_CODE_MICROJOULE 0x80u
+#define RAPL_UNIT_CODE_MICROJOULE_MAX_E 31u
+
+/* Is this one of the four Atom models whose energy unit is 2^ESU uJ? */
+static inline bool rapl_unit_is_atom_microjoule(bool intel, uint32_t family, uint32_t model)
+{
+	static const uint32_t models[] = { 0x37, 0x4A, 0x4C, 0x5A };
+
+	if (!intel || family != 6)
+		return false;
+	for (unsigned i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
+		if (models[i] == model)
+			return true;
+	}
+	return false;
+}
+
+/* The unit code of `domain` given the raw unit register, as the kernel's drivers decide it. */
+static inline uint8_t rapl_unit_code_of(bool intel, uint32_t family, uint32_t model, int domain,
+					uint64_t unit_raw)
+{
+	const struct rapl_unit_quirk *quirk = rapl_unit_quirk_of(intel, family, model, domain);
+	uint8_t esu = (uint8_t)RAPL_UNIT_ENERGY(unit_raw);
+
+	if (quirk)
+		return quirk->exponent;
+	if (rapl_unit_is_atom_microjoule(intel, family, model))
+		return (uint8_t)(RAPL_UNIT_CODE_MICROJOULE | esu);
+	return esu;
+}
+
+static inline bool rapl_unit_code_is_microjoule(unsigned code)
+{
+	return (code & RAPL_UNIT_CODE_MICROJOULE) != 0;
+}
+
+/* Joules per count of a unit code (exact: powers of two and 10^-6 are representable enough for
+ * a double; the exponent's 2^-code is exact). */
+static inline double rapl_unit_code_joules(unsigned code)
+{
+	if (rapl_unit_code_is_microjoule(code))
+		return (double)(1ull << (code & RAPL_UNIT_CODE_MICROJOULE_MAX_E)) * 1e-6;
+	return 1.0 / (double)(1ull << (code & 63u));
+}
+
+/* Joules of `units` at a ring record's or a tool's signed unit exponent: 128..159 is the
+ * microjoule code, anything else 2^-exponent J as it always was (out-of-range exponents from a
+ * producer stay what ldexp makes of them). */
+static inline double rapl_units_to_joules(uint64_t units, int exponent)
+{
+	if (exponent >= (int)RAPL_UNIT_CODE_MICROJOULE &&
+	    exponent <= (int)(RAPL_UNIT_CODE_MICROJOULE | RAPL_UNIT_CODE_MICROJOULE_MAX_E))
+		return (double)units * rapl_unit_code_joules((unsigned)exponent);
+	return __builtin_ldexp((double)units, -exponent);
+}
+
+/* Register units in `microjoules` (rounded down): how a resolution in uJ becomes counts. */
+static inline unsigned __int128 rapl_unit_code_units_of_uj(unsigned code, uint64_t microjoules)
+{
+	if (rapl_unit_code_is_microjoule(code))
+		return microjoules >> (code & RAPL_UNIT_CODE_MICROJOULE_MAX_E);
+	return ((unsigned __int128)microjoules << (code & 63u)) / 1000000u;
 }
 
 #endif

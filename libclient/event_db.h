@@ -149,8 +149,8 @@ struct event_rapl_domain {
 /* A RAPL domain on this machine. */
 struct event_rapl {
 	const struct event_rapl_domain *domain;
-	uint8_t exponent;           /* J = count * 2^-exponent */
-	double joules_per_count;    /* 2^-exponent */
+	uint8_t exponent;           /* unit code (hw/rapl_quirks.h): 2^-code J, or 2^e uJ on Atom */
+	double joules_per_count;    /* rapl_unit_code_joules(exponent) */
 	bool exponent_from_msrd;    /* msrd's per-domain value overrode our derivation */
 };
 

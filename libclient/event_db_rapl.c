@@ -3,7 +3,8 @@
  *
  * Units: every domain counts in 2^-ESU J, ESU = MSR_RAPL_POWER_UNIT[12:8] (Intel SDM 14.10.1;
  * AMD the same layout at 0xC0010299), except where a model fixes a unit of its own: the table
- * in hw/rapl_quirks.h, which msrd uses too (each entry cites the kernel's lists).
+ * in hw/rapl_quirks.h, which msrd uses too (each entry cites the kernel's lists), and on
+ * Silvermont/Airmont, whose counts are 2^ESU uJ (a unit code with RAPL_UNIT_CODE_MICROJOULE).
  * msrd reports a per-domain exponent too; when it reports one (non-zero) that differs from the
  * derivation here, msrd's wins, since it read the actual registers of the actual model.
  */
@@ -50,14 +51,13 @@ int event_db_rapl_by_name(const char *name)
 static int derived_exponent(const struct event_db *db, unsigned domain)
 {
 	const struct event_machine *machine = &db->machine;
-	const struct rapl_unit_quirk *quirk = rapl_unit_quirk_of(
-		db->caps.vendor == EVENT_VENDOR_INTEL, machine->family, machine->model, (int)domain);
+	bool intel = db->caps.vendor == EVENT_VENDOR_INTEL;
 
-	if (quirk)
-		return quirk->exponent;
-	if (machine->rapl_power_unit == 0)
+	if (machine->rapl_power_unit == 0 && !rapl_unit_quirk_of(intel, machine->family,
+								 machine->model, (int)domain))
 		return -1;
-	return (int)RAPL_UNIT_ENERGY(machine->rapl_power_unit);
+	return rapl_unit_code_of(intel, machine->family, machine->model, (int)domain,
+				 machine->rapl_power_unit);
 }
 
 static int check_present(const struct event_db *db, unsigned domain, char *why,
@@ -101,7 +101,8 @@ int event_db_rapl_lookup(const struct event_db *db, unsigned domain, struct even
 	exponent = derived_exponent(db, domain);
 	reported = db->machine.rapl_energy_exponent[domain];
 	memset(out, 0, sizeof(*out));
-	if (reported > RAPL_MAX_EXPONENT) {
+	if (reported > RAPL_MAX_EXPONENT &&
+	    (reported & ~(RAPL_UNIT_CODE_MICROJOULE | RAPL_UNIT_CODE_MICROJOULE_MAX_E)) != 0) {
 		event_db_why(why, why_size, "msrd reported energy exponent %u for %s, outside "
 			     "0-%u", reported, rapl_domains[domain].name, RAPL_MAX_EXPONENT);
 		return -EOPNOTSUPP;
@@ -117,6 +118,6 @@ int event_db_rapl_lookup(const struct event_db *db, unsigned domain, struct even
 	}
 	out->domain = &rapl_domains[domain];
 	out->exponent = (uint8_t)exponent;
-	out->joules_per_count = 1.0 / (double)(1ull << exponent);
+	out->joules_per_count = rapl_unit_code_joules((unsigned)exponent);
 	return 0;
 }

@@ -123,6 +123,11 @@ struct haecer_counter {
 	int32_t page_entry;         /* its entry on the energy page; -1 not looked up yet */
 	int host_cpu;               /* event counters: the CPU the thread was pinned to, or -1 */
 	uint64_t slot_checked_ns;   /* the latest read through msrd (RDPMC reads in between) */
+	/* Event counters: a register that went back by more than a wrap in the time was written
+	 * behind msrd's back (hw/counter_wrap.h): the count is lost, never extended by 2^width. */
+	uint64_t raw_ns;            /* CLOCK_MONOTONIC_RAW of last_raw, 0 before the first read */
+	bool count_lost;
+	uint64_t lost_from, lost_to, lost_after_ns; /* what the register did, for the message */
 	uint64_t reading_ns;        /* CLOCK_MONOTONIC_RAW when the latest reading was true */
 	bool reading_dated;         /* reading_ns holds (a page reading, or a held round trip's) */
 	uint64_t page_checked_ns;   /* CLOCK_MONOTONIC_RAW right after the latest page read */

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hw/counter_wrap.h"
+
 /* How long RDPMC reads go on between two reads through msrd, which checks that the counter is
  * still programmed as msrd left it (haecer__read_locked). */
 #define RDPMC_RECHECK_NS 10000000ull
@@ -21,6 +23,43 @@ uint64_t haecer__extend(struct haecer_counter *counter, uint64_t raw)
 	counter->value += (raw - counter->last_raw) & counter->width_mask;
 	counter->last_raw = raw & counter->width_mask;
 	return counter->value;
+}
+
+static int count_lost_error(const struct haecer_counter *counter)
+{
+	return haecer__fail(-EIDRM, "%s lost its count: its register went back from %#llx to "
+			    "%#llx in %llu us, more than a wrap can explain (written behind "
+			    "msrd's back, e.g. zeroed by the kernel's perf_clear_dirty_counters); "
+			    "set the counter up again", counter->info.name,
+			    (unsigned long long)counter->lost_from,
+			    (unsigned long long)counter->lost_to,
+			    (unsigned long long)(counter->lost_after_ns / 1000));
+}
+
+/* An event counter's reading extended to 64 bits, or -EIDRM once the register went back by
+ * more than a wrap can explain in the time since the previous read (hw/counter_wrap.h). A
+ * simulated CPU in virtual time runs on msrd's clock, not ours: there msrd alone judges (it
+ * checks every read through it; there is no RDPMC). */
+static int extend_event(struct haecer_counter *counter, uint64_t raw, uint64_t *value)
+{
+	const struct haecer_context *ctx = counter->ctx;
+	uint64_t now = haecer__monotonic_raw_ns();
+	bool own_clock = !(ctx->simulated && (ctx->machine.flags & HAECER_MACHINE_VIRTUAL_TIME));
+	uint64_t elapsed = counter->raw_ns != 0 && own_clock ? now - counter->raw_ns : UINT64_MAX;
+
+	if (!counter->count_lost &&
+	    !counter_move_plausible(counter->last_raw, raw, counter->width_mask, elapsed)) {
+		counter->count_lost = true;
+		counter->lost_from = counter->last_raw;
+		counter->lost_to = raw & counter->width_mask;
+		counter->lost_after_ns = elapsed;
+	}
+	*value = counter->value;
+	if (counter->count_lost)
+		return count_lost_error(counter);
+	counter->raw_ns = now;
+	*value = haecer__extend(counter, raw);
+	return 0;
 }
 
 /* Without msrd's totals the raw register is extended here: exact for reads less than one wrap
@@ -161,18 +200,15 @@ int haecer__read_locked(struct haecer_counter *counter, uint64_t *value)
 	 * at least every RDPMC_RECHECK_NS a read goes through msrd, which checks its programming
 	 * and fails a lost slot with EIDRM. */
 	if (haecer__monotonic_raw_ns() - counter->slot_checked_ns < RDPMC_RECHECK_NS &&
-	    haecer__rdpmc_read(counter, &raw) == 0) {
-		*value = haecer__extend(counter, raw);
-		return 0;
-	}
+	    haecer__rdpmc_read(counter, &raw) == 0)
+		return extend_event(counter, raw, value);
 	error = haecer_slot_read(counter->ctx->conn, &counter->slot.id, 1, &raw, false);
 	if (error < 0) {
 		snprintf(what, sizeof(what), "reading %s", counter->info.name);
 		return haecer__fail_msrd(counter->ctx, error, what);
 	}
 	counter->slot_checked_ns = haecer__monotonic_raw_ns();
-	*value = haecer__extend(counter, raw);
-	return 0;
+	return extend_event(counter, raw, value);
 }
 
 void haecer__publish(struct haecer_counter *counter, uint64_t value, uint64_t timestamp)
@@ -291,19 +327,24 @@ static int run_set(struct haecer_context *ctx, struct read_set *set, bool synchr
 	return run_energy_ops(ctx, set);
 }
 
-static void finish_set(struct haecer_counter *const *counters, const struct read_set *set,
-		       uint64_t *values)
+static int finish_set(struct haecer_counter *const *counters, const struct read_set *set,
+		      uint64_t *values)
 {
 	bool totals = counters[0]->ctx->energy_totals;
+	int error = 0;
 
-	for (size_t i = 0; i < set->slot_count; i++)
-		values[set->slot_of[i]] = haecer__extend(counters[set->slot_of[i]],
-							 set->slot_raw[i]);
+	for (size_t i = 0; i < set->slot_count; i++) {
+		int status = extend_event(counters[set->slot_of[i]], set->slot_raw[i],
+					  &values[set->slot_of[i]]);
+
+		error = error < 0 ? error : status;
+	}
 	for (size_t i = 0; i < set->energy_count; i++) {
 		const struct haecer_msr_op *op = &set->energy_ops[i];
 		values[set->energy_of[i]] = haecer__fold_energy(counters[set->energy_of[i]], op->value,
 							totals ? &op->total : NULL);
 	}
+	return error;
 }
 
 int haecer_counter_read_many(struct haecer_counter *const *counters, size_t count,
@@ -329,7 +370,9 @@ int haecer_counter_read_many(struct haecer_counter *const *counters, size_t coun
 	after = haecer__monotonic_raw_ns();
 	if (error < 0)
 		goto out;
-	finish_set(counters, &ctx->set, values);
+	error = finish_set(counters, &ctx->set, values);
+	if (error < 0)
+		goto out;
 	for (size_t i = 0; i < count; i++)
 		haecer__publish(counters[i], values[i], before + (after - before) / 2);
 out:

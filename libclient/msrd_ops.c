@@ -15,7 +15,8 @@ _Static_assert(HAECER_TSC_SIMULATED == TSC_SOURCE_SIMULATED &&
 		       HAECER_TSC_CPUID_16 == TSC_SOURCE_CPUID_16 &&
 		       HAECER_TSC_PLATFORM_INFO == TSC_SOURCE_PLATFORM_INFO &&
 		       HAECER_TSC_AMD_P0 == TSC_SOURCE_AMD_P0 &&
-		       HAECER_TSC_CALIBRATED == TSC_SOURCE_CALIBRATED,
+		       HAECER_TSC_CALIBRATED == TSC_SOURCE_CALIBRATED &&
+		       HAECER_TSC_CRYSTAL_TABLE == TSC_SOURCE_CRYSTAL_TABLE,
 	       "HAECER_TSC_* are hw/msr.h's enum tsc_source");
 
 const char *haecer_tsc_source_name(unsigned source)

@@ -12,6 +12,7 @@
 
 #include "haecer/msrd.h"
 #include "hw/msr.h"
+#include "hw/rapl_quirks.h"
 
 int prof_package_joules(struct haecer_conn *conn, const struct haecer_machine_info *machine,
 			double *joules)
@@ -44,7 +45,7 @@ int prof_package_joules(struct haecer_conn *conn, const struct haecer_machine_in
 	for (size_t i = 0; i < count; i++) {
 		if (ops[i].status < 0)
 			return ops[i].status;
-		total += ldexp((double)ops[i].total, -(int)exponent);
+		total += (double)ops[i].total * rapl_unit_code_joules(exponent);
 	}
 	*joules = total;
 	return 0;

@@ -25,6 +25,7 @@
 
 #include "haecer/msrd.h"
 #include "hw/msr.h"
+#include "hw/rapl_quirks.h"
 #include "prof/sample_event.h"
 #include "shm/ring.h"
 
@@ -165,7 +166,8 @@ void recorder_drain_energy(struct recorder *recorder, bool final)
 				.time_ns = record->timestamp,
 				.package = op->package,
 				.domain = op->domain,
-				.joules = ldexp((double)record->value, -record->unit_exponent),
+				.joules = rapl_units_to_joules(record->value,
+							       record->unit_exponent),
 			};
 			prof_write(&recorder->writer, PROF_REC_ENERGY, &energy, sizeof(energy), NULL,
 				   0);

@@ -21,6 +21,8 @@
  */
 #include "server/server.h"
 
+#include "hw/rapl_quirks.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -30,12 +32,11 @@
 
 #define DEFAULT_MAX_POWER_MW 1000000u  /* when the machine says nothing: 1 kW */
 #define ENERGY_WRAP_UNITS 4294967296.0 /* 2^32 */
-#define MICROJOULES_PER_JOULE 1000000u
 
-/* AMD's core energy is one register per core; every other domain one per package. */
+/* AMD's core energy is one register per core; Intel's one per die (machine_energy_key). */
 static uint32_t key_of(const struct machine_info *machine, int domain, uint32_t cpu)
 {
-	return domain == RAPL_DOMAIN_AMD_CORE ? cpu : machine->cpu_package[cpu];
+	return machine_energy_key(machine, domain, cpu);
 }
 
 /* Half the time the register needs to wrap at the domain's maximum power. */
@@ -44,7 +45,7 @@ static uint64_t half_wrap_ns(const struct machine_info *machine, int domain)
 	double watts = (machine->rapl_max_power_mw[domain] != 0 ? machine->rapl_max_power_mw[domain]
 								 : DEFAULT_MAX_POWER_MW) /
 		       1000.0;
-	double joules = ENERGY_WRAP_UNITS * ldexp(1.0, -(int)machine->rapl_energy_exponent[domain]);
+	double joules = ENERGY_WRAP_UNITS * rapl_unit_code_joules(machine->rapl_energy_exponent[domain]);
 
 	return (uint64_t)(joules / watts * 1e9 / 2.0);
 }
@@ -68,7 +69,8 @@ static int add_counter(struct energy_state *energy, int domain, uint32_t cpu, ui
 	return 0;
 }
 
-/* One counter per (domain, key), read through the first CPU with that key. */
+/* One counter per (domain, key), read through the first CPU with that key: on a two-die
+ * package each die's registers through a CPU of that die. */
 static int add_domain(struct energy_state *energy, const struct machine_info *machine, int domain)
 {
 	int32_t *by_key = malloc(machine->cpu_count * sizeof(*by_key));
@@ -287,7 +289,7 @@ static uint64_t plausible_units(const struct energy_counter *counter, uint64_t e
 {
 	long double joules = (long double)counter->max_power_mw / 1000.0L * STALE_MARGIN *
 			     (long double)(elapsed_ns + STALE_SLACK_NS) / 1e9L;
-	long double units = ldexpl(joules, counter->exponent) + 16.0L;
+	long double units = joules / (long double)rapl_unit_code_joules(counter->exponent) + 16.0L;
 
 	return units >= (long double)RAPL_ENERGY_COUNTER_MASK ? RAPL_ENERGY_COUNTER_MASK
 							       : (uint64_t)units;
@@ -398,8 +400,7 @@ uint64_t energy_now_ns(struct msrd *server)
 static uint64_t resolution_units(const struct energy_counter *counter,
 				 const struct policy_energy_limit *limit)
 {
-	unsigned __int128 units = ((unsigned __int128)limit->resolution_uj << counter->exponent) /
-				  MICROJOULES_PER_JOULE;
+	unsigned __int128 units = rapl_unit_code_units_of_uj(counter->exponent, limit->resolution_uj);
 
 	if (units == 0)
 		return 1;

@@ -150,7 +150,8 @@ static bool virtual_time(const struct msrd *server)
 	       backend_kind(server->backend) == BACKEND_SIM;
 }
 
-/* A CPU of the register's package that is this thread's own, if msrd runs in that package. */
+/* A CPU of the register's package (die, on Intel) that is this thread's own, if msrd runs
+ * there: another die's CPU would read the other die's register. */
 static uint32_t read_cpu(const struct msrd *server, const struct energy_counter *counter)
 {
 	const struct machine_info *machine = &server->machine;
@@ -159,8 +160,10 @@ static uint32_t read_cpu(const struct msrd *server, const struct energy_counter 
 	if (counter->domain == RAPL_DOMAIN_AMD_CORE || here < 0 ||
 	    (uint32_t)here >= machine->cpu_count)
 		return counter->cpu;
-	return machine->cpu_package[here] == machine->cpu_package[counter->cpu] ? (uint32_t)here
-									       : counter->cpu;
+	return machine_energy_key(machine, counter->domain, (uint32_t)here) ==
+			       machine_energy_key(machine, counter->domain, counter->cpu)
+		       ? (uint32_t)here
+		       : counter->cpu;
 }
 
 /* How much earlier than a window's start msrd asks to be woken. */

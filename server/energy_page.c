@@ -22,6 +22,8 @@
  */
 #include "server/server.h"
 
+#include "hw/rapl_quirks.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

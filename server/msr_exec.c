@@ -320,6 +320,11 @@ static int remember_originals(struct msrd *server, const struct msr_op *ops, uin
 		if (status < 0)
 			return status;
 	}
+	for (uint32_t i = 0; i < count; i++) {
+		if (ops[i].write)
+			msrstate_touch(&server->saved, ops[i].cpu, ops[i].address, current[i],
+				       ops[i].value);
+	}
 	return 0;
 }
 

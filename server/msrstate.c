@@ -114,6 +114,19 @@ int msrstate_remember(struct msrstate *state, uint32_t cpu, uint32_t address, ui
 	return 0;
 }
 
+void msrstate_touch(struct msrstate *state, uint32_t cpu, uint32_t address, uint64_t before,
+		    uint64_t after)
+{
+	size_t index;
+
+	address = canonical(state, address);
+	index = lower_bound(state, cpu, address);
+	if (index >= state->count || compare_saved(&state->entries[index], cpu, address) != 0)
+		return;
+	state->entries[index].touched |= before ^ after;
+	state->entries[index].bitwise = true;
+}
+
 void msrstate_forget(struct msrstate *state, uint32_t cpu, uint32_t address)
 {
 	size_t index;
@@ -196,14 +209,37 @@ static enum restore_phase phase_of(const struct msrstate *state, uint32_t addres
 	return PHASE_OTHERS;
 }
 
-/* Stop every counter msrd enabled on this CPU before any is written back: the global enable
- * where msrd changed it (Intel; AMD PerfMonV2), and on AMD each event select msrd changed. */
+static bool is_shared(enum restore_phase phase)
+{
+	return phase == PHASE_GLOBAL_ENABLE || phase == PHASE_FIXED_CONTROL;
+}
+
+/* What goes back into a shared register: the original in the bits msrd changed, the current
+ * value (an NMI watchdog or perf session enabled since) in the others. A register remembered
+ * without the bits (a crash journal's) goes back whole, as before. */
+static uint64_t shared_value(const struct msr_saved *saved, struct msr_backend *backend,
+			     uint64_t keep_for_ours)
+{
+	uint64_t current;
+
+	if (!saved->bitwise || backend_read(backend, saved->cpu, saved->address, &current) < 0)
+		return keep_for_ours == UINT64_MAX ? saved->original : 0;
+	if (keep_for_ours == UINT64_MAX)
+		return (current & ~saved->touched) | (saved->original & saved->touched);
+	return current & ~saved->touched;
+}
+
+/* Stop every counter msrd enabled on this CPU before any is written back: msrd's bits of the
+ * global enable (Intel; AMD PerfMonV2), and on AMD each event select msrd changed. */
 static void stop_counting(const struct msrstate *state, struct msr_backend *backend)
 {
 	for (size_t i = 0; i < state->count; i++) {
 		const struct msr_saved *saved = &state->entries[i];
 		enum restore_phase phase = phase_of(state, saved->address);
-		if (phase == PHASE_GLOBAL_ENABLE || (!state->intel_pmcs && phase == PHASE_EVENT_SELECTS))
+		if (phase == PHASE_GLOBAL_ENABLE)
+			(void)backend_write(backend, saved->cpu, saved->address,
+					    shared_value(saved, backend, 0));
+		else if (!state->intel_pmcs && phase == PHASE_EVENT_SELECTS)
 			(void)backend_write(backend, saved->cpu, saved->address, 0);
 	}
 }
@@ -219,14 +255,17 @@ size_t msrstate_restore(struct msrstate *state, struct msr_backend *backend,
 	stop_counting(state, backend);
 	for (enum restore_phase phase = 0; phase < PHASE_COUNT; phase++) {
 		for (size_t i = 0; i < state->count; i++) {
-			const struct msr_saved *saved = &state->entries[i];
-			if (phase_of(state, saved->address) != phase ||
-			    restore_one(state, backend, saved) == 0)
+			struct msr_saved saved = state->entries[i];
+			if (phase_of(state, saved.address) != phase)
+				continue;
+			if (is_shared(phase))
+				saved.original = shared_value(&saved, backend, UINT64_MAX);
+			if (restore_one(state, backend, &saved) == 0)
 				continue;
 			failed++;
-			if (unrestored != NULL && msrstate_remember(unrestored, saved->cpu,
-								    saved->address,
-								    saved->original) < 0)
+			if (unrestored != NULL && msrstate_remember(unrestored, saved.cpu,
+								    saved.address,
+								    state->entries[i].original) < 0)
 				lost = true;
 		}
 	}

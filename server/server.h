@@ -517,6 +517,9 @@ struct slot {
 	bool enabled;
 	bool lost;                     /* reprogrammed outside msrd: never read or restored again */
 	bool written_raw;              /* its holder wrote its registers with plain writes */
+	bool count_lost;               /* its counter went back behind msrd's back (zeroed) */
+	uint64_t seen_value;           /* msrd's latest read or write of the counter, */
+	uint64_t seen_ns;              /* and when (energy_now_ns) */
 	uint64_t saved_counter;        /* what the registers held before the slot was taken */
 	uint64_t saved_control;        /* event select, or the fixed counter's 4-bit field */
 	bool saved_global_bit;
@@ -569,6 +572,10 @@ uint32_t slots_counter_address(const struct msrd *server, const struct slot *slo
  * perf, the NMI watchdog) reprogrammed it: -EIDRM with `why`, logged once, and the slot is
  * lost for good: never read, driven or restored again. */
 int slots_check_programming(struct msrd *server, struct slot *slot, char *why, size_t size);
+/* A counter msrd read (`value`, masked to its width) or wrote: -EIDRM with `why` when it went
+ * back by more than a wrap explains since msrd's previous look (hw/counter_wrap.h). */
+int slots_check_continuity(struct msrd *server, struct slot *slot, uint64_t value, bool written,
+			   char *why, size_t size);
 /* Mask of a counter's width for the counter register at `address` (all ones when unknown). */
 uint64_t slots_counter_mask(const struct msrd *server, uint32_t address);
 /* -EBUSY when a write of `proposed` over `current` to (cpu, address) by `client` would touch a
@@ -819,6 +826,8 @@ struct msr_saved {
 	uint32_t cpu;
 	uint32_t address;
 	uint64_t original;
+	uint64_t touched;              /* bits msrd's writes changed (msrstate_touch) */
+	bool bitwise;                  /* touched is known: shared registers go back by bit */
 };
 
 struct msrstate {
@@ -839,6 +848,11 @@ int msrstate_remember(struct msrstate *state, uint32_t cpu, uint32_t address, ui
 /* Drop what is remembered for (cpu, address) or its alias: the register is not msrd's to
  * write back any more. */
 void msrstate_forget(struct msrstate *state, uint32_t cpu, uint32_t address);
+/* msrd is about to write `after` where `before` was: the bits it changes are msrd's to put
+ * back, the others of a shared register (the global enables, the fixed counters' control) stay
+ * whatever the kernel makes of them meanwhile. */
+void msrstate_touch(struct msrstate *state, uint32_t cpu, uint32_t address, uint64_t before,
+		    uint64_t after);
 /* Whether a value is remembered for (cpu, address) or its alias. */
 bool msrstate_has(const struct msrstate *state, uint32_t cpu, uint32_t address);
 /* Write every remembered value back, in an order that leaves no counter counting msrd's events;

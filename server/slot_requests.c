@@ -384,14 +384,14 @@ static int set_global_all(struct msrd *server, struct slot *const *slots, uint32
 	return status;
 }
 
-/* EN of every programmable slot (the fixed ones start and stop by their global bit only). */
+/* EN of every programmable slot, the field of every fixed one (slots_write_control). */
 static int set_enable_bits(struct msrd *server, struct slot *const *slots, uint32_t count,
 			   bool only_enabled, bool on)
 {
 	int status = 0;
 
 	for (uint32_t i = 0; i < count && status == 0; i++) {
-		if (slots[i]->kind == WIRE_SLOT_FIXED || (only_enabled && !slots[i]->enabled))
+		if (only_enabled && !slots[i]->enabled)
 			continue;
 		status = slots_write_control(server, slots[i], slots[i]->config, on);
 	}
@@ -415,8 +415,11 @@ static int control(struct msrd *server, struct slot *const *slots, uint32_t coun
 			status = set_enable_bits(server, slots, count, false, false);
 		break;
 	case WIRE_SLOT_RESET:
-		for (uint32_t i = 0; i < count && status == 0; i++)
+		for (uint32_t i = 0; i < count && status == 0; i++) {
 			status = slots_write_counter(server, slots[i], 0);
+			if (status == 0) /* msrd's own zero: the count goes on from it */
+				slots_check_continuity(server, slots[i], 0, true, NULL, 0);
+		}
 		return status;
 	default:
 		return -EINVAL;
@@ -450,7 +453,7 @@ void slots_handle_control(struct client *client, const struct wire_header *heade
 /* Stop the running ones together (one GLOBAL_CTRL write per CPU; on AMD each EN), read them
  * all, start them again. */
 static int read_all(struct msrd *server, struct slot *const *slots, uint32_t count,
-		    bool synchronized, uint64_t *values)
+		    bool synchronized, uint64_t *values, char *why, size_t size)
 {
 	bool by_global = server->slots.has_global;
 	int status = 0;
@@ -459,13 +462,15 @@ static int read_all(struct msrd *server, struct slot *const *slots, uint32_t cou
 		status = by_global ? set_global_all(server, slots, count, true, false)
 				   : set_enable_bits(server, slots, count, true, false);
 	for (uint32_t i = 0; i < count && status == 0; i++) {
-		const struct slot *slot = slots[i];
+		struct slot *slot = slots[i];
 		uint8_t width = slot->kind == WIRE_SLOT_FIXED ? server->slots.fixed_width
 							      : server->slots.gp_width;
 		status = slots_read_register(server, slot->cpu,
 				       slots_table_counter(&server->slots, slot->kind, slot->index),
 				       &values[i]);
 		values[i] &= slots_width_mask(width);
+		if (status == 0)
+			status = slots_check_continuity(server, slot, values[i], false, why, size);
 	}
 	if (synchronized) {
 		int restart = by_global ? set_global_all(server, slots, count, true, true)
@@ -481,6 +486,7 @@ void slots_handle_read(struct client *client, const struct wire_header *header,
 	static struct wire_slot_ids ids;
 	static struct slot *slots[WIRE_MAX_SLOT_IDS];
 	static uint64_t values[WIRE_MAX_SLOT_IDS];
+	char why[200] = "";
 	struct wire_writer writer;
 	uint8_t *space;
 	int status;
@@ -493,7 +499,12 @@ void slots_handle_read(struct client *client, const struct wire_header *header,
 		return;
 	}
 	status = read_all(client->server, slots, ids.count,
-			  (ids.action & WIRE_SLOT_READ_SYNCHRONIZED) != 0, values);
+			  (ids.action & WIRE_SLOT_READ_SYNCHRONIZED) != 0, values, why, sizeof(why));
+	if (status == -EIDRM) {
+		client_reply_error(client, header->op, header->request_id,
+				   wire_status_from_errno(status), "%s", why);
+		return;
+	}
 	if (status < 0) {
 		client_reply_error(client, header->op, header->request_id,
 				   wire_status_from_errno(status), "reading counters: %s",

@@ -21,6 +21,7 @@
  */
 #include "server/slots_internal.h"
 
+#include "hw/counter_wrap.h"
 #include "hw/vendor.h"
 
 #include <errno.h>
@@ -258,10 +259,14 @@ int slots_write_control(struct msrd *server, const struct slot *slot, uint64_t c
 {
 	uint32_t address = slots_table_control(&server->slots, slot->kind, slot->index);
 
+	/* A fixed counter stops by its own field, not only its GLOBAL_CTRL bit: the kernel
+	 * rewrites the whole global register on every perf enable (__intel_pmu_enable_all writes
+	 * its own mask), which would start a fixed slot stopped by its global bit alone wherever
+	 * perf is active (the NMI watchdog keeps it active on many distributions). */
 	if (slot->kind == WIRE_SLOT_FIXED)
 		return slots_update_bits(server, slot->cpu, address,
 					 FIXED_FIELD_MASK << slots_field_shift(slot->index),
-					 config << slots_field_shift(slot->index));
+					 (enabled ? config : 0) << slots_field_shift(slot->index));
 	return write_register(server, slot->cpu, address, config | (enabled ? PERFEVTSEL_EN : 0));
 }
 
@@ -336,7 +341,7 @@ static int restore(struct msrd *server, const struct slot *slot)
 {
 	bool fixed = slot->kind == WIRE_SLOT_FIXED;
 	uint64_t selection = fixed ? slot->saved_control : slot->saved_control & ~PERFEVTSEL_EN;
-	bool was_enabled = !fixed && (slot->saved_control & PERFEVTSEL_EN) != 0;
+	bool was_enabled = fixed || (slot->saved_control & PERFEVTSEL_EN) != 0; /* fixed: as saved */
 	int status = clear(server, slot);
 	uint32_t written_at = counter_write_address(server, slot);
 
@@ -376,8 +381,15 @@ const char *slots_kind_name(uint16_t kind)
 static void release_now(struct msrd *server, struct slot *slot, const char *why)
 {
 	/* A counter someone outside msrd reprogrammed is theirs now: writing msrd's saved values
-	 * back would break their session. */
-	int status = slot->lost ? 0 : restore(server, slot);
+	 * back would break their session. Checked again here, not only at the last read: a perf
+	 * event may have moved onto the counter since. */
+	char why_lost[200];
+	int status = 0;
+
+	if (!slot->lost)
+		(void)slots_check_programming(server, slot, why_lost, sizeof(why_lost));
+	if (!slot->lost)
+		status = restore(server, slot);
 
 	if (status < 0) {
 		server->restore_incomplete = true;
@@ -547,6 +559,41 @@ const char *slots_user_outside(struct msrd *server, uint32_t cpu, uint16_t kind,
 					  : "the kernel's perf (another PMU user outside msrd)";
 }
 
+static void lost_count_why(const struct slot *slot, char *why, size_t size)
+{
+	snprintf(why, size, "cpu %u %s %u (slot %u) went back behind msrd's back (zeroed by the "
+		 "kernel's perf_clear_dirty_counters or another writer): its count is lost; free "
+		 "the slot and take another", slot->cpu, slots_kind_name(slot->kind), slot->index,
+		 slot->id);
+}
+
+int slots_check_continuity(struct msrd *server, struct slot *slot, uint64_t value, bool written,
+			   char *why, size_t size)
+{
+	uint8_t width = slot->kind == WIRE_SLOT_FIXED ? server->slots.fixed_width
+						      : server->slots.gp_width;
+	uint64_t now = energy_now_ns(server);
+
+	if (!written && !slot->count_lost && !slot->written_raw && slot->seen_ns != 0 &&
+	    !counter_move_plausible(slot->seen_value, value, slots_width_mask(width),
+				    now - slot->seen_ns)) {
+		slot->count_lost = true;
+		log_warnx("client %u (uid %u pid %d): cpu %u %s %u (slot %u) went back from %#llx "
+			  "to %#llx in %llu us, more than a wrap explains: its count is lost",
+			  slot->owner_number, (unsigned)slot->owner_uid, (int)slot->owner_pid,
+			  slot->cpu, slots_kind_name(slot->kind), slot->index, slot->id,
+			  (unsigned long long)slot->seen_value, (unsigned long long)value,
+			  (unsigned long long)((now - slot->seen_ns) / 1000));
+	}
+	if (slot->count_lost) {
+		lost_count_why(slot, why, size);
+		return -EIDRM;
+	}
+	slot->seen_value = value;
+	slot->seen_ns = now;
+	return 0;
+}
+
 int slots_check_programming(struct msrd *server, struct slot *slot, char *why, size_t size)
 {
 	const struct slot_table *table = &server->slots;
@@ -554,6 +601,10 @@ int slots_check_programming(struct msrd *server, struct slot *slot, char *why, s
 	uint64_t control, expected, global;
 	bool in_place;
 
+	if (slot->count_lost) {
+		lost_count_why(slot, why, size);
+		return -EIDRM;
+	}
 	if (slot->written_raw)
 		return 0; /* its holder programs it with plain writes: nothing to compare with */
 	if (!slot->lost) {
@@ -561,15 +612,16 @@ int slots_check_programming(struct msrd *server, struct slot *slot, char *why, s
 			return 0; /* the read of the counter itself will say what is wrong */
 		if (slot->kind == WIRE_SLOT_FIXED) {
 			control = (control >> slots_field_shift(slot->index)) & FIXED_FIELD_MASK;
-			expected = slot->config;
+			expected = slot->enabled ? slot->config : 0;
 		} else {
 			expected = slot->config | (slot->enabled ? PERFEVTSEL_EN : 0);
 		}
 		in_place = control == expected;
-		if (in_place && table->has_global &&
+		/* A stopped slot's global bit is the kernel's to rewrite (its own field or EN
+		 * stops it); a running one needs it. */
+		if (in_place && slot->enabled && table->has_global &&
 		    slots_read_register(server, slot->cpu, table->global_address, &global) == 0)
-			in_place = ((global & slots_global_bit(slot->kind, slot->index)) != 0) ==
-				   slot->enabled;
+			in_place = (global & slots_global_bit(slot->kind, slot->index)) != 0;
 		if (in_place)
 			return 0;
 		slot->lost = true;
@@ -604,6 +656,7 @@ int slots_take(struct client *client, struct slot *slot)
 		restore(server, slot);
 		return status;
 	}
+	slots_check_continuity(server, slot, 0, true, NULL, 0);
 	*slots_holder(&server->slots, slot->cpu, slot->kind, slot->index) = slot;
 	slot->next = client->slots;
 	client->slots = slot;

@@ -32,7 +32,8 @@ int slots_read_register(struct msrd *server, uint32_t cpu, uint32_t address, uin
 /* Set or clear `bits` of a shared register, leaving the others as they are. */
 int slots_update_bits(struct msrd *server, uint32_t cpu, uint32_t address, uint64_t bits,
 		      uint64_t value);
-/* The slot's own control: its event select (EN from `enabled`), or its fixed field. */
+/* The slot's own control: its event select (EN from `enabled`), or its fixed field (the
+ * config when enabled, 0 when not). */
 int slots_write_control(struct msrd *server, const struct slot *slot, uint64_t config,
 			bool enabled);
 /* Its counter, through the full-width alias where the CPU has one. */

@@ -156,6 +156,8 @@ struct sim_kernel_takeover {
 	uint64_t at_ns;         /* when, if later */
 	bool later;
 	bool done;
+	bool zero;              /* perf_clear_dirty_counters: only the counter is written (0) */
+	bool enable_all;        /* __intel_pmu_enable_all: GLOBAL_CTRL = every counter's bit */
 };
 #define SIM_MAX_TAKEOVERS 8u
 /* A power trace (backend/sim/sim_power.c): per RAPL domain kind, segments played once from the time

@@ -12,6 +12,11 @@
  *   pmcN         a perf session on programmable counter N from the start (instructions)
  *   pmcN@MS      ... that takes counter N at MS ms of simulated time, overwriting whatever
  *                is programmed there (a perf session reprogramming a counter msrd lent out)
+ *   zeroN@MS     at MS ms writes 0 to programmable counter N and nothing else, as Linux's
+ *                perf_clear_dirty_counters (5.13 and later) does to a counter a perf event
+ *                used when an RDPMC-allowed task is scheduled in
+ *   enableall@MS at MS ms writes every counter's bit to IA32_PERF_GLOBAL_CTRL, as Intel's
+ *                __intel_pmu_enable_all does on every perf enable (the whole register)
  * on every CPU.
  */
 #include "backend/sim/sim_internal.h"
@@ -80,12 +85,22 @@ static int parse_item(struct sim *sim, const char *item)
 		sim->kernel_nmi_watchdog = true;
 		return 0;
 	}
-	if (sscanf(item, "pmc%u%n", &index, &used) != 1 || index >= sim->pmu.gp_count)
+	bool zero = sscanf(item, "zero%u%n", &index, &used) == 1;
+	bool enable_all = strncmp(item, "enableall", 9) == 0;
+
+	if (enable_all) {
+		index = 0;
+		used = 9;
+	} else if (!zero && sscanf(item, "pmc%u%n", &index, &used) != 1) {
+		return -EINVAL;
+	}
+	if (index >= sim->pmu.gp_count)
 		return -EINVAL;
 	if (sim->takeover_count == SIM_MAX_TAKEOVERS)
 		return -EINVAL;
 	takeover = &sim->takeovers[sim->takeover_count++];
-	*takeover = (struct sim_kernel_takeover){ .index = index };
+	*takeover = (struct sim_kernel_takeover){ .index = index, .zero = zero,
+						  .enable_all = enable_all };
 	if (item[used] == '\0')
 		return 0;
 	if (sscanf(item + used, "@%u%n", &ms, &used) != 1 || item[strlen(item) - 1] == '@')
@@ -110,8 +125,8 @@ int sim_kernel_configure(struct sim *sim, const char *spec, char *why, size_t wh
 		ret = parse_item(sim, item);
 	free(copy);
 	if (ret < 0) {
-		snprintf(why, why_size, "sim: --sim-kernel-counters %s: expected nmi, pmcN or "
-			 "pmcN@MS, N below %u", spec, sim->pmu.gp_count);
+		snprintf(why, why_size, "sim: --sim-kernel-counters %s: expected nmi, pmcN, "
+			 "pmcN@MS, zeroN@MS or enableall@MS, N below %u", spec, sim->pmu.gp_count);
 		return ret;
 	}
 	if (sim->kernel_nmi_watchdog)
@@ -128,6 +143,19 @@ void sim_kernel_run_until(struct sim *sim, uint64_t now)
 		if (takeover->done || (takeover->later && now < takeover->at_ns))
 			continue;
 		takeover->done = true;
+		if (takeover->enable_all) {
+			kernel_write(sim, MSR_IA32_PERF_GLOBAL_CTRL, UINT64_MAX,
+				     ((1ull << sim->pmu.gp_count) - 1) |
+					     (((1ull << sim->pmu.fixed_count) - 1)
+					      << GLOBAL_CTRL_FIXED_SHIFT));
+			continue;
+		}
+		if (takeover->zero) {
+			kernel_write(sim, sim->pmu.amd ? msr_amd_perf_ctr(takeover->index)
+						       : msr_ia32_pmc(takeover->index),
+				     UINT64_MAX, 0);
+			continue;
+		}
 		take_programmable(sim, takeover->index,
 				  sim->pmu.amd ? AMD_INSTRUCTIONS : INTEL_INSTRUCTIONS);
 	}

@@ -38,6 +38,7 @@
 
 #include "haecer/msrd.h"
 #include "hw/msr.h"
+#include "hw/rapl_quirks.h"
 
 #define NOINSTR __attribute__((no_instrument_function))
 #define TABLE_SIZE 4096u
@@ -110,7 +111,7 @@ static NOINSTR void probe(uint64_t *time_ns, double *joules)
 			   &total);
 	state.probes++;
 	pthread_mutex_unlock(&state.lock);
-	*joules = ldexp((double)total, -state.exponent);
+	*joules = (double)total * rapl_unit_code_joules((unsigned)state.exponent);
 	*time_ns = now_ns();
 }
 

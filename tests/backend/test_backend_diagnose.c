@@ -98,10 +98,18 @@ static void test_writes_disabled(void **state)
 	d = diagnose();
 	assert_false(d.writes_allowed);
 	assert_non_null(strstr(d.advice, "msr.allow_writes=on"));
+	tree_write_text(test_root, "sys/module/msr/parameters/allow_writes", "on\n");
+	d = diagnose();
+	assert_true(d.writes_allowed);
+	assert_false(d.writes_taint);
+	assert_string_equal(d.advice, "");
+	/* "default" (the kernel's own default): writes work but taint the kernel, said. */
 	tree_write_text(test_root, "sys/module/msr/parameters/allow_writes", "default\n");
 	d = diagnose();
 	assert_true(d.writes_allowed);
-	assert_string_equal(d.advice, "");
+	assert_true(d.writes_taint);
+	assert_non_null(strstr(d.advice, "taints the kernel"));
+	assert_non_null(strstr(d.advice, "perf"));
 }
 
 static void test_no_cap_sys_rawio(void **state)

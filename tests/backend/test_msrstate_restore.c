@@ -10,7 +10,10 @@
  *   - a register that cannot be written back is handed to the caller, the others still are;
  *   - on Zen 4 (PerfMonV2) PerfCntrGlobalCtl stops counting first and comes back last, like
  *     IA32_PERF_GLOBAL_CTRL: a counter written back under an enabled PERF_CTL does not count
- *     msrd's time on while the rest is restored.
+ *     msrd's time on while the rest is restored;
+ *   - the shared registers (IA32_PERF_GLOBAL_CTRL, IA32_FIXED_CTR_CTRL) go back bit by bit: an
+ *     NMI watchdog enabled after msrd's first write (fixed counter 1: its field OS|USR|PMI and
+ *     its global bit 33) stays enabled; only the bits msrd changed get their original back.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -182,10 +185,48 @@ static void test_amd_global_control_restored_last(void **state)
 	backend_close(backend);
 }
 
+static void write_touched(struct msrstate *state, struct msr_backend *backend, uint32_t address,
+			  uint64_t value)
+{
+	uint64_t before = read_or_die(backend, 0, address);
+
+	write_remembered(state, backend, address, value);
+	msrstate_touch(state, 0, address, before, value);
+}
+
+static void test_shared_registers_bit_by_bit(void **state)
+{
+	struct msr_backend *backend = open_virtual_sim("skylake-sp", 0);
+	struct msrstate saved;
+	struct machine_info info;
+	uint64_t global, fixed;
+
+	(void)state;
+	assert_int_equal(backend_machine_info(backend, &info), 0);
+	msrstate_init(&saved, &info);
+	global = read_or_die(backend, 0, MSR_IA32_PERF_GLOBAL_CTRL);
+	fixed = read_or_die(backend, 0, MSR_IA32_FIXED_CTR_CTRL);
+	/* msrd: PMC0 and fixed counter 0 on. */
+	write_touched(&saved, backend, MSR_IA32_PERF_GLOBAL_CTRL, global | 1ull | 1ull << 32);
+	write_touched(&saved, backend, MSR_IA32_FIXED_CTR_CTRL, fixed | 0x3);
+	/* The kernel, afterwards: the NMI watchdog on fixed counter 1. */
+	assert_int_equal(backend_write(backend, 0, MSR_IA32_FIXED_CTR_CTRL,
+				       read_or_die(backend, 0, MSR_IA32_FIXED_CTR_CTRL) | 0xB0), 0);
+	assert_int_equal(backend_write(backend, 0, MSR_IA32_PERF_GLOBAL_CTRL,
+				       read_or_die(backend, 0, MSR_IA32_PERF_GLOBAL_CTRL) |
+					       1ull << 33), 0);
+	assert_int_equal(msrstate_restore(&saved, backend, NULL), 0);
+	assert_int_equal(read_or_die(backend, 0, MSR_IA32_PERF_GLOBAL_CTRL), global | 1ull << 33);
+	assert_int_equal(read_or_die(backend, 0, MSR_IA32_FIXED_CTR_CTRL), fixed | 0xB0);
+	msrstate_free(&saved);
+	backend_close(backend);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_amd_global_control_restored_last),
+		cmocka_unit_test(test_shared_registers_bit_by_bit),
 		cmocka_unit_test(test_full_width_restore),
 		cmocka_unit_test(test_legacy_only_restore),
 		cmocka_unit_test(test_unrestored_handed_back),

@@ -3,7 +3,9 @@
  * stand-in trees: Sapphire and Emerald Rapids count DRAM in the register's ESU (the kernel dropped
  * the fixed 2^-16 J DRAM unit for them) and PSYS in whole joules; every model of the quirk table
  * in hw/rapl_quirks.h counts DRAM in 2^-16 J; a client part's DRAM follows the register; an AMD
- * machine never takes an Intel quirk.
+ * machine never takes an Intel quirk; a VM without RAPL names its hypervisor; Silvermont/Airmont (Bay Trail 0x37, Merrifield 0x4A, Cherry
+ * Trail 0x4C, Moorefield 0x5A) count 2^ESU uJ in every domain (powercap's rapl_check_unit_atom):
+ * a Bay Trail unit register of 0x505 is 32 uJ per count, not 2^-5 J.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,8 +17,10 @@
 
 #define UNIT_ESU_14 0xA0E03ull /* power 1/8 W, energy 2^-14 J, time 2^-10 s */
 
+#define UNIT_BAY_TRAIL 0x505ull /* power 2^5 mW, energy 2^5 uJ (Atom reading), time 2^-0 */
+
 /* A one-CPU Intel family 6 stand-in of `model` with PKG, DRAM and PSYS counting. */
-static struct machine_info probe_intel(uint32_t model)
+static struct machine_info probe_intel_unit(uint32_t model, uint64_t unit)
 {
 	uint32_t signature = ((model >> 4) << 16) | (6u << 8) | ((model & 0xF) << 4);
 	struct machine_info info;
@@ -24,7 +28,7 @@ static struct machine_info probe_intel(uint32_t model)
 
 	tree_put_cpuid(root, 0, 0, 0xD, 0x756e6547, 0x6c65746e, 0x49656e69); /* GenuineIntel */
 	tree_put_cpuid(root, 0, 1, signature, 0, 0, 0);
-	tree_put_msr(root, 0, "msr", MSR_RAPL_POWER_UNIT, UNIT_ESU_14);
+	tree_put_msr(root, 0, "msr", MSR_RAPL_POWER_UNIT, unit);
 	tree_put_msr(root, 0, "msr", MSR_PKG_ENERGY_STATUS, 0x1000);
 	tree_put_msr(root, 0, "msr", MSR_DRAM_ENERGY_STATUS, 0x2000);
 	tree_put_msr(root, 0, "msr", MSR_PLATFORM_ENERGY_STATUS, 0x3000);
@@ -33,6 +37,11 @@ static struct machine_info probe_intel(uint32_t model)
 	assert_true(info.rapl_domains & (1u << RAPL_DOMAIN_DRAM));
 	assert_true(info.rapl_domains & (1u << RAPL_DOMAIN_PSYS));
 	return info;
+}
+
+static struct machine_info probe_intel(uint32_t model)
+{
+	return probe_intel_unit(model, UNIT_ESU_14);
 }
 
 static void test_sapphire_emerald_rapids(void **state)
@@ -71,6 +80,55 @@ static void test_client_parts(void **state)
 	assert_int_equal(probe_intel(0xB7).rapl_energy_exponent[RAPL_DOMAIN_PSYS], 14);
 }
 
+/* Silvermont/Airmont: msrd reports unit code 0x80 | 5 in every domain, which is exactly 32 uJ a
+ * count (the kernel's rapl_check_unit_atom: energy_unit = 1000 * (1 << 5) in its nJ scale); a
+ * 2 W Bay Trail thus adds 62500 counts a second, not 2 kW's worth. */
+static void test_silvermont_airmont_microjoules(void **state)
+{
+	static const uint32_t models[] = { 0x37, 0x4A, 0x4C, 0x5A };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
+		struct machine_info info = probe_intel_unit(models[i], UNIT_BAY_TRAIL);
+
+		for (int d = RAPL_DOMAIN_PKG; d <= RAPL_DOMAIN_PSYS; d++) {
+			if (!(info.rapl_domains & (1u << d)))
+				continue;
+			assert_int_equal(info.rapl_energy_exponent[d], 0x85);
+			assert_true(rapl_unit_code_joules(info.rapl_energy_exponent[d]) == 32e-6);
+		}
+		assert_true(2.0 / rapl_unit_code_joules(info.rapl_energy_exponent[0]) == 62500.0);
+	}
+	/* Avoton (0x4D, Silvermont server) and Goldmont (0x5C) use the core rule. */
+	assert_int_equal(probe_intel_unit(0x4D, UNIT_BAY_TRAIL).rapl_energy_exponent[0], 5);
+	assert_int_equal(probe_intel_unit(0x5C, UNIT_BAY_TRAIL).rapl_energy_exponent[0], 5);
+	assert_false(rapl_unit_is_atom_microjoule(false, 6, 0x37));
+	/* The resolution a policy sets in uJ, in counts: 1000 uJ is 31 counts of 32 uJ. */
+	assert_true(rapl_unit_code_units_of_uj(0x85, 1000) == 31);
+	assert_true(rapl_unit_code_units_of_uj(14, 1000000) == 16384);
+}
+
+/* In a VM without RAPL, the hypervisor is named (CPUID 1 ECX[31], leaf 0x40000000). */
+static void test_vm_names_hypervisor(void **state)
+{
+	char *root = make_temp_dir();
+	struct machine_info info;
+
+	(void)state;
+	tree_put_cpuid(root, 0, 0, 0xD, 0x756e6547, 0x6c65746e, 0x49656e69);
+	tree_put_cpuid(root, 0, 1, 0x000506E3, 0, 1u << 31, 0);
+	tree_put_cpuid(root, 0, 0x40000000u, 0x40000001u, 0x4b4d564b, 0x564b4d56, 0x0000004d);
+	tree_put_msr(root, 0, "msr", MSR_IA32_TSC, 1000);
+	info = standin_machine_info(root);
+	assert_string_equal(info.hypervisor, "KVMKVMKVM");
+	assert_int_equal(info.rapl_domains, 0);
+	root = make_temp_dir();
+	tree_put_cpuid(root, 0, 0, 0xD, 0x756e6547, 0x6c65746e, 0x49656e69);
+	tree_put_cpuid(root, 0, 1, 0x000506E3, 0, 0, 0);
+	tree_put_msr(root, 0, "msr", MSR_IA32_TSC, 1000);
+	assert_string_equal(standin_machine_info(root).hypervisor, "");
+}
+
 /* The table never applies off Intel family 6 (AMD family 19h has model numbers that collide). */
 static void test_not_for_amd(void **state)
 {
@@ -88,6 +146,8 @@ int main(void)
 		cmocka_unit_test(test_fixed_dram_unit_models),
 		cmocka_unit_test(test_client_parts),
 		cmocka_unit_test(test_not_for_amd),
+		cmocka_unit_test(test_silvermont_airmont_microjoules),
+		cmocka_unit_test(test_vm_names_hypervisor),
 	};
 
 	test_quiet_logs();

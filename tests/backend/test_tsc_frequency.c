@@ -1,7 +1,9 @@
 /*
  * The TSC frequency msrd reports on real machines (haecer_energy_result.seconds depends on it),
  * through the msr backend on stand-in trees, and the source it names: Intel CPUID 0x15 (crystal
- * x numerator / denominator), CPUID 0x16 (base MHz) when 0x15 lacks the crystal,
+ * x numerator / denominator), the SDM's crystal of the model x 0x15's ratio when 0x15 lacks the
+ * crystal (Skylake/Kaby/Coffee Lake client 24 MHz, Skylake-SP/Cascade Lake 25 MHz, Goldmont
+ * 19.2 MHz), CPUID 0x16 (base MHz) for other such models when the TSC cannot be calibrated,
  * MSR_PLATFORM_INFO's ratio x 100 MHz (133.33 MHz on Nehalem), AMD's P0 frequency from
  * MSRC001_0064 (family 17h/19h: 200 MHz x Fid / DfsId; 1Ah: 5 MHz x Fid), and nothing (0,
  * unknown) when none applies and the TSC does not move for a calibration.
@@ -56,8 +58,9 @@ static void test_intel(void **state)
 	/* Skylake client: 24 MHz crystal x 176 / 2. */
 	struct tree_facts cpuid_15 = { .signature = 0x000506E3, .max_leaf = 0x16,
 				       .leaf_15 = { 2, 176, 24000000 }, .leaf_16_eax = 2100 };
-	/* 0x15 without the crystal: 0x16's base frequency. */
-	struct tree_facts cpuid_16 = { .signature = 0x000506E3, .max_leaf = 0x16,
+	/* 0x15 without the crystal on a model the SDM's table lacks (Cannon Lake, 06_66), and a
+	 * stand-in TSC that does not move: 0x16's base frequency. */
+	struct tree_facts cpuid_16 = { .signature = 0x00060663, .max_leaf = 0x16,
 				       .leaf_15 = { 2, 176, 0 }, .leaf_16_eax = 2100 };
 	/* Sandy Bridge: no leaf 0x15, ratio 34 in MSR_PLATFORM_INFO[15:8]. */
 	struct tree_facts platform = { .signature = 0x000206A7, .max_leaf = 0xD,
@@ -71,6 +74,49 @@ static void test_intel(void **state)
 	expect(&cpuid_16, 2100000000ull, TSC_SOURCE_CPUID_16);
 	expect(&platform, 3400000000ull, TSC_SOURCE_PLATFORM_INFO);
 	expect(&nehalem, 20 * 133333333ull, TSC_SOURCE_PLATFORM_INFO);
+}
+
+/* 0x15 without the crystal on the SDM's models: its crystal, not 0x16's base. */
+static void test_sdm_crystal_table(void **state)
+{
+	/* Core i7-6700K (Skylake, 06_5E): 24 MHz x 334 / 2 = 4008 MHz; its base is 4000. */
+	struct tree_facts skylake = { .signature = 0x000506E3, .max_leaf = 0x16,
+				      .leaf_15 = { 2, 334, 0 }, .leaf_16_eax = 4000 };
+	/* Coffee Lake (06_9E): the same 24 MHz crystal. */
+	struct tree_facts coffee = { .signature = 0x000906EA, .max_leaf = 0x16,
+				     .leaf_15 = { 2, 300, 0 }, .leaf_16_eax = 3600 };
+	/* Xeon Gold 6130 (Skylake-SP, 06_55): 25 MHz x 168 / 2 = 2100 MHz. */
+	struct tree_facts skylake_sp = { .signature = 0x00050654, .max_leaf = 0x16,
+					 .leaf_15 = { 2, 168, 0 }, .leaf_16_eax = 2100 };
+	/* Goldmont (06_5C): 19.2 MHz x 62 = 1190.4 MHz. */
+	struct tree_facts goldmont = { .signature = 0x000506C9, .max_leaf = 0x16,
+				       .leaf_15 = { 1, 62, 0 }, .leaf_16_eax = 1100 };
+
+	(void)state;
+	expect(&skylake, 4008000000ull, TSC_SOURCE_CRYSTAL_TABLE);
+	expect(&coffee, 3600000000ull, TSC_SOURCE_CRYSTAL_TABLE);
+	expect(&skylake_sp, 2100000000ull, TSC_SOURCE_CRYSTAL_TABLE);
+	expect(&goldmont, 1190400000ull, TSC_SOURCE_CRYSTAL_TABLE);
+}
+
+/* CPUID 0x80000007 EDX[8]: invariant or not, said; unknown when the leaf is missing. */
+static void test_invariant_tsc(void **state)
+{
+	struct tree_facts facts = { .signature = 0x000506E3, .max_leaf = 0x16,
+				    .leaf_15 = { 2, 334, 0 }, .leaf_16_eax = 4000 };
+	char *root;
+
+	(void)state;
+	assert_int_equal(probe(&facts).tsc_invariant, -1);
+	for (uint32_t edx = 0; edx <= 0x100; edx += 0x100) {
+		root = make_temp_dir();
+		tree_put_cpuid(root, 0, 0, 0x16, 0x756e6547, 0x6c65746e, 0x49656e69);
+		tree_put_cpuid(root, 0, 1, facts.signature, 0, 0, 0);
+		tree_put_cpuid(root, 0, 0x80000000u, 0x80000008u, 0, 0, 0);
+		tree_put_cpuid(root, 0, 0x80000007u, 0, 0, 0, edx);
+		tree_put_msr(root, 0, "msr", MSR_IA32_TSC, 1000);
+		assert_int_equal(standin_machine_info(root).tsc_invariant, edx ? 1 : 0);
+	}
 }
 
 static void test_amd(void **state)
@@ -102,6 +148,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_intel),
+		cmocka_unit_test(test_sdm_crystal_table),
+		cmocka_unit_test(test_invariant_tsc),
 		cmocka_unit_test(test_amd),
 		cmocka_unit_test(test_names),
 	};

@@ -208,6 +208,30 @@ static void unknown_unit_refused(void **state)
 	event_db_close(db);
 }
 
+/* Bay Trail (06_37), unit register 0x505: every domain 2^5 uJ = 32 uJ a count, by our own
+ * derivation and by msrd's code alike (powercap's rapl_check_unit_atom). */
+static void bay_trail_microjoules(void **state)
+{
+	struct event_machine machine = machine_intel(0x37, 8, 0x07280203, 0, 0, 0x603);
+	struct event_db *db;
+	struct event_rapl rapl;
+
+	(void)state;
+	machine.rapl_domains = RAPL_BIT(RAPL_DOMAIN_PKG) | RAPL_BIT(RAPL_DOMAIN_PP0);
+	machine.rapl_power_unit = 0x505;
+	db = OPEN_DB(machine);
+	rapl = looked_up(db, RAPL_DOMAIN_PKG);
+	assert_true(rapl.joules_per_count == 32e-6);
+	assert_false(rapl.exponent_from_msrd);
+	event_db_close(db);
+	machine.rapl_energy_exponent[RAPL_DOMAIN_PKG] = 0x85;
+	db = OPEN_DB(machine);
+	rapl = looked_up(db, RAPL_DOMAIN_PKG);
+	assert_true(rapl.joules_per_count == 32e-6);
+	assert_true(looked_up(db, RAPL_DOMAIN_PP0).joules_per_count == 32e-6);
+	event_db_close(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -219,6 +243,7 @@ int main(void)
 		cmocka_unit_test(zen4_core_and_package),
 		cmocka_unit_test(msrd_exponent_wins),
 		cmocka_unit_test(unknown_unit_refused),
+		cmocka_unit_test(bay_trail_microjoules),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

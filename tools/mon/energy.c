@@ -9,6 +9,7 @@
 
 #include "haecer/perfmon.h"
 #include "hw/msr.h"
+#include "hw/rapl_quirks.h"
 
 #define WRAP_32 (UINT64_C(1) << 32)
 
@@ -27,7 +28,7 @@ int mon_energy_delta(uint64_t previous, uint64_t value, uint64_t *delta)
 
 double mon_joules(uint64_t units, int exponent)
 {
-	return ldexp((double)units, -exponent);
+	return rapl_units_to_joules(units, exponent);
 }
 
 /* Named with perf's names (haecer_energy_domain_name), the one vocabulary of every tool. */

@@ -167,7 +167,8 @@ struct haecer_counter_info {
 	uint32_t cpu;               /* model CPU it counts on (energy: the CPU it is read through) */
 	int32_t package;            /* package of that CPU */
 	uint8_t width;              /* hardware width in bits (values are extended to 64) */
-	int16_t unit_exponent;      /* energy: J = value * 2^-unit_exponent; 0 for event counts */
+	int16_t unit_exponent;      /* energy: J = value * 2^-unit_exponent (128 + e on
+				     * Silvermont/Airmont: 2^e uJ; use `unit`); 0 for events */
 	double unit;                /* energy: J per count (2^-unit_exponent); events: 1.0 */
 	const char *unit_name;      /* "J" or "events" (static) */
 	uint64_t config;            /* PERFEVTSEL / PERF_CTL value (EN clear), the fixed counter's

@@ -119,6 +119,7 @@ const char *haecer_msrd_strerror(int negative_errno);
 #define HAECER_TSC_PLATFORM_INFO 4u
 #define HAECER_TSC_AMD_P0 5u
 #define HAECER_TSC_CALIBRATED 6u
+#define HAECER_TSC_CRYSTAL_TABLE 7u /* CPUID 0x15's ratio x the SDM's crystal for the model */
 
 /* "CPUID 0x15", "MSR_PLATFORM_INFO", "calibration against CLOCK_MONOTONIC_RAW", ... (static). */
 const char *haecer_tsc_source_name(unsigned source);
@@ -138,7 +139,8 @@ struct haecer_machine_info {
 	uint32_t flags;             /* HAECER_MACHINE_* */
 	uint64_t rapl_power_unit;   /* raw RAPL unit register */
 	uint64_t tsc_hz;
-	uint8_t rapl_energy_exponent[HAECER_RAPL_DOMAINS]; /* J = count * 2^-exponent */
+	/* J = count * 2^-exponent; 0x80 | e (Silvermont/Airmont): J = count * 2^e * 10^-6 */
+	uint8_t rapl_energy_exponent[HAECER_RAPL_DOMAINS];
 	uint32_t rapl_max_power_mw[HAECER_RAPL_DOMAINS];
 	uint16_t cpu_package[HAECER_MAX_CPUS];
 };

@@ -1,0 +1,94 @@
+/*
+ * Multi-die packages: on a stand-in Cascade Lake-AP (Xeon 9200, 06_55 stepping 7, two dies a
+ * socket) RAPL is die-scope (the kernel's arch/x86/events/rapl.c reads energy per die on Intel;
+ * powercap names the zones package-%d-die-%d), so each die has its own PKG_ENERGY_STATUS. Here
+ * one package of four CPUs, CPUs 0-1 on die 0 and CPUs 2-3 on die 1 (topology/die_id), each
+ * die's register holding its own count in every CPU file of that die. msrd keeps one total per
+ * die and reads each through a CPU of that die: reads through CPUs 0, 2, 1, 3, 0, 2 give each
+ * die's own total (1 J and 3 J); msrd used to keep one total per package, read through CPU 0,
+ * and folded both dies' registers into it.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "haecer/msrd.h"
+#include "hw/msr.h"
+#include "tests/lib/msrd_group.h"
+#include "harness/standin_tree.h"
+
+#define JOULE STANDIN_SNB_JOULE /* unit register 0xA0E03: 2^-14 J */
+#define CPUS 4u
+
+static const char policy[] =
+	"version: 1\n"
+	"default: deny\n"
+	"msrs:\n"
+	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"
+	"  - {name: PKG_ENERGY_STATUS, address: 0x611, read: true, set: rapl}\n"
+	"rules:\n"
+	"  - match: {uid: 0}\n"
+	"    allow: [rapl]\n";
+
+static struct msrd_server server;
+static struct haecer_conn *conn;
+static char tree[PATH_MAX + 16];
+static const char *const arguments[] = { "--backend", "msr", "--dev-root", tree, NULL };
+
+static uint32_t die_of(unsigned cpu)
+{
+	return cpu < 2 ? 0 : 1;
+}
+
+static void test_each_die_its_own_total(void **state)
+{
+	static const unsigned order[] = { 0, 2, 1, 3, 0, 2 };
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		unsigned cpu = order[i];
+		uint64_t raw = 0, total = 0;
+
+		assert_int_equal(haecer_energy_read(conn, cpu, MSR_PKG_ENERGY_STATUS, &raw, &total), 0);
+		assert_int_equal(raw, (die_of(cpu) ? 3 : 1) * JOULE);
+		assert_int_equal(total, raw); /* one die's total, never folded with the other's */
+	}
+}
+
+static int prepare(const struct msrd_server *prepared)
+{
+	char path[96];
+
+	snprintf(tree, sizeof(tree), "%s/root", prepared->dir);
+	mkdir(tree, 0755);
+	for (unsigned cpu = 0; cpu < CPUS; cpu++) {
+		uint32_t energy = (uint32_t)((die_of(cpu) ? 3 : 1) * JOULE);
+
+		tree_put_msr(tree, cpu, "msr", 0x606, STANDIN_SNB_ENERGY_UNIT);
+		tree_put_msr(tree, cpu, "msr", MSR_PKG_POWER_INFO, 1600); /* 200 W in eighths */
+		tree_put_msr(tree, cpu, "msr", MSR_PKG_ENERGY_STATUS, energy);
+		tree_put_cpuid(tree, cpu, 0, 0x16, 0x756e6547, 0x6c65746e, 0x49656e69);
+		tree_put_cpuid(tree, cpu, 1, 0x00050657, 0, 0, 0); /* 06_55 stepping 7 */
+		snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%u/topology/physical_package_id",
+			 cpu);
+		tree_write_text(tree, path, "0\n");
+		snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%u/topology/die_id", cpu);
+		tree_write_text(tree, path, "%u\n", die_of(cpu));
+	}
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_each_die_its_own_total),
+	};
+
+	return MSRD_RUN_GROUP_PREPARED(&server, policy, prepare, arguments, &conn, tests);
+}

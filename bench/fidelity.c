@@ -49,6 +49,7 @@
 #include "hw/msr.h"
 #include "bench/lib/bench_stats.h"
 #include "harness/msrd_harness.h"
+#include "bench/parts/fidelity/follow.h"
 
 #define FIDELITY_SEED "12"
 #define TSC_HZ 2500000000.0     /* sandybridge */
@@ -417,6 +418,7 @@ int main(void)
 	double key_short100_med = 0, key_short300_p95 = 0, key_step1ms_p95 = 0;
 	uint64_t smi_detected, smi_true, zen_detected, zen_true;
 	unsigned smi_unknown, zen_unknown;
+	struct follow_keys follow;
 
 	if (bench_start_msrd(&server, arguments) < 0) {
 		fprintf(stderr, "bench/fidelity: cannot start msrd with the default policy\n");
@@ -480,6 +482,7 @@ int main(void)
 				key_step1ms_p95 = p95;
 		}
 	}
+	fidelity_follow(conn, pkg, &follow);
 	printf("SMIs, real time: %llu counted by the regions, %llu begun between the returns of "
 	       "their first and last poll (they differ by SMIs between a read and its reply)\n",
 	       (unsigned long long)totals.smi_detected, (unsigned long long)totals.smi_true);
@@ -496,10 +499,17 @@ int main(void)
 	if (msrd_stop(&server) < 0)
 		return 1;
 	printf("read10ms_p95_pct=%.3f read100ms_p95_pct=%.3f short100us_med_pct=%.2f "
-	       "short300us_p95_pct=%.2f step1ms_p95_pct=%.2f smi_detected=%llu smi_true=%llu\n",
+	       "short300us_p95_pct=%.2f step1ms_p95_pct=%.2f smi_detected=%llu smi_true=%llu "
+	       "follow_region_coverage_pct=%.1f follow_estimate_coverage_pct=%.1f "
+	       "follow_read_coverage_pct=%.1f follow_region300us_p95_pct=%.2f "
+	       "follow_region1ms_p95_pct=%.2f worst_err_over_stated=%.2f "
+	       "measurement_added_pct=%.2f\n",
 	       abs_percentile(reads[0].estimate_pct, reads[0].count, 95),
 	       abs_percentile(reads[1].estimate_pct, reads[1].count, 95), key_short100_med,
 	       key_short300_p95, key_step1ms_p95, (unsigned long long)smi_detected,
-	       (unsigned long long)smi_true);
+	       (unsigned long long)smi_true, follow.region_coverage_pct,
+	       follow.estimate_coverage_pct, follow.read_coverage_pct, follow.region300us_p95_pct,
+	       follow.region1ms_p95_pct, follow.worst_err_over_stated,
+	       follow.measurement_added_pct);
 	return 0;
 }

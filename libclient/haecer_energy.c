@@ -872,15 +872,25 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 	memset(out, 0, sizeof(*out));
 	out->value = value;
 	out->joules = (double)value * counter->info.unit;
-	/* The bound: an update interval at its longest at the domain's maximum power. */
-	out->update_joules = fmax(max_watts, watts) * (double)(UPDATE_NS + UPDATE_LATE_NS) / 1e9 +
-			     counter->info.unit;
+	/* The bound: as old as the value can be (an update interval at its longest, and how old
+	 * msrd's sample behind it was, or the round trip) at the domain's maximum power. An
+	 * update interval alone was exceeded by up to 21x under load-following power on a loaded
+	 * host, where msrd's page samples were late (issue 23). */
 	out->age_max_ns = UPDATE_NS + UPDATE_LATE_NS + doubt;
+	out->update_joules = fmax(max_watts, watts) * (double)out->age_max_ns / 1e9 +
+			     counter->info.unit;
 	out->watts_estimated = watts;
 	/* The read happened between before and after: the page's copy is the latest ~100 ns. */
 	if (!from_page || !estimate_now(counter, &page, value, after, out)) {
 		out->estimate_joules = out->joules;
 		out->estimate_uncertainty_joules = out->update_joules;
+	} else {
+		/* The power since the last update is not known: anywhere from none to the
+		 * domain's maximum, so the extrapolation at the last interval's power can be off
+		 * by the larger distance to either over the update's age. */
+		out->estimate_uncertainty_joules +=
+			fmax(out->watts_last_update, max_watts - out->watts_last_update) *
+			(double)out->update_age_ns / 1e9;
 	}
 	return 0;
 }

@@ -25,6 +25,7 @@
 #include "hw/msr.h"
 
 #define FOLLOW_REGIONS 30       /* per condition and length */
+#define FOLLOW_TRIES (FOLLOW_REGIONS * 6)
 #define FOLLOW_READS 30         /* pairs of reads per condition */
 #define READ_SPAN_NS 10000000ull
 #define LEASE_LAPSE_US 300000   /* longer than msrd's lease: its windows have stopped */
@@ -188,7 +189,10 @@ static void follow_reads(struct haecer_counter *pkg, enum follow_condition condi
 
 static pid_t start_spinner(void)
 {
-	pid_t pid = fork();
+	pid_t pid;
+
+	fflush(stdout); /* the child must not hold a copy of what is buffered */
+	pid = fork();
 
 	if (pid == 0) {
 		for (;;)
@@ -220,9 +224,13 @@ static void follow_condition(struct haecer_counter *pkg, enum follow_condition c
 	memset(cells, 0, sizeof(cells));
 	memset(&reads, 0, sizeof(reads));
 	memset(&estimates, 0, sizeof(estimates));
-	for (size_t i = 0; i < FOLLOW_REGIONS; i++) {
-		for (size_t l = 0; l < FOLLOW_LENGTHS; l++)
-			follow_region(pkg, c, follow_ns[l], &cells[l], &on);
+	/* Until FOLLOW_REGIONS regions no SMI hit (the rough Sandy Bridge has one every 16 ms:
+	 * most 10 ms regions with their waits see one), at most FOLLOW_TRIES rounds. */
+	for (size_t i = 0; i < FOLLOW_TRIES; i++) {
+		for (size_t l = 0; l < FOLLOW_LENGTHS; l++) {
+			if (cells[l].count < FOLLOW_REGIONS)
+				follow_region(pkg, c, follow_ns[l], &cells[l], &on);
+		}
 	}
 	follow_reads(pkg, c, &reads, &estimates);
 	for (size_t l = 0; l < FOLLOW_LENGTHS; l++)
@@ -263,7 +271,8 @@ void fidelity_follow(struct haecer_conn *conn, struct haecer_counter *pkg,
 	truth_conn = conn;
 	*keys = (struct follow_keys){ .region_coverage_pct = 100.0,
 				      .estimate_coverage_pct = 100.0,
-				      .read_coverage_pct = 100.0 };
+				      .read_coverage_pct = 100.0,
+				      .measurement_added_pct = -HUGE_VAL };
 	if (haecer_sim_power_trace(conn, "") < 0) {
 		fprintf(stderr, "bench/fidelity: cannot give the power back to the load\n");
 		exit(1);

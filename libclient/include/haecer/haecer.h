@@ -441,8 +441,8 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 struct haecer_energy_reading {
 	uint64_t value;             /* as haecer_counter_read (units) */
 	double joules;              /* value * unit */
-	double update_joules;       /* the +- of a difference: one update (1 ms + 50 us) at the
-				     * domain's maximum power, + one unit */
+	double update_joules;       /* the +- of a difference: as old as the value can be
+				     * (age_max_ns) at the domain's maximum power, + one unit */
 	double watts_estimated;     /* the typical power: since the previous reading when that is
 				     * 10 ms or more ago (simulated time in virtual time), else the
 				     * domain's maximum; x 1 ms, a typical update's energy (not a
@@ -451,7 +451,9 @@ struct haecer_energy_reading {
 				     * round trip; an SMI can add to it) */
 	bool estimated;             /* estimate_joules extrapolates from a bracketed update */
 	double estimate_joules;     /* energy at the read: joules + watts_last_update x age */
-	double estimate_uncertainty_joules; /* its +- from the brackets (not power changes) */
+	double estimate_uncertainty_joules; /* its +-: the brackets, and the power since the
+					     * last update anywhere from 0 to the domain's
+					     * maximum over the update's age */
 	double watts_last_update;   /* the power of the last update interval (estimated only) */
 	double watts_last_update_uncertainty; /* its +-: the two brackets' half widths over the
 					       * interval, and one unit (estimated only) */

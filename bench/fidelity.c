@@ -375,6 +375,10 @@ static void smi_virtual(const char *model, unsigned domain, uint64_t *detected, 
 		struct haecer_energy_result result;
 		struct haecer_sim_energy_at first, last;
 
+		/* A varying phase against the SMIs (one every 16 ms): in virtual time each region
+		 * takes the same simulated time, and a cycle that divides 16 ms never meets one. */
+		check(haecer_sim_advance(virtual_conn, (uint64_t)(i * 7919 % 1000) * 1000u, NULL),
+		      "advance");
 		check(haecer_energy_start(energy, &region), "startEnergyRead");
 		check(haecer_sim_advance(virtual_conn, 300000, NULL), "advance");
 		check(haecer_energy_end(energy, &region, &result), "endEnergyRead");

@@ -26,14 +26,21 @@
  *   (approximate: the windows are known only to a round trip) and, exactly, with a second msrd
  *   in virtual time on sandybridge (the key figures) and on zen3 (no MSR_SMI_COUNT: unknown).
  *
- * Power comes from a power trace on the package domain (the host's load does not reach it).
+ * Power comes from a power trace on the package domain (the host's load does not reach it),
+ * except in the load-following part.
  * The program runs on host CPU 0, msrd on CPU 1. The machine may be loaded by others: round
  * trips then grow and so do the short-region errors; the table shows the median round trip.
  *
  * FIDELITY_VERBOSE=PCT prints every region off by more than PCT % (its parts and stated +-).
  *
+ * Then the same under load-following power (no trace; bench/parts/fidelity/follow.c): coverage,
+ * the share of results within their own stated +-, for regions, register differences and
+ * estimates, in four conditions (quiet or busy host, spinning or sleeping client).
+ *
  * Last line: read10ms_p95_pct=… read100ms_p95_pct=… short100us_med_pct=… short300us_p95_pct=…
- * step1ms_p95_pct=… smi_detected=N smi_true=N
+ * step1ms_p95_pct=… smi_detected=N smi_true=N follow_region_coverage_pct=…
+ * follow_estimate_coverage_pct=… follow_read_coverage_pct=… follow_region300us_p95_pct=…
+ * follow_region1ms_p95_pct=… worst_err_over_stated=… measurement_added_pct=…
  */
 #include <errno.h>
 #include <limits.h>

@@ -26,14 +26,21 @@
  *   (approximate: the windows are known only to a round trip) and, exactly, with a second msrd
  *   in virtual time on sandybridge (the key figures) and on zen3 (no MSR_SMI_COUNT: unknown).
  *
- * Power comes from a power trace on the package domain (the host's load does not reach it).
+ * Power comes from a power trace on the package domain (the host's load does not reach it),
+ * except in the load-following part.
  * The program runs on host CPU 0, msrd on CPU 1. The machine may be loaded by others: round
  * trips then grow and so do the short-region errors; the table shows the median round trip.
  *
  * FIDELITY_VERBOSE=PCT prints every region off by more than PCT % (its parts and stated +-).
  *
+ * Then the same under load-following power (no trace; bench/parts/fidelity/follow.c): coverage,
+ * the share of results within their own stated +-, for regions, register differences and
+ * estimates, in four conditions (quiet or busy host, spinning or sleeping client).
+ *
  * Last line: read10ms_p95_pct=… read100ms_p95_pct=… short100us_med_pct=… short300us_p95_pct=…
- * step1ms_p95_pct=… smi_detected=N smi_true=N
+ * step1ms_p95_pct=… smi_detected=N smi_true=N follow_region_coverage_pct=…
+ * follow_estimate_coverage_pct=… follow_read_coverage_pct=… follow_region300us_p95_pct=…
+ * follow_region1ms_p95_pct=… worst_err_over_stated=… measurement_added_pct=…
  */
 #include <errno.h>
 #include <limits.h>
@@ -49,6 +56,7 @@
 #include "hw/msr.h"
 #include "bench/lib/bench_stats.h"
 #include "harness/msrd_harness.h"
+#include "bench/parts/fidelity/follow.h"
 
 #define FIDELITY_SEED "12"
 #define TSC_HZ 2500000000.0     /* sandybridge */
@@ -374,6 +382,10 @@ static void smi_virtual(const char *model, unsigned domain, uint64_t *detected, 
 		struct haecer_energy_result result;
 		struct haecer_sim_energy_at first, last;
 
+		/* A varying phase against the SMIs (one every 16 ms): in virtual time each region
+		 * takes the same simulated time, and a cycle that divides 16 ms never meets one. */
+		check(haecer_sim_advance(virtual_conn, (uint64_t)(i * 7919 % 1000) * 1000u, NULL),
+		      "advance");
 		check(haecer_energy_start(energy, &region), "startEnergyRead");
 		check(haecer_sim_advance(virtual_conn, 300000, NULL), "advance");
 		check(haecer_energy_end(energy, &region, &result), "endEnergyRead");
@@ -417,6 +429,7 @@ int main(void)
 	double key_short100_med = 0, key_short300_p95 = 0, key_step1ms_p95 = 0;
 	uint64_t smi_detected, smi_true, zen_detected, zen_true;
 	unsigned smi_unknown, zen_unknown;
+	struct follow_keys follow;
 
 	if (bench_start_msrd(&server, arguments) < 0) {
 		fprintf(stderr, "bench/fidelity: cannot start msrd with the default policy\n");
@@ -480,6 +493,7 @@ int main(void)
 				key_step1ms_p95 = p95;
 		}
 	}
+	fidelity_follow(conn, pkg, &follow);
 	printf("SMIs, real time: %llu counted by the regions, %llu begun between the returns of "
 	       "their first and last poll (they differ by SMIs between a read and its reply)\n",
 	       (unsigned long long)totals.smi_detected, (unsigned long long)totals.smi_true);
@@ -496,10 +510,17 @@ int main(void)
 	if (msrd_stop(&server) < 0)
 		return 1;
 	printf("read10ms_p95_pct=%.3f read100ms_p95_pct=%.3f short100us_med_pct=%.2f "
-	       "short300us_p95_pct=%.2f step1ms_p95_pct=%.2f smi_detected=%llu smi_true=%llu\n",
+	       "short300us_p95_pct=%.2f step1ms_p95_pct=%.2f smi_detected=%llu smi_true=%llu "
+	       "follow_region_coverage_pct=%.1f follow_estimate_coverage_pct=%.1f "
+	       "follow_read_coverage_pct=%.1f follow_region300us_p95_pct=%.2f "
+	       "follow_region1ms_p95_pct=%.2f worst_err_over_stated=%.2f "
+	       "measurement_added_pct=%.2f\n",
 	       abs_percentile(reads[0].estimate_pct, reads[0].count, 95),
 	       abs_percentile(reads[1].estimate_pct, reads[1].count, 95), key_short100_med,
 	       key_short300_p95, key_step1ms_p95, (unsigned long long)smi_detected,
-	       (unsigned long long)smi_true);
+	       (unsigned long long)smi_true, follow.region_coverage_pct,
+	       follow.estimate_coverage_pct, follow.read_coverage_pct, follow.region300us_p95_pct,
+	       follow.region1ms_p95_pct, follow.worst_err_over_stated,
+	       follow.measurement_added_pct);
 	return 0;
 }

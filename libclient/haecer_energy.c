@@ -473,9 +473,25 @@ int haecer_energy_calibrate(struct haecer_counter *energy, unsigned updates,
 	return 0;
 }
 
+/* Until `at` is an update whose time is known: a blurred detection (a preempted poll) or one an
+ * SMI stretched waits for the next update instead (at most SHARP_TRIES). */
+static int sharp_update(struct haecer_counter *energy, struct update_seen *at)
+{
+	int error = 0;
+
+	for (unsigned tries = 1; error == 0 && tries < SHARP_TRIES && !(sharp(energy, at) &&
+	     clean(at)); tries++) {
+		struct energy_sample from = at->after;
+
+		error = wait_for_update(energy, &from, at);
+	}
+	return error;
+}
+
 int haecer_energy_start(struct haecer_counter *energy, struct haecer_energy_region *region)
 {
-	struct update_seen at;
+	struct update_seen at, before;
+	struct power power = { 0 };
 	struct energy_sample smi_before = { 0 };
 	int error;
 
@@ -495,16 +511,22 @@ int haecer_energy_start(struct haecer_counter *energy, struct haecer_energy_regi
 	}
 	if (error == 0)
 		error = next_update(energy, &at);
-	/* Start at an update whose time is known: a blurred detection (a preempted poll) or one an
-	 * SMI stretched waits for the next update instead. */
-	for (unsigned tries = 1; error == 0 && tries < SHARP_TRIES && !(sharp(energy, &at) &&
-	     clean(&at)); tries++) {
-		struct energy_sample from = at.after;
-
-		error = wait_for_update(energy, &from, &at);
-	}
+	if (error == 0)
+		error = sharp_update(energy, &at);
+	/* The power before the region, from the update interval that ends at its start update:
+	 * with the power after it, what the lead and the wait are counted at (the power of a
+	 * package follows its load: one side alone can be far off). */
+	before = at;
+	if (error == 0)
+		error = wait_for_update(energy, &before.after, &at);
+	if (error == 0)
+		error = sharp_update(energy, &at);
+	if (error == 0)
+		error = power_between(energy, &before, &at, &power);
 	if (error < 0)
 		return error;
+	region->before_per_tick = power.per_tick;
+	region->before_doubt_per_tick = power.doubt_per_tick;
 	if (!at.after.smi_exact && smi_before.smi_exact) {
 		at.after.smi = smi_before.smi;
 		at.after.smi_exact = true;
@@ -552,6 +574,38 @@ static void closing_estimate(const struct haecer_counter *energy, struct update_
 	closing->anchor_bracket = sharp_one->bracket;
 }
 
+/* The power the energy outside the region is counted at, from what was observed around it:
+ * before the start update, after the closing one, and over the span between them (the region
+ * with its lead and wait). A package's power follows its load (the client's own blocking round
+ * trips, msrd's windows, other processes): the lead and the wait ran at none of these for sure,
+ * so the middle of their range is taken and the whole spread, beside the largest own doubt, is
+ * the doubt (the power outside the region lies in the spread or near it; a tight +- from the
+ * power after alone was off by up to 290 times what it stated, issue 23). */
+static void outside_power(const struct haecer_energy_region *region,
+			  const struct update_seen *closing, double raw_joules,
+			  const struct power *after, struct power *outside,
+			  struct haecer_energy_result *result)
+{
+	double lo = fmin(region->before_per_tick, after->per_tick);
+	double hi = fmax(region->before_per_tick, after->per_tick);
+	double own = fmax(region->before_doubt_per_tick, after->doubt_per_tick);
+	double span = NAN;
+
+	if (closing->tsc > region->start_update_tsc) {
+		span = raw_joules / (double)(closing->tsc - region->start_update_tsc);
+		lo = fmin(lo, span);
+		hi = fmax(hi, span);
+	}
+	outside->per_tick = (lo + hi) / 2.0;
+	outside->doubt_per_tick = (hi - lo) + own;
+	result->before_joules_per_tick = region->before_per_tick;
+	result->after_joules_per_tick = after->per_tick;
+	result->span_joules_per_tick = span;
+	result->power_changed = hi - lo > 2.0 * own;
+	if (result->power_changed)
+		result->doubt_reasons |= HAECER_ENERGY_DOUBT_POWER_CHANGED;
+}
+
 static void region_result(const struct haecer_counter *energy,
 			  const struct haecer_energy_region *region, uint64_t called,
 			  const struct update_seen *closing, const struct power *power,
@@ -569,9 +623,13 @@ static void region_result(const struct haecer_counter *energy,
 					       : closing->bracket / 2) +
 			region->start_bracket / 2;
 
+	struct power outside;
+
 	memset(result, 0, sizeof(*result));
-	result->joules_per_tick = per_tick;
 	result->raw_joules = (double)(closing->after.total - region->start_total) * unit;
+	outside_power(region, closing, result->raw_joules, power, &outside, result);
+	per_tick = outside.per_tick;
+	result->joules_per_tick = per_tick;
 	result->wait_ticks = closing->tsc > called ? closing->tsc - called : 0;
 	result->tail_ticks = closing->tsc < called ? called - closing->tsc : 0;
 	result->lead_ticks = lead;
@@ -579,10 +637,16 @@ static void region_result(const struct haecer_counter *energy,
 		((double)(result->wait_ticks + lead) - (double)result->tail_ticks) * per_tick;
 	result->joules = result->raw_joules - result->wait_joules;
 	/* The units, the update times' blur at the power (which may be off itself), and the
-	 * power's doubt over the whole wait, lead and tail it is counted for. */
+	 * power's doubt (its spread around the region and its own) over the whole wait, lead and
+	 * tail it is counted for. */
 	result->uncertainty_joules =
-		2.0 * unit + (double)blur * (per_tick + power->doubt_per_tick) +
-		(double)(result->wait_ticks + lead + result->tail_ticks) * power->doubt_per_tick;
+		2.0 * unit + (double)blur * (per_tick + outside.doubt_per_tick) +
+		(double)(result->wait_ticks + lead + result->tail_ticks) * outside.doubt_per_tick;
+	if (!sharp(energy, closing) && !closing->extrapolated)
+		result->doubt_reasons |= HAECER_ENERGY_DOUBT_BLURRED;
+	if (result->tail_ticks > 0)
+		result->doubt_reasons |= HAECER_ENERGY_DOUBT_MSRD_LATE;
+	result->reliable = result->doubt_reasons == 0;
 	result->region_ticks = called - region->start_tsc;
 	result->seconds = tsc_hz ? (double)result->region_ticks / (double)tsc_hz : 0.0;
 	result->detected_wait_ticks = closing->after.tsc - called;
@@ -826,15 +890,25 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 	memset(out, 0, sizeof(*out));
 	out->value = value;
 	out->joules = (double)value * counter->info.unit;
-	/* The bound: an update interval at its longest at the domain's maximum power. */
-	out->update_joules = fmax(max_watts, watts) * (double)(UPDATE_NS + UPDATE_LATE_NS) / 1e9 +
-			     counter->info.unit;
+	/* The bound: as old as the value can be (an update interval at its longest, and how old
+	 * msrd's sample behind it was, or the round trip) at the domain's maximum power. An
+	 * update interval alone was exceeded by up to 21x under load-following power on a loaded
+	 * host, where msrd's page samples were late (issue 23). */
 	out->age_max_ns = UPDATE_NS + UPDATE_LATE_NS + doubt;
+	out->update_joules = fmax(max_watts, watts) * (double)out->age_max_ns / 1e9 +
+			     counter->info.unit;
 	out->watts_estimated = watts;
 	/* The read happened between before and after: the page's copy is the latest ~100 ns. */
 	if (!from_page || !estimate_now(counter, &page, value, after, out)) {
 		out->estimate_joules = out->joules;
 		out->estimate_uncertainty_joules = out->update_joules;
+	} else {
+		/* The power since the last update is not known: anywhere from none to the
+		 * domain's maximum, so the extrapolation at the last interval's power can be off
+		 * by the larger distance to either over the update's age. */
+		out->estimate_uncertainty_joules +=
+			fmax(out->watts_last_update, max_watts - out->watts_last_update) *
+			(double)out->update_age_ns / 1e9;
 	}
 	return 0;
 }

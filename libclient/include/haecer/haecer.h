@@ -363,6 +363,8 @@ struct haecer_energy_region {
 	uint64_t start_smi;
 	uint64_t start_bracket;     /* ticks the start update is known to */
 	bool active;
+	double before_per_tick;     /* the power over the update interval ending at the start */
+	double before_doubt_per_tick;
 };
 
 /* smi_count when it cannot be known: no MSR_SMI_COUNT (AMD) or the policy refuses it. */
@@ -400,7 +402,28 @@ struct haecer_energy_result {
 	bool smi_count_exact;       /* from MSR_SMI_COUNT; false: smi_count is HAECER_SMI_UNKNOWN */
 	uint32_t tsc_source;        /* where the TSC frequency came from: HAECER_TSC_* of msrd.h */
 	bool simulated;             /* measured on msrd's simulated CPU: invented, not real joules */
+	/* What the +- rests on (issue 23). The energy outside the region (lead, wait, tail) is
+	 * counted at the middle of the powers observed around it: over the update interval
+	 * ending at the start update (before), over the one(s) after the closing update (after),
+	 * and over the whole span between the two updates (raw_joules over it); the spread of
+	 * those powers, over the lead, wait and tail, is in uncertainty_joules. */
+	double before_joules_per_tick;
+	double after_joules_per_tick;
+	double span_joules_per_tick;
+	bool power_changed;         /* those powers differ by more than their own doubt: the +- was
+				     * widened to their spread (the power outside the region is
+				     * not known better than that) */
+	bool reliable;              /* doubt_reasons == 0: the +- rests on a steady power, sharp
+				     * update times and msrd on time */
+	uint32_t doubt_reasons;     /* HAECER_ENERGY_DOUBT_* bits: why the +- is wide */
 };
+
+/* haecer_energy_result.doubt_reasons */
+#define HAECER_ENERGY_DOUBT_POWER_CHANGED 0x1u /* before/after/span powers disagree */
+#define HAECER_ENERGY_DOUBT_BLURRED 0x2u       /* an end update's time is blurred (a window
+						* missed it, or a poll was preempted) */
+#define HAECER_ENERGY_DOUBT_MSRD_LATE 0x4u     /* msrd showed the closing update only after
+						* the end call (tail_ticks > 0) */
 
 /* Wait for the next update of the energy register (polling it through msrd), then remember it:
  * the region starts when this returns. Time comes from the TSC: rdtsc on real hardware, the
@@ -433,8 +456,8 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 struct haecer_energy_reading {
 	uint64_t value;             /* as haecer_counter_read (units) */
 	double joules;              /* value * unit */
-	double update_joules;       /* the +- of a difference: one update (1 ms + 50 us) at the
-				     * domain's maximum power, + one unit */
+	double update_joules;       /* the +- of a difference: as old as the value can be
+				     * (age_max_ns) at the domain's maximum power, + one unit */
 	double watts_estimated;     /* the typical power: since the previous reading when that is
 				     * 10 ms or more ago (simulated time in virtual time), else the
 				     * domain's maximum; x 1 ms, a typical update's energy (not a
@@ -443,7 +466,9 @@ struct haecer_energy_reading {
 				     * round trip; an SMI can add to it) */
 	bool estimated;             /* estimate_joules extrapolates from a bracketed update */
 	double estimate_joules;     /* energy at the read: joules + watts_last_update x age */
-	double estimate_uncertainty_joules; /* its +- from the brackets (not power changes) */
+	double estimate_uncertainty_joules; /* its +-: the brackets, and the power since the
+					     * last update anywhere from 0 to the domain's
+					     * maximum over the update's age */
 	double watts_last_update;   /* the power of the last update interval (estimated only) */
 	double watts_last_update_uncertainty; /* its +-: the two brackets' half widths over the
 					       * interval, and one unit (estimated only) */

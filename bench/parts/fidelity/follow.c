@@ -1,0 +1,286 @@
+/*
+ * bench/parts/fidelity/follow.c — coverage under load-following power. No trace: the simulated
+ * package's power follows what runs (this client by its CPU-time clock, msrd and every other
+ * process by /proc/stat, which the simulator reads at the kernel's 10 ms ticks: coarser than a
+ * real package, which follows them within microseconds). Conditions: a quiet host or one other
+ * busy process (a forked spinner), a client that spins or sleeps in its regions. For every
+ * result that states a +-: the share whose true error lies within it (coverage), median and p95
+ * of |error| in %, the worst |error| / stated. Truth: haecer_sim_energy_at at the ends.
+ *
+ * The cost of measuring: the same work (same lengths, same condition) with no measurement (the
+ * lease lapsed: msrd's windows stopped) against the regions' truth; the difference, in % of the
+ * regions' true energy, is what the measurement added to them.
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/parts/fidelity/follow.h"
+#include "common/clock.h"
+#include "hw/msr.h"
+
+#define FOLLOW_REGIONS 30       /* per condition and length */
+#define FOLLOW_TRIES (FOLLOW_REGIONS * 6)
+#define FOLLOW_READS 30         /* pairs of reads per condition */
+#define READ_SPAN_NS 10000000ull
+#define LEASE_LAPSE_US 300000   /* longer than msrd's lease: its windows have stopped */
+
+enum follow_condition { QUIET_SPIN, QUIET_SLEEP, BUSY_SPIN, BUSY_SLEEP, FOLLOW_CONDITIONS };
+
+static const char *const follow_names[FOLLOW_CONDITIONS] = {
+	"quiet, spinning", "quiet, sleeping", "busy other, spinning", "busy other, sleeping" };
+static const uint64_t follow_ns[] = { 100000, 300000, 1000000, 2500000, 10000000 };
+#define FOLLOW_LENGTHS (sizeof(follow_ns) / sizeof(follow_ns[0]))
+
+/* Results that state a +-: their errors (J, %) and what they stated. */
+struct coverage {
+	size_t count, covered;
+	double error_pct[FOLLOW_REGIONS * 2], worst_ratio;
+};
+
+static struct haecer_conn *truth_conn;
+
+static double truth_at(uint64_t ns)
+{
+	struct haecer_sim_energy_at at;
+
+	if (haecer_sim_energy_at(truth_conn, 0, RAPL_DOMAIN_PKG, ns, &at) < 0) {
+		fprintf(stderr, "bench/fidelity: SIM_ENERGY_AT failed\n");
+		exit(1);
+	}
+	return at.joules;
+}
+
+static void add(struct coverage *c, double error_j, double truth_j, double stated_j)
+{
+	double ratio = stated_j > 0.0 ? fabs(error_j) / stated_j : HUGE_VAL;
+
+	c->error_pct[c->count++] = 100.0 * error_j / truth_j;
+	c->covered += ratio <= 1.0;
+	if (ratio > c->worst_ratio)
+		c->worst_ratio = ratio;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The p-th percentile of |error %| (p = 50: the median). */
+static double abs_pct(const struct coverage *c, double p)
+{
+	double sorted[FOLLOW_REGIONS * 2];
+
+	if (c->count == 0)
+		return NAN;
+	for (size_t i = 0; i < c->count; i++)
+		sorted[i] = fabs(c->error_pct[i]);
+	qsort(sorted, c->count, sizeof(double), by_value);
+	return sorted[(size_t)ceil(p / 100.0 * (double)c->count) - 1];
+}
+
+static double covered_pct(const struct coverage *c)
+{
+	return c->count ? 100.0 * (double)c->covered / (double)c->count : 0.0;
+}
+
+/* The work a region holds: a busy loop, or sleeping in the kernel, for `ns`. */
+static void work(enum follow_condition condition, uint64_t ns)
+{
+	uint64_t until = clock_monotonic_raw_ns() + ns;
+
+	if (condition == QUIET_SLEEP || condition == BUSY_SLEEP) {
+		struct timespec pause = { .tv_sec = (time_t)(ns / 1000000000ull),
+					  .tv_nsec = (long)(ns % 1000000000ull) };
+
+		nanosleep(&pause, NULL);
+		return;
+	}
+	while (clock_monotonic_raw_ns() < until)
+		;
+}
+
+/* One region: its error against the truth from startEnergyRead's return to the end call. Its
+ * true energy is added to *on_j (SMI-disturbed regions are skipped, as callers are told to). */
+static void follow_region(struct haecer_counter *pkg, enum follow_condition condition,
+			  uint64_t ns, struct coverage *c, double *on_j)
+{
+	struct haecer_energy_region region;
+	struct haecer_energy_result result;
+	uint64_t start_ns, end_ns;
+	double truth;
+
+	if (haecer_energy_start(pkg, &region) < 0)
+		return;
+	start_ns = clock_monotonic_raw_ns();
+	work(condition, ns);
+	end_ns = clock_monotonic_raw_ns();
+	if (haecer_energy_end(pkg, &region, &result) < 0 ||
+	    (result.smi_count_exact && result.smi_count > 0))
+		return;
+	truth = truth_at(end_ns) - truth_at(start_ns);
+	*on_j += truth / (double)(end_ns - start_ns);
+	add(c, result.joules - truth, truth, result.uncertainty_joules);
+	if (getenv("FIDELITY_VERBOSE") && fabs(result.joules - truth) > result.uncertainty_joules)
+		fprintf(stderr, "follow %s %llu us: err %+.6f J stated %.6f truth %.6f raw %.6f "
+			"wait %.6f lead %llu wait %llu ticks %.2f W\n", follow_names[condition],
+			(unsigned long long)(ns / 1000), result.joules - truth,
+			result.uncertainty_joules, truth, result.raw_joules, result.wait_joules,
+			(unsigned long long)result.lead_ticks,
+			(unsigned long long)result.wait_ticks, result.joules_per_tick * 2.5e9);
+}
+
+/* The same work with nothing measured: the mean true power of it (J per ns). */
+static double unmeasured_power(enum follow_condition condition)
+{
+	double sum = 0.0;
+	size_t count = 0;
+
+	usleep(LEASE_LAPSE_US);
+	for (size_t l = 0; l < FOLLOW_LENGTHS; l++) {
+		for (size_t i = 0; i < FOLLOW_REGIONS / 3; i++) {
+			uint64_t start_ns = clock_monotonic_raw_ns(), end_ns;
+
+			work(condition, follow_ns[l]);
+			end_ns = clock_monotonic_raw_ns();
+			/* Held off until the lease lapsed: truth queries are requests too. */
+			usleep(2000);
+			sum += (truth_at(end_ns) - truth_at(start_ns)) / (double)(end_ns - start_ns);
+			count++;
+		}
+	}
+	return sum / (double)count;
+}
+
+/* Pairs of reads READ_SPAN_NS apart with the condition's work between: the register's
+ * difference against update_joules (the +- the API states for a difference), the estimates'
+ * against the sum of their two stated +-. */
+static void follow_reads(struct haecer_counter *pkg, enum follow_condition condition,
+			 struct coverage *reads, struct coverage *estimates)
+{
+	for (size_t i = 0; i < FOLLOW_READS; i++) {
+		struct haecer_energy_reading first, last;
+		uint64_t a0, a1, b0, b1;
+		double truth;
+
+		a0 = clock_monotonic_raw_ns();
+		if (haecer_counter_read_energy(pkg, &first) < 0)
+			continue;
+		a1 = clock_monotonic_raw_ns();
+		work(condition, READ_SPAN_NS);
+		b0 = clock_monotonic_raw_ns();
+		if (haecer_counter_read_energy(pkg, &last) < 0)
+			continue;
+		b1 = clock_monotonic_raw_ns();
+		truth = truth_at(b0 + (b1 - b0) / 2) - truth_at(a0 + (a1 - a0) / 2);
+		add(reads, last.joules - first.joules - truth, truth, last.update_joules);
+		truth = truth_at(b1) - truth_at(a1);
+		add(estimates, last.estimate_joules - first.estimate_joules - truth, truth,
+		    first.estimate_uncertainty_joules + last.estimate_uncertainty_joules);
+	}
+}
+
+static pid_t start_spinner(void)
+{
+	pid_t pid;
+
+	fflush(stdout); /* the child must not hold a copy of what is buffered */
+	pid = fork();
+
+	if (pid == 0) {
+		for (;;)
+			;
+	}
+	return pid;
+}
+
+static void stop_spinner(pid_t pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+static double min_or(double current, double value)
+{
+	return value < current ? value : current;
+}
+
+static void follow_condition(struct haecer_counter *pkg, enum follow_condition c,
+			     struct follow_keys *keys)
+{
+	static struct coverage cells[FOLLOW_LENGTHS], reads, estimates;
+	double on = 0.0, off, added;
+	size_t regions = 0;
+
+	memset(cells, 0, sizeof(cells));
+	memset(&reads, 0, sizeof(reads));
+	memset(&estimates, 0, sizeof(estimates));
+	/* Until FOLLOW_REGIONS regions no SMI hit (the rough Sandy Bridge has one every 16 ms:
+	 * most 10 ms regions with their waits see one), at most FOLLOW_TRIES rounds. */
+	for (size_t i = 0; i < FOLLOW_TRIES; i++) {
+		for (size_t l = 0; l < FOLLOW_LENGTHS; l++) {
+			if (cells[l].count < FOLLOW_REGIONS)
+				follow_region(pkg, c, follow_ns[l], &cells[l], &on);
+		}
+	}
+	follow_reads(pkg, c, &reads, &estimates);
+	for (size_t l = 0; l < FOLLOW_LENGTHS; l++)
+		regions += cells[l].count;
+	on /= (double)(regions ? regions : 1);
+	off = unmeasured_power(c);
+	added = 100.0 * (on - off) / on;
+	for (size_t l = 0; l < FOLLOW_LENGTHS; l++) {
+		const struct coverage *cell = &cells[l];
+
+		printf("follow %-22s region %5.0f us %3zu  coverage %5.1f %%  median |%%| %8.2f  "
+		       "p95 |%%| %8.2f  worst |err|/stated %7.2f\n", follow_names[c],
+		       (double)follow_ns[l] / 1000.0, cell->count, covered_pct(cell),
+		       abs_pct(cell, 50), abs_pct(cell, 95), cell->worst_ratio);
+		keys->region_coverage_pct = min_or(keys->region_coverage_pct, covered_pct(cell));
+		if (cell->worst_ratio > keys->worst_err_over_stated)
+			keys->worst_err_over_stated = cell->worst_ratio;
+		if (c == QUIET_SPIN && follow_ns[l] == 300000)
+			keys->region300us_p95_pct = abs_pct(cell, 95);
+		if (c == QUIET_SPIN && follow_ns[l] == 1000000)
+			keys->region1ms_p95_pct = abs_pct(cell, 95);
+	}
+	printf("follow %-22s read 10 ms diff  %3zu  coverage %5.1f %%  p95 |%%| %6.2f  worst %.2f"
+	       " | estimate diff coverage %5.1f %%  p95 |%%| %6.2f  worst %.2f\n", follow_names[c],
+	       reads.count, covered_pct(&reads), abs_pct(&reads, 95), reads.worst_ratio,
+	       covered_pct(&estimates), abs_pct(&estimates, 95), estimates.worst_ratio);
+	printf("follow %-22s measurement on %.3f W, off %.3f W: added %+.2f %% of the regions' "
+	       "true energy\n", follow_names[c], on * 1e9, off * 1e9, added);
+	keys->read_coverage_pct = min_or(keys->read_coverage_pct, covered_pct(&reads));
+	keys->estimate_coverage_pct = min_or(keys->estimate_coverage_pct, covered_pct(&estimates));
+	if (added > keys->measurement_added_pct)
+		keys->measurement_added_pct = added;
+}
+
+void fidelity_follow(struct haecer_conn *conn, struct haecer_counter *pkg,
+		     struct follow_keys *keys)
+{
+	truth_conn = conn;
+	*keys = (struct follow_keys){ .region_coverage_pct = 100.0,
+				      .estimate_coverage_pct = 100.0,
+				      .read_coverage_pct = 100.0,
+				      .measurement_added_pct = -HUGE_VAL };
+	if (haecer_sim_power_trace(conn, "") < 0) {
+		fprintf(stderr, "bench/fidelity: cannot give the power back to the load\n");
+		exit(1);
+	}
+	for (int c = 0; c < FOLLOW_CONDITIONS; c++) {
+		pid_t spinner = c == BUSY_SPIN || c == BUSY_SLEEP ? start_spinner() : 0;
+
+		follow_condition(pkg, (enum follow_condition)c, keys);
+		stop_spinner(spinner);
+	}
+}

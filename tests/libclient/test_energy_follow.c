@@ -1,0 +1,182 @@
+/*
+ * Energy regions under load-following power (issue 23): the real msrd on the simulated Sandy
+ * Bridge in real time (seed 3), the package's power following what runs, truth from
+ * SIM_ENERGY_AT at the region's ends.
+ *
+ *  - A region whose wait runs across a power step (imposed at 10 W, stepped to 40 W just before
+ *    the end call) is marked (power_changed, not reliable) and its +- still holds (within 3x):
+ *    the power after the closing update alone is not the wait's; a result must never state a
+ *    tight +- that does not hold.
+ *  - Sleeping regions (the client blocked in the kernel, the power following it down, the
+ *    library's polling around the region busy): at least 70 % within their stated +-, at
+ *    most one beyond 3x it, none beyond 10x. bench/fidelity measured 90-100 % within 1x per
+ *    length and one result in about 150 at 3.3x (2026-11-29, loaded host); asserting its
+ *    targets (95 %, all within 3x) on ~40 regions would fail one run in a few, so the test
+ *    holds the method to what it reliably does and the benchmark reports coverage. The
+ *    simulator's load sampling (1 ms for clients, 50 ms windows of /proc/stat for the rest)
+ *    and a loaded test host make single results stray. SMI-disturbed regions are skipped, as
+ *    callers are told to.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "haecer/msrd.h"
+#include "haecer/perfmon.h"
+#include "hw/msr.h"
+#include "tests/lib/msrd_group.h"
+#include "harness/msrd_harness.h"
+
+#define SLEEPING_REGIONS 40
+
+static const char policy[] =
+	"version: 1\n"
+	"default: deny\n"
+	"msrs:\n"
+	"  - {name: TSC, address: 0x10, read: true, set: time}\n"
+	"  - {name: SMI_COUNT, address: 0x34, read: true, set: smi}\n"
+	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"
+	"  - {name: PKG_ENERGY_STATUS, address: 0x611, read: true, set: rapl}\n"
+	"rules:\n"
+	"  - {match: {uid: 0}, allow: [time, smi, rapl], capabilities: [sim_control]}\n";
+
+static struct msrd_server server;
+
+static double truth_at(struct haecer_conn *conn, uint64_t ns)
+{
+	struct haecer_sim_energy_at at;
+
+	assert_int_equal(haecer_sim_energy_at(conn, 0, RAPL_DOMAIN_PKG, ns, &at), 0);
+	return at.joules;
+}
+
+static void spin_for(uint64_t ns)
+{
+	uint64_t until = harness_monotonic_raw_ns() + ns;
+
+	while (harness_monotonic_raw_ns() < until)
+		;
+}
+
+static void open_pkg(struct haecer_conn **conn, struct haecer_context **ctx,
+		     struct haecer_counter **pkg)
+{
+	assert_int_equal(haecer_connect(server.socket_path, conn), 0);
+	assert_int_equal(haecer_context_open(server.socket_path, ctx), 0);
+	assert_int_equal(haecer_counter_open_energy(*ctx, 0, RAPL_PKG, pkg), 0);
+}
+
+static void close_pkg(struct haecer_conn *conn, struct haecer_context *ctx,
+		      struct haecer_counter *pkg)
+{
+	haecer_counter_free(pkg);
+	haecer_context_close(ctx);
+	haecer_close(conn);
+}
+
+static void test_energy_step_in_the_wait_is_marked(void **state)
+{
+	struct haecer_conn *conn;
+	struct haecer_context *ctx;
+	struct haecer_counter *pkg;
+	unsigned checked = 0;
+
+	(void)state;
+	open_pkg(&conn, &ctx, &pkg);
+	for (int i = 0; i < 20 && checked < 5; i++) {
+		struct haecer_energy_region region;
+		struct haecer_energy_result result;
+		uint64_t start, end;
+		double truth, error;
+
+		assert_int_equal(haecer_sim_power_trace(conn, "pkg: 3600000 10\n"), 0);
+		assert_int_equal(haecer_energy_start(pkg, &region), 0);
+		start = harness_monotonic_raw_ns();
+		spin_for(300000);
+		/* The step: at the region's last round trip, so the wait and the interval after
+		 * the closing update run at 40 W, the interval before the start at 10 W. */
+		assert_int_equal(haecer_sim_power_trace(conn, "pkg: 3600000 40\n"), 0);
+		end = harness_monotonic_raw_ns();
+		assert_int_equal(haecer_energy_end(pkg, &region, &result), 0);
+		if (result.smi_count_exact && result.smi_count > 0)
+			continue;
+		truth = truth_at(conn, end) - truth_at(conn, start);
+		error = result.joules - truth;
+		fprintf(stderr, "step 10->40 W in the wait: %.6f J, true %.6f J, +-%.6f J "
+			"(before %.1f W, after %.1f W, span %.1f W), reasons %#x\n", result.joules,
+			truth, result.uncertainty_joules, result.before_joules_per_tick * 2.5e9,
+			result.after_joules_per_tick * 2.5e9, result.span_joules_per_tick * 2.5e9,
+			result.doubt_reasons);
+		assert_true(result.power_changed);
+		assert_false(result.reliable);
+		assert_true(result.doubt_reasons & HAECER_ENERGY_DOUBT_POWER_CHANGED);
+		assert_true(fabs(error) <= 3.0 * result.uncertainty_joules);
+		checked++;
+	}
+	assert_true(checked >= 3);
+	assert_int_equal(haecer_sim_power_trace(conn, ""), 0);
+	close_pkg(conn, ctx, pkg);
+}
+
+static void test_energy_sleeping_regions_covered(void **state)
+{
+	const uint64_t lengths[] = { 300000, 1000000, 2500000 };
+	struct haecer_conn *conn;
+	struct haecer_context *ctx;
+	struct haecer_counter *pkg;
+	unsigned checked = 0, within = 0, beyond3 = 0;
+
+	(void)state;
+	open_pkg(&conn, &ctx, &pkg);
+	assert_int_equal(haecer_sim_power_trace(conn, ""), 0); /* the power follows the load */
+	/* Until SLEEPING_REGIONS regions no SMI hit (under valgrind most are), at most 3x the
+	 * tries. */
+	for (int i = 0; i < 3 * SLEEPING_REGIONS && checked < SLEEPING_REGIONS; i++) {
+		struct haecer_energy_region region;
+		struct haecer_energy_result result;
+		uint64_t ns = lengths[i % 3], start, end;
+		struct timespec pause = { 0, (long)ns };
+		double truth, ratio;
+
+		assert_int_equal(haecer_energy_start(pkg, &region), 0);
+		start = harness_monotonic_raw_ns();
+		nanosleep(&pause, NULL);
+		end = harness_monotonic_raw_ns();
+		assert_int_equal(haecer_energy_end(pkg, &region, &result), 0);
+		if (result.smi_count_exact && result.smi_count > 0)
+			continue;
+		truth = truth_at(conn, end) - truth_at(conn, start);
+		ratio = fabs(result.joules - truth) / result.uncertainty_joules;
+		fprintf(stderr, "sleeping %4.0f us: %.6f J, true %.6f J, +-%.6f J (%.2fx), "
+			"reasons %#x\n", (double)(end - start) / 1000.0, result.joules, truth,
+			result.uncertainty_joules, ratio, result.doubt_reasons);
+		assert_true(ratio <= 10.0);
+		beyond3 += ratio > 3.0;
+		within += ratio <= 1.0;
+		checked++;
+	}
+	fprintf(stderr, "%u of %u sleeping regions within their stated +-\n", within, checked);
+	assert_true(checked >= 10);
+	assert_true(beyond3 <= 1);
+	assert_true(within * 10 >= checked * 7);
+	close_pkg(conn, ctx, pkg);
+}
+
+int main(void)
+{
+	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge", "--sim-seed",
+				    "3", NULL };
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_energy_step_in_the_wait_is_marked),
+		cmocka_unit_test(test_energy_sleeping_regions_covered),
+	};
+
+	return MSRD_RUN_GROUP(&server, policy, arguments, NULL, tests);
+}

@@ -214,8 +214,11 @@ def post(major: int, minor: int, event_id: int, value: int) -> None:
 class Measurement:
     """An energy region (startEnergyRead / endEnergyRead): use as ``with haecer.measure():``.
 
-    After the block: joules, uncertainty_joules (what the method cannot resolve), seconds (the
-    region's length on the TSC), simulated, and result (the whole struct haecer_energy_result).
+    After the block: joules, uncertainty_joules (what the method cannot resolve, widened to the
+    powers seen around the region), seconds (the region's length on the TSC), simulated,
+    reliable (false: the ± is as wide as the data allows, and doubt_reasons says why, as
+    HAECER_ENERGY_DOUBT_* bits), power_changed, and result (the whole struct
+    haecer_energy_result).
     The end waits one to two register updates (1-2 ms) to measure the power of its own wait.
     """
 
@@ -227,6 +230,9 @@ class Measurement:
         self.uncertainty_joules: Optional[float] = None
         self.seconds: Optional[float] = None
         self.simulated: bool = self.counter.simulated
+        self.reliable: Optional[bool] = None
+        self.power_changed: Optional[bool] = None
+        self.doubt_reasons: int = 0
 
     def __enter__(self) -> "Measurement":
         check(lib.haecer_energy_start(self.counter._live(), ctypes.byref(self._region)),
@@ -244,6 +250,9 @@ class Measurement:
         self.uncertainty_joules = result.uncertainty_joules
         self.seconds = result.seconds
         self.simulated = bool(result.simulated)
+        self.reliable = bool(result.reliable)
+        self.power_changed = bool(result.power_changed)
+        self.doubt_reasons = result.doubt_reasons
 
 
 def measure(domain: str = "energy-pkg", cpu: int = 0) -> Measurement:

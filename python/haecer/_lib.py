@@ -80,7 +80,8 @@ class EnergyReading(Structure):
 class EnergyRegion(Structure):
     _fields_ = [("start_total", c_uint64), ("start_tsc", c_uint64),
                 ("start_update_tsc", c_uint64), ("start_poll_tsc", c_uint64),
-                ("start_smi", c_uint64), ("start_bracket", c_uint64), ("active", c_bool)]
+                ("start_smi", c_uint64), ("start_bracket", c_uint64), ("active", c_bool),
+                ("before_per_tick", c_double), ("before_doubt_per_tick", c_double)]
 
 
 class EnergyResult(Structure):
@@ -90,7 +91,10 @@ class EnergyResult(Structure):
                 ("tail_ticks", c_uint64), ("detected_wait_ticks", c_uint64),
                 ("start_tsc", c_uint64), ("end_tsc", c_uint64), ("first_poll_tsc", c_uint64),
                 ("last_poll_tsc", c_uint64), ("seconds", c_double), ("smi_count", c_uint32),
-                ("smi_count_exact", c_bool), ("tsc_source", c_uint32), ("simulated", c_bool)]
+                ("smi_count_exact", c_bool), ("tsc_source", c_uint32), ("simulated", c_bool),
+                ("before_joules_per_tick", c_double), ("after_joules_per_tick", c_double),
+                ("span_joules_per_tick", c_double), ("power_changed", c_bool),
+                ("reliable", c_bool), ("doubt_reasons", c_uint32)]
 
 
 class RingRecord(Structure):

@@ -66,6 +66,8 @@ def test_measure_gives_a_region_with_its_uncertainty(msrd):
     assert m.uncertainty_joules > 0
     assert isinstance(m.joules, float)
     assert m.result.region_ticks > 0
+    assert isinstance(m.reliable, bool) and isinstance(m.power_changed, bool)
+    assert m.reliable == (m.doubt_reasons == 0)   # an unreliable result says why
 
 
 def test_threads_each_measure(msrd):

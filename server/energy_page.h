@@ -1,0 +1,39 @@
+/*
+ * server/energy_page.h — msrd's energy pages (energy_page.c): its state and calls, private to msrd
+ * (server/server.h gathers every subsystem's header).
+ */
+#ifndef HAECER_SERVER_ENERGY_PAGE_H
+#define HAECER_SERVER_ENERGY_PAGE_H
+
+#include <limits.h>
+#include <liburing.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/signalfd.h>
+#include <sys/types.h>
+
+#include "backend/backend.h"
+#include "common/log.h"
+#include "policy/policy.h"
+#include "proto/wire.h"
+#include "shm/energy_page.h"
+
+struct client;
+struct msrd;
+
+/* ENERGY_PAGE: a read-only page of one energy register's totals (every package, or core),
+ * coarse when the client's grant is. */
+void energy_pages_handle_request(struct client *client, const struct wire_header *header,
+				 const uint8_t *payload, size_t length);
+/* A request from the client: its precise holds' lease is renewed (the windows start again
+ * when it had lapsed). */
+void energy_pages_client_request(struct client *client);
+/* A lease in the precise edges' set may have lapsed (now >= energy.edge_lease_lapse_ns):
+ * compute the set again. */
+void energy_pages_leases_check(struct msrd *server);
+/* The client is going away: its holds are dropped (sampling stops with the last). */
+void energy_pages_release_client(struct client *client);
+
+#endif

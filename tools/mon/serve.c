@@ -352,6 +352,8 @@ int mon_serve_main(const struct mon_options *options, int count, char *const *wo
 	signal(SIGPIPE, SIG_IGN);
 	mon_catch_stop_signals();
 	serve_state_init(&server->state, options->socket_path, interval_ms / 1000.0);
+	if (serve_attribution_open(&server->state, options->top, options->cgroup_depth) < 0)
+		fprintf(stderr, "haecer-mon: no per-process energy series: out of memory\n");
 	serve_loop(server, &wait_mask);
 	while (server->client_count > 0)
 		client_close(server, server->client_count - 1);

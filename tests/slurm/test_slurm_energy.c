@@ -264,7 +264,8 @@ int main(void)
 		}
 	snprintf(plugin, sizeof(plugin), "%s/spank_haecer.so", harness_build_dir());
 	if (access(plugin, R_OK) != 0) {
-		printf("skip: %s is not built (no /usr/include/slurm/spank.h)\n", plugin);
+		printf("skip: %s is not built (no /usr/include/slurm/spank.h, or a sanitizer "
+		       "build: slurmstepd cannot load an ASan/TSan object)\n", plugin);
 		return 77;
 	}
 	if (geteuid() != 0) {

@@ -1,9 +1,10 @@
 /*
  * slurm/spank_haecer.c — haecer's SPANK plugin: each job step's own energy on a node.
  *
- * In slurmstepd (remote context), from slurm_spank_user_init until slurm_spank_exit, a thread
- * steps the attribution engine (attribution/attribution.h) every interval on the package energy
- * msrd counts (energy-pkg, all packages), and adds to the step what its processes were charged:
+ * In slurmstepd (remote context), from slurm_spank_init_post_opt (as root: msrd's policy sees
+ * slurmstepd, not the job's user; before the tasks start) until slurm_spank_exit, a thread
+ * steps the attribution engine (attribution/attribution.h) every interval on the package
+ * energy msrd counts (energy-pkg, all packages), and adds to the step what its processes were charged:
  * its tasks (S_TASK_PID), their descendants, and processes in a task's process group
  * (proctrack/pgid puts each task in its own group; a daemonized child keeps it). A process
  * that starts and exits inside one interval is seen by no snapshot and lands in the node's
@@ -219,7 +220,7 @@ static int open_energy(void)
 	return 0;
 }
 
-int slurm_spank_user_init(spank_t spank, int argc, char **argv)
+int slurm_spank_init_post_opt(spank_t spank, int argc, char **argv)
 {
 	double joules[ATTRIBUTION_MAX_PACKAGES];
 	struct attribution_interval interval;

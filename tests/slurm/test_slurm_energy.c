@@ -232,9 +232,29 @@ static void test_two_jobs(void **state)
 	assert_false(file_has(in_dir("sleepy.out"), "haecer_energy"));
 }
 
+/* After a failure: cancel what still runs (our slurm.conf is $SLURM_CONF) and give the step
+ * daemons a few seconds to end, so no slurmstepd outlives the cluster. */
+static void cancel_jobs(void)
+{
+	const char *scancel[] = { "/usr/bin/scancel", "--full", "-u", "root", NULL };
+	const char *squeue[] = { "/usr/bin/squeue", "-h", NULL };
+
+	if (daemons[1] <= 0 || harness_run(scancel, NULL, NULL) != 0)
+		return;
+	for (int round = 0; round < 50; round++) {
+		char *out = NULL;
+		bool empty = harness_run(squeue, &out, NULL) == 0 && out != NULL && out[0] == '\0';
+		free(out);
+		if (empty)
+			return;
+		usleep(100000);
+	}
+}
+
 static int teardown(void **state)
 {
 	(void)state;
+	cancel_jobs();
 	for (int i = 2; i >= 0; i--)
 		if (daemons[i] > 0) {
 			kill(daemons[i], SIGTERM);

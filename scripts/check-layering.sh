@@ -16,6 +16,7 @@ declare -A allowed=(
 	[proto]="proto common"
 	[policy]="policy common hw"
 	[attribution]="attribution haecer common hw"
+	[slurm]="slurm attribution haecer common hw"
 	[backend]="backend common hw"
 	[server]="server backend policy proto shm common hw"
 	[libclient]="libclient haecer proto shm common hw"

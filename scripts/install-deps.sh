@@ -26,6 +26,10 @@ python3
 python3-pytest
 python3-pandas
 python3-matplotlib
+libslurm-dev
+slurmctld
+slurmd
+munge
 "
 
 missing=""
@@ -50,4 +54,6 @@ $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 # The prometheus package starts a system service on install; tests run their own on loopback.
 if command -v systemctl >/dev/null 2>&1; then
 	$SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
+	# Likewise Slurm's and munge's: tests/slurm starts its own cluster in a temp dir.
+	$SUDO systemctl disable --now slurmctld slurmd munge >/dev/null 2>&1 || true
 fi

@@ -5,7 +5,7 @@
  *   haecer-mon [OPTIONS] list
  *   haecer-mon [OPTIONS] follow MAJOR MINOR [INSTANCE]
  *   haecer-mon [OPTIONS] plot MAJOR MINOR [INSTANCE] -o FILE.png
- *   haecer-mon [OPTIONS] serve [--listen HOST:PORT]
+ *   haecer-mon [OPTIONS] serve [--listen HOST:PORT] [--top N] [--cgroup-depth D]
  *   haecer-mon [OPTIONS] top
  *
  * Exit status: 0 success, 1 failure (no server, no such ring, refused by the policy), 2 bad
@@ -31,7 +31,9 @@ static const struct command commands[] = {
 	  mon_follow_main },
 	{ "plot", MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_OUTPUT |
 	  MON_OPT_DATA, mon_plot_main },
-	{ "serve", MON_OPT_LISTEN | MON_OPT_INTERVAL | MON_OPT_RESOLUTION, mon_serve_main },
+	{ "serve", MON_OPT_LISTEN | MON_OPT_INTERVAL | MON_OPT_RESOLUTION | MON_OPT_TOP |
+			  MON_OPT_CGROUP_DEPTH,
+	  mon_serve_main },
 	{ "top", MON_OPT_FORMAT | MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_BY,
 	  mon_top_main },
 };
@@ -46,6 +48,8 @@ static const struct {
 	{ MON_OPT_LISTEN, "--listen" },     { MON_OPT_UID, "--uid" },
 	{ MON_OPT_BY, "--by" },
 	{ MON_OPT_RESOLUTION, "--resolution-uj" },
+	{ MON_OPT_TOP, "--top" },
+	{ MON_OPT_CGROUP_DEPTH, "--cgroup-depth" },
 };
 
 static void usage(FILE *out)
@@ -54,7 +58,7 @@ static void usage(FILE *out)
 		"Usage: haecer-mon [OPTIONS] list\n"
 		"       haecer-mon [OPTIONS] follow MAJOR MINOR [INSTANCE]\n"
 		"       haecer-mon [OPTIONS] plot MAJOR MINOR [INSTANCE] -o FILE.png\n"
-		"       haecer-mon [OPTIONS] serve [--listen HOST:PORT]\n"
+		"       haecer-mon [OPTIONS] serve [--listen HOST:PORT] [--top N] [--cgroup-depth D]\n"
 		"       haecer-mon [OPTIONS] top [--by process|cgroup|service] [MAJOR MINOR]\n"
 		"Watch the shared-memory rings msrd lists, read-only, under its policy.\n"
 		"\n"
@@ -75,6 +79,9 @@ static void usage(FILE *out)
 		"  -o, --output FILE      the PNG to write                           plot\n"
 		"      --data FILE        also keep the plotted data (time, watts)   plot\n"
 		"  -l, --listen HOST:PORT where to serve (default 127.0.0.1:9464)    serve\n"
+		"      --top N            per-process energy series for the N heaviest\n"
+		"                         processes (default 20)                      serve\n"
+		"      --cgroup-depth D   cgroup series cut to D path levels (3)      serve\n"
 		"  -u, --uid UID          only a ring UID created (the newest of them) follow\n"
 		"  -b, --by WHAT          process, cgroup or service: each interval's package\n"
 		"                         energy split by CPU time (docs/attribution.md) top\n"
@@ -144,6 +151,17 @@ static int take_option(int option, const char *value, struct mon_options *option
 		if (!mon_parse_u64(value, &options->resolution_uj))
 			return mon_usage_error("--resolution-uj takes microjoules, not '%s'", value);
 		return 0;
+	case 'T':
+		options->given |= MON_OPT_TOP;
+		if (!mon_parse_u32(value, &options->top) || options->top > 100000)
+			return mon_usage_error("--top takes a number of processes from 0 to 100000, "
+					       "not '%s'", value);
+		return 0;
+	case 'G':
+		options->given |= MON_OPT_CGROUP_DEPTH;
+		if (!mon_parse_u32(value, &options->cgroup_depth) || options->cgroup_depth > 64)
+			return mon_usage_error("--cgroup-depth takes 0 to 64, not '%s'", value);
+		return 0;
 	case 'u':
 		options->given |= MON_OPT_UID;
 		if (!mon_parse_u32(value, &options->uid))
@@ -177,11 +195,13 @@ int main(int argc, char **argv)
 		{ "uid", required_argument, NULL, 'u' },
 		{ "by", required_argument, NULL, 'b' },
 		{ "resolution-uj", required_argument, NULL, 'R' },
+		{ "top", required_argument, NULL, 'T' },
+		{ "cgroup-depth", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct mon_options options = { .interval_ms = MON_DEFAULT_INTERVAL_MS };
+	struct mon_options options = { .interval_ms = MON_DEFAULT_INTERVAL_MS, .top = 20, .cgroup_depth = 3 };
 	const struct command *command;
 	int option;
 	int status;

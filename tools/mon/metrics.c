@@ -107,7 +107,7 @@ static void write_metadata(struct writer *writer, const struct family *family)
 	writer->started = family;
 }
 
-static void write_label_value(FILE *out, const char *value)
+void serve_write_label_value(FILE *out, const char *value)
 {
 	for (const char *c = value; *c != '\0'; c++) {
 		if (*c == '\\' || *c == '"')
@@ -131,7 +131,7 @@ static void write_sample(struct writer *writer, const struct family *family,
 	fprintf(writer->out, "%s%s", family->name, family->counter ? "_total" : "");
 	for (size_t i = 0; i < count; i++) {
 		fprintf(writer->out, "%s%s=\"", i == 0 ? "{" : ",", labels->items[i].name);
-		write_label_value(writer->out, labels->items[i].value);
+		serve_write_label_value(writer->out, labels->items[i].value);
 		fputc('"', writer->out);
 	}
 	/* Every series of a simulated CPU says so, so no dashboard takes it for a measurement. */
@@ -270,6 +270,7 @@ int serve_render(const struct serve_state *state, bool openmetrics, char **text,
 	write_ring_counters(&writer, state, &ring_value, 0);
 	write_ring_counters(&writer, state, &ring_energy, 1);
 	write_ring_counters(&writer, state, &ring_power, 2);
+	serve_attribution_render(state, writer.out, openmetrics);
 	if (openmetrics)
 		fputs("# EOF\n", writer.out);
 	if (ferror(writer.out))

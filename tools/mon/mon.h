@@ -253,6 +253,8 @@ int mon_watch_ring(const struct mon_options *options, int count, char *const *wo
 #define MON_OPT_UID 0x80u
 #define MON_OPT_BY 0x100u
 #define MON_OPT_RESOLUTION 0x200u
+#define MON_OPT_TOP 0x400u
+#define MON_OPT_CGROUP_DEPTH 0x800u
 
 /* top --by: whose energy rows show (tools/mon/top_by.c). */
 enum mon_by { MON_BY_PACKAGE, MON_BY_PROCESS, MON_BY_CGROUP, MON_BY_SERVICE };
@@ -270,6 +272,8 @@ struct mon_options {
 	uint32_t uid;             /* MON_OPT_UID: only rings this uid created */
 	enum mon_by by;           /* MON_OPT_BY: top's rows */
 	uint64_t resolution_uj;   /* MON_OPT_RESOLUTION: serve's energy resolution, 0 full */
+	uint32_t top;             /* serve --top: process series (SERVE_DEFAULT_TOP) */
+	uint32_t cgroup_depth;    /* serve --cgroup-depth: levels of a cgroup series' path */
 };
 
 /* top --by process|cgroup|service (tools/mon/top_by.c): an attribution engine over the real

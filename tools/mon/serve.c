@@ -354,6 +354,8 @@ int mon_serve_main(const struct mon_options *options, int count, char *const *wo
 	serve_state_init(&server->state, options->socket_path, interval_ms / 1000.0,
 			 options->given & MON_OPT_RESOLUTION ? options->resolution_uj
 							    : SERVE_DEFAULT_RESOLUTION_UJ);
+	if (serve_attribution_open(&server->state, options->top, options->cgroup_depth) < 0)
+		fprintf(stderr, "haecer-mon: no per-process energy series: out of memory\n");
 	serve_loop(server, &wait_mask);
 	while (server->client_count > 0)
 		client_close(server, server->client_count - 1);

@@ -61,6 +61,7 @@ struct serve_state {
 	struct serve_ring *rings[SERVE_MAX_RINGS + SERVE_MAX_MSRD_RINGS];
 	bool ring_limit_warned;
 	uint32_t ring_limit_uid;   /* the uid the last "past its share" line named */
+	struct serve_attribution *attribution; /* per-process energy; NULL when off */
 };
 
 /* collect.c */
@@ -77,6 +78,16 @@ void serve_refresh(struct serve_state *state);
 /* metrics.c: the exposition text (OpenMetrics 1.0.0 when openmetrics, else Prometheus text
  * 0.0.4) in a malloc'ed buffer; -ENOMEM. */
 int serve_render(const struct serve_state *state, bool openmetrics, char **text, size_t *length);
+
+/* serve_attribution.c: per-process and per-cgroup energy series (--top N, --cgroup-depth D). */
+#define SERVE_DEFAULT_TOP 20u
+#define SERVE_DEFAULT_CGROUP_DEPTH 3u
+int serve_attribution_open(struct serve_state *state, unsigned top, unsigned depth);
+void serve_attribution_close(struct serve_state *state);
+void serve_attribution_tick(struct serve_state *state);
+void serve_attribution_render(const struct serve_state *state, FILE *out, bool openmetrics);
+/* metrics.c: a label value with \\, \" and \\n escaped. */
+void serve_write_label_value(FILE *out, const char *value);
 
 /* http.c: answer one complete request in `request` (NUL-terminated). Sets *response (malloc'ed)
  * and returns its length, or -ENOMEM; -EAGAIN when the request is not complete yet. */

@@ -4,7 +4,9 @@
 #include "harness/msrd_harness.h"
 #include "harness/tool_argv.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -12,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -54,6 +58,39 @@ void harness_spin_ns(uint64_t ns)
 
 	while (harness_monotonic_raw_ns() < until)
 		;
+}
+
+pid_t harness_start_duty_cycle(uint64_t spin_ns, useconds_t sleep_us)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid > 0)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	for (;;) {
+		harness_spin_ns(spin_ns);
+		if (sleep_us)
+			usleep(sleep_us);
+	}
+}
+
+unsigned harness_free_loopback_port(void)
+{
+	struct sockaddr_in address = { .sin_family = AF_INET };
+	socklen_t size = sizeof(address);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	unsigned port = 0;
+
+	if (fd < 0)
+		return 0;
+	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&address, sizeof(address)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&address, &size) == 0)
+		port = ntohs(address.sin_port);
+	close(fd);
+	return port;
 }
 
 bool harness_valgrind(void)

@@ -54,6 +54,12 @@ bool harness_valgrind(void);
 uint64_t harness_monotonic_raw_ns(void);
 /* Keep this CPU busy for ns (CLOCK_MONOTONIC_RAW): a region's work, or a stretch timed exactly. */
 void harness_spin_ns(uint64_t ns);
+/* A child process that spins spin_ns, then sleeps sleep_us (0: never), for ever, and dies with
+ * its parent (PR_SET_PDEATHSIG): a busy or a mostly asleep program whose energy a test
+ * attributes. Its pid, or -errno. */
+pid_t harness_start_duty_cycle(uint64_t spin_ns, useconds_t sleep_us);
+/* A loopback TCP port free now (the kernel's pick), for a server a test starts; 0 on failure. */
+unsigned harness_free_loopback_port(void);
 
 /* Prepare server->dir etc. and write the policy (mode 0644) without starting anything. */
 int msrd_prepare(struct msrd_server *server, const char *policy_yaml);

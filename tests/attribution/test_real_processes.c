@@ -28,16 +28,9 @@ static const char policy[] = POLICY_HEADER POLICY_RAPL_MSRS
 
 static pid_t start_child(uint64_t spin_ns, useconds_t sleep_us)
 {
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		for (;;) {
-			harness_spin_ns(spin_ns);
-			if (sleep_us)
-				usleep(sleep_us);
-		}
-	}
+	pid_t pid = harness_start_duty_cycle(spin_ns, sleep_us);
+
+	assert_true(pid > 0);
 	return pid;
 }
 

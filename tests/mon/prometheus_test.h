@@ -7,26 +7,14 @@
 #define HAECER_TESTS_MON_PROMETHEUS_TEST_H
 
 #include "tests/mon/serve_test.h"
+#include "harness/msrd_harness.h"
+
 
 #define PROMETHEUS "/usr/bin/prometheus"
 
 static char directory[PATH_MAX];
 static unsigned prometheus_port;
 static pid_t prometheus_pid;
-
-static inline unsigned free_port(void)
-{
-	struct sockaddr_in address = { .sin_family = AF_INET };
-	socklen_t size = sizeof(address);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&address, sizeof(address)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&address, &size), 0);
-	close(fd);
-	return ntohs(address.sin_port);
-}
 
 /* Prometheus in the foreground, its output in DIRECTORY/prometheus.log. */
 static inline pid_t start_prometheus(unsigned target_port)
@@ -45,7 +33,7 @@ static inline pid_t start_prometheus(unsigned target_port)
 		 "scrape_configs:\n  - job_name: haecer\n    static_configs:\n"
 		 "      - targets: ['127.0.0.1:%u']\n", target_port);
 	assert_int_equal(harness_write_file(config, yaml, 0644), 0);
-	prometheus_port = free_port();
+	prometheus_port = harness_free_loopback_port();
 	snprintf(config_option, sizeof(config_option), "--config.file=%s", config);
 	snprintf(storage_option, sizeof(storage_option), "--storage.tsdb.path=%s", storage);
 	snprintf(listen_option, sizeof(listen_option), "--web.listen-address=127.0.0.1:%u",

@@ -39,20 +39,6 @@ struct job_energy {
 	double joules, error, node_joules, other_joules, cpu_s;
 };
 
-static unsigned free_port(void)
-{
-	struct sockaddr_in address = { .sin_family = AF_INET };
-	socklen_t size = sizeof(address);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&address, sizeof(address)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&address, &size), 0);
-	close(fd);
-	return ntohs(address.sin_port);
-}
-
 static char *in_dir(const char *name)
 {
 	static char paths[8][PATH_MAX + 64];
@@ -84,7 +70,7 @@ static void write_config(void)
 	char conf[8 * PATH_MAX + 2048], plugstack[PATH_MAX * 2];
 	char key[1024];
 	FILE *random = fopen("/dev/urandom", "r");
-	unsigned ctld_port = free_port(), slurmd_port = free_port();
+	unsigned ctld_port = harness_free_loopback_port(), slurmd_port = harness_free_loopback_port();
 
 	assert_non_null(random);
 	assert_int_equal(fread(key, 1, sizeof(key), random), sizeof(key));

@@ -62,8 +62,8 @@
 #include "harness/process_figures.h"
 #include "harness/raw_client.h"
 #include "harness/standin_tree.h"
+#include "bench/parts/msrd/msrd_bench.h"
 
-#define ADDRESS 0x611u /* PKG_ENERGY_STATUS: what an energy-measuring client reads */
 #define SAMPLES 20000
 #define WARMUP 2000
 #define IDLE_CLIENTS 1000u
@@ -71,7 +71,7 @@
 #define MANY_CLIENTS 10000u /* the last throughput point: one connection per thread */
 #define FD_SPARE 256u       /* descriptors besides the clients' */
 
-static const char policy[] =
+const char policy[] =
 	"version: 1\n"
 	"default: deny\n"
 	"msrs:\n"
@@ -80,9 +80,9 @@ static const char policy[] =
 	"rules:\n"
 	"  - {match: {any: true}, allow: [base], create_rings: [1], monitor_rings: [1]}\n";
 
-static struct msrd_server server;
+struct msrd_server server;
 
-static __attribute__((noreturn)) void die(const char *what)
+void die(const char *what)
 {
 	fprintf(stderr, "bench/msrd: %s\n", what);
 	msrd_kill(&server);
@@ -329,16 +329,12 @@ static void *load_thread(void *argument)
 	return NULL;
 }
 
-struct throughput {
-	double ops;             /* reads per second over all clients */
-	double msrd_us_per_read; /* the server's CPU time (utime + stime) over the interval per read */
-};
 
 static unsigned long long cpu_ticks(pid_t pid);
 
 /* `clients` threads, one connection each, against msrd (echo_path NULL) or the echo floor;
  * the CPU time is that of `target`. */
-static struct throughput throughput(pid_t target, const char *echo_path, unsigned clients,
+struct throughput throughput(pid_t target, const char *echo_path, unsigned clients,
 				    double seconds)
 {
 	pthread_t *threads = calloc(clients, sizeof(*threads));
@@ -381,158 +377,6 @@ static struct throughput throughput(pid_t target, const char *echo_path, unsigne
 	out.msrd_us_per_read = total > 0 ? (double)(ticks_after - ticks_before) * 1e6 /
 						   (double)sysconf(_SC_CLK_TCK) / (double)total
 					 : -1.0;
-	return out;
-}
-
-/* ---- the floor at many clients ----
- *
- * What any io_uring server pays per round trip at a number of connections: a process that
- * accepts them all, receives with one multishot recv per connection from shared provided
- * buffers (512 at first, doubled when a receive finds none, as msrd does) and answers each
- * 24-byte request with one 24-byte send, nothing else. Its CPU per round trip beside msrd's at
- * the same count tells what of msrd's growth is the kernel's (sockets and the wake-ups of
- * thousands of threads) and what is msrd's own. */
-
-#define ECHO_BUFFER_GROUP 1
-#define ECHO_BUFFERS_MOST 16384u
-#define ECHO_BUFFER_SIZE 2048u
-
-struct echo {
-	struct io_uring ring;
-	struct io_uring_buf_ring *buffers;
-	uint8_t *memory;
-	unsigned count;
-	int *fds;
-	uint8_t (*replies)[WIRE_HEADER_SIZE + 8];
-};
-
-static struct io_uring_sqe *echo_sqe(struct echo *echo)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&echo->ring);
-
-	while (sqe == NULL) {
-		io_uring_submit(&echo->ring);
-		sqe = io_uring_get_sqe(&echo->ring);
-	}
-	return sqe;
-}
-
-static void echo_add_buffers(struct echo *echo, unsigned count)
-{
-	for (unsigned id = echo->count; id < count; id++)
-		io_uring_buf_ring_add(echo->buffers, echo->memory + (size_t)id * ECHO_BUFFER_SIZE,
-				      ECHO_BUFFER_SIZE, (unsigned short)id, ECHO_BUFFERS_MOST - 1,
-				      (int)(id - echo->count));
-	io_uring_buf_ring_advance(echo->buffers, (int)(count - echo->count));
-	echo->count = count;
-}
-
-static void echo_arm(struct echo *echo, unsigned index)
-{
-	struct io_uring_sqe *sqe = echo_sqe(echo);
-
-	io_uring_prep_recv_multishot(sqe, echo->fds[index], NULL, 0, 0);
-	sqe->flags |= IOSQE_BUFFER_SELECT;
-	sqe->buf_group = ECHO_BUFFER_GROUP;
-	io_uring_sqe_set_data64(sqe, (uint64_t)index << 1);
-}
-
-/* One receive completion: answer what came, re-arm an ended receive (ENOBUFS). */
-static bool echo_received(struct echo *echo, const struct io_uring_cqe *cqe)
-{
-	unsigned index = (unsigned)(cqe->user_data >> 1);
-	bool exhausted = cqe->res == -ENOBUFS;
-
-	if (cqe->flags & IORING_CQE_F_BUFFER) {
-		unsigned id = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
-		if (cqe->res > 0) {
-			struct io_uring_sqe *sqe = echo_sqe(echo);
-			memcpy(echo->replies[index], echo->memory + (size_t)id * ECHO_BUFFER_SIZE,
-			       sizeof(echo->replies[index]));
-			io_uring_prep_send(sqe, echo->fds[index], echo->replies[index],
-					   sizeof(echo->replies[index]), MSG_NOSIGNAL);
-			io_uring_sqe_set_data64(sqe, cqe->user_data | 1);
-		}
-		io_uring_buf_ring_add(echo->buffers, echo->memory + (size_t)id * ECHO_BUFFER_SIZE,
-				      ECHO_BUFFER_SIZE, (unsigned short)id, ECHO_BUFFERS_MOST - 1, 0);
-		io_uring_buf_ring_advance(echo->buffers, 1);
-	}
-	if ((cqe->flags & IORING_CQE_F_MORE) == 0 && cqe->res != 0)
-		echo_arm(echo, index);
-	return exhausted;
-}
-
-static __attribute__((noreturn)) void echo_serve(int listen_fd, unsigned clients)
-{
-	struct io_uring_params params = {
-		.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER |
-			 IORING_SETUP_DEFER_TASKRUN,
-		.cq_entries = 65536,
-	};
-	static struct echo echo;
-	struct io_uring_buf_reg registration = { .ring_entries = ECHO_BUFFERS_MOST,
-						 .bgid = ECHO_BUFFER_GROUP };
-
-	echo.fds = calloc(clients, sizeof(*echo.fds));
-	echo.replies = calloc(clients, sizeof(*echo.replies));
-	echo.buffers = mmap(NULL, ECHO_BUFFERS_MOST * sizeof(struct io_uring_buf),
-			    PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-	echo.memory = mmap(NULL, (size_t)ECHO_BUFFERS_MOST * ECHO_BUFFER_SIZE, PROT_READ | PROT_WRITE,
-			   MAP_ANONYMOUS | MAP_PRIVATE | MAP_NORESERVE, -1, 0);
-	registration.ring_addr = (uint64_t)(uintptr_t)echo.buffers;
-	if (echo.fds == NULL || echo.replies == NULL || echo.buffers == MAP_FAILED ||
-	    echo.memory == MAP_FAILED || io_uring_queue_init_params(4096, &echo.ring, &params) < 0 ||
-	    io_uring_register_buf_ring(&echo.ring, &registration, 0) < 0)
-		_exit(1);
-	io_uring_buf_ring_init(echo.buffers);
-	echo_add_buffers(&echo, 512);
-	for (unsigned i = 0; i < clients; i++) {
-		echo.fds[i] = accept(listen_fd, NULL, NULL);
-		if (echo.fds[i] < 0)
-			_exit(1);
-		echo_arm(&echo, i);
-	}
-	for (;;) {
-		struct io_uring_cqe *cqe;
-		unsigned head, seen = 0;
-		bool exhausted = false;
-
-		io_uring_submit_and_wait(&echo.ring, 1);
-		io_uring_for_each_cqe(&echo.ring, head, cqe) {
-			seen++;
-			if ((cqe->user_data & 1) == 0 && echo_received(&echo, cqe))
-				exhausted = true;
-		}
-		io_uring_cq_advance(&echo.ring, seen);
-		if (exhausted && echo.count < ECHO_BUFFERS_MOST)
-			echo_add_buffers(&echo, echo.count * 2);
-	}
-}
-
-/* The floor's reads per second and CPU per round trip at `clients` connections. */
-static struct throughput echo_floor(unsigned clients, double seconds)
-{
-	struct sockaddr_un address = { .sun_family = AF_UNIX };
-	struct throughput out;
-	pid_t child;
-	int fd;
-
-	if (snprintf(address.sun_path, sizeof(address.sun_path), "%s/echo.sock", server.dir) >=
-	    (int)sizeof(address.sun_path))
-		die("the echo floor's socket path is too long");
-	unlink(address.sun_path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&address, sizeof(address)) < 0 ||
-	    listen(fd, SOMAXCONN) < 0)
-		die("the echo floor's socket");
-	child = fork();
-	if (child == 0)
-		echo_serve(fd, clients);
-	close(fd);
-	out = throughput(child, address.sun_path, clients, seconds);
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
-	unlink(address.sun_path);
 	return out;
 }
 
@@ -732,310 +576,6 @@ static void measure_schedule(double seconds, struct schedule_figures *out)
 	haecer_close(conn);
 }
 
-/* ---- system calls per read ---- */
-
-#define COUNTED_READS 5000
-
-struct syscall_count {
-	double total;       /* both processes, per read */
-	double server;      /* msrd's io_uring_enter per read */
-	bool counted;
-};
-
-/* strace's -c summary: the calls column (the fourth) of a syscall's line, or of "total". */
-static long summary_calls(const char *path, const char *name)
-{
-	char line[256];
-	long found = -1;
-	FILE *file = fopen(path, "r");
-
-	if (file == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), file) != NULL) {
-		char last[64];
-		double percent, seconds;
-		long usecs, calls;
-		const char *word = strrchr(line, ' ');
-
-		if (word == NULL || sscanf(word + 1, "%63s", last) != 1 || strcmp(last, name) != 0)
-			continue;
-		if (sscanf(line, "%lf %lf %ld %ld", &percent, &seconds, &usecs, &calls) == 4)
-			found = calls;
-	}
-	fclose(file);
-	return found;
-}
-
-static void counted_client(const struct msrd_server *target, uint32_t address, int go, int done,
-			   int cpu)
-{
-	struct haecer_conn *conn;
-	uint64_t value;
-	char byte;
-
-	bench_pin(0, cpu);
-	if (haecer_connect(target->socket_path, &conn) < 0 ||
-	    haecer_msr_read(conn, 0, address, &value) < 0)
-		_exit(1);
-	if (write(done, "r", 1) != 1 || read(go, &byte, 1) != 1)
-		_exit(1);
-	for (int i = 0; i < COUNTED_READS; i++)
-		if (haecer_msr_read(conn, 0, address, &value) < 0)
-			_exit(1);
-	if (write(done, "d", 1) != 1 || read(go, &byte, 1) != 1)
-		_exit(1);
-	_exit(0);
-}
-
-/* Every system call of a co-located client and msrd over COUNTED_READS reads, from strace. */
-static struct syscall_count count_syscalls(const struct msrd_server *target, uint32_t address,
-					   int cpu)
-{
-	struct syscall_count out = { 0 };
-	char summary[PATH_MAX + 32], msrd_pid[16], client_pid[16];
-	int go[2], done[2];
-	pid_t client, tracer;
-	char byte;
-	long total, enters;
-
-	snprintf(summary, sizeof(summary), "%s/strace-summary", target->dir);
-	if (pipe(go) < 0 || pipe(done) < 0)
-		die("pipe");
-	client = fork();
-	if (client == 0)
-		counted_client(target, address, go[0], done[1], cpu);
-	if (read(done[0], &byte, 1) != 1)
-		die("counted client");
-	bench_pin(target->pid, cpu);
-	snprintf(msrd_pid, sizeof(msrd_pid), "%d", (int)target->pid);
-	snprintf(client_pid, sizeof(client_pid), "%d", (int)client);
-	tracer = fork();
-	if (tracer == 0) {
-		execlp("strace", "strace", "-c", "-f", "-qq", "-o", summary, "-p", msrd_pid, "-p",
-		       client_pid, (char *)NULL);
-		_exit(127);
-	}
-	usleep(500000); /* strace attaches */
-	if (write(go[1], "g", 1) != 1 || read(done[0], &byte, 1) != 1)
-		die("counted reads");
-	kill(tracer, SIGINT);
-	waitpid(tracer, NULL, 0);
-	if (write(go[1], "e", 1) != 1)
-		die("counted client exit");
-	waitpid(client, NULL, 0);
-	bench_pin(target->pid, -1);
-	close(go[0]);
-	close(go[1]);
-	close(done[0]);
-	close(done[1]);
-	total = summary_calls(summary, "total");
-	enters = summary_calls(summary, "io_uring_enter");
-	if (total <= 0 || enters < 0) {
-		fprintf(stderr, "bench/msrd: no strace summary (is strace installed?)\n");
-		return out;
-	}
-	/* The client's own write and read on the pipe after the reads are in the count: two calls
-	 * of the harness, not of a read. */
-	out.total = (double)(total - 2) / COUNTED_READS;
-	out.server = (double)enters / COUNTED_READS;
-	out.counted = true;
-	return out;
-}
-
-/* The same count against msrd's msr backend on a stand-in device tree (regular files with the
- * msr driver's read-at-offset interface): its reads are io_uring READs of the device. */
-static struct syscall_count count_syscalls_msr_backend(int cpu)
-{
-	static struct msrd_server device_server;
-	static char tree[PATH_MAX + 8];
-	const char *arguments[] = { "--backend", "msr", "--dev-root", tree, "--log-level", "notice",
-				    NULL };
-	struct syscall_count out = { 0 };
-
-	if (msrd_prepare(&device_server, policy) < 0)
-		return out;
-	snprintf(tree, sizeof(tree), "%s/root", device_server.dir);
-	if (harness_standin_msr_tree(tree, 2, 1u << 16) < 0 ||
-	    msrd_launch(&device_server, arguments) < 0) {
-		msrd_kill(&device_server);
-		return out;
-	}
-	/* The TSC: a register whose READ msrd links to its reply (an energy register's reading
-	 * goes through msrd's 64-bit total first). */
-	out = count_syscalls(&device_server, 0x10, cpu);
-	if (msrd_stop(&device_server) < 0)
-		die("the msr-backend msrd did not stop cleanly");
-	return out;
-}
-
-/* ---- issue 24: the perf broker and the powercap backend, each against its floor ---- */
-
-#define BACKEND_ROUNDS 201
-#define BACKEND_READS 200  /* per round; a round's mean is one sample */
-#define NOBODY 65534
-
-static const char backends_policy[] =
-	"version: 1\n"
-	"default: deny\n"
-	"msrs:\n"
-	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"
-	"  - {name: PKG_ENERGY, address: 0x611, read: true, set: rapl}\n"
-	"rules:\n"
-	"  - {match: {any: true}, allow: [rapl], perf: {events: [software]}}\n";
-
-/* Median over rounds of the mean ns of one call of read_once(fd) within a round. */
-static uint64_t median_read_ns(int (*read_once)(void *), void *argument)
-{
-	static uint64_t rounds[BACKEND_ROUNDS];
-
-	for (int round = 0; round < BACKEND_ROUNDS; round++) {
-		uint64_t start = bench_now_ns();
-
-		for (int i = 0; i < BACKEND_READS; i++)
-			if (read_once(argument) < 0)
-				die("a read in the backend figures failed");
-		rounds[round] = (bench_now_ns() - start) / BACKEND_READS;
-	}
-	return bench_median_u64(rounds, BACKEND_ROUNDS);
-}
-
-static int read_perf_fd(void *argument)
-{
-	struct haecer_perf_value value;
-
-	return haecer_perf_read(*(int *)argument, &value);
-}
-
-/* A software event read() through the descriptor msrd's broker handed over, against the same
- * event the process opened itself (root here: the kernel lets it). Returns broker / own. */
-static double broker_read_ratio(uint64_t *broker_ns, uint64_t *own_ns)
-{
-	const char *arguments[] = { "--backend", "perf", "--log-level", "notice", NULL };
-	struct haecer_perf_spec spec = { .type = PERF_TYPE_SOFTWARE,
-					 .config = PERF_COUNT_SW_CONTEXT_SWITCHES, .cpu = -1 };
-	struct perf_event_attr attr = {
-		.size = sizeof(attr), .type = PERF_TYPE_SOFTWARE,
-		.config = PERF_COUNT_SW_CONTEXT_SWITCHES,
-		.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
-	};
-	struct msrd_server broker;
-	struct haecer_conn *conn;
-	int brokered = -1, own;
-
-	if (msrd_start(&broker, backends_policy, arguments) < 0)
-		die("msrd --backend perf did not start");
-	if (haecer_connect(broker.socket_path, &conn) < 0 ||
-	    haecer_perf_open(conn, &spec, &brokered, NULL) < 0)
-		die("no event from msrd's perf broker");
-	own = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (own < 0)
-		die("perf_event_open of the floor's own event");
-	/* Alternating, so load on the machine hits both alike. */
-	*broker_ns = *own_ns = UINT64_MAX;
-	for (int pass = 0; pass < 3; pass++) {
-		uint64_t b = median_read_ns(read_perf_fd, &brokered);
-		uint64_t o = median_read_ns(read_perf_fd, &own);
-
-		*broker_ns = b < *broker_ns ? b : *broker_ns;
-		*own_ns = o < *own_ns ? o : *own_ns;
-	}
-	close(own);
-	close(brokered);
-	haecer_close(conn);
-	if (msrd_stop(&broker) < 0)
-		die("msrd --backend perf did not stop cleanly");
-	return (double)*broker_ns / (double)*own_ns;
-}
-
-struct energy_file {
-	int fd;
-	uint64_t sum;
-};
-
-static int pread_energy_uj(void *argument)
-{
-	struct energy_file *file = argument;
-	char text[32];
-	ssize_t got = pread(file->fd, text, sizeof(text) - 1, 0);
-
-	if (got <= 0)
-		return -1;
-	text[got] = '\0';
-	file->sum += strtoull(text, NULL, 10);
-	return 0;
-}
-
-static int read_energy_counter(void *argument)
-{
-	uint64_t value;
-
-	return haecer_counter_read(argument, &value);
-}
-
-/* As nobody: readCounter of energy-pkg, served from msrd's energy page; into *page_ns (shared
- * memory: the figure crosses the fork). */
-static int unprivileged_page_reads(void *argument)
-{
-	uint64_t *page_ns = argument;
-	struct haecer_context *ctx;
-	struct haecer_counter *counter;
-
-	if (haecer_context_open(getenv("HAECER_SOCKET"), &ctx) < 0 ||
-	    haecer_counter_open_energy(ctx, 0, HAECER_ENERGY_PKG, &counter) < 0)
-		return 1;
-	*page_ns = median_read_ns(read_energy_counter, counter);
-	haecer_counter_free(counter);
-	haecer_context_close(ctx);
-	return 0;
-}
-
-/* A stand-in powercap tree (an Intel CPU by stand-in CPUID, one package-0 zone) under dir. */
-static void powercap_tree(const char *root)
-{
-	tree_put_cpuid(root, 0, 0, 0xD, 0x756E6547u, 0x6C65746Eu, 0x49656E69u);
-	tree_put_cpuid(root, 0, 1, 0x806C1u, 0, 0, 0);
-	tree_write_text(root, "sys/devices/system/cpu/cpu0/topology/physical_package_id", "0\n");
-	tree_write_text(root, "sys/class/powercap/intel-rapl:0/name", "package-0\n");
-	tree_write_text(root, "sys/class/powercap/intel-rapl:0/max_energy_range_uj",
-			"262143328850\n");
-	tree_write_text(root, "sys/class/powercap/intel-rapl:0/energy_uj", "123456789\n");
-}
-
-/* An unprivileged readCounter of a powercap domain through msrd's energy page, against root's
- * pread of the stand-in energy_uj it comes from. Returns page / pread. */
-static double powercap_read_ratio(uint64_t *page_ns, uint64_t *pread_ns)
-{
-	char root[PATH_MAX + 16], path[PATH_MAX + 96];
-	const char *arguments[] = { "--backend", "powercap", "--sysfs-root", root, "--log-level",
-				    "notice", NULL };
-	uint64_t *shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
-				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	struct energy_file file = { .fd = -1 };
-	struct msrd_server powercap;
-
-	if (shared == MAP_FAILED || msrd_prepare(&powercap, backends_policy) < 0)
-		die("preparing msrd --backend powercap");
-	snprintf(root, sizeof(root), "%s/root", powercap.dir);
-	tree_mkdir(powercap.dir, "root");
-	powercap_tree(root);
-	if (msrd_launch(&powercap, arguments) < 0)
-		die("msrd --backend powercap did not start");
-	setenv("HAECER_SOCKET", powercap.socket_path, 1);
-	if (run_as(NOBODY, NOBODY, NULL, 0, unprivileged_page_reads, shared) != 0)
-		die("nobody's readCounter of energy-pkg through msrd");
-	*page_ns = *shared;
-	snprintf(path, sizeof(path), "%s/sys/class/powercap/intel-rapl:0/energy_uj", root);
-	file.fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (file.fd < 0)
-		die("the stand-in energy_uj");
-	*pread_ns = median_read_ns(pread_energy_uj, &file);
-	close(file.fd);
-	munmap(shared, sizeof(*shared));
-	if (msrd_stop(&powercap) < 0)
-		die("msrd --backend powercap did not stop cleanly");
-	return (double)*page_ns / (double)*pread_ns;
-}
-
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge",
@@ -1080,8 +620,8 @@ int main(void)
 	       "%.3f, of which msrd's io_uring_enter %.3f\n", COUNTED_READS, syscalls.total,
 	       syscalls.server);
 	printf("  the same with msrd's msr backend on stand-in device files, READs of the TSC (the "
-	       "device read linked to the reply's send): %.3f, io_uring_enter %.3f\n", syscalls_device.total,
-	       syscalls_device.server);
+	       "device read linked to the reply's send): %.3f, io_uring_enter %.3f\n",
+	       syscalls_device.total, syscalls_device.server);
 	/* The idle-client figure first, on a server whose buffers have seen one client only. */
 	kib = kib_per_idle_client();
 	printf("server memory per idle client:  %.2f KiB (RSS with %u idle clients)\n", kib,

@@ -240,6 +240,20 @@ HAECER_INTERNAL int haecer__rdpmc_read(struct haecer_counter *counter, uint64_t 
 
 /* The package-scope energy domain of the machine: RAPL_PKG, or RAPL_AMD_PKG on AMD. */
 HAECER_INTERNAL unsigned haecer__package_domain(const struct haecer_context *ctx);
+
+/* haecer_energy.c, for haecer_energy_reading.c: the polls' context and the lease. */
+/* msrd's simulated CPU runs in virtual time (no pages; time from the simulated TSC). */
+HAECER_INTERNAL bool haecer__energy_virtual_time(const struct haecer_context *ctx);
+/* A round trip that renews msrd's precise-edge lease when half of it has passed. */
+HAECER_INTERNAL void haecer__energy_lease_renew(struct haecer_counter *counter);
+/* 0 for an energy counter of a live context, else -errno with the detail set. */
+HAECER_INTERNAL int haecer__energy_check_counter(struct haecer_counter *counter);
+/* How far energy / span can be from the truth when the span's ends are known to halves and the
+ * energy to one unit at each end, capped by max_power (haecer_energy.c says why). */
+HAECER_INTERNAL double haecer__power_doubt(double energy, double unit, double span, double halves,
+					   double max_power);
+/* The domain's maximum power in watts (PKG_POWER_INFO or msrd's default), 0 when unknown. */
+HAECER_INTERNAL double haecer__energy_max_watts(const struct haecer_counter *counter);
 /* The context's energy counter of `domain` for the calling thread's package (core for AMD core
  * energy) that startEnergyRead uses, opened on first use and kept until the context closes. */
 HAECER_INTERNAL int haecer__region_counter(struct haecer_context *ctx, unsigned domain,

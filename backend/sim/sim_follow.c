@@ -260,18 +260,22 @@ int sim_follow_change(struct sim *sim, pid_t pid, bool follow, uint64_t now)
 
 /* The followed processes' CPU time since the last fine sample, as loads per host CPU, plus the
  * rest of the host's; what was placed on each CPU also counts as theirs there for the next
- * /proc/stat sample (so a process's spill is not counted again in the rest). */
-static void fine_loads(struct sim_follow *follow, uint64_t interval)
+ * /proc/stat sample (so a process's spill is not counted again in the rest). Returns what the
+ * CPU-time clocks cost to read: the part that grows with a process's threads (the check that a
+ * process still lives costs the same for any). */
+static uint64_t fine_loads(struct sim_follow *follow, uint64_t interval)
 {
-	uint64_t spill = 0;
+	uint64_t spill = 0, clock_ns = 0;
 
 	memset(follow->loads, 0, follow->host_cpus * sizeof(*follow->loads));
 	for (uint32_t i = 0; i < follow->count;) {
 		struct sim_followed *process = &follow->processes[i];
 		uint32_t *load = &follow->loads[process->host_cpu];
-		uint64_t now = 0, share, room;
+		uint64_t now = 0, share, room, began = monotonic_ns();
+		int read = read_cpu_clock(process->clock, &now);
 
-		if (read_cpu_clock(process->clock, &now) < 0 || exited(process)) {
+		clock_ns += monotonic_ns() - began;
+		if (read < 0 || exited(process)) {
 			/* Gone without closing its connection yet (a child may hold it): the rest
 			 * of its time is lost to the fine view, /proc/stat still has it; a reused
 			 * pid's clock is never read as its. */
@@ -303,19 +307,18 @@ static void fine_loads(struct sim_follow *follow, uint64_t interval)
 		follow->ran[k] += (uint64_t)follow->loads[k] * interval / SIM_LOAD_ONE;
 		follow->loads[k] = total < SIM_LOAD_ONE ? (uint32_t)total : SIM_LOAD_ONE;
 	}
+	return clock_ns;
 }
 
 bool sim_follow_sample(struct sim *sim, uint64_t now, uint64_t *from, const uint32_t **loads,
 		       uint32_t *host_cpus)
 {
 	struct sim_follow *follow = sim->follow;
-	uint64_t began, cost;
+	uint64_t cost;
 
 	if (follow == NULL || follow->count == 0 || now < follow->fine_at + follow->fine_pause)
 		return false;
-	began = monotonic_ns();
-	fine_loads(follow, now - follow->fine_at);
-	cost = monotonic_ns() - began;
+	cost = fine_loads(follow, now - follow->fine_at);
 	follow->fine_pause = cost * SIM_FOLLOW_COST_SHARE > SIM_FOLLOW_SAMPLE_NS
 				     ? cost * SIM_FOLLOW_COST_SHARE
 				     : SIM_FOLLOW_SAMPLE_NS;

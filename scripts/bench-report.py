@@ -123,7 +123,7 @@ def row_cells(row, figures, previous):
         baseline_text = f"{fmt(baseline)} (`{row['baseline']}`)"
     return [row["what"], f"{fmt(value)}", baseline_text, ratio,
             f"`{row['target']}`" if row["target"] else "", judge(row["target"], figures),
-            fmt(previous.get(row["key"])) if previous else ""]
+            fmt(previous[row["key"]]) if row["key"] in previous else "–"]
 
 
 def machine_line(load):

@@ -83,7 +83,9 @@ static void disconnect_clients(int *fds, unsigned count)
 			break;
 		usleep(50000);
 	}
-	assert_int_equal(msrd_log_count(&server, "): disconnected"), before + count);
+	/* At least: a connection closed just before (the working client's) may be logged after
+	 * `before` was counted (a fresh-clone ASan run saw 8002 for 8001). */
+	assert_true(msrd_log_count(&server, "): disconnected") >= before + count);
 }
 
 /* One client's reads beside the idle ones: every one answered, and right. */

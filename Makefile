@@ -8,6 +8,7 @@
 #   make demo          install missing packages, build, run the demo
 #   make bench         build and run the benchmarks under bench/ (not the soak)
 #   make bench-report  run them and write docs/PERFORMANCE.md and the README's headline table
+#                      (BENCHES="msrd fidelity": only those; the others keep their figures)
 #   make soak          the soak benchmark alone, SOAK_SECONDS long (600)
 #   make fuzz          build the libFuzzer targets into build-fuzz/, run each FUZZ_SECONDS (fuzz/)
 #   make install PREFIX=/usr/local
@@ -113,7 +114,7 @@ bench: deps
 # Run the benchmarks and write docs/PERFORMANCE.md (and the README's headline table) from them.
 bench-report: deps
 	$(MAKE) all benches
-	scripts/bench-report.sh $(BUILD)
+	scripts/bench-report.sh $(BUILD) $(BENCHES)
 
 # The soak benchmark alone (minutes; SOAK_SECONDS, default 600).
 SOAK_SECONDS ?= 600

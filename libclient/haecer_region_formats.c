@@ -4,6 +4,7 @@
  * document, each from the flattened tree haecer_region_report.c builds.
  */
 #include "libclient/haecer_region_report.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -312,47 +313,6 @@ void region_report_write_csv(FILE *out, const struct flat *flat, const char *mac
 	}
 }
 
-/* Length of the valid UTF-8 sequence at text, 0 when it is not one. */
-static size_t utf8_length(const unsigned char *text)
-{
-	size_t length = text[0] >= 0xf0 && text[0] <= 0xf4 ? 4
-			: text[0] >= 0xe0			  ? 3
-			: text[0] >= 0xc2 && text[0] < 0xe0	  ? 2
-								  : 0;
-
-	for (size_t i = 1; i < length; i++)
-		if ((text[i] & 0xc0) != 0x80)
-			return 0;
-	return length;
-}
-
-/* A JSON string; bytes that are not UTF-8 become U+FFFD. */
-static void json_string(FILE *out, const char *text)
-{
-	const unsigned char *at = (const unsigned char *)text;
-
-	fputc('"', out);
-	while (*at != '\0') {
-		if (*at == '"' || *at == '\\') {
-			fprintf(out, "\\%c", *at++);
-		} else if (*at < 0x20 || *at == 0x7f) {
-			fprintf(out, "\\u%04x", *at++);
-		} else if (*at < 0x80) {
-			fputc(*at++, out);
-		} else {
-			size_t length = utf8_length(at);
-			if (length == 0) {
-				fputs("\\ufffd", out);
-				at++;
-			} else {
-				fwrite(at, 1, length, out);
-				at += length;
-			}
-		}
-	}
-	fputc('"', out);
-}
-
 static void json_values(FILE *out, const struct flat *flat, const struct region_node *node,
 			const uint64_t *values)
 {
@@ -360,7 +320,7 @@ static void json_values(FILE *out, const struct flat *flat, const struct region_
 	for (unsigned i = 0; i < flat->shown_count; i++) {
 		unsigned c = flat->shown[i];
 		fputs(i > 0 ? ", " : "", out);
-		json_string(out, haecer__region_column_name(c));
+		json_write_string(out, haecer__region_column_name(c));
 		if (node->counted[c] > 0)
 			fprintf(out, ": %llu", (unsigned long long)values[c]);
 		else
@@ -382,7 +342,7 @@ static void json_no_update(FILE *out, const struct flat *flat, const struct regi
 			continue;
 		fputs(first ? "" : ", ", out);
 		first = false;
-		json_string(out, haecer__region_column_name(c));
+		json_write_string(out, haecer__region_column_name(c));
 		fprintf(out, ": %llu", (unsigned long long)node->no_update[c - REGION_COLUMN_SHARE]);
 	}
 	fputc('}', out);
@@ -394,7 +354,7 @@ static void json_path(FILE *out, const struct region_node *node)
 		json_path(out, node->parent);
 		fputs(", ", out);
 	}
-	json_string(out, node->name);
+	json_write_string(out, node->name);
 }
 
 static void write_span_json(FILE *out, const struct span *span, const struct flat *flat)
@@ -407,7 +367,7 @@ static void write_span_json(FILE *out, const struct span *span, const struct fla
 			continue;
 		fputs(first ? "" : ", ", out);
 		first = false;
-		json_string(out, haecer__region_column_name(REGION_COLUMN_SHARE + d));
+		json_write_string(out, haecer__region_column_name(REGION_COLUMN_SHARE + d));
 		fprintf(out, ": {\"package_nJ\": %llu, \"charged_nJ\": %llu, \"rest_nJ\": %llu, "
 			"\"update_max_nJ\": %.0f}",
 			(unsigned long long)span->package[d], (unsigned long long)span->charged[d],
@@ -426,9 +386,9 @@ void region_report_write_json(FILE *out, const struct flat *flat, const char *ma
 	fprintf(out, "{\n  \"creator\": \"haecer regions (libhaecer)\",\n  \"pid\": %d,\n",
 		(int)getpid());
 	fputs("  \"command\": ", out);
-	json_string(out, command);
+	json_write_string(out, command);
 	fputs(",\n  \"machine\": ", out);
-	json_string(out, machine);
+	json_write_string(out, machine);
 	fprintf(out, ",\n  \"simulated\": %s,\n", simulated ? "true" : "false");
 	fputs("  \"energy_method\": \"per stretch between two markers of a thread: each domain's "
 	      "energy x the thread's CPU time / (the stretch x the package's host CPUs); pkg-wide: "
@@ -438,7 +398,7 @@ void region_report_write_json(FILE *out, const struct flat *flat, const char *ma
 	for (unsigned i = 0; i < flat->shown_count; i++) {
 		fputs(i > 0 ? ", " : "", out);
 		fputs("{\"name\": ", out);
-		json_string(out, haecer__region_column_name(flat->shown[i]));
+		json_write_string(out, haecer__region_column_name(flat->shown[i]));
 		fprintf(out, ", \"unit\": \"%s\"}", unit_of(flat->shown[i]));
 	}
 	fputs("],\n  \"regions\": [", out);
@@ -450,10 +410,10 @@ void region_report_write_json(FILE *out, const struct flat *flat, const char *ma
 		fputs("\"path\": [", out);
 		json_path(out, node);
 		fputs("], \"name\": ", out);
-		json_string(out, node->name);
+		json_write_string(out, node->name);
 		fputs(", \"file\": ", out);
 		if (node->file != NULL)
-			json_string(out, node->file);
+			json_write_string(out, node->file);
 		else
 			fputs("null", out);
 		fprintf(out, ", \"line\": %u, \"calls\": %llu, \"open\": %llu, \"abandoned\": %llu",

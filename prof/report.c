@@ -7,6 +7,7 @@
  * room for it.
  */
 #include "prof/prof.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -223,20 +224,6 @@ static void callgrind_report(const struct prof_profile *profile, FILE *out)
 
 /* ---- json ---- */
 
-static void json_string(const char *text, FILE *out)
-{
-	fputc('"', out);
-	for (const unsigned char *c = (const unsigned char *)(text ? text : ""); *c; c++) {
-		if (*c == '"' || *c == '\\')
-			fprintf(out, "\\%c", *c);
-		else if (*c < 0x20)
-			fprintf(out, "\\u%04x", *c);
-		else
-			fputc(*c, out);
-	}
-	fputc('"', out);
-}
-
 static void json_domains(const struct prof_profile *profile, const double *joules, FILE *out)
 {
 	bool first = true;
@@ -264,7 +251,7 @@ static void json_paths(const struct prof_path_node *node, bool *first, FILE *out
 		     up = up->parent)
 			chain[depth++] = up;
 		for (size_t i = depth; i-- > 0;) {
-			json_string(chain[i]->function, out);
+			json_write_string(out, chain[i]->function);
 			if (i)
 				fputs(", ", out);
 		}
@@ -278,16 +265,16 @@ static void json_paths(const struct prof_path_node *node, bool *first, FILE *out
 static void json_report(const struct prof_profile *profile, FILE *out)
 {
 	fprintf(out, "{\n  \"tool\": \"haecer-prof\",\n  \"command\": ");
-	json_string(profile->command, out);
+	json_write_string(out, profile->command);
 	fprintf(out, ",\n  \"simulated\": %s,\n  \"sim_model\": ", profile->sim_model ? "true" : "false");
 	if (profile->sim_model)
-		json_string(profile->sim_model, out);
+		json_write_string(out, profile->sim_model);
 	else
 		fputs("null", out);
 	fprintf(out, ",\n  \"frequency_hz\": %u,\n  \"primary_domain\": \"%s\",\n", profile->hz,
 		prof_domain_name(profile->primary_domain));
 	fprintf(out, "  \"sampler\": ");
-	json_string(profile->sampler ? profile->sampler : "perf", out);
+	json_write_string(out, profile->sampler ? profile->sampler : "perf");
 	fprintf(out, ",\n  \"unwound_samples\": %" PRIu64 ",\n", profile->unwound_samples);
 	fprintf(out, "  \"samples\": %" PRIu64 ", \"attributed_samples\": %" PRIu64
 		     ", \"lost_samples\": %" PRIu64 ", \"truncated_samples\": %" PRIu64 ",\n",
@@ -310,7 +297,7 @@ static void json_report(const struct prof_profile *profile, FILE *out)
 			continue;
 		fprintf(out, "%s\n    {\"pid\": %u, \"tid\": %u, \"name\": ", first ? "" : ",",
 			thread->pid, thread->tid);
-		json_string(thread->comm, out);
+		json_write_string(out, thread->comm);
 		fprintf(out, ", \"samples\": %" PRIu64 ", \"cpu_seconds\": %.9g, \"joules\": ",
 			thread->samples, thread->cpu_ns / 1e9);
 		json_domains(profile, thread->joules, out);
@@ -321,9 +308,9 @@ static void json_report(const struct prof_profile *profile, FILE *out)
 	for (size_t i = 0; i < profile->function_count; i++) {
 		const struct prof_function *function = &profile->functions[i];
 		fprintf(out, "%s\n    {\"name\": ", i ? "," : "");
-		json_string(function->name, out);
+		json_write_string(out, function->name);
 		fprintf(out, ", \"file\": ");
-		json_string(function->file, out);
+		json_write_string(out, function->file);
 		fprintf(out, ", \"line\": %u, \"self_samples\": %" PRIu64
 			     ", \"total_samples\": %" PRIu64 ", \"self_cpu_seconds\": %.9g"
 			     ", \"self_joules\": ",

@@ -46,10 +46,9 @@ static int usage(const char *problem)
 
 static int parse_hz(const char *text, unsigned *hz)
 {
-	char *end;
-	unsigned long value = strtoul(text, &end, 10);
+	uint64_t value;
 
-	if (*text == '\0' || *end != '\0' || value == 0 || value > PROF_MAX_HZ)
+	if (!tool_parse_number(text, 10, PROF_MAX_HZ, &value) || value == 0)
 		return -EINVAL;
 	*hz = (unsigned)value;
 	return 0;
@@ -95,9 +94,8 @@ static int record_main(int argc, char **argv)
 			}
 			break;
 		case 'E': {
-			char *end;
-			unsigned long ms = strtoul(optarg, &end, 10);
-			if (*optarg == '\0' || *end || ms < 1 || ms > 10000)
+			uint64_t ms;
+			if (!tool_parse_number(optarg, 10, 10000, &ms) || ms < 1)
 				return usage("-E: an energy period from 1 to 10000 ms");
 			record.energy_period_ns = ms * 1000000ull;
 			break;
@@ -202,9 +200,8 @@ static int calm_main(int argc, char **argv)
 				return usage("-F: a rate from 1 to 10000 Hz");
 			break;
 		case 'n': {
-			char *end;
-			unsigned long runs = strtoul(optarg, &end, 10);
-			if (*end || runs < 2 || runs > 1000)
+			uint64_t runs;
+			if (!tool_parse_number(optarg, 10, 1000, &runs) || runs < 2)
 				return usage("-n: 2 to 1000 runs");
 			calm.runs = (unsigned)runs;
 			break;

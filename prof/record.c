@@ -12,6 +12,7 @@
  */
 #include "prof/prof.h"
 #include "prof/recorder.h"
+#include "tools/common/toolopt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -287,11 +288,12 @@ int prof_record(const struct prof_record_options *options)
 		recorder_meta(&recorder, "kernel_time=%s",
 		     recorder.kernel_unsampled ? "unsampled" : "sampled");
 	if (use_timer) {
-		const char *signal_text = getenv(PROF_AGENT_SIGNAL_ENV);
-		int signal_number = signal_text ? atoi(signal_text) : PROF_AGENT_DEFAULT_SIGNAL;
-		if (signal_number < SIGRTMIN || signal_number > SIGRTMAX)
+		uint64_t signal_number;
+		if (!tool_parse_number(getenv(PROF_AGENT_SIGNAL_ENV), 10, (uint64_t)SIGRTMAX,
+				       &signal_number) ||
+		    signal_number < (uint64_t)SIGRTMIN)
 			signal_number = PROF_AGENT_DEFAULT_SIGNAL;
-		recorder_meta(&recorder, "timer_signal=%d", signal_number);
+		recorder_meta(&recorder, "timer_signal=%d", (int)signal_number);
 		recorder_meta(&recorder, "timer_agent=%s", prof_timer_library(timer));
 	}
 	recorder_write_machine_meta(&recorder, haecer_server_info(recorder.conn));

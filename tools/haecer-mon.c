@@ -126,12 +126,13 @@ static int take_option(int option, const char *value, struct mon_options *option
 		return 0;
 	case 'n':
 		options->given |= MON_OPT_COUNT;
-		if (!mon_parse_u64(value, &options->count) || options->count == 0)
+		if (!tool_parse_number(value, 0, UINT64_MAX, &options->count) ||
+		    options->count == 0)
 			return mon_usage_error("--count takes a positive number, not '%s'", value);
 		return 0;
 	case 'i':
 		options->given |= MON_OPT_INTERVAL;
-		if (!mon_parse_u32(value, &interval) || interval == 0 ||
+		if (!tool_parse_u32(value, &interval) || interval == 0 ||
 		    interval > MON_MAX_INTERVAL_MS)
 			return mon_usage_error("--interval takes milliseconds from 1 to %u, not '%s'",
 					       MON_MAX_INTERVAL_MS, value);
@@ -148,23 +149,23 @@ static int take_option(int option, const char *value, struct mon_options *option
 		return 0;
 	case 'R':
 		options->given |= MON_OPT_RESOLUTION;
-		if (!mon_parse_u64(value, &options->resolution_uj))
+		if (!tool_parse_number(value, 0, UINT64_MAX, &options->resolution_uj))
 			return mon_usage_error("--resolution-uj takes microjoules, not '%s'", value);
 		return 0;
 	case 'T':
 		options->given |= MON_OPT_TOP;
-		if (!mon_parse_u32(value, &options->top) || options->top > 100000)
+		if (!tool_parse_u32(value, &options->top) || options->top > 100000)
 			return mon_usage_error("--top takes a number of processes from 0 to 100000, "
 					       "not '%s'", value);
 		return 0;
 	case 'G':
 		options->given |= MON_OPT_CGROUP_DEPTH;
-		if (!mon_parse_u32(value, &options->cgroup_depth) || options->cgroup_depth > 64)
+		if (!tool_parse_u32(value, &options->cgroup_depth) || options->cgroup_depth > 64)
 			return mon_usage_error("--cgroup-depth takes 0 to 64, not '%s'", value);
 		return 0;
 	case 'u':
 		options->given |= MON_OPT_UID;
-		if (!mon_parse_u32(value, &options->uid))
+		if (!tool_parse_u32(value, &options->uid))
 			return mon_usage_error("--uid takes a numeric uid, not '%s'", value);
 		return 0;
 	default: return mon_usage_error("unknown option");

@@ -69,27 +69,6 @@ static void usage(FILE *out)
 
 #define usage_error tool_usage_error
 
-static bool parse_u64(const char *text, uint64_t *out)
-{
-	char *end;
-
-	if (text == NULL || text[0] == '\0' || text[0] == '-')
-		return false;
-	errno = 0;
-	*out = strtoull(text, &end, 0);
-	return errno == 0 && *end == '\0';
-}
-
-static bool parse_u32(const char *text, uint32_t *out)
-{
-	uint64_t value;
-
-	if (!parse_u64(text, &value) || value > UINT32_MAX)
-		return false;
-	*out = (uint32_t)value;
-	return true;
-}
-
 static bool parse_bitfield(const char *text, unsigned *high, unsigned *low)
 {
 	unsigned h, l;
@@ -211,11 +190,11 @@ static int run_single(const struct options *options, bool write, char **argument
 	if (count != expected)
 		return usage_error("%s", write ? "write takes CPU ADDRESS VALUE (or -a ADDRESS VALUE)"
 					       : "read takes CPU ADDRESS (or -a ADDRESS)");
-	if (!options->all_cpus && !parse_u32(arguments[position++], &cpu))
+	if (!options->all_cpus && !tool_parse_u32(arguments[position++], &cpu))
 		return usage_error("bad CPU number '%s'", arguments[position - 1]);
-	if (!parse_u32(arguments[position++], &address))
+	if (!tool_parse_u32(arguments[position++], &address))
 		return usage_error("bad MSR address '%s'", arguments[position - 1]);
-	if (write && !parse_u64(arguments[position++], &value))
+	if (write && !tool_parse_number(arguments[position++], 0, UINT64_MAX, &value))
 		return usage_error("bad value '%s'", arguments[position - 1]);
 	status = connect_or_report(options, &conn);
 	if (status != 0)
@@ -279,12 +258,13 @@ static int parse_batch_line(char *line, struct haecer_msr_op *op)
 		op->kind = HAECER_MSR_READ;
 	} else if (strcmp(words[0], "write") == 0 && count == 4) {
 		op->kind = HAECER_MSR_WRITE;
-		if (!parse_u64(words[3], &op->value))
+		if (!tool_parse_number(words[3], 0, UINT64_MAX, &op->value))
 			return -1;
 	} else {
 		return -1;
 	}
-	return parse_u32(words[1], &op->cpu) && parse_u32(words[2], &op->address) ? 1 : -1;
+	return tool_parse_u32(words[1], &op->cpu) && tool_parse_u32(words[2], &op->address) ? 1
+											    : -1;
 }
 
 static int run_batch(const struct options *options, char **arguments, int count)

@@ -3,6 +3,7 @@
  */
 #include "tools/common/toolopt.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -87,13 +88,18 @@ void tool_print_version(void)
 	printf("%s %s\n", program, haecer_version());
 }
 
-bool tool_parse_long(const char *text, long low, long high, long *out)
+bool tool_parse_number(const char *text, int base, uint64_t max, uint64_t *out)
 {
 	char *end;
+	unsigned long long value;
 
-	if (text == NULL || ((text[0] < '0' || text[0] > '9') && text[0] != '-'))
+	if (text == NULL || !(isdigit((unsigned char)text[0]) ||
+			      (base == 16 && isxdigit((unsigned char)text[0]))))
 		return false;
 	errno = 0;
-	*out = strtol(text, &end, 10);
-	return errno == 0 && end != text && *end == '\0' && *out >= low && *out <= high;
+	value = strtoull(text, &end, base);
+	if (errno != 0 || *end != '\0' || value > max)
+		return false;
+	*out = value;
+	return true;
 }

@@ -4,6 +4,7 @@
  * scope, all in one libhaecer context, read as sets before and after each run.
  */
 #include "tools/stat/stat.h"
+#include "tools/common/toolopt.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -21,13 +22,12 @@ static const char *const fixed_names[] = { "INST_RETIRED_ANY", "CPU_CLK_UNHALTED
 
 static bool parse_hex(const char *text, unsigned long max, unsigned long *out)
 {
-	char *end;
+	uint64_t value;
 
-	if (text[0] == '\0')
+	if (!tool_parse_number(text, 16, max, &value))
 		return false;
-	errno = 0;
-	*out = strtoul(text, &end, 16);
-	return errno == 0 && *end == '\0' && *out <= max;
+	*out = (unsigned long)value;
+	return true;
 }
 
 /* One event on one model CPU, by whichever kind of name it is. */

@@ -39,7 +39,7 @@ static const char usage_text[] =
 static int usage(const char *problem)
 {
 	if (problem)
-		fprintf(stderr, "haecer-prof: %s\n", problem);
+		tool_warn("%s", problem);
 	fputs(usage_text, stderr);
 	return EXIT_USAGE;
 }
@@ -154,26 +154,26 @@ static int report_main(int argc, char **argv)
 		return usage("report: unexpected argument");
 	status = prof_data_load(input, &data);
 	if (status < 0) {
-		prof_error("cannot read %s: %s", input,
-			   status == -EBADMSG ? "not a haecer-prof data file (or torn)"
-					      : strerror(-status));
+		tool_warn("cannot read %s: %s", input,
+			  status == -EBADMSG ? "not a haecer-prof data file (or torn)"
+			  : strerror(-status));
 		return 1;
 	}
 	status = prof_profile_build(&data, &profile);
 	if (status < 0) {
-		prof_error("%s: %s", input, strerror(-status));
+		tool_warn("%s: %s", input, strerror(-status));
 		prof_data_free(&data);
 		return 1;
 	}
 	if (output && !(out = fopen(output, "w"))) {
-		prof_error("cannot write %s: %s", output, strerror(errno));
+		tool_warn("cannot write %s: %s", output, strerror(errno));
 		status = -errno;
 	} else {
 		status = prof_report(&profile, format, out);
 		if (output && fclose(out) != 0 && status == 0)
 			status = -errno;
 		if (status < 0)
-			prof_error("writing the report failed: %s", strerror(-status));
+			tool_warn("writing the report failed: %s", strerror(-status));
 	}
 	prof_profile_free(&profile);
 	prof_data_free(&data);

@@ -157,7 +157,7 @@ static int wait_first_energy(struct recorder *recorder)
 			return 0;
 		usleep(2000);
 	}
-	prof_error("msrd's energy schedule produced nothing in %d ms", FIRST_SET_WAIT_MS);
+	tool_warn("msrd's energy schedule produced nothing in %d ms", FIRST_SET_WAIT_MS);
 	return -ETIMEDOUT;
 }
 
@@ -190,26 +190,26 @@ int prof_record(const struct prof_record_options *options)
 	memset(&recorder, 0, sizeof(recorder));
 	if (options->sampler != PROF_SAMPLER_PERF) {
 		if (options->dwarf_unwind && options->sampler == PROF_SAMPLER_TIMER) {
-			prof_error("--call-graph dwarf needs perf's stack copies; the timer "
-				   "sampler walks frame pointers only");
+			tool_warn("--call-graph dwarf needs perf's stack copies; the timer "
+				  "sampler walks frame pointers only");
 			return -EINVAL;
 		}
 		timer_error = prof_timer_open(&timer);
 		if (timer_error < 0 && options->sampler == PROF_SAMPLER_TIMER) {
-			prof_error("the timer sampler's %s: %s (set %s to its path)",
-				   PROF_AGENT_LIBRARY, strerror(-timer_error),
-				   PROF_AGENT_LIBRARY_ENV);
+			tool_warn("the timer sampler's %s: %s (set %s to its path)",
+				  PROF_AGENT_LIBRARY, strerror(-timer_error),
+				  PROF_AGENT_LIBRARY_ENV);
 			return timer_error;
 		}
 	}
 	status = prof_writer_open(&recorder.writer, options->output);
 	if (status < 0) {
-		prof_error("cannot write %s: %s", options->output, strerror(-status));
+		tool_warn("cannot write %s: %s", options->output, strerror(-status));
 		return status;
 	}
 	if (pipe2(go_pipe, O_CLOEXEC) < 0 || pipe2(report_pipe, O_CLOEXEC) < 0) {
 		status = -errno;
-		prof_error("pipe: %s", strerror(errno));
+		tool_warn("pipe: %s", strerror(errno));
 		goto out;
 	}
 	status = recorder_start_energy(&recorder, options->socket, energy_period_ns);
@@ -239,7 +239,7 @@ int prof_record(const struct prof_record_options *options)
 	report_pipe[1] = -1;
 	if (child < 0) {
 		status = -errno;
-		prof_error("fork: %s", strerror(errno));
+		tool_warn("fork: %s", strerror(errno));
 		goto out;
 	}
 	recorder.dwarf = options->dwarf_unwind;
@@ -253,17 +253,16 @@ int prof_record(const struct prof_record_options *options)
 		if (status < 0 && may_fall_back && recorder_perf_refused(status)) {
 			recorder_close_sampling(&recorder);
 			if (!options->quiet)
-				fprintf(stderr,
-					"haecer-prof: perf_event_open refused (%s): sampling with "
-					"CPU-time timers in a preloaded agent instead\n",
-					strerror(-status));
+				tool_warn("perf_event_open refused (%s): sampling with "
+					  "CPU-time timers in a preloaded agent instead",
+					  strerror(-status));
 			use_timer = true;
 		} else if (status < 0) {
 			if (recorder_perf_refused(status) && options->sampler == PROF_SAMPLER_AUTO)
-				prof_error("and the timer sampler cannot stand in: %s",
-					   options->dwarf_unwind
-						   ? "--call-graph dwarf needs perf"
-						   : strerror(-timer_error));
+				tool_warn("and the timer sampler cannot stand in: %s",
+					  options->dwarf_unwind
+					  ? "--call-graph dwarf needs perf"
+					  : strerror(-timer_error));
 			goto out;
 		}
 	}
@@ -411,9 +410,9 @@ int prof_record(const struct prof_record_options *options)
 			     "timer tick fell in their runs: they have no samples, and their energy "
 			     "is under other/idle, not the program's (perf's sampler has no such gap)",
 			     unsampled_threads, (double)unsampled_ns / 1e6);
-			fprintf(stderr, "haecer-prof: %" PRIu64 " thread(s) with %.1f ms of CPU time got no "
-				"timer sample; see the report's note\n", unsampled_threads,
-				(double)unsampled_ns / 1e6);
+			tool_warn("%" PRIu64 " thread(s) with %.1f ms of CPU time got no "
+				  "timer sample; see the report's note", unsampled_threads,
+				  (double)unsampled_ns / 1e6);
 		}
 		if (!started) {
 			static const char never[] =
@@ -421,12 +420,12 @@ int prof_record(const struct prof_record_options *options)
 				"into a statically linked or set-user-ID program, nor into one "
 				"whose LD_PRELOAD was cleared";
 			recorder_meta(&recorder, "timer_note=%s", never);
-			fprintf(stderr, "haecer-prof: %s\n", never);
+			tool_warn("%s", never);
 		}
 	}
 	recorder_stop_energy(&recorder);
 	if (exec_errno) {
-		prof_error("cannot run '%s': %s", options->command[0], strerror(exec_errno));
+		tool_warn("cannot run '%s': %s", options->command[0], strerror(exec_errno));
 		status = EXIT_CODE_CANNOT_RUN;
 	} else {
 		status = WIFEXITED(raw_status) ? WEXITSTATUS(raw_status)
@@ -441,11 +440,10 @@ int prof_record(const struct prof_record_options *options)
 	recorder_meta(&recorder, "lost_samples=%" PRIu64, recorder.lost);
 	recorder_meta(&recorder, "lost_energy_records=%" PRIu64, recorder.energy_lost);
 	if (!options->quiet)
-		fprintf(stderr,
-			"haecer-prof: %" PRIu64 " samples, %" PRIu64 " energy sets%s into %s\n",
-			recorder.samples, recorder.energy_sets,
-			recorder.lost ? " (samples lost: the ring overflowed)" : "",
-			options->output);
+		tool_warn("%" PRIu64 " samples, %" PRIu64 " energy sets%s into %s",
+			  recorder.samples, recorder.energy_sets,
+			  recorder.lost ? " (samples lost: the ring overflowed)" : "",
+			  options->output);
 out:
 	if (signals_caught) {
 		sigaction(SIGINT, &saved[0], NULL);
@@ -471,7 +469,7 @@ out:
 		recorder_stop_energy(&recorder);
 	int closed = prof_writer_close(&recorder.writer);
 	if (status >= 0 && closed < 0) {
-		prof_error("writing %s failed: %s", options->output, strerror(-closed));
+		tool_warn("writing %s failed: %s", options->output, strerror(-closed));
 		status = closed;
 	}
 	/* No half profile is left behind to be reported as if it were one. */

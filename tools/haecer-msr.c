@@ -135,8 +135,8 @@ static int report_op(struct haecer_conn *conn, const char *what, const struct ha
 {
 	const char *detail = haecer_conn_error(conn);
 
-	fprintf(stderr, "haecer-msr: %s cpu %u MSR 0x%x: %s\n", what, op->cpu, op->address,
-		detail[0] != '\0' && status != -ECANCELED ? detail : haecer_msrd_strerror(status));
+	tool_warn("%s cpu %u MSR 0x%x: %s", what, op->cpu, op->address,
+		  detail[0] != '\0' && status != -ECANCELED ? detail : haecer_msrd_strerror(status));
 	return EXIT_REFUSED;
 }
 
@@ -166,9 +166,9 @@ static int run_ops(struct haecer_conn *conn, const struct options *options,
 			exit_status = report_op(conn, what, &ops[i], ops[i].status);
 	}
 	if (status < 0 && exit_status == 0) {
-		fprintf(stderr, "haecer-msr: %s\n", haecer_conn_error(conn)[0] != '\0'
-							  ? haecer_conn_error(conn)
-							  : haecer_msrd_strerror(status));
+		tool_warn("%s", haecer_conn_error(conn)[0] != '\0'
+			  ? haecer_conn_error(conn)
+			  : haecer_msrd_strerror(status));
 		exit_status = EXIT_REFUSED;
 	}
 	return exit_status;
@@ -203,8 +203,8 @@ static int run_single(const struct options *options, bool write, char **argument
 		machine = malloc(sizeof(*machine));
 		status = machine != NULL ? haecer_machine_info(conn, machine) : -ENOMEM;
 		if (status < 0) {
-			fprintf(stderr, "haecer-msr: asking msrd for the CPU count: %s\n",
-				haecer_msrd_strerror(status));
+			tool_warn("asking msrd for the CPU count: %s",
+				  haecer_msrd_strerror(status));
 			status = EXIT_REFUSED;
 			goto out;
 		}
@@ -284,23 +284,23 @@ static int run_batch(const struct options *options, char **arguments, int count)
 	from_stdin = strcmp(arguments[0], "-") == 0;
 	in = from_stdin ? stdin : fopen(arguments[0], "r");
 	if (in == NULL) {
-		fprintf(stderr, "haecer-msr: %s: %s\n", arguments[0], strerror(errno));
+		tool_warn("%s: %s", arguments[0], strerror(errno));
 		return EXIT_REFUSED;
 	}
 	while (fgets(line, sizeof(line), in) != NULL) {
 		int parsed;
 		number++;
 		if (ops_count == BATCH_MAX) {
-			fprintf(stderr, "haecer-msr: %s:%u: more than %u ops in one batch\n",
-				arguments[0], number, BATCH_MAX);
+			tool_warn("%s:%u: more than %u ops in one batch",
+				  arguments[0], number, BATCH_MAX);
 			status = EXIT_REFUSED;
 			goto out;
 		}
 		parsed = parse_batch_line(line, &ops[ops_count]);
 		if (parsed < 0) {
-			fprintf(stderr, "haecer-msr: %s:%u: expected 'read CPU ADDRESS' or "
-					"'write CPU ADDRESS VALUE'\n",
-				arguments[0], number);
+			tool_warn("%s:%u: expected 'read CPU ADDRESS' or "
+				  "'write CPU ADDRESS VALUE'",
+				  arguments[0], number);
 			status = EXIT_USAGE;
 			goto out;
 		}
@@ -308,7 +308,7 @@ static int run_batch(const struct options *options, char **arguments, int count)
 			lines[ops_count++] = number;
 	}
 	if (ops_count == 0) {
-		fprintf(stderr, "haecer-msr: %s: no ops\n", arguments[0]);
+		tool_warn("%s: no ops", arguments[0]);
 		status = EXIT_USAGE;
 		goto out;
 	}

@@ -107,7 +107,7 @@ int mon_list_main(const struct mon_options *options, int count, char *const *wor
 		goto out;
 	}
 	if ((size_t)listed > LIST_MAX)
-		fprintf(stderr, "haecer-mon: showing the first %u of %d rings\n", LIST_MAX, listed);
+		tool_warn("showing the first %u of %d rings", LIST_MAX, listed);
 	for (int i = 0; i < listed && (size_t)i < LIST_MAX; i++) {
 		struct ring_info info;
 		/* A ring may leave the directory between the list and the open: skip it. */

@@ -280,7 +280,7 @@ static int run_gnuplot(const char *script)
 static void remove_if_present(const char *path)
 {
 	if (unlink(path) < 0 && errno != ENOENT)
-		fprintf(stderr, "haecer-mon: cannot remove %s: %s\n", path, strerror(errno));
+		tool_warn("cannot remove %s: %s", path, strerror(errno));
 }
 
 /* Write data and script into a private directory, run gnuplot, clean up. */
@@ -373,7 +373,7 @@ int mon_plot_main(const struct mon_options *options, int count, char *const *wor
 	if (status != 0)
 		goto out;
 	if (result.end == MON_END_ERROR && result.error == -EFBIG)
-		fprintf(stderr, "haecer-mon: stopped at %u points\n", MAX_POINTS);
+		tool_warn("stopped at %u points", MAX_POINTS);
 	if (result.end == MON_END_ERROR && result.error != -EFBIG)
 		status = mon_fail("reading the ring failed: %s", strerror(-result.error));
 	if (status != 0)

@@ -143,8 +143,8 @@ static int take_reading(void *context, const struct mon_reading *reading)
 static int note_lost(void *context, uint64_t lost, uint64_t lost_total)
 {
 	(void)context;
-	fprintf(stderr, "haecer-mon: %" PRIu64 " samples lost (%" PRIu64 " in all)\n", lost,
-		lost_total);
+	tool_warn("%" PRIu64 " samples lost (%" PRIu64 " in all)", lost,
+		  lost_total);
 	return 0;
 }
 

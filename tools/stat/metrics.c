@@ -393,8 +393,8 @@ static int check_requested(const struct stat_options *options, struct stat_sessi
 	}
 	if (refused == 0)
 		return 0;
-	fprintf(stderr, "haecer-stat: the command was not run; --skip-unavailable counts the "
-		"rest without %s\n", refused == 1 ? "it" : "them");
+	tool_warn("the command was not run; --skip-unavailable counts the "
+		  "rest without %s", refused == 1 ? "it" : "them");
 	*status = STAT_EXIT_EVENT;
 	return -ENOENT;
 }

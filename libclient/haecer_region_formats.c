@@ -4,6 +4,7 @@
  * document, each from the flattened tree haecer_region_report.c builds.
  */
 #include "libclient/haecer_region_report.h"
+#include "common/callgrind.h"
 #include "common/json.h"
 
 #include <errno.h>
@@ -76,7 +77,7 @@ static void write_callgrind_header(FILE *out, const struct flat *flat)
 	uint64_t totals[REGION_COLUMNS] = { 0 };
 
 	region_report_command_line(command, sizeof(command));
-	fprintf(out, "# callgrind format\nversion: 1\ncreator: haecer regions (libhaecer)\n");
+	callgrind_write_preamble(out, "haecer regions (libhaecer)");
 	fprintf(out, "pid: %d\ncmd: %s\npart: 1\npositions: line\n", (int)getpid(), command);
 	for (unsigned i = 0; i < flat->shown_count; i++) {
 		unsigned c = flat->shown[i];
@@ -112,11 +113,10 @@ static void write_callgrind_header(FILE *out, const struct flat *flat)
 	fprintf(out, "\n\n");
 }
 
-/* Callgrind's ids: functions (region names) and files, each named the first time. */
+/* Callgrind's ids: functions (region names, by index) and files, each named the first time. */
 struct ids {
 	bool *function_defined;
-	const char **files;
-	size_t file_count;
+	struct callgrind_files files;
 };
 
 static const char *file_of(const struct flat *flat, size_t name, unsigned *line)
@@ -127,36 +127,6 @@ static const char *file_of(const struct flat *flat, size_t name, unsigned *line)
 	return node->file != NULL ? node->file : "???";
 }
 
-static void write_file(FILE *out, const char *key, struct ids *ids, const char *file)
-{
-	char text[1024];
-
-	for (size_t i = 0; i < ids->file_count; i++) {
-		if (strcmp(ids->files[i], file) == 0) {
-			fprintf(out, "%s=(%zu)\n", key, i + 1);
-			return;
-		}
-	}
-	ids->files[ids->file_count++] = file;
-	region_report_printable(file, text, sizeof(text));
-	fprintf(out, "%s=(%zu) %s\n", key, ids->file_count, text);
-}
-
-/* fn=/cfn= lines: the name with its id the first time, the id alone afterwards. */
-static void write_function(FILE *out, const char *key, const struct flat *flat, size_t name,
-			   struct ids *ids)
-{
-	char text[HAECER_REGION_NAME_MAX + 1];
-
-	if (ids->function_defined[name]) {
-		fprintf(out, "%s=(%zu)\n", key, name + 1);
-		return;
-	}
-	region_report_printable(flat->names[name], text, sizeof(text));
-	fprintf(out, "%s=(%zu) %s\n", key, name + 1, text);
-	ids->function_defined[name] = true;
-}
-
 struct arc {
 	uint64_t calls;
 	uint64_t inclusive[REGION_COLUMNS];
@@ -164,8 +134,8 @@ struct arc {
 
 /* One function at its file and line: the exclusive cost of every region of that name, then
  * its calls, summed per callee name, at the callee's line (where the call begins). */
-static void write_function_costs(FILE *out, const struct flat *flat, size_t name,
-				 struct arc *arcs, struct ids *ids)
+static int write_function_costs(FILE *out, const struct flat *flat, size_t name,
+				struct arc *arcs, struct ids *ids)
 {
 	uint64_t self[REGION_COLUMNS] = { 0 }, exclusive[REGION_COLUMNS];
 	unsigned line, callee_line;
@@ -186,38 +156,45 @@ static void write_function_costs(FILE *out, const struct flat *flat, size_t name
 				arc->inclusive[c] += flat->nodes[j]->inclusive[c];
 		}
 	}
-	write_file(out, "fl", ids, file_of(flat, name, &line));
-	write_function(out, "fn", flat, name, ids);
+	if (callgrind_write_file(out, "fl", &ids->files, file_of(flat, name, &line)) < 0)
+		return -ENOMEM;
+	callgrind_write_function(out, "fn", name + 1, flat->names[name],
+				 &ids->function_defined[name]);
 	write_costs(out, flat, line, self);
 	for (size_t callee = 0; callee < flat->name_count; callee++) {
 		if (arcs[callee].calls == 0)
 			continue;
-		write_file(out, "cfi", ids, file_of(flat, callee, &callee_line));
-		write_function(out, "cfn", flat, callee, ids);
+		if (callgrind_write_file(out, "cfi", &ids->files,
+					 file_of(flat, callee, &callee_line)) < 0)
+			return -ENOMEM;
+		callgrind_write_function(out, "cfn", callee + 1, flat->names[callee],
+					 &ids->function_defined[callee]);
 		fprintf(out, "calls=%llu %u\n", (unsigned long long)arcs[callee].calls, callee_line);
 		write_costs(out, flat, callee_line, arcs[callee].inclusive);
 	}
+	return 0;
 }
 
 int region_report_write_callgrind(FILE *out, const struct flat *flat)
 {
 	size_t room = flat->name_count > 0 ? flat->name_count : 1;
 	struct arc *arcs = calloc(room, sizeof(*arcs));
-	struct ids ids = { .function_defined = calloc(room, sizeof(bool)),
-			   .files = calloc(room, sizeof(char *)) };
+	struct ids ids = { .function_defined = calloc(room, sizeof(bool)) };
 	int error = 0;
 
-	if (arcs == NULL || ids.function_defined == NULL || ids.files == NULL) {
-		error = haecer__fail(-ENOMEM, "out of memory for the Callgrind file");
+	if (arcs == NULL || ids.function_defined == NULL) {
+		error = -ENOMEM;
 		goto out;
 	}
 	write_callgrind_header(out, flat);
-	for (size_t name = 0; name < flat->name_count; name++)
-		write_function_costs(out, flat, name, arcs, &ids);
+	for (size_t name = 0; name < flat->name_count && error == 0; name++)
+		error = write_function_costs(out, flat, name, arcs, &ids);
 out:
+	if (error < 0)
+		error = haecer__fail(error, "out of memory for the Callgrind file");
 	free(arcs);
 	free(ids.function_defined);
-	free(ids.files);
+	callgrind_files_free(&ids.files);
 	return error;
 }
 

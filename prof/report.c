@@ -7,6 +7,7 @@
  * room for it.
  */
 #include "prof/prof.h"
+#include "common/callgrind.h"
 #include "common/json.h"
 
 #include <errno.h>
@@ -184,42 +185,66 @@ static void folded_walk(const struct prof_path_node *node, FILE *out)
 
 /* ---- callgrind ---- */
 
-static void callgrind_report(const struct prof_profile *profile, FILE *out)
+static void callgrind_header(const struct prof_profile *profile, FILE *out)
 {
 	int d = profile->primary_domain;
+	long long total = 0;
+	uint64_t samples = 0;
 
-	fprintf(out, "# callgrind format\nversion: 1\ncreator: haecer-prof\n");
-	fprintf(out, "cmd: %s\n", profile->command ? profile->command : "?");
+	callgrind_write_preamble(out, "haecer-prof");
+	fputs("cmd: ", out);
+	callgrind_write_printable(out, profile->command ? profile->command : "?");
+	fputc('\n', out);
 	if (profile->sim_model)
 		fprintf(out, "desc: Simulated CPU: model %s, energies from a model, not hardware\n",
 			profile->sim_model);
 	fprintf(out, "desc: Energy: %s domain, microjoules, charged by CPU-time share\n",
 		prof_domain_name(d));
 	fprintf(out, "positions: line\nevents: uJ Samples\n");
-	long long total = 0;
-	uint64_t samples = 0;
 	for (size_t i = 0; i < profile->function_count; i++)
 		for (size_t l = 0; l < profile->functions[i].line_count; l++)
 			total += microjoules(profile->functions[i].line_joules[l]);
 	for (size_t i = 0; i < profile->function_count; i++)
 		samples += profile->functions[i].self_samples;
 	fprintf(out, "summary: %lld %" PRIu64 "\n\n", total, samples);
-	for (size_t i = 0; i < profile->function_count; i++) {
+}
+
+/* Names compressed by common/callgrind.h: a function's id is its index + 1. */
+static int callgrind_report(const struct prof_profile *profile, FILE *out)
+{
+	struct callgrind_files files = { 0 };
+	bool *named = calloc(profile->function_count + 1, sizeof(*named));
+	int error = 0;
+
+	if (named == NULL)
+		return -ENOMEM;
+	callgrind_header(profile, out);
+	for (size_t i = 0; i < profile->function_count && error == 0; i++) {
 		const struct prof_function *function = &profile->functions[i];
-		fprintf(out, "fl=%s\nfn=%s\n", function->file, function->name);
+		error = callgrind_write_file(out, "fl", &files, function->file);
+		if (error < 0)
+			break;
+		callgrind_write_function(out, "fn", i + 1, function->name, &named[i]);
 		for (size_t l = 0; l < function->line_count; l++) {
 			fprintf(out, "%u %lld %" PRIu64 "\n", function->lines[l],
 				microjoules(function->line_joules[l]), function->line_samples[l]);
 		}
-		for (size_t c = 0; c < function->call_count; c++) {
+		for (size_t c = 0; c < function->call_count && error == 0; c++) {
 			const struct prof_call *call = &function->calls[c];
 			const struct prof_function *callee = &profile->functions[call->callee];
-			fprintf(out, "cfi=%s\ncfn=%s\ncalls=%" PRIu64 " %u\n%u %lld %" PRIu64 "\n",
-				callee->file, callee->name, call->count, callee->line, call->line,
-				microjoules(call->joules), call->count);
+			error = callgrind_write_file(out, "cfi", &files, callee->file);
+			if (error < 0)
+				break;
+			callgrind_write_function(out, "cfn", call->callee + 1, callee->name,
+						 &named[call->callee]);
+			fprintf(out, "calls=%" PRIu64 " %u\n%u %lld %" PRIu64 "\n", call->count,
+				callee->line, call->line, microjoules(call->joules), call->count);
 		}
 		fputc('\n', out);
 	}
+	callgrind_files_free(&files);
+	free(named);
+	return error;
 }
 
 /* ---- json ---- */
@@ -329,10 +354,16 @@ static void json_report(const struct prof_profile *profile, FILE *out)
 
 int prof_report(const struct prof_profile *profile, enum prof_format format, FILE *out)
 {
+	int status;
+
 	switch (format) {
 	case PROF_TEXT: text_report(profile, out); break;
 	case PROF_FOLDED: folded_walk(&profile->root, out); break;
-	case PROF_CALLGRIND: callgrind_report(profile, out); break;
+	case PROF_CALLGRIND:
+		status = callgrind_report(profile, out);
+		if (status < 0)
+			return status;
+		break;
 	case PROF_JSON: json_report(profile, out); break;
 	case PROF_SVG: return prof_report_svg(profile, out);
 	}

@@ -14,6 +14,7 @@
  * Pearson coefficient of at least 0.9. The last line is key=value for scripts.
  */
 #include "prof/prof.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -72,14 +73,6 @@ struct calm {
 	 * while the program ran (what falls inside the window the energy is measured over) */
 	struct samples cpu_seconds[2], recorder_seconds, recorder_run_seconds;
 };
-
-static uint64_t now_raw_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
 
 static int setup(struct calm *calm, const char *socket)
 {
@@ -297,7 +290,7 @@ static int run_once(struct calm *calm, const struct prof_calm_options *options, 
 	collect_frequency(calm, mode, 0, 0); /* what came before does not count */
 	if (prof_package_joules(calm->conn, &calm->machine, &before) < 0)
 		return -EIO;
-	uint64_t start = now_raw_ns();
+	uint64_t start = clock_monotonic_raw_ns();
 	fflush(NULL);
 	pid_t child = fork();
 	if (child == 0) {
@@ -329,7 +322,7 @@ static int run_once(struct calm *calm, const struct prof_calm_options *options, 
 	memset(&usage, 0, sizeof(usage));
 	while (wait4(child, &raw, 0, &usage) < 0 && errno == EINTR)
 		;
-	uint64_t end = now_raw_ns();
+	uint64_t end = clock_monotonic_raw_ns();
 	if (prof_package_joules(calm->conn, &calm->machine, &after) < 0)
 		return -EIO;
 	usleep(2 * EPOCH_NS / 1000);

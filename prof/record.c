@@ -11,6 +11,7 @@
  * exit, and at least every second) and never pins or touches the child.
  */
 #include "prof/prof.h"
+#include "common/clock.h"
 #include "prof/recorder.h"
 #include "tools/common/toolopt.h"
 
@@ -52,14 +53,6 @@
 #define FIRST_SET_WAIT_MS 2000
 #define EXIT_CODE_CANNOT_RUN 127
 
-static uint64_t now_raw_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
 static uint64_t own_cpu_ns(void)
 {
 	struct timespec now;
@@ -91,7 +84,7 @@ static void record_cpustat(struct recorder *recorder)
 {
 	FILE *file = fopen("/proc/stat", "r");
 	char line[512];
-	uint64_t now = now_raw_ns();
+	uint64_t now = clock_monotonic_raw_ns();
 
 	if (!file)
 		return;
@@ -307,7 +300,7 @@ int prof_record(const struct prof_record_options *options)
 	double start_joules = NAN, end_joules = NAN;
 	if (prof_package_joules(recorder.conn, &recorder.machine, &start_joules) < 0)
 		start_joules = NAN;
-	recorder_meta(&recorder, "start_ns=%" PRIu64, now_raw_ns());
+	recorder_meta(&recorder, "start_ns=%" PRIu64, clock_monotonic_raw_ns());
 	uint64_t run_cpu_start = own_cpu_ns(), run_cpu_end = 0;
 	if (write(go_pipe[1], use_timer ? "t" : "g", 1) != 1) {
 		status = -errno;
@@ -354,7 +347,7 @@ int prof_record(const struct prof_record_options *options)
 			  : use_timer || hung_up ? POLL_MS_TIMER : poll_ms);
 		if (wait4(child, &raw_status, WNOHANG, &child_usage) == child) {
 			exited = true;
-			exit_ns = now_raw_ns();
+			exit_ns = clock_monotonic_raw_ns();
 			run_cpu_end = own_cpu_ns();
 			if (prof_package_joules(recorder.conn, &recorder.machine, &end_joules) < 0)
 				end_joules = NAN;

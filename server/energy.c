@@ -20,6 +20,7 @@
  * registers only.
  */
 #include "server/server.h"
+#include "common/clock.h"
 
 #include "hw/rapl_quirks.h"
 
@@ -94,14 +95,6 @@ static int add_domain(struct energy_state *energy, const struct machine_info *ma
 	return 0;
 }
 
-static uint64_t monotonic_raw_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
 /* The TSC of the sample: the simulated CPU's own (its energy and its TSC are one clock), the
  * real one otherwise. */
 static uint64_t sample_tsc(struct msrd *server, uint32_t cpu)
@@ -155,9 +148,9 @@ bool energy_sample_counter(struct msrd *server, struct energy_counter *counter, 
 {
 	bool timed = server->energy.pages != NULL;
 	uint64_t lo_tsc = timed ? sample_tsc(server, counter->cpu) : 0;
-	uint64_t lo_ns = monotonic_raw_ns(), raw;
+	uint64_t lo_ns = clock_monotonic_raw_ns(), raw;
 	int status = backend_read(server->backend, cpu, counter->address, &raw);
-	uint64_t now_ns = monotonic_raw_ns();
+	uint64_t now_ns = clock_monotonic_raw_ns();
 	uint64_t tsc = timed ? sample_tsc(server, counter->cpu) : 0;
 
 	if (status < 0)

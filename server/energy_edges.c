@@ -82,6 +82,7 @@
  * package is read through its own CPU (no way around the IPI there).
  */
 #include "server/server.h"
+#include "common/clock.h"
 
 #include <math.h>
 #include <sched.h>
@@ -138,10 +139,7 @@
 
 static uint64_t now_raw_ns(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	return clock_monotonic_raw_ns();
 }
 
 static bool virtual_time(const struct msrd *server)

@@ -21,6 +21,7 @@
  * is marked DEAD.
  */
 #include "server/server.h"
+#include "common/clock.h"
 
 #include "hw/rapl_quirks.h"
 
@@ -184,14 +185,6 @@ static void arm(struct msrd *server)
 	energy->page_armed = true;
 }
 
-static uint64_t now_raw_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
 /* A client holds its first page / no page any more: update_rate looks at holders only, so
  * what a rate change or a lease costs never depends on the idle connections. */
 static void add_holder(struct client *client)
@@ -306,7 +299,7 @@ static void update_rate(struct msrd *server)
 	struct energy_state *energy = &server->energy;
 	uint32_t rate = 0;
 	uint32_t bound = policy_rate_bound(server);
-	uint64_t now = now_raw_ns();
+	uint64_t now = clock_monotonic_raw_ns();
 	bool precise = false;
 
 	if (energy->page_wanted == NULL && energy->count > 0)
@@ -327,7 +320,7 @@ static void update_rate(struct msrd *server)
 	energy->edge_checked_ns = now;
 	sum_uid_cpu(server);
 	for (struct client *client = energy->holders; client != NULL; client = client->next_holder) {
-		uint64_t lapse = client->last_request_ns + EDGE_LEASE_NS;
+		uint64_t lapse = client->last_request_raw_ns + EDGE_LEASE_NS;
 
 		/* Only holders that sent a request within the lease: the windows cost the package
 		 * they measure ~6 % of a CPU, and nobody reads sharp edges between requests. */
@@ -573,7 +566,7 @@ static bool holds_precise(const struct client *client)
 
 void energy_pages_client_request(struct client *client)
 {
-	client->last_request_ns = now_raw_ns();
+	client->last_request_raw_ns = clock_monotonic_raw_ns();
 	/* A lapsed lease renewed: the windows start again (their grid is kept, energy_edges.c). */
 	if (!client->edges_leased && holds_precise(client))
 		update_rate(client->server);
@@ -582,7 +575,7 @@ void energy_pages_client_request(struct client *client)
 void energy_pages_charge_edges(struct msrd *server, struct energy_counter *counter, uint64_t ns)
 {
 	struct energy_state *energy = &server->energy;
-	uint64_t now = now_raw_ns();
+	uint64_t now = clock_monotonic_raw_ns();
 
 	budget_second(energy, now);
 	counter->edge.cpu_ns += ns;
@@ -595,7 +588,7 @@ void energy_pages_charge_edges(struct msrd *server, struct energy_counter *count
 
 void energy_pages_leases_check(struct msrd *server)
 {
-	if (now_raw_ns() >= server->energy.edge_lease_lapse_ns)
+	if (clock_monotonic_raw_ns() >= server->energy.edge_lease_lapse_ns)
 		update_rate(server);
 }
 

@@ -38,6 +38,7 @@
  * process of another user.
  */
 #include "shm/memfd.h"
+#include "common/clock.h"
 #include "shm/ring.h"
 
 #include <errno.h>
@@ -129,14 +130,6 @@ static bool counters_valid(const struct ring_counter_info *counters, uint32_t co
 	return true;
 }
 
-static uint64_t monotonic_raw_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
-
 int ring_bytes_for(uint32_t capacity, size_t *bytes)
 {
 	if (!bytes || !capacity_valid(capacity))
@@ -175,7 +168,7 @@ static void header_fill(struct ring_header *header, const struct ring_params *pa
 	identity->producer_pid = params->producer_pid ? params->producer_pid : getpid();
 	identity->counter_count = params->counter_count;
 	identity->tsc_hz = params->tsc_hz;
-	identity->created_ns = monotonic_raw_ns();
+	identity->created_ns = clock_monotonic_raw_ns();
 	memcpy(header->counters, params->counters,
 	       params->counter_count * sizeof(params->counters[0]));
 	atomic_init(&header->head, 0);
@@ -600,7 +593,7 @@ int ring_consumer_use(struct ring_consumer *consumer, const void *memory, size_t
 	consumer->mapping_bytes = bytes;
 	consumer->attach_head = atomic_load_explicit(&consumer->header->head, memory_order_acquire);
 	consumer->seen_head = consumer->attach_head;
-	consumer->attach_ns = monotonic_raw_ns();
+	consumer->attach_ns = clock_monotonic_raw_ns();
 	/* A head rewritten before we came: no more records than pushing since the ring's
 	 * creation allows (a creation time in the future is a lie of its own). */
 	consumer->corrupted = !head_possible(consumer->attach_head, copy.identity.created_ns,
@@ -693,7 +686,7 @@ static bool head_plausible(struct ring_consumer *consumer, uint64_t head)
 	if (head < consumer->seen_head || head < consumer->position)
 		return false;
 	if (head - consumer->seen_head > consumer->capacity &&
-	    !head_possible(head - consumer->attach_head, consumer->attach_ns, monotonic_raw_ns(),
+	    !head_possible(head - consumer->attach_head, consumer->attach_ns, clock_monotonic_raw_ns(),
 			   consumer->capacity))
 		return false;
 	consumer->seen_head = head;

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "prof/prof.h"
+#include "common/clock.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define TLS __thread __attribute__((tls_model("initial-exec")))
@@ -80,14 +81,6 @@ static struct {
 	 * one called, as with the kernel's own disposition. */
 	struct sigaction program_action;
 } agent = { .fd = -1 };
-
-static uint64_t clock_ns(clockid_t clock)
-{
-	struct timespec now;
-
-	clock_gettime(clock, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
 
 /* One record, head and payload in one write (at most PIPE_BUF bytes: never interleaved with
  * another thread's); a full pipe loses it, counted. */
@@ -204,13 +197,13 @@ static void on_signal(int signal_number, siginfo_t *info, void *context)
 		memcpy(name.comm, comm, sizeof(name.comm));
 		send_record(PROF_REC_COMM, &name, sizeof(name));
 	}
-	uint64_t cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t cpu_ns = clock_ns_of(CLOCK_THREAD_CPUTIME_ID);
 	if (syscall(SYS_getcpu, &cpu, NULL, NULL) < 0)
 		cpu = 0;
 	*sample = (struct prof_sample){
 		.pid = (uint32_t)agent.pid,
 		.tid = (uint32_t)current_tid(),
-		.time_ns = clock_ns(CLOCK_MONOTONIC_RAW),
+		.time_ns = clock_ns_of(CLOCK_MONOTONIC_RAW),
 		.period_ns = cpu_ns - state->last_cpu_ns,
 		.cpu = cpu,
 	};
@@ -275,7 +268,7 @@ static void disarm_thread(void)
 		return;
 	struct prof_task_time total = { .pid = (uint32_t)agent.pid, .tid = (uint32_t)current_tid(),
 					.cpu = PROF_TASK_TIME_ALL_CPUS,
-					.ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) };
+					.ns = clock_ns_of(CLOCK_THREAD_CPUTIME_ID) };
 	send_record(PROF_REC_TASK_TIME, &total, sizeof(total));
 }
 

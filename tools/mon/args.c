@@ -2,6 +2,7 @@
  * tools/mon/args.c — numbers, ring keys, messages, signals and time for haecer-mon.
  */
 #include "tools/mon/mon.h"
+#include "common/clock.h"
 #include "tools/common/toolopt.h"
 
 #include <ctype.h>
@@ -91,10 +92,7 @@ int mon_parse_ring_key(char *const *words, int count, struct mon_ring_key *key)
 
 double mon_now(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+	return (double)clock_monotonic_ns() * 1e-9;
 }
 
 void mon_sleep_ms(unsigned ms)

@@ -32,6 +32,7 @@
 #include <sys/types.h>
 
 #include "common/clock.h" /* clock_monotonic_raw_ns: msrd's clock for sample times */
+#include "harness/sim_control.h" /* the simulated CPU msrd runs by default: its control, truth */
 
 #define HARNESS_SIM_SEED "12"
 

@@ -7,6 +7,7 @@
  * a short text, and the connection stays usable. Every policy refusal is also one log line.
  */
 #include "server/server.h"
+#include "backend/backend_sim.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -20,6 +20,7 @@
  * registers only.
  */
 #include "server/server.h"
+#include "backend/backend_sim.h"
 #include "common/clock.h"
 
 #include "hw/rapl_quirks.h"
@@ -224,18 +225,13 @@ void energy_free(struct energy_state *energy)
 	memset(energy, 0, sizeof(*energy));
 }
 
-static bool virtual_time(const struct msrd *server)
-{
-	return server->config->backend.sim_virtual_time &&
-	       backend_kind(server->backend) == BACKEND_SIM;
-}
-
 void energy_arm(struct msrd *server)
 {
 	struct energy_state *energy = &server->energy;
 	struct io_uring_sqe *sqe;
 
-	if (energy->armed || energy->count == 0 || virtual_time(server) || server->stopping)
+	if (energy->armed || energy->count == 0 || backend_sim_virtual_time(server->backend) ||
+	    server->stopping)
 		return;
 	energy->timeout = (struct __kernel_timespec){
 		.tv_sec = (long long)(energy->period_ns / 1000000000ull),
@@ -384,7 +380,7 @@ uint64_t energy_now_ns(struct msrd *server)
 {
 	uint64_t now;
 
-	if (virtual_time(server) && backend_sim_now(server->backend, &now) == 0)
+	if (backend_sim_virtual_time(server->backend) && backend_sim_now(server->backend, &now) == 0)
 		return now;
 	return msrd_now_ns();
 }

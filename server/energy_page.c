@@ -21,6 +21,7 @@
  * is marked DEAD.
  */
 #include "server/server.h"
+#include "backend/backend_sim.h"
 #include "common/clock.h"
 
 #include "hw/rapl_quirks.h"
@@ -147,12 +148,6 @@ void energy_pages_publish_fine(struct msrd *server)
 			publish_fine(server, page);
 }
 
-static bool virtual_time(const struct msrd *server)
-{
-	return server->config->backend.sim_virtual_time &&
-	       backend_kind(server->backend) == BACKEND_SIM;
-}
-
 static uint32_t policy_rate_bound(const struct msrd *server)
 {
 	uint32_t bound = policy_energy_page_max_hz(server->policy);
@@ -173,7 +168,8 @@ static void arm(struct msrd *server)
 	uint64_t period = energy_pages_period_ns(server);
 	struct io_uring_sqe *sqe;
 
-	if (energy->page_armed || period == 0 || server->stopping || virtual_time(server))
+	if (energy->page_armed || period == 0 || server->stopping ||
+	    backend_sim_virtual_time(server->backend))
 		return;
 	energy->page_timeout = (struct __kernel_timespec){
 		.tv_sec = (long long)(period / 1000000000ull),
@@ -489,7 +485,7 @@ void energy_pages_handle_request(struct client *client, const struct wire_header
 				   request.address);
 		return;
 	}
-	if (virtual_time(server)) {
+	if (backend_sim_virtual_time(server->backend)) {
 		/* Its time moves with register accesses and SIM_ADVANCE: a page would stand
 		 * still between them, and sampling for it would move time itself. */
 		client_reply_error(client, header->op, header->request_id,

@@ -10,6 +10,7 @@
 
 #include "libclient/msrd_conn.h"
 #include "proto/wire.h"
+#include "proto/wire_sim.h"
 
 int haecer_sim_advance(struct haecer_conn *conn, uint64_t ns, uint64_t *now_ns)
 {

@@ -8,6 +8,7 @@
  */
 #include "server/server.h"
 #include "backend/backend_sim.h"
+#include "proto/wire_sim.h"
 
 #include <errno.h>
 #include <stdlib.h>

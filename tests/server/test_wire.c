@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "proto/wire.h"
+#include "proto/wire_sim.h"
 
 static uint8_t buffer[WIRE_MAX_FRAME];
 

@@ -147,12 +147,13 @@ static void handle_hello(struct client *client, const struct wire_header *header
 }
 
 static void handle_machine_info(struct client *client, const struct wire_header *header,
-				size_t length)
+				const uint8_t *payload, size_t length)
 {
 	struct msrd *server = client->server;
 	struct wire_writer writer;
 	uint8_t *space;
 
+	(void)payload; /* a MACHINE_INFO request has none */
 	if (length != 0) {
 		dispatch_malformed(client, header, length);
 		return;
@@ -682,9 +683,48 @@ static void handle_sim_power_trace(struct client *client, const struct wire_head
 	dispatch_reply_empty(client, header);
 }
 
+/* Every op of proto/wire_ops.h has its handler here as handler_NAME: an op added there without
+ * one does not build. ERROR is the server's to send, never a request. */
+typedef void dispatch_handler(struct client *client, const struct wire_header *header,
+			      const uint8_t *payload, size_t length);
+#define handler_HELLO handle_hello
+#define handler_MACHINE_INFO handle_machine_info
+#define handler_READ handle_read
+#define handler_WRITE handle_write
+#define handler_BATCH handle_batch
+#define handler_RING_CREATE handle_ring_create
+#define handler_RING_OPEN handle_ring_open
+#define handler_RING_LIST handle_ring_list
+#define handler_SIM_ADVANCE handle_sim_advance
+#define handler_SIM_SET_LOAD handle_sim_set_load
+#define handler_SIM_ENERGY_TRUTH handle_sim_truth
+#define handler_SIM_ENERGY_AT handle_sim_energy_at
+#define handler_SIM_POWER_TRACE handle_sim_power_trace
+#define handler_SLOT_ALLOC slots_handle_alloc
+#define handler_SLOT_PROGRAM slots_handle_program
+#define handler_SLOT_CONTROL slots_handle_control
+#define handler_SLOT_READ slots_handle_read
+#define handler_SLOT_FREE slots_handle_free
+#define handler_ENERGY_READ handle_read
+#define handler_ENERGY_PAGE energy_pages_handle_request
+#define handler_BATCH_REGISTER handles_handle_register
+#define handler_BATCH_RUN handles_handle_run
+#define handler_BATCH_RELEASE handles_handle_release
+#define handler_SCHEDULE_START schedule_handle_start
+#define handler_SCHEDULE_STOP schedule_handle_stop
+#define handler_PERF_OPEN perf_requests_handle_open
+#define handler_ERROR NULL
+
+/* By op code (every code is below 0x100), so a frame finds its handler in one load. */
+#define HANDLER_ENTRY(name, code, writes) [code] = handler_##name,
+static dispatch_handler *const handlers[0x100] = { WIRE_OPS(HANDLER_ENTRY) };
+#undef HANDLER_ENTRY
+
 void dispatch_frame(struct client *client, const struct wire_header *header,
 		    const uint8_t *payload, size_t length)
 {
+	dispatch_handler *handle;
+
 	client->refusal_logged = false;
 	energy_pages_client_request(client);
 	if ((header->flags & WIRE_FLAG_REPLY) != 0 || header->status != 0) {
@@ -692,89 +732,12 @@ void dispatch_frame(struct client *client, const struct wire_header *header,
 			    "a request has no reply flag and status 0");
 		return;
 	}
-	switch (header->op) {
-	case WIRE_OP_HELLO:
-		handle_hello(client, header, payload, length);
-		break;
-	case WIRE_OP_MACHINE_INFO:
-		handle_machine_info(client, header, length);
-		break;
-	case WIRE_OP_READ:
-		handle_read(client, header, payload, length);
-		break;
-	case WIRE_OP_WRITE:
-		handle_write(client, header, payload, length);
-		break;
-	case WIRE_OP_BATCH:
-		handle_batch(client, header, payload, length);
-		break;
-	case WIRE_OP_RING_CREATE:
-		handle_ring_create(client, header, payload, length);
-		break;
-	case WIRE_OP_RING_OPEN:
-		handle_ring_open(client, header, payload, length);
-		break;
-	case WIRE_OP_RING_LIST:
-		handle_ring_list(client, header, payload, length);
-		break;
-	case WIRE_OP_SIM_ADVANCE:
-		handle_sim_advance(client, header, payload, length);
-		break;
-	case WIRE_OP_SIM_SET_LOAD:
-		handle_sim_set_load(client, header, payload, length);
-		break;
-	case WIRE_OP_SIM_ENERGY_TRUTH:
-		handle_sim_truth(client, header, payload, length);
-		break;
-	case WIRE_OP_SIM_ENERGY_AT:
-		handle_sim_energy_at(client, header, payload, length);
-		break;
-	case WIRE_OP_SIM_POWER_TRACE:
-		handle_sim_power_trace(client, header, payload, length);
-		break;
-	case WIRE_OP_SLOT_ALLOC:
-		slots_handle_alloc(client, header, payload, length);
-		break;
-	case WIRE_OP_SLOT_PROGRAM:
-		slots_handle_program(client, header, payload, length);
-		break;
-	case WIRE_OP_SLOT_CONTROL:
-		slots_handle_control(client, header, payload, length);
-		break;
-	case WIRE_OP_SLOT_READ:
-		slots_handle_read(client, header, payload, length);
-		break;
-	case WIRE_OP_SLOT_FREE:
-		slots_handle_free(client, header, payload, length);
-		break;
-	case WIRE_OP_ENERGY_READ:
-		handle_read(client, header, payload, length);
-		break;
-	case WIRE_OP_ENERGY_PAGE:
-		energy_pages_handle_request(client, header, payload, length);
-		break;
-	case WIRE_OP_BATCH_REGISTER:
-		handles_handle_register(client, header, payload, length);
-		break;
-	case WIRE_OP_BATCH_RUN:
-		handles_handle_run(client, header, payload, length);
-		break;
-	case WIRE_OP_BATCH_RELEASE:
-		handles_handle_release(client, header, payload, length);
-		break;
-	case WIRE_OP_SCHEDULE_START:
-		schedule_handle_start(client, header, payload, length);
-		break;
-	case WIRE_OP_SCHEDULE_STOP:
-		schedule_handle_stop(client, header, payload, length);
-		break;
-	case WIRE_OP_PERF_OPEN:
-		perf_requests_handle_open(client, header, payload, length);
-		break;
-	default:
+	handle = header->op < sizeof(handlers) / sizeof(handlers[0]) ? handlers[header->op] : NULL;
+	if (handle == NULL) {
 		client_reply_error(client, header->op, header->request_id,
 				   WIRE_STATUS_UNSUPPORTED, "op 0x%04x (%s) is not implemented",
 				   header->op, wire_op_name(header->op));
-		break;
+		return;
 	}
+	handle(client, header, payload, length);
 }

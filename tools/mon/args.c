@@ -36,18 +36,6 @@ bool mon_parse_seconds(const char *text, double *out)
 	return true;
 }
 
-/* The messages are tools/common's (err(3) style, one --help hint for every tool). */
-int mon_usage_error(const char *format, ...)
-{
-	va_list arguments;
-	int status;
-
-	va_start(arguments, format);
-	status = tool_vusage_error(format, arguments);
-	va_end(arguments);
-	return status;
-}
-
 int mon_fail(const char *format, ...)
 {
 	va_list arguments;
@@ -78,15 +66,15 @@ int mon_parse_ring_key(char *const *words, int count, struct mon_ring_key *key)
 {
 	*key = (struct mon_ring_key){ 0 };
 	if (count < 2)
-		return mon_usage_error("missing MAJOR and MINOR of the ring");
+		return tool_usage_error("missing MAJOR and MINOR of the ring");
 	if (count > 3)
-		return mon_usage_error("unexpected argument '%s'", words[3]);
+		return tool_usage_error("unexpected argument '%s'", words[3]);
 	if (!tool_parse_u16(words[0], &key->major))
-		return mon_usage_error("bad MAJOR '%s' (0 to 65535)", words[0]);
+		return tool_usage_error("bad MAJOR '%s' (0 to 65535)", words[0]);
 	if (!tool_parse_u16(words[1], &key->minor))
-		return mon_usage_error("bad MINOR '%s' (0 to 65535)", words[1]);
+		return tool_usage_error("bad MINOR '%s' (0 to 65535)", words[1]);
 	if (count == 3 && !tool_parse_u32(words[2], &key->instance))
-		return mon_usage_error("bad INSTANCE '%s'", words[2]);
+		return tool_usage_error("bad INSTANCE '%s'", words[2]);
 	return 0;
 }
 

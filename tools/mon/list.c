@@ -92,7 +92,7 @@ int mon_list_main(const struct mon_options *options, int count, char *const *wor
 	int listed;
 
 	if (count > 0)
-		return mon_usage_error("list takes no arguments ('%s')", words[0]);
+		return tool_usage_error("list takes no arguments ('%s')", words[0]);
 	status = mon_connect(options->socket_path, &conn);
 	if (status != 0)
 		return status;

@@ -31,8 +31,6 @@
 /* A positive, finite number of seconds (fractions allowed), at most a year. */
 bool mon_parse_seconds(const char *text, double *out);
 
-/* "haecer-mon: <message>" and the --help hint on stderr; returns MON_EXIT_USAGE. */
-int mon_usage_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
 /* "haecer-mon: <message>" on stderr; returns MON_EXIT_FAILED. */
 int mon_fail(const char *format, ...) __attribute__((format(printf, 1, 2)));
 

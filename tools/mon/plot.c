@@ -336,13 +336,13 @@ static int check_plot_options(const struct mon_options *options)
 	size_t length;
 
 	if (options->output == NULL)
-		return mon_usage_error("plot needs -o FILE.png or -o FILE.svg");
+		return tool_usage_error("plot needs -o FILE.png or -o FILE.svg");
 	if (strpbrk(options->output, "\r\n") != NULL ||
 	    (options->data != NULL && strpbrk(options->data, "\r\n") != NULL))
-		return mon_usage_error("file names with line breaks are not supported");
+		return tool_usage_error("file names with line breaks are not supported");
 	length = strlen(options->output);
 	if (!is_svg(options->output) && (length <= 4 || strcmp(options->output + length - 4, ".png")))
-		return mon_usage_error("-o takes FILE.png or FILE.svg, not '%s'", options->output);
+		return tool_usage_error("-o takes FILE.png or FILE.svg, not '%s'", options->output);
 	if (check_writable(options->output) != 0)
 		return MON_EXIT_FAILED;
 	if (options->data != NULL && check_writable(options->data) != 0)

@@ -166,8 +166,8 @@ static int open_listener(const char *text, int *fd_out)
 	int status;
 
 	if (!split_listen(text, host, sizeof(host), port, sizeof(port)))
-		return -mon_usage_error("--listen takes HOST:PORT, [IPV6]:PORT or :PORT, not '%s'",
-					text);
+		return -tool_usage_error("--listen takes HOST:PORT, [IPV6]:PORT or :PORT, not '%s'",
+					 text);
 	/* ":PORT": every interface, IPv6 and IPv4 on "::", or IPv4 alone without IPv6. */
 	bool every = host[0] == '\0';
 	status = getaddrinfo(every ? "::" : host, port, &hints, &list);
@@ -333,7 +333,7 @@ int mon_serve_main(const struct mon_options *options, int count, char *const *wo
 	int status;
 
 	if (count > 0)
-		return mon_usage_error("serve takes no arguments ('%s')", words[0]);
+		return tool_usage_error("serve takes no arguments ('%s')", words[0]);
 	server = calloc(1, sizeof(*server));
 	if (server == NULL)
 		return mon_fail("out of memory");

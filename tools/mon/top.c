@@ -201,7 +201,7 @@ int mon_top_main(const struct mon_options *options, int count, char *const *word
 		if (status != 0)
 			return status;
 		if (count > 2)
-			return mon_usage_error("top takes MAJOR MINOR, not an instance");
+			return tool_usage_error("top takes MAJOR MINOR, not an instance");
 	}
 	if (options->by != MON_BY_PACKAGE) {
 		status = mon_top_by_open(options->by, &top.by);

@@ -51,7 +51,8 @@ struct sim_energy_truth {
 	unsigned __int128 femtojoules; /* exact: energy since the start in 1e-15 J (= µW * ns) */
 	uint64_t power_microwatts;  /* current power: idle + (max - idle) * mean load */
 	uint32_t energy_exponent;   /* unit of the register: 2^-energy_exponent J */
-	uint64_t smi_count;         /* SMIs since the start (also on models without MSR_SMI_COUNT) */
+	uint64_t smi_count;         /* SMIs since the start (also on models without
+				     * MSR_SMI_COUNT) */
 };
 /* -ENXIO for a package beyond the model, -ENOENT for a domain it lacks. For the per-core AMD
  * domain this is the first core of the package; backend_sim_energy_truth_cpu names any. */

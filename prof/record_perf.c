@@ -116,7 +116,8 @@ int recorder_open_sampling(struct recorder *recorder, pid_t child, unsigned hz, 
 		if (slot->base == MAP_FAILED) {
 			error = -errno;
 			slot->base = NULL;
-			tool_warn("cannot map the sample ring of CPU %d: %s", cpu, strerror(-error));
+			tool_warn("cannot map the sample ring of CPU %d: %s", cpu,
+				  strerror(-error));
 			return error;
 		}
 	}

@@ -367,7 +367,8 @@ void prof_timer_drain(struct prof_timer *timer, struct prof_writer *writer)
  * (its own children hold the pipe). */
 void prof_timer_finish(struct prof_timer *timer, struct prof_writer *writer)
 {
-	timer->maps_read_ns = clock_monotonic_ns(); /* the program is gone: nothing more to read there */
+	/* The program is gone: nothing more to read there. */
+	timer->maps_read_ns = clock_monotonic_ns();
 	prof_timer_drain(timer, writer);
 }
 

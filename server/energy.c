@@ -380,7 +380,8 @@ uint64_t energy_now_ns(struct msrd *server)
 {
 	uint64_t now;
 
-	if (backend_sim_virtual_time(server->backend) && backend_sim_now(server->backend, &now) == 0)
+	if (backend_sim_virtual_time(server->backend) &&
+	    backend_sim_now(server->backend, &now) == 0)
 		return now;
 	return msrd_now_ns();
 }

@@ -498,7 +498,8 @@ void energy_edges_set(struct msrd *server, const bool *wanted)
 
 	for (uint32_t i = 0; i < energy->count; i++) {
 		struct energy_edge_model *model = &energy->counters[i].edge;
-		bool want = wanted != NULL && wanted[i] && !backend_sim_virtual_time(server->backend);
+		bool want = wanted != NULL && wanted[i] &&
+			    !backend_sim_virtual_time(server->backend);
 
 		if (want && !model->wanted && model->locked && now > model->anchor_ns &&
 		    now - model->anchor_ns < EDGE_KEEP_GRID_NS) {

@@ -686,8 +686,8 @@ static bool head_plausible(struct ring_consumer *consumer, uint64_t head)
 	if (head < consumer->seen_head || head < consumer->position)
 		return false;
 	if (head - consumer->seen_head > consumer->capacity &&
-	    !head_possible(head - consumer->attach_head, consumer->attach_ns, clock_monotonic_raw_ns(),
-			   consumer->capacity))
+	    !head_possible(head - consumer->attach_head, consumer->attach_ns,
+			   clock_monotonic_raw_ns(), consumer->capacity))
 		return false;
 	consumer->seen_head = head;
 	return true;

@@ -134,9 +134,10 @@ static int report_op(struct haecer_conn *conn, const char *what, const struct ha
 		     int status)
 {
 	const char *detail = haecer_conn_error(conn);
+	const char *reason = detail[0] != '\0' && status != -ECANCELED ? detail
+								: haecer_msrd_strerror(status);
 
-	tool_warn("%s cpu %u MSR 0x%x: %s", what, op->cpu, op->address,
-		  detail[0] != '\0' && status != -ECANCELED ? detail : haecer_msrd_strerror(status));
+	tool_warn("%s cpu %u MSR 0x%x: %s", what, op->cpu, op->address, reason);
 	return EXIT_REFUSED;
 }
 

@@ -123,7 +123,8 @@ static void test_brackets_hold_the_truth(void **state)
 	assert_true(info.precise_edges);
 	assert_false(info.coarse);
 	assert_true(wait_more(EDGES_ON, 0));
-	deadline = clock_monotonic_raw_ns() + (harness_small_scale() ? 300000000ull : 1000000000ull);
+	deadline = clock_monotonic_raw_ns() +
+		   (harness_small_scale() ? 300000000ull : 1000000000ull);
 	while (clock_monotonic_raw_ns() < deadline && edges < MAX_EDGES) {
 		struct haecer_sim_energy_at truth;
 

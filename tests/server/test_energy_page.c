@@ -97,7 +97,8 @@ static void test_fine_page_moves_while_held(void **state)
 	assert_int_equal(first.state, ENERGY_PAGE_LIVE);
 	assert_int_equal(first.raw, first.total & RAPL_ENERGY_COUNTER_MASK);
 	assert_int_equal(first.exponent, 16);
-	assert_true(first.sample_ns <= clock_monotonic_raw_ns() && first.update_ns <= first.sample_ns);
+	assert_true(first.sample_ns <= clock_monotonic_raw_ns() &&
+		    first.update_ns <= first.sample_ns);
 	usleep(50000);
 	assert_int_equal(energy_page_read(&reader, (uint32_t)index, &later), 0);
 	assert_true(later.sequence > first.sequence);

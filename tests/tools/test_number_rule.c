@@ -37,7 +37,8 @@ static const struct number_case cases[] = {
 	{ "haecer-stat", { "-r", " 2", "--", "/bin/true", NULL }, "-r takes a number of runs" },
 	{ "haecer-stat", { "--cpu", "+0", "--", "/bin/true", NULL }, "--cpu takes a CPU number" },
 	{ "haecer-prof", { "record", "-F", " 99", "--", "/bin/true", NULL }, "-F: a rate" },
-	{ "haecer-prof", { "record", "-E", "5ms", "--", "/bin/true", NULL }, "-E: an energy period" },
+	{ "haecer-prof", { "record", "-E", "5ms", "--", "/bin/true", NULL },
+	  "-E: an energy period" },
 	{ "haecer-prof", { "calm", "-n", " 3", "--", "/bin/true", NULL }, "-n: 2 to 1000 runs" },
 };
 

@@ -43,9 +43,9 @@ int tool_getopt_error(int option, char *const *argv, const struct option *long_o
 void tool_print_version(void);
 
 /* The one rule for a number a tool reads (an option's value, an argument, a batch line): the
- * whole text, its first character a digit of `base` (no blank, no sign: strtoull would take " 12" and
- * "-1", the latter as 2^64 - 1), in `base` (0: C's notation, decimal, 0x hex or 0 octal, as
- * rdmsr takes an address), and at most `max`. False for anything else; the caller's message
+ * whole text, its first character a digit of `base` (no blank, no sign: strtoull would take
+ * " 12" and "-1", the latter as 2^64 - 1), in `base` (0: C's notation, decimal, 0x hex or 0
+ * octal, as rdmsr takes an address), and at most `max`. False for anything else; the caller's message
  * names the option. */
 bool tool_parse_number(const char *text, int base, uint64_t max, uint64_t *out);
 

@@ -73,8 +73,8 @@ static void warn_if_shadowed(struct mon_ring *ring, const struct haecer_ring_ent
 		return;
 	tool_warn("warning: ring %u.%u has a newer instance %u by uid %u (pid %d), "
 		  "not by uid %u who created the followed instance %u",
-		  entry->major, entry->minor, entry->instance, entry->owner_uid, (int)entry->owner_pid,
-		  ring->entry.owner_uid, ring->entry.instance);
+		  entry->major, entry->minor, entry->instance, entry->owner_uid,
+		  (int)entry->owner_pid, ring->entry.owner_uid, ring->entry.instance);
 	ring->shadow_warned = true;
 }
 

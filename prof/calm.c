@@ -110,7 +110,7 @@ static int setup(struct calm *calm, const char *socket)
 					     .minor = (uint16_t)(getpid() + 1), .capacity = 1 << 16 };
 	const char *major = getenv("HAECER_PROF_RING_MAJOR");
 	uint16_t major_number;
-	if (tool_parse_u16(major, &major_number))
+	if (number_parse_u16(major, &major_number))
 		spec.major = major_number;
 	uint32_t schedule, instance;
 	int fd;

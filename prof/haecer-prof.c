@@ -48,7 +48,7 @@ static int parse_hz(const char *text, unsigned *hz)
 {
 	uint64_t value;
 
-	if (!tool_parse_number(text, 10, PROF_MAX_HZ, &value) || value == 0)
+	if (!number_parse(text, 10, PROF_MAX_HZ, &value) || value == 0)
 		return -EINVAL;
 	*hz = (unsigned)value;
 	return 0;
@@ -95,7 +95,7 @@ static int record_main(int argc, char **argv)
 			break;
 		case 'E': {
 			uint64_t ms;
-			if (!tool_parse_number(optarg, 10, 10000, &ms) || ms < 1)
+			if (!number_parse(optarg, 10, 10000, &ms) || ms < 1)
 				return usage("-E: an energy period from 1 to 10000 ms");
 			record.energy_period_ns = ms * 1000000ull;
 			break;
@@ -201,7 +201,7 @@ static int calm_main(int argc, char **argv)
 			break;
 		case 'n': {
 			uint64_t runs;
-			if (!tool_parse_number(optarg, 10, 1000, &runs) || runs < 2)
+			if (!number_parse(optarg, 10, 1000, &runs) || runs < 2)
 				return usage("-n: 2 to 1000 runs");
 			calm.runs = (unsigned)runs;
 			break;

@@ -430,7 +430,7 @@ static uint64_t meta_number(const struct prof_data *data, const char *key, int b
 	char *text = prof_meta_get(data, key);
 	uint64_t value = 0;
 
-	if (text != NULL && !tool_parse_number(text, base, max, &value))
+	if (text != NULL && !number_parse(text, base, max, &value))
 		value = 0;
 	free(text);
 	return value;

@@ -281,8 +281,8 @@ int prof_record(const struct prof_record_options *options)
 		     recorder.kernel_unsampled ? "unsampled" : "sampled");
 	if (use_timer) {
 		uint64_t signal_number;
-		if (!tool_parse_number(getenv(PROF_AGENT_SIGNAL_ENV), 10, (uint64_t)SIGRTMAX,
-				       &signal_number) ||
+		if (!number_parse(getenv(PROF_AGENT_SIGNAL_ENV), 10, (uint64_t)SIGRTMAX,
+				  &signal_number) ||
 		    signal_number < (uint64_t)SIGRTMIN)
 			signal_number = PROF_AGENT_DEFAULT_SIGNAL;
 		recorder_meta(&recorder, "timer_signal=%d", (int)signal_number);

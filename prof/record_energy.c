@@ -107,7 +107,7 @@ int recorder_start_energy(struct recorder *recorder, const char *socket, uint64_
 	}
 	memset(&spec, 0, sizeof(spec));
 	spec.period_ns = period_ns;
-	if (!tool_parse_u16(major_text, &spec.major))
+	if (!number_parse_u16(major_text, &spec.major))
 		spec.major = RING_MAJOR_DEFAULT;
 	spec.minor = (uint16_t)getpid();
 	uint64_t wanted = (uint64_t)recorder->op_count * ENERGY_RING_SECONDS * 1000000000ull /

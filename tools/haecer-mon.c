@@ -127,13 +127,13 @@ static int take_option(int option, const char *value, struct mon_options *option
 		return 0;
 	case 'n':
 		options->given |= MON_OPT_COUNT;
-		if (!tool_parse_number(value, 0, UINT64_MAX, &options->count) ||
+		if (!number_parse(value, 0, UINT64_MAX, &options->count) ||
 		    options->count == 0)
 			return tool_usage_error("--count takes a positive number, not '%s'", value);
 		return 0;
 	case 'i':
 		options->given |= MON_OPT_INTERVAL;
-		if (!tool_parse_u32(value, &interval) || interval == 0 ||
+		if (!number_parse_u32(value, &interval) || interval == 0 ||
 		    interval > MON_MAX_INTERVAL_MS)
 			return tool_usage_error("--interval takes milliseconds from 1 to %u, "
 						"not '%s'", MON_MAX_INTERVAL_MS, value);
@@ -150,24 +150,24 @@ static int take_option(int option, const char *value, struct mon_options *option
 		return 0;
 	case 'R':
 		options->given |= MON_OPT_RESOLUTION;
-		if (!tool_parse_number(value, 0, UINT64_MAX, &options->resolution_uj))
+		if (!number_parse(value, 0, UINT64_MAX, &options->resolution_uj))
 			return tool_usage_error("--resolution-uj takes microjoules, not '%s'",
 						value);
 		return 0;
 	case 'T':
 		options->given |= MON_OPT_TOP;
-		if (!tool_parse_u32(value, &options->top) || options->top > 100000)
+		if (!number_parse_u32(value, &options->top) || options->top > 100000)
 			return tool_usage_error("--top takes a number of processes from 0 to "
 						"100000, not '%s'", value);
 		return 0;
 	case 'G':
 		options->given |= MON_OPT_CGROUP_DEPTH;
-		if (!tool_parse_u32(value, &options->cgroup_depth) || options->cgroup_depth > 64)
+		if (!number_parse_u32(value, &options->cgroup_depth) || options->cgroup_depth > 64)
 			return tool_usage_error("--cgroup-depth takes 0 to 64, not '%s'", value);
 		return 0;
 	case 'u':
 		options->given |= MON_OPT_UID;
-		if (!tool_parse_u32(value, &options->uid))
+		if (!number_parse_u32(value, &options->uid))
 			return tool_usage_error("--uid takes a numeric uid, not '%s'", value);
 		return 0;
 	default: return tool_usage_error("unknown option");

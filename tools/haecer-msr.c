@@ -191,11 +191,11 @@ static int run_single(const struct options *options, bool write, char **argument
 	if (count != expected)
 		return usage_error("%s", write ? "write takes CPU ADDRESS VALUE (or -a ADDRESS VALUE)"
 					       : "read takes CPU ADDRESS (or -a ADDRESS)");
-	if (!options->all_cpus && !tool_parse_u32(arguments[position++], &cpu))
+	if (!options->all_cpus && !number_parse_u32(arguments[position++], &cpu))
 		return usage_error("bad CPU number '%s'", arguments[position - 1]);
-	if (!tool_parse_u32(arguments[position++], &address))
+	if (!number_parse_u32(arguments[position++], &address))
 		return usage_error("bad MSR address '%s'", arguments[position - 1]);
-	if (write && !tool_parse_number(arguments[position++], 0, UINT64_MAX, &value))
+	if (write && !number_parse(arguments[position++], 0, UINT64_MAX, &value))
 		return usage_error("bad value '%s'", arguments[position - 1]);
 	status = connect_or_report(options, &conn);
 	if (status != 0)
@@ -259,13 +259,14 @@ static int parse_batch_line(char *line, struct haecer_msr_op *op)
 		op->kind = HAECER_MSR_READ;
 	} else if (strcmp(words[0], "write") == 0 && count == 4) {
 		op->kind = HAECER_MSR_WRITE;
-		if (!tool_parse_number(words[3], 0, UINT64_MAX, &op->value))
+		if (!number_parse(words[3], 0, UINT64_MAX, &op->value))
 			return -1;
 	} else {
 		return -1;
 	}
-	return tool_parse_u32(words[1], &op->cpu) && tool_parse_u32(words[2], &op->address) ? 1
-											    : -1;
+	if (!number_parse_u32(words[1], &op->cpu) || !number_parse_u32(words[2], &op->address))
+		return -1;
+	return 1;
 }
 
 static int run_batch(const struct options *options, char **arguments, int count)

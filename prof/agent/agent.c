@@ -46,6 +46,7 @@
 
 #include "prof/prof.h"
 #include "common/clock.h"
+#include "common/number.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define TLS __thread __attribute__((tls_model("initial-exec")))
@@ -381,19 +382,21 @@ __attribute__((constructor)) static void agent_start(void)
 		return;
 	/* The pipe is for this process only: neither a program it runs (the variable goes, the
 	 * descriptor closes on exec) nor a fork of it. */
-	agent.fd = atoi(fd_text);
+	uint64_t fd, hz, signal_number;
+	bool given = number_parse(fd_text, 10, INT_MAX, &fd) &&
+		     number_parse(hz_text, 10, PROF_MAX_HZ, &hz) && hz > 0;
 	unsetenv(PROF_AGENT_FD_ENV);
-	unsigned long hz = strtoul(hz_text, NULL, 10);
-	if (agent.fd < 0 || fstat(agent.fd, &status) < 0 || !S_ISFIFO(status.st_mode) || hz == 0 ||
-	    hz > PROF_MAX_HZ) {
+	agent.fd = given ? (int)fd : -1;
+	if (agent.fd < 0 || fstat(agent.fd, &status) < 0 || !S_ISFIFO(status.st_mode)) {
 		agent.fd = -1;
 		return;
 	}
 	fcntl(agent.fd, F_SETFD, FD_CLOEXEC);
 	fcntl(agent.fd, F_SETFL, fcntl(agent.fd, F_GETFL) | O_NONBLOCK);
-	agent.signal_number = signal_text ? atoi(signal_text) : PROF_AGENT_DEFAULT_SIGNAL;
-	if (agent.signal_number < SIGRTMIN || agent.signal_number > SIGRTMAX)
-		agent.signal_number = PROF_AGENT_DEFAULT_SIGNAL;
+	if (!number_parse(signal_text, 10, (uint64_t)SIGRTMAX, &signal_number) ||
+	    signal_number < (uint64_t)SIGRTMIN)
+		signal_number = PROF_AGENT_DEFAULT_SIGNAL;
+	agent.signal_number = (int)signal_number;
 	agent.period_ns = 1000000000ull / hz;
 	agent.pid = getpid();
 	memset(&action, 0, sizeof(action));

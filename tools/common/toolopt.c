@@ -3,7 +3,6 @@
  */
 #include "tools/common/toolopt.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -86,20 +85,4 @@ int tool_getopt_error(int option, char *const *argv, const struct option *long_o
 void tool_print_version(void)
 {
 	printf("%s %s\n", program, haecer_version());
-}
-
-bool tool_parse_number(const char *text, int base, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long value;
-
-	if (text == NULL || !(isdigit((unsigned char)text[0]) ||
-			      (base == 16 && isxdigit((unsigned char)text[0]))))
-		return false;
-	errno = 0;
-	value = strtoull(text, &end, base);
-	if (errno != 0 || *end != '\0' || value > max)
-		return false;
-	*out = value;
-	return true;
 }

@@ -3,9 +3,8 @@
  * err(3) style ("haecer-stat: message"), the usage error with its --help hint and exit status 2,
  * getopt_long's errors told with the option that caused them (optopt, not argv[optind - 1],
  * which is the program name or a neighbour when options are bundled or attached), --version
- * with the one version string of the project (HAECER_VERSION, from the top Makefile), and
- * the one number parser every tool (and haecer-prof) uses, which rejects what strtoul would
- * silently accept.
+ * with the one version string of the project (HAECER_VERSION, from the top Makefile); numbers
+ * by common/number.h's one rule, which rejects what strtoul would silently accept.
  *
  * Usage: tool_init("haecer-x") first; in the getopt_long loop pass ':' and '?' to
  * tool_getopt_error (with opterr = 0 and a leading ':' in the option string).
@@ -18,6 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "common/number.h"
 
 #define TOOL_EXIT_USAGE 2
 
@@ -42,31 +43,6 @@ int tool_getopt_error(int option, char *const *argv, const struct option *long_o
 /* "NAME VERSION" on stdout; the version every binary and libhaecer share. */
 void tool_print_version(void);
 
-/* The one rule for a number a tool reads (an option's value, an argument, a batch line): the
- * whole text, its first character a digit of `base` (no blank, no sign: strtoull would take
- * " 12" and "-1", the latter as 2^64 - 1), in `base` (0: C's notation, decimal, 0x hex or 0
- * octal, as rdmsr takes an address), and at most `max`. False for anything else; the caller's message
- * names the option. */
-bool tool_parse_number(const char *text, int base, uint64_t max, uint64_t *out);
-
-static inline bool tool_parse_u32(const char *text, uint32_t *out)
-{
-	uint64_t value;
-
-	if (!tool_parse_number(text, 0, UINT32_MAX, &value))
-		return false;
-	*out = (uint32_t)value;
-	return true;
-}
-
-static inline bool tool_parse_u16(const char *text, uint16_t *out)
-{
-	uint64_t value;
-
-	if (!tool_parse_number(text, 0, UINT16_MAX, &value))
-		return false;
-	*out = (uint16_t)value;
-	return true;
-}
+/* Numbers follow common/number.h's one rule (number_parse, number_parse_u32, ...). */
 
 #endif

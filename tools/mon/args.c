@@ -69,11 +69,11 @@ int mon_parse_ring_key(char *const *words, int count, struct mon_ring_key *key)
 		return tool_usage_error("missing MAJOR and MINOR of the ring");
 	if (count > 3)
 		return tool_usage_error("unexpected argument '%s'", words[3]);
-	if (!tool_parse_u16(words[0], &key->major))
+	if (!number_parse_u16(words[0], &key->major))
 		return tool_usage_error("bad MAJOR '%s' (0 to 65535)", words[0]);
-	if (!tool_parse_u16(words[1], &key->minor))
+	if (!number_parse_u16(words[1], &key->minor))
 		return tool_usage_error("bad MINOR '%s' (0 to 65535)", words[1]);
-	if (count == 3 && !tool_parse_u32(words[2], &key->instance))
+	if (count == 3 && !number_parse_u32(words[2], &key->instance))
 		return tool_usage_error("bad INSTANCE '%s'", words[2]);
 	return 0;
 }

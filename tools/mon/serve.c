@@ -64,7 +64,7 @@ static bool split_listen(const char *text, char *host, size_t host_size, char *p
 	size_t host_length;
 	uint16_t number;
 
-	if (colon == NULL || !tool_parse_u16(colon + 1, &number))
+	if (colon == NULL || !number_parse_u16(colon + 1, &number))
 		return false;
 	host_length = (size_t)(colon - text);
 	if (text[0] == '[') {

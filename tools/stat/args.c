@@ -68,7 +68,7 @@ static bool parse_number(const char *text, long low, long high, long *out)
 {
 	uint64_t value;
 
-	if (!tool_parse_number(text, 10, (uint64_t)high, &value) || value < (uint64_t)low)
+	if (!number_parse(text, 10, (uint64_t)high, &value) || value < (uint64_t)low)
 		return false;
 	*out = (long)value;
 	return true;

@@ -24,7 +24,7 @@ static bool parse_hex(const char *text, unsigned long max, unsigned long *out)
 {
 	uint64_t value;
 
-	if (!tool_parse_number(text, 16, max, &value))
+	if (!number_parse(text, 16, max, &value))
 		return false;
 	*out = (unsigned long)value;
 	return true;

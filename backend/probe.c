@@ -6,6 +6,7 @@
  * describes itself (sim/).
  */
 #include "backend/backend_internal.h"
+#include "common/clock.h"
 
 #include <cpuid.h>
 #include <errno.h>
@@ -335,14 +336,6 @@ static uint64_t amd_tsc_hz(const struct msr_backend *backend, const struct machi
 	return mhz * 1000000u;
 }
 
-static uint64_t monotonic_raw_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
 /* The TSC through the device against CLOCK_MONOTONIC_RAW over 20 ms, rounded to 1 MHz; 0 when
  * the TSC does not move (a stand-in file). */
 static uint64_t calibrated_tsc_hz(const struct msr_backend *backend, uint8_t *source)
@@ -350,11 +343,11 @@ static uint64_t calibrated_tsc_hz(const struct msr_backend *backend, uint8_t *so
 	struct timespec pause = { .tv_nsec = 20000000 };
 	uint64_t tsc0, tsc1, t0, t1;
 
-	t0 = monotonic_raw_ns();
+	t0 = clock_monotonic_raw_ns();
 	if (backend_device_read(backend, 0, MSR_IA32_TSC, &tsc0) < 0)
 		return 0;
 	nanosleep(&pause, NULL);
-	t1 = monotonic_raw_ns();
+	t1 = clock_monotonic_raw_ns();
 	if (backend_device_read(backend, 0, MSR_IA32_TSC, &tsc1) < 0 || tsc1 <= tsc0 || t1 <= t0)
 		return 0;
 	*source = TSC_SOURCE_CALIBRATED;

@@ -85,22 +85,22 @@ static struct phase measure(struct haecer_conn *conn, double seconds)
 {
 	static uint64_t latencies[MAX_READS];
 	long tick_hz = sysconf(_SC_CLK_TCK);
-	uint64_t from = harness_monotonic_raw_ns(), deadline = from + (uint64_t)(seconds * 1e9);
+	uint64_t from = clock_monotonic_raw_ns(), deadline = from + (uint64_t)(seconds * 1e9);
 	long long ticks = harness_process_cpu_ticks(server.pid);
 	struct phase phase = { 0 };
 	size_t count = 0;
 	uint64_t raw, total;
 
-	while (harness_monotonic_raw_ns() < deadline && count < MAX_READS) {
-		uint64_t start = harness_monotonic_raw_ns();
+	while (clock_monotonic_raw_ns() < deadline && count < MAX_READS) {
+		uint64_t start = clock_monotonic_raw_ns();
 
 		if (haecer_energy_read(conn, 0, 0x611, &raw, &total) < 0)
 			die("a read failed");
-		latencies[count++] = harness_monotonic_raw_ns() - start;
+		latencies[count++] = clock_monotonic_raw_ns() - start;
 		usleep(500);
 	}
 	phase.cpu_pct = 100.0 * (double)(harness_process_cpu_ticks(server.pid) - ticks) /
-			(double)tick_hz / ((double)(harness_monotonic_raw_ns() - from) / 1e9);
+			(double)tick_hz / ((double)(clock_monotonic_raw_ns() - from) / 1e9);
 	phase.p50_ns = bench_median_u64(latencies, count); /* sorts */
 	phase.p99_ns = bench_percentile_u64(latencies, count, 99);
 	phase.max_ns = latencies[count - 1];

@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "haecer/msrd.h"
+#include "common/clock.h"
 #include "haecer/perfmon.h"
 #include "hw/msr.h"
 #include "bench/lib/bench_stats.h"
@@ -114,18 +115,9 @@ static double energy_at(uint64_t ns, uint64_t *smi)
 	return at.joules;
 }
 
-/* CLOCK_MONOTONIC_RAW: the simulated CPU's time in real-time mode. */
-static uint64_t now_raw_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
 static void spin_until(uint64_t ns)
 {
-	while (now_raw_ns() < ns)
+	while (clock_monotonic_raw_ns() < ns)
 		;
 }
 
@@ -181,16 +173,16 @@ static uint64_t msrd_cpu_ns(void)
  * `renew`, a request on it every 50 ms (what keeps a precise holder's lease, EDGE_LEASE_NS). */
 static double msrd_cpu_share(double seconds, struct haecer_conn *renew)
 {
-	uint64_t cpu0 = msrd_cpu_ns(), t0 = now_raw_ns();
+	uint64_t cpu0 = msrd_cpu_ns(), t0 = clock_monotonic_raw_ns();
 	uint64_t until = t0 + (uint64_t)(seconds * 1e9);
 
-	while (now_raw_ns() < until) {
+	while (clock_monotonic_raw_ns() < until) {
 		usleep(renew != NULL ? 50000 : (useconds_t)(seconds * 1e6));
 		if (renew != NULL)
 			check(haecer_energy_read(renew, 0, MSR_PKG_ENERGY_STATUS, NULL, NULL),
 			      "renew");
 	}
-	return 100.0 * (double)(msrd_cpu_ns() - cpu0) / (double)(now_raw_ns() - t0);
+	return 100.0 * (double)(msrd_cpu_ns() - cpu0) / (double)(clock_monotonic_raw_ns() - t0);
 }
 
 /* What precise edges cost msrd: its CPU with a plain page held (the page rate alone), then with
@@ -244,14 +236,14 @@ static void read_span(struct haecer_counter *pkg, struct read_row *row)
 	double truth, measured;
 
 	/* A random phase against the 1 ms update grid. */
-	spin_until(now_raw_ns() + (uint64_t)(rand() % 1000) * 1000);
-	a0 = now_raw_ns();
+	spin_until(clock_monotonic_raw_ns() + (uint64_t)(rand() % 1000) * 1000);
+	a0 = clock_monotonic_raw_ns();
 	check(haecer_counter_read_energy(pkg, &first), "read");
-	a1 = now_raw_ns();
+	a1 = clock_monotonic_raw_ns();
 	spin_until(a0 + row->span_ns);
-	b0 = now_raw_ns();
+	b0 = clock_monotonic_raw_ns();
 	check(haecer_counter_read_energy(pkg, &last), "read");
-	b1 = now_raw_ns();
+	b1 = clock_monotonic_raw_ns();
 	truth = energy_at(b0 + (b1 - b0) / 2, NULL) - energy_at(a0 + (a1 - a0) / 2, NULL);
 	measured = last.joules - first.joules;
 	row->error_pct[row->count] = 100.0 * (measured - truth) / truth;
@@ -325,9 +317,9 @@ static void one_region(struct haecer_counter *pkg, uint64_t length, enum conditi
 	check(haecer_energy_start(pkg, &region), "startEnergyRead");
 	/* The region, by this program's clock (the simulator's in real time): from
 	 * startEnergyRead's return to the endEnergyRead call. */
-	start_ns = now_raw_ns();
+	start_ns = clock_monotonic_raw_ns();
 	spin_until(start_ns + length);
-	end_ns = now_raw_ns();
+	end_ns = clock_monotonic_raw_ns();
 	check(haecer_energy_end(pkg, &region, &result), "endEnergyRead");
 	truth = energy_at(end_ns, NULL) - energy_at(start_ns, NULL);
 	/* The SMIs the simulator began between the two polls the result's count comes from. */
@@ -445,10 +437,10 @@ int main(void)
 	/* Before anything of this process asks for precise edges (regions and estimates do). */
 	precise_edge_cost();
 	for (size_t i = 0; i < 200; i++) {
-		uint64_t value, before = now_raw_ns();
+		uint64_t value, before = clock_monotonic_raw_ns();
 
 		check(haecer_counter_read(pkg, &value), "read");
-		rtt[i] = now_raw_ns() - before;
+		rtt[i] = clock_monotonic_raw_ns() - before;
 	}
 	check(haecer_energy_calibrate(pkg, 4, &totals.lifetime_per_tick), "calibrate");
 

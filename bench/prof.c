@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "haecer/msrd.h"
+#include "common/clock.h"
 #include "prof/sample_event.h"
 #include "harness/msrd_harness.h"
 #include "harness/text_file.h"
@@ -149,10 +150,7 @@ static int work(void)
 
 static double monotonic_s(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+	return (double)clock_monotonic_ns() / 1e9;
 }
 
 static int compare_doubles(const void *a, const void *b)

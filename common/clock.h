@@ -9,6 +9,11 @@
  *                             the kernel measures in this base.
  *
  * Simulated time (msrd --sim-virtual-time) is neither; it is the simulator's own (sim_now).
+ *
+ * These are the only readers of the two clocks in the tree (msrd, libhaecer, the tools, the
+ * profiler and its agent, tests, benchmarks and examples; examples/ring_monitor.c alone keeps its
+ * own, being built against the installed headers only): a value's name says its base where two
+ * sit side by side (struct client's last_request_raw_ns beside its CLOCK_MONOTONIC timeouts).
  */
 #ifndef HAECER_COMMON_CLOCK_H
 #define HAECER_COMMON_CLOCK_H

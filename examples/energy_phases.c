@@ -20,6 +20,8 @@
 
 #include <haecer/perfmon.h>
 
+#include "common/clock.h"
+
 #define DOMAINS 7
 #define PHASE_NS 1000000000ull
 #define SAMPLE_NS 100000000ull
@@ -29,14 +31,6 @@ struct domain {
 	PerfCounter counter;
 	struct haecer_counter_info info;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
 
 static int parse(const char *text, long low, long high, long *out)
 {
@@ -82,10 +76,10 @@ static void sample(struct domain *domains, size_t count, unsigned long long *val
 static void run_phase(bool busy, struct domain *domains, size_t count,
 		      unsigned long long *values)
 {
-	uint64_t start = now_ns();
+	uint64_t start = clock_monotonic_ns();
 	uint64_t next_sample = start + SAMPLE_NS;
 
-	while (now_ns() - start < PHASE_NS) {
+	while (clock_monotonic_ns() - start < PHASE_NS) {
 		if (busy) {
 			struct timeval tv;
 			gettimeofday(&tv, NULL);
@@ -93,7 +87,7 @@ static void run_phase(bool busy, struct domain *domains, size_t count,
 			struct timespec pause = {.tv_nsec = 10000000};
 			nanosleep(&pause, NULL);
 		}
-		if (now_ns() >= next_sample) {
+		if (clock_monotonic_ns() >= next_sample) {
 			sample(domains, count, values);
 			next_sample += SAMPLE_NS;
 		}
@@ -144,12 +138,12 @@ int main(int argc, char **argv)
 	for (unsigned cycle = 1; cycle <= (unsigned)cycles; cycle++) {
 		for (int busy = 1; busy >= 0; busy--) {
 			double watts = 0.0;
-			uint64_t start = now_ns();
+			uint64_t start = clock_monotonic_ns();
 			sample(domains, count, before);
 			run_phase(busy, domains, count, after);
 			sample(domains, count, after);
 			print_phase(cycle, busy, domains, count, before, after,
-				    (double)(now_ns() - start) / 1e9, &watts);
+				    (double)(clock_monotonic_ns() - start) / 1e9, &watts);
 			*(busy ? &busy_watts : &idle_watts) += watts / (double)cycles;
 		}
 	}

@@ -19,26 +19,20 @@
 
 #include <haecer/perfmon.h>
 
+#include "common/clock.h"
+
 #define COST_PAIRS 2000
 #define BUSY_NS 50000000ull
 #define IDLE_NS 50000000ull
-
-static uint64_t now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
 
 static volatile double sink;
 
 static void spin(uint64_t ns)
 {
-	uint64_t start = now_ns();
+	uint64_t start = clock_monotonic_ns();
 	double x = 1.0;
 
-	while (now_ns() - start < ns)
+	while (clock_monotonic_ns() - start < ns)
 		for (int i = 0; i < 1000; i++)
 			x = x * 1.0000001 + 0.5;
 	sink = x;
@@ -69,19 +63,19 @@ static void round_of_work(void)
 static void measure_cost(void)
 {
 	PerfCounter energy = setupEnergyCounter(RAPL_PKG);
-	uint64_t start = now_ns();
+	uint64_t start = clock_monotonic_ns();
 	double pair_us, read_us = 0.0;
 
 	for (int i = 0; i < COST_PAIRS; i++) {
 		haecer_region_begin("empty");
 		haecer_region_end("empty");
 	}
-	pair_us = (double)(now_ns() - start) / COST_PAIRS / 1000.0;
+	pair_us = (double)(clock_monotonic_ns() - start) / COST_PAIRS / 1000.0;
 	if (energy.valid) {
-		start = now_ns();
+		start = clock_monotonic_ns();
 		for (int i = 0; i < COST_PAIRS; i++)
 			readCounter(&energy);
-		read_us = (double)(now_ns() - start) / COST_PAIRS / 1000.0;
+		read_us = (double)(clock_monotonic_ns() - start) / COST_PAIRS / 1000.0;
 		freeCounter(&energy);
 	}
 	printf("marker cost: %.2f us per empty begin+end pair (2 msrd round trips); "

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/fdpass.h"
+#include "common/clock.h"
 #include "shm/ring.h"
 
 #define CAPACITY 4096u
@@ -33,14 +34,6 @@
 #define ENERGY_UNIT_EXPONENT 14 /* RAPL energy unit on Haswell and later: 2^-14 J */
 
 enum demo_counter { PKG_ENERGY, DRAM_ENERGY, INSTRUCTIONS, CYCLES, MARKER, COUNTERS };
-
-static uint64_t now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
 
 /* The parent's hand-over: one marker byte carrying the ring descriptor. */
 static int send_fd(int socket, int fd)
@@ -82,7 +75,7 @@ static void simulate_millisecond(struct simulated_cpu *cpu, double seconds)
 static uint64_t push_sample(struct ring_producer *producer, const struct simulated_cpu *cpu)
 {
 	const double energy_scale = (double)(1u << ENERGY_UNIT_EXPONENT);
-	uint64_t timestamp = now_ns();
+	uint64_t timestamp = clock_monotonic_raw_ns();
 	struct ring_record records[] = {
 		{(uint64_t)(cpu->pkg_joules * energy_scale), timestamp, PKG_ENERGY,
 		 ENERGY_UNIT_EXPONENT, 0},
@@ -99,15 +92,15 @@ static uint64_t push_sample(struct ring_producer *producer, const struct simulat
 
 static uint64_t push_burst(struct ring_producer *producer)
 {
-	uint64_t start = now_ns();
+	uint64_t start = clock_monotonic_raw_ns();
 
 	for (uint32_t i = 0; i < BURST_RECORDS; i++) {
-		struct ring_record marker = {i, now_ns(), MARKER, 0, 0};
+		struct ring_record marker = {i, clock_monotonic_raw_ns(), MARKER, 0, 0};
 
 		ring_push(producer, &marker);
 	}
 	printf("producer  burst: %u marker records in %.2f ms, far more than the %u-record ring\n",
-	       BURST_RECORDS, (double)(now_ns() - start) / 1e6, CAPACITY);
+	       BURST_RECORDS, (double)(clock_monotonic_raw_ns() - start) / 1e6, CAPACITY);
 	fflush(stdout);
 	return BURST_RECORDS;
 }
@@ -234,9 +227,9 @@ static int run_consumer(int socket)
 	if (write(socket, "a", 1) != 1)
 		return 1;
 	ring_consumer_info(&monitor.consumer, &monitor.info);
-	monitor.start_ns = now_ns();
+	monitor.start_ns = clock_monotonic_raw_ns();
 	while (!producer_gone(socket)) {
-		uint64_t elapsed_ms = (now_ns() - monitor.start_ns) / 1000000;
+		uint64_t elapsed_ms = (clock_monotonic_raw_ns() - monitor.start_ns) / 1000000;
 
 		if (monitor_drain(&monitor, false))
 			return 1;

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "proto/wire.h"
+#include "proto/wire_sim.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

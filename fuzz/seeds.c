@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "proto/wire.h"
+#include "proto/wire_sim.h"
 #include "shm/ring.h"
 
 static const char *root;

@@ -44,19 +44,11 @@ bool harness_small_scale(void)
 	return scale != NULL && strcmp(scale, "small") == 0;
 }
 
-uint64_t harness_monotonic_raw_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
 void harness_spin_ns(uint64_t ns)
 {
-	uint64_t until = harness_monotonic_raw_ns() + ns;
+	uint64_t until = clock_monotonic_raw_ns() + ns;
 
-	while (harness_monotonic_raw_ns() < until)
+	while (clock_monotonic_raw_ns() < until)
 		;
 }
 

@@ -31,6 +31,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/clock.h" /* clock_monotonic_raw_ns: msrd's clock for sample times */
+#include "harness/sim_control.h" /* the simulated CPU msrd runs by default: its control, truth */
+
 #define HARNESS_SIM_SEED "12"
 
 struct msrd_server {
@@ -50,8 +53,6 @@ const char *harness_source_dir(void);
 bool harness_small_scale(void);
 /* msrd runs under valgrind in this run. */
 bool harness_valgrind(void);
-/* CLOCK_MONOTONIC_RAW in ns: msrd's clock for sample times, and the simulator's. */
-uint64_t harness_monotonic_raw_ns(void);
 /* Keep this CPU busy for ns (CLOCK_MONOTONIC_RAW): a region's work, or a stretch timed exactly. */
 void harness_spin_ns(uint64_t ns);
 /* A child process that spins spin_ns, then sleeps sleep_us (0: never), for ever, and dies with

@@ -2,6 +2,7 @@
  * harness/raw_client.c — protocol v1 by hand, for tests.
  */
 #include "harness/raw_client.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -89,10 +90,7 @@ size_t raw_hello_and_read(uint8_t *frames, const char *name, uint32_t id)
 
 static long long now_ms(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	return (long long)(clock_monotonic_ns() / 1000000);
 }
 
 static int wait_readable(int fd, long long deadline)

@@ -91,14 +91,6 @@ int haecer__fail_msrd(struct haecer_context *ctx, int error, const char *what)
 	return haecer__fail(error, "%s: %s", what, text);
 }
 
-uint64_t haecer__monotonic_raw_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * NS_PER_SECOND + (uint64_t)now.tv_nsec;
-}
-
 /* ---- contexts ---- */
 
 static void machine_for_event_db(const struct haecer_machine_info *info,

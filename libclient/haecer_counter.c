@@ -526,7 +526,7 @@ static int control(struct haecer_counter *counter, uint16_t action, const char *
 	if (action == HAECER_SLOT_RESET) {
 		counter->value = 0;
 		counter->last_raw = 0;
-		counter->raw_ns = haecer__monotonic_raw_ns();
+		counter->raw_ns = clock_monotonic_raw_ns();
 	} else {
 		counter->info.enabled = action == HAECER_SLOT_ENABLE;
 	}

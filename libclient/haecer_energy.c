@@ -82,7 +82,7 @@ static uint64_t tsc_now(const struct haecer_context *ctx)
 
 	if (ctx->simulated) {
 		/* msrd's simulated TSC: CLOCK_MONOTONIC_RAW ns x tsc_hz (backend/sim/sim.c). */
-		unsigned __int128 ticks = (unsigned __int128)haecer__monotonic_raw_ns() *
+		unsigned __int128 ticks = (unsigned __int128)clock_monotonic_raw_ns() *
 					  ctx->machine.tsc_hz / 1000000000ull;
 
 		return (uint64_t)ticks;
@@ -250,7 +250,7 @@ static bool clean(const struct update_seen *seen)
 static int wait_for_update(struct haecer_counter *counter, const struct energy_sample *from,
 			   struct update_seen *seen)
 {
-	uint64_t deadline = haecer__monotonic_raw_ns() + HAECER_ENERGY_TIMEOUT_MS * 1000000ull;
+	uint64_t deadline = clock_monotonic_raw_ns() + HAECER_ENERGY_TIMEOUT_MS * 1000000ull;
 	int error;
 
 	seen->before = *from;
@@ -264,7 +264,7 @@ static int wait_for_update(struct haecer_counter *counter, const struct energy_s
 		if (seen->after.total != seen->before.total)
 			break;
 		seen->before = seen->after;
-		if (haecer__monotonic_raw_ns() > deadline)
+		if (clock_monotonic_raw_ns() > deadline)
 			return haecer__fail(-ETIMEDOUT, "%s on CPU %u did not change for %u ms",
 					    counter->info.name, counter->info.cpu,
 					    HAECER_ENERGY_TIMEOUT_MS);
@@ -293,13 +293,13 @@ static int wait_for_update(struct haecer_counter *counter, const struct energy_s
 
 static void lease_renewed(struct haecer_context *ctx)
 {
-	__atomic_store_n(&ctx->lease_renewed_ns, haecer__monotonic_raw_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&ctx->lease_renewed_ns, clock_monotonic_raw_ns(), __ATOMIC_RELAXED);
 }
 
 void haecer__energy_lease_renew(struct haecer_counter *counter)
 {
 	struct haecer_context *ctx = counter->ctx;
-	uint64_t now = haecer__monotonic_raw_ns();
+	uint64_t now = clock_monotonic_raw_ns();
 
 	int error;
 

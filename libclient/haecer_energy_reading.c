@@ -139,12 +139,12 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 	if (virtual)
 		dated = virtual_now_ns(counter, &before) == 0;
 	else
-		before = haecer__monotonic_raw_ns();
+		before = clock_monotonic_raw_ns();
 	error = haecer_counter_read_aged(counter, &value, &age);
 	if (error < 0)
 		return error;
 	if (!virtual) {
-		after = haecer__monotonic_raw_ns();
+		after = clock_monotonic_raw_ns();
 	} else if (dated && virtual_now_ns(counter, &after) == 0) {
 		/* A round trip (no pages): read somewhere between the two. */
 		age = (after - before) / 2;

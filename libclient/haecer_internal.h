@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "haecer/msrd.h"
 #include "haecer/perfmon.h"
 #include "hw/msr.h"
@@ -172,7 +173,6 @@ HAECER_INTERNAL bool haecer__counter_live(const struct haecer_counter *counter);
 HAECER_INTERNAL int haecer__counter_lock(const struct haecer_counter *counter,
 					 struct haecer_context **ctx);
 
-HAECER_INTERNAL uint64_t haecer__monotonic_raw_ns(void);
 
 /* ---- haecer_perf_counter.c ---- */
 

@@ -193,7 +193,7 @@ int haecer__page_reading(struct haecer_counter *counter, struct energy_page_tota
 			return error;
 		if (reading->state == ENERGY_PAGE_LIVE) {
 			/* This clock read serves the staleness check, the fold and the age. */
-			counter->page_checked_ns = haecer__monotonic_raw_ns();
+			counter->page_checked_ns = clock_monotonic_raw_ns();
 			if (counter->page_checked_ns - reading->sample_ns > page->stale_after_ns)
 				return -ESTALE;
 			return 0;

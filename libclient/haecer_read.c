@@ -43,7 +43,7 @@ static int count_lost_error(const struct haecer_counter *counter)
 static int extend_event(struct haecer_counter *counter, uint64_t raw, uint64_t *value)
 {
 	const struct haecer_context *ctx = counter->ctx;
-	uint64_t now = haecer__monotonic_raw_ns();
+	uint64_t now = clock_monotonic_raw_ns();
 	bool own_clock = !(ctx->simulated && (ctx->machine.flags & HAECER_MACHINE_VIRTUAL_TIME));
 	uint64_t elapsed = counter->raw_ns != 0 && own_clock ? now - counter->raw_ns : UINT64_MAX;
 
@@ -136,7 +136,7 @@ uint64_t haecer__fold_page(struct haecer_counter *counter, uint64_t total, bool 
 uint64_t haecer__fold_energy(struct haecer_counter *counter, uint64_t raw, const uint64_t *total)
 {
 	if (total != NULL) {
-		uint64_t value = fold_total(counter, raw, *total, haecer__monotonic_raw_ns());
+		uint64_t value = fold_total(counter, raw, *total, clock_monotonic_raw_ns());
 
 		if (!counter->continuity_lost) {
 			counter->exact_held = true;
@@ -199,7 +199,7 @@ int haecer__read_locked(struct haecer_counter *counter, uint64_t *value)
 	/* RDPMC cannot tell that the kernel (perf, the NMI watchdog) reprogrammed the counter:
 	 * at least every RDPMC_RECHECK_NS a read goes through msrd, which checks its programming
 	 * and fails a lost slot with EIDRM. */
-	if (haecer__monotonic_raw_ns() - counter->slot_checked_ns < RDPMC_RECHECK_NS &&
+	if (clock_monotonic_raw_ns() - counter->slot_checked_ns < RDPMC_RECHECK_NS &&
 	    haecer__rdpmc_read(counter, &raw) == 0)
 		return extend_event(counter, raw, value);
 	error = haecer_slot_read(counter->ctx->conn, &counter->slot.id, 1, &raw, false);
@@ -207,7 +207,7 @@ int haecer__read_locked(struct haecer_counter *counter, uint64_t *value)
 		snprintf(what, sizeof(what), "reading %s", counter->info.name);
 		return haecer__fail_msrd(counter->ctx, error, what);
 	}
-	counter->slot_checked_ns = haecer__monotonic_raw_ns();
+	counter->slot_checked_ns = clock_monotonic_raw_ns();
 	return extend_event(counter, raw, value);
 }
 
@@ -235,11 +235,11 @@ int haecer_counter_read_aged(struct haecer_counter *counter, uint64_t *value, ui
 	error = haecer__counter_lock(counter, &ctx);
 	if (error < 0)
 		return error;
-	before = haecer__monotonic_raw_ns();
+	before = clock_monotonic_raw_ns();
 	counter->reading_dated = false;
 	error = haecer__read_locked(counter, value);
 	/* A page reading took the time right after it (haecer__page_reading). */
-	after = counter->reading_dated ? counter->page_checked_ns : haecer__monotonic_raw_ns();
+	after = counter->reading_dated ? counter->page_checked_ns : clock_monotonic_raw_ns();
 	/* A page reading was true at msrd's sample (a held round trip's value: when that round
 	 * trip returned); a round trip read the register somewhere in it, its middle the best
 	 * estimate of when. */
@@ -365,9 +365,9 @@ int haecer_counter_read_many(struct haecer_counter *const *counters, size_t coun
 	if (error < 0)
 		goto out;
 	plan_set(counters, count, &ctx->set);
-	before = haecer__monotonic_raw_ns();
+	before = clock_monotonic_raw_ns();
 	error = run_set(ctx, &ctx->set, flags & HAECER_READ_SYNCHRONIZED);
-	after = haecer__monotonic_raw_ns();
+	after = clock_monotonic_raw_ns();
 	if (error < 0)
 		goto out;
 	error = finish_set(counters, &ctx->set, values);

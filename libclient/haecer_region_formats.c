@@ -4,6 +4,8 @@
  * document, each from the flattened tree haecer_region_report.c builds.
  */
 #include "libclient/haecer_region_report.h"
+#include "common/callgrind.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -75,7 +77,7 @@ static void write_callgrind_header(FILE *out, const struct flat *flat)
 	uint64_t totals[REGION_COLUMNS] = { 0 };
 
 	region_report_command_line(command, sizeof(command));
-	fprintf(out, "# callgrind format\nversion: 1\ncreator: haecer regions (libhaecer)\n");
+	callgrind_write_preamble(out, "haecer regions (libhaecer)");
 	fprintf(out, "pid: %d\ncmd: %s\npart: 1\npositions: line\n", (int)getpid(), command);
 	for (unsigned i = 0; i < flat->shown_count; i++) {
 		unsigned c = flat->shown[i];
@@ -111,11 +113,10 @@ static void write_callgrind_header(FILE *out, const struct flat *flat)
 	fprintf(out, "\n\n");
 }
 
-/* Callgrind's ids: functions (region names) and files, each named the first time. */
+/* Callgrind's ids: functions (region names, by index) and files, each named the first time. */
 struct ids {
 	bool *function_defined;
-	const char **files;
-	size_t file_count;
+	struct callgrind_files files;
 };
 
 static const char *file_of(const struct flat *flat, size_t name, unsigned *line)
@@ -126,36 +127,6 @@ static const char *file_of(const struct flat *flat, size_t name, unsigned *line)
 	return node->file != NULL ? node->file : "???";
 }
 
-static void write_file(FILE *out, const char *key, struct ids *ids, const char *file)
-{
-	char text[1024];
-
-	for (size_t i = 0; i < ids->file_count; i++) {
-		if (strcmp(ids->files[i], file) == 0) {
-			fprintf(out, "%s=(%zu)\n", key, i + 1);
-			return;
-		}
-	}
-	ids->files[ids->file_count++] = file;
-	region_report_printable(file, text, sizeof(text));
-	fprintf(out, "%s=(%zu) %s\n", key, ids->file_count, text);
-}
-
-/* fn=/cfn= lines: the name with its id the first time, the id alone afterwards. */
-static void write_function(FILE *out, const char *key, const struct flat *flat, size_t name,
-			   struct ids *ids)
-{
-	char text[HAECER_REGION_NAME_MAX + 1];
-
-	if (ids->function_defined[name]) {
-		fprintf(out, "%s=(%zu)\n", key, name + 1);
-		return;
-	}
-	region_report_printable(flat->names[name], text, sizeof(text));
-	fprintf(out, "%s=(%zu) %s\n", key, name + 1, text);
-	ids->function_defined[name] = true;
-}
-
 struct arc {
 	uint64_t calls;
 	uint64_t inclusive[REGION_COLUMNS];
@@ -163,8 +134,8 @@ struct arc {
 
 /* One function at its file and line: the exclusive cost of every region of that name, then
  * its calls, summed per callee name, at the callee's line (where the call begins). */
-static void write_function_costs(FILE *out, const struct flat *flat, size_t name,
-				 struct arc *arcs, struct ids *ids)
+static int write_function_costs(FILE *out, const struct flat *flat, size_t name,
+				struct arc *arcs, struct ids *ids)
 {
 	uint64_t self[REGION_COLUMNS] = { 0 }, exclusive[REGION_COLUMNS];
 	unsigned line, callee_line;
@@ -185,38 +156,45 @@ static void write_function_costs(FILE *out, const struct flat *flat, size_t name
 				arc->inclusive[c] += flat->nodes[j]->inclusive[c];
 		}
 	}
-	write_file(out, "fl", ids, file_of(flat, name, &line));
-	write_function(out, "fn", flat, name, ids);
+	if (callgrind_write_file(out, "fl", &ids->files, file_of(flat, name, &line)) < 0)
+		return -ENOMEM;
+	callgrind_write_function(out, "fn", name + 1, flat->names[name],
+				 &ids->function_defined[name]);
 	write_costs(out, flat, line, self);
 	for (size_t callee = 0; callee < flat->name_count; callee++) {
 		if (arcs[callee].calls == 0)
 			continue;
-		write_file(out, "cfi", ids, file_of(flat, callee, &callee_line));
-		write_function(out, "cfn", flat, callee, ids);
+		if (callgrind_write_file(out, "cfi", &ids->files,
+					 file_of(flat, callee, &callee_line)) < 0)
+			return -ENOMEM;
+		callgrind_write_function(out, "cfn", callee + 1, flat->names[callee],
+					 &ids->function_defined[callee]);
 		fprintf(out, "calls=%llu %u\n", (unsigned long long)arcs[callee].calls, callee_line);
 		write_costs(out, flat, callee_line, arcs[callee].inclusive);
 	}
+	return 0;
 }
 
 int region_report_write_callgrind(FILE *out, const struct flat *flat)
 {
 	size_t room = flat->name_count > 0 ? flat->name_count : 1;
 	struct arc *arcs = calloc(room, sizeof(*arcs));
-	struct ids ids = { .function_defined = calloc(room, sizeof(bool)),
-			   .files = calloc(room, sizeof(char *)) };
+	struct ids ids = { .function_defined = calloc(room, sizeof(bool)) };
 	int error = 0;
 
-	if (arcs == NULL || ids.function_defined == NULL || ids.files == NULL) {
-		error = haecer__fail(-ENOMEM, "out of memory for the Callgrind file");
+	if (arcs == NULL || ids.function_defined == NULL) {
+		error = -ENOMEM;
 		goto out;
 	}
 	write_callgrind_header(out, flat);
-	for (size_t name = 0; name < flat->name_count; name++)
-		write_function_costs(out, flat, name, arcs, &ids);
+	for (size_t name = 0; name < flat->name_count && error == 0; name++)
+		error = write_function_costs(out, flat, name, arcs, &ids);
 out:
+	if (error < 0)
+		error = haecer__fail(error, "out of memory for the Callgrind file");
 	free(arcs);
 	free(ids.function_defined);
-	free(ids.files);
+	callgrind_files_free(&ids.files);
 	return error;
 }
 
@@ -312,47 +290,6 @@ void region_report_write_csv(FILE *out, const struct flat *flat, const char *mac
 	}
 }
 
-/* Length of the valid UTF-8 sequence at text, 0 when it is not one. */
-static size_t utf8_length(const unsigned char *text)
-{
-	size_t length = text[0] >= 0xf0 && text[0] <= 0xf4 ? 4
-			: text[0] >= 0xe0			  ? 3
-			: text[0] >= 0xc2 && text[0] < 0xe0	  ? 2
-								  : 0;
-
-	for (size_t i = 1; i < length; i++)
-		if ((text[i] & 0xc0) != 0x80)
-			return 0;
-	return length;
-}
-
-/* A JSON string; bytes that are not UTF-8 become U+FFFD. */
-static void json_string(FILE *out, const char *text)
-{
-	const unsigned char *at = (const unsigned char *)text;
-
-	fputc('"', out);
-	while (*at != '\0') {
-		if (*at == '"' || *at == '\\') {
-			fprintf(out, "\\%c", *at++);
-		} else if (*at < 0x20 || *at == 0x7f) {
-			fprintf(out, "\\u%04x", *at++);
-		} else if (*at < 0x80) {
-			fputc(*at++, out);
-		} else {
-			size_t length = utf8_length(at);
-			if (length == 0) {
-				fputs("\\ufffd", out);
-				at++;
-			} else {
-				fwrite(at, 1, length, out);
-				at += length;
-			}
-		}
-	}
-	fputc('"', out);
-}
-
 static void json_values(FILE *out, const struct flat *flat, const struct region_node *node,
 			const uint64_t *values)
 {
@@ -360,7 +297,7 @@ static void json_values(FILE *out, const struct flat *flat, const struct region_
 	for (unsigned i = 0; i < flat->shown_count; i++) {
 		unsigned c = flat->shown[i];
 		fputs(i > 0 ? ", " : "", out);
-		json_string(out, haecer__region_column_name(c));
+		json_write_string(out, haecer__region_column_name(c));
 		if (node->counted[c] > 0)
 			fprintf(out, ": %llu", (unsigned long long)values[c]);
 		else
@@ -382,7 +319,7 @@ static void json_no_update(FILE *out, const struct flat *flat, const struct regi
 			continue;
 		fputs(first ? "" : ", ", out);
 		first = false;
-		json_string(out, haecer__region_column_name(c));
+		json_write_string(out, haecer__region_column_name(c));
 		fprintf(out, ": %llu", (unsigned long long)node->no_update[c - REGION_COLUMN_SHARE]);
 	}
 	fputc('}', out);
@@ -394,7 +331,7 @@ static void json_path(FILE *out, const struct region_node *node)
 		json_path(out, node->parent);
 		fputs(", ", out);
 	}
-	json_string(out, node->name);
+	json_write_string(out, node->name);
 }
 
 static void write_span_json(FILE *out, const struct span *span, const struct flat *flat)
@@ -407,7 +344,7 @@ static void write_span_json(FILE *out, const struct span *span, const struct fla
 			continue;
 		fputs(first ? "" : ", ", out);
 		first = false;
-		json_string(out, haecer__region_column_name(REGION_COLUMN_SHARE + d));
+		json_write_string(out, haecer__region_column_name(REGION_COLUMN_SHARE + d));
 		fprintf(out, ": {\"package_nJ\": %llu, \"charged_nJ\": %llu, \"rest_nJ\": %llu, "
 			"\"update_max_nJ\": %.0f}",
 			(unsigned long long)span->package[d], (unsigned long long)span->charged[d],
@@ -426,9 +363,9 @@ void region_report_write_json(FILE *out, const struct flat *flat, const char *ma
 	fprintf(out, "{\n  \"creator\": \"haecer regions (libhaecer)\",\n  \"pid\": %d,\n",
 		(int)getpid());
 	fputs("  \"command\": ", out);
-	json_string(out, command);
+	json_write_string(out, command);
 	fputs(",\n  \"machine\": ", out);
-	json_string(out, machine);
+	json_write_string(out, machine);
 	fprintf(out, ",\n  \"simulated\": %s,\n", simulated ? "true" : "false");
 	fputs("  \"energy_method\": \"per stretch between two markers of a thread: each domain's "
 	      "energy x the thread's CPU time / (the stretch x the package's host CPUs); pkg-wide: "
@@ -438,7 +375,7 @@ void region_report_write_json(FILE *out, const struct flat *flat, const char *ma
 	for (unsigned i = 0; i < flat->shown_count; i++) {
 		fputs(i > 0 ? ", " : "", out);
 		fputs("{\"name\": ", out);
-		json_string(out, haecer__region_column_name(flat->shown[i]));
+		json_write_string(out, haecer__region_column_name(flat->shown[i]));
 		fprintf(out, ", \"unit\": \"%s\"}", unit_of(flat->shown[i]));
 	}
 	fputs("],\n  \"regions\": [", out);
@@ -450,10 +387,10 @@ void region_report_write_json(FILE *out, const struct flat *flat, const char *ma
 		fputs("\"path\": [", out);
 		json_path(out, node);
 		fputs("], \"name\": ", out);
-		json_string(out, node->name);
+		json_write_string(out, node->name);
 		fputs(", \"file\": ", out);
 		if (node->file != NULL)
-			json_string(out, node->file);
+			json_write_string(out, node->file);
 		else
 			fputs("null", out);
 		fprintf(out, ", \"line\": %u, \"calls\": %llu, \"open\": %llu, \"abandoned\": %llu",

@@ -399,7 +399,7 @@ struct read_plan {
 
 static uint64_t clock_ns(void)
 {
-	return haecer__monotonic_raw_ns();
+	return clock_monotonic_raw_ns();
 }
 
 /* The calling thread's CPU time: while it waits for msrd's answer it uses none, so reading it

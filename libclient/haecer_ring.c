@@ -55,7 +55,7 @@ int haecer_ring_post(struct haecer_counter *counter, uint32_t event_id, uint64_t
 	}
 	record = (struct ring_record){
 		.value = value,
-		.timestamp = haecer__monotonic_raw_ns(),
+		.timestamp = clock_monotonic_raw_ns(),
 		.counter_id = HAECER__RING_EVENT_BIT | event_id,
 	};
 	error = ring_push(&counter->ring, &record);

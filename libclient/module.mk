@@ -2,7 +2,7 @@
 # code it needs so applications link one library, but not msrd's logger (common/log.c): the
 # library reports through return values and haecer_error_detail(), never on stderr.
 # libclient/haecer.map keeps everything but the public API local to libhaecer.so.
-HAECER_LIBRARY_SOURCES := $(wildcard libclient/*.c proto/*.c shm/*.c) common/fdpass.c
+HAECER_LIBRARY_SOURCES := $(wildcard libclient/*.c proto/*.c shm/*.c) common/fdpass.c common/json.c common/callgrind.c
 HAECER_VERSION_SCRIPT := libclient/haecer.map
 HAECER_LIBRARY_OBJECTS := $(call objects_of,$(HAECER_LIBRARY_SOURCES))
 HAECER_LDLIBS = $(PFM_LIBS) -lm

@@ -14,6 +14,7 @@
  * Pearson coefficient of at least 0.9. The last line is key=value for scripts.
  */
 #include "prof/prof.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -73,20 +74,12 @@ struct calm {
 	struct samples cpu_seconds[2], recorder_seconds, recorder_run_seconds;
 };
 
-static uint64_t now_raw_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
 static int setup(struct calm *calm, const char *socket)
 {
 	int status = haecer_connect(socket, &calm->conn);
 
 	if (status < 0) {
-		prof_error("calm: cannot connect to msrd: %s", haecer_msrd_strerror(status));
+		tool_warn("calm: cannot connect to msrd: %s", haecer_msrd_strerror(status));
 		return status;
 	}
 	status = haecer_machine_info(calm->conn, &calm->machine);
@@ -96,8 +89,8 @@ static int setup(struct calm *calm, const char *socket)
 	double probe;
 	status = prof_package_joules(calm->conn, machine, &probe);
 	if (status < 0) {
-		prof_error("calm: msrd does not let this user read package energy: %s",
-			   haecer_conn_error(calm->conn));
+		tool_warn("calm: msrd does not let this user read package energy: %s",
+			  haecer_conn_error(calm->conn));
 		return status;
 	}
 
@@ -116,21 +109,20 @@ static int setup(struct calm *calm, const char *socket)
 	struct haecer_schedule_spec spec = { .period_ns = EPOCH_NS, .major = 42,
 					     .minor = (uint16_t)(getpid() + 1), .capacity = 1 << 16 };
 	const char *major = getenv("HAECER_PROF_RING_MAJOR");
-	if (major)
-		spec.major = (uint16_t)strtoul(major, NULL, 0);
+	uint16_t major_number;
+	if (number_parse_u16(major, &major_number))
+		spec.major = major_number;
 	uint32_t schedule, instance;
 	int fd;
 	if (haecer_batch_register(calm->conn, ops, 2 * calm->freq_cpus, &spec.handle) < 0) {
-		fprintf(stderr, "haecer-prof calm: frequency not measured: %s\n",
-			haecer_conn_error(calm->conn));
+		tool_warn("calm: frequency not measured: %s", haecer_conn_error(calm->conn));
 		return 0;
 	}
 	status = haecer_schedule_start(calm->conn, &spec, &schedule, &instance);
 	haecer_batch_release(calm->conn, spec.handle);
 	if (status < 0 ||
 	    haecer_ring_open(calm->conn, spec.major, spec.minor, instance, NULL, &fd) < 0) {
-		fprintf(stderr, "haecer-prof calm: frequency not measured: %s\n",
-			haecer_conn_error(calm->conn));
+		tool_warn("calm: frequency not measured: %s", haecer_conn_error(calm->conn));
 		return 0;
 	}
 	status = ring_consumer_attach(&calm->ring, fd);
@@ -298,7 +290,7 @@ static int run_once(struct calm *calm, const struct prof_calm_options *options, 
 	collect_frequency(calm, mode, 0, 0); /* what came before does not count */
 	if (prof_package_joules(calm->conn, &calm->machine, &before) < 0)
 		return -EIO;
-	uint64_t start = now_raw_ns();
+	uint64_t start = clock_monotonic_raw_ns();
 	fflush(NULL);
 	pid_t child = fork();
 	if (child == 0) {
@@ -330,13 +322,13 @@ static int run_once(struct calm *calm, const struct prof_calm_options *options, 
 	memset(&usage, 0, sizeof(usage));
 	while (wait4(child, &raw, 0, &usage) < 0 && errno == EINTR)
 		;
-	uint64_t end = now_raw_ns();
+	uint64_t end = clock_monotonic_raw_ns();
 	if (prof_package_joules(calm->conn, &calm->machine, &after) < 0)
 		return -EIO;
 	usleep(2 * EPOCH_NS / 1000);
 	collect_frequency(calm, mode, start, end);
 	if (!WIFEXITED(raw) || WEXITSTATUS(raw) != 0) {
-		prof_error("calm: '%s' failed (%s run)", argv[0], mode ? "profiled" : "plain");
+		tool_warn("calm: '%s' failed (%s run)", argv[0], mode ? "profiled" : "plain");
 		return -ECHILD;
 	}
 	double seconds = (end - start) / 1e9, joules = after - before;
@@ -345,7 +337,7 @@ static int run_once(struct calm *calm, const struct prof_calm_options *options, 
 	double recorder_seconds = NAN, recorder_run_seconds = NAN;
 	if (mode == 1 && profiled_window(data_path, &seconds, &joules, &cpu_seconds,
 					 &recorder_seconds, &recorder_run_seconds) < 0) {
-		prof_error("calm: the profile of the run is unreadable");
+		tool_warn("calm: the profile of the run is unreadable");
 		return -EBADMSG;
 	}
 	if (!isnan(cpu_seconds))
@@ -496,7 +488,7 @@ int prof_calm(const struct prof_calm_options *options)
 
 	memset(&calm, 0, sizeof(calm));
 	if (fd < 0) {
-		prof_error("calm: cannot create a temporary file: %s", strerror(errno));
+		tool_warn("calm: cannot create a temporary file: %s", strerror(errno));
 		return -errno;
 	}
 	close(fd);

@@ -9,17 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void prof_error(const char *format, ...)
-{
-	va_list args;
-
-	fputs("haecer-prof: ", stderr);
-	va_start(args, format);
-	vfprintf(stderr, format, args);
-	va_end(args);
-	fputc('\n', stderr);
-}
-
 int prof_writer_open(struct prof_writer *writer, const char *path)
 {
 	writer->error = 0;

@@ -39,17 +39,16 @@ static const char usage_text[] =
 static int usage(const char *problem)
 {
 	if (problem)
-		fprintf(stderr, "haecer-prof: %s\n", problem);
+		tool_warn("%s", problem);
 	fputs(usage_text, stderr);
 	return EXIT_USAGE;
 }
 
 static int parse_hz(const char *text, unsigned *hz)
 {
-	char *end;
-	unsigned long value = strtoul(text, &end, 10);
+	uint64_t value;
 
-	if (*text == '\0' || *end != '\0' || value == 0 || value > PROF_MAX_HZ)
+	if (!number_parse(text, 10, PROF_MAX_HZ, &value) || value == 0)
 		return -EINVAL;
 	*hz = (unsigned)value;
 	return 0;
@@ -95,9 +94,8 @@ static int record_main(int argc, char **argv)
 			}
 			break;
 		case 'E': {
-			char *end;
-			unsigned long ms = strtoul(optarg, &end, 10);
-			if (*optarg == '\0' || *end || ms < 1 || ms > 10000)
+			uint64_t ms;
+			if (!number_parse(optarg, 10, 10000, &ms) || ms < 1)
 				return usage("-E: an energy period from 1 to 10000 ms");
 			record.energy_period_ns = ms * 1000000ull;
 			break;
@@ -156,26 +154,26 @@ static int report_main(int argc, char **argv)
 		return usage("report: unexpected argument");
 	status = prof_data_load(input, &data);
 	if (status < 0) {
-		prof_error("cannot read %s: %s", input,
-			   status == -EBADMSG ? "not a haecer-prof data file (or torn)"
-					      : strerror(-status));
+		tool_warn("cannot read %s: %s", input,
+			  status == -EBADMSG ? "not a haecer-prof data file (or torn)"
+			  : strerror(-status));
 		return 1;
 	}
 	status = prof_profile_build(&data, &profile);
 	if (status < 0) {
-		prof_error("%s: %s", input, strerror(-status));
+		tool_warn("%s: %s", input, strerror(-status));
 		prof_data_free(&data);
 		return 1;
 	}
 	if (output && !(out = fopen(output, "w"))) {
-		prof_error("cannot write %s: %s", output, strerror(errno));
+		tool_warn("cannot write %s: %s", output, strerror(errno));
 		status = -errno;
 	} else {
 		status = prof_report(&profile, format, out);
 		if (output && fclose(out) != 0 && status == 0)
 			status = -errno;
 		if (status < 0)
-			prof_error("writing the report failed: %s", strerror(-status));
+			tool_warn("writing the report failed: %s", strerror(-status));
 	}
 	prof_profile_free(&profile);
 	prof_data_free(&data);
@@ -202,9 +200,8 @@ static int calm_main(int argc, char **argv)
 				return usage("-F: a rate from 1 to 10000 Hz");
 			break;
 		case 'n': {
-			char *end;
-			unsigned long runs = strtoul(optarg, &end, 10);
-			if (*end || runs < 2 || runs > 1000)
+			uint64_t runs;
+			if (!number_parse(optarg, 10, 1000, &runs) || runs < 2)
 				return usage("-n: 2 to 1000 runs");
 			calm.runs = (unsigned)runs;
 			break;

@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "tools/common/toolopt.h" /* tool_warn: haecer-prof's messages are every tool's */
+
 #define PROF_DEFAULT_FILE "haecer-prof.data"
 #define PROF_DEFAULT_HZ 1000u
 #define PROF_MAX_HZ 10000u
@@ -313,7 +315,5 @@ struct haecer_conn;
 struct haecer_machine_info;
 int prof_package_joules(struct haecer_conn *conn, const struct haecer_machine_info *machine,
 			double *joules);
-
-void prof_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -12,8 +12,10 @@
  * that interval share exactly E.)
  */
 #include "prof/prof.h"
+#include "tools/common/toolopt.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -422,6 +424,18 @@ static double sum_totals(struct prof_path_node *node, uint64_t *samples)
 	return total;
 }
 
+/* A number of the data file's meta, by the tools' one rule; 0 when absent or malformed. */
+static uint64_t meta_number(const struct prof_data *data, const char *key, int base, uint64_t max)
+{
+	char *text = prof_meta_get(data, key);
+	uint64_t value = 0;
+
+	if (text != NULL && !number_parse(text, base, max, &value))
+		value = 0;
+	free(text);
+	return value;
+}
+
 static void read_meta(struct builder *builder, const struct prof_data *data)
 {
 	struct prof_profile *profile = builder->profile;
@@ -431,9 +445,7 @@ static void read_meta(struct builder *builder, const struct prof_data *data)
 	profile->sim_model = prof_meta_get(data, "sim_model");
 	profile->sampler = prof_meta_get(data, "sampler");
 	builder->exact_periods = profile->sampler && strcmp(profile->sampler, "timer") == 0;
-	if ((text = prof_meta_get(data, "timer_signal")))
-		profile->timer_signal = atoi(text);
-	free(text);
+	profile->timer_signal = (int)meta_number(data, "timer_signal", 10, INT_MAX);
 	if ((text = prof_meta_get(data, "timer_note")))
 		snprintf(profile->notes, sizeof(profile->notes), "%s; ", text);
 	free(text);
@@ -444,27 +456,13 @@ static void read_meta(struct builder *builder, const struct prof_data *data)
 			 "time, its start and exit included, is spread over its samples; ");
 	}
 	free(text);
-	if ((text = prof_meta_get(data, "frequency_hz")))
-		profile->hz = (unsigned)strtoul(text, NULL, 10);
-	free(text);
-	if ((text = prof_meta_get(data, "domains")))
-		profile->domain_mask = (uint32_t)strtoul(text, NULL, 0);
-	free(text);
-	if ((text = prof_meta_get(data, "packages")))
-		profile->package_count = (uint32_t)strtoul(text, NULL, 10);
-	free(text);
-	if ((text = prof_meta_get(data, "start_ns")))
-		profile->start_ns = strtoull(text, NULL, 10);
-	free(text);
-	if ((text = prof_meta_get(data, "end_ns")))
-		profile->end_ns = strtoull(text, NULL, 10);
-	free(text);
-	if ((text = prof_meta_get(data, "pid")))
-		builder->main_tid = (uint32_t)strtoul(text, NULL, 10);
-	free(text);
-	if ((text = prof_meta_get(data, "lost_samples")))
-		profile->lost_samples = strtoull(text, NULL, 10);
-	free(text);
+	profile->hz = (unsigned)meta_number(data, "frequency_hz", 10, UINT_MAX);
+	profile->domain_mask = (uint32_t)meta_number(data, "domains", 0, UINT32_MAX);
+	profile->package_count = (uint32_t)meta_number(data, "packages", 10, UINT32_MAX);
+	profile->start_ns = meta_number(data, "start_ns", 10, UINT64_MAX);
+	profile->end_ns = meta_number(data, "end_ns", 10, UINT64_MAX);
+	builder->main_tid = (uint32_t)meta_number(data, "pid", 10, UINT32_MAX);
+	profile->lost_samples = meta_number(data, "lost_samples", 10, UINT64_MAX);
 	if ((text = prof_meta_get(data, "host_cpu_packages"))) {
 		char *cursor = text;
 		while (*cursor && builder->host_cpus < 1024) {

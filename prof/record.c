@@ -11,7 +11,9 @@
  * exit, and at least every second) and never pins or touches the child.
  */
 #include "prof/prof.h"
+#include "common/clock.h"
 #include "prof/recorder.h"
+#include "tools/common/toolopt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,14 +53,6 @@
 #define FIRST_SET_WAIT_MS 2000
 #define EXIT_CODE_CANNOT_RUN 127
 
-static uint64_t now_raw_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
 static uint64_t own_cpu_ns(void)
 {
 	struct timespec now;
@@ -90,7 +84,7 @@ static void record_cpustat(struct recorder *recorder)
 {
 	FILE *file = fopen("/proc/stat", "r");
 	char line[512];
-	uint64_t now = now_raw_ns();
+	uint64_t now = clock_monotonic_raw_ns();
 
 	if (!file)
 		return;
@@ -156,7 +150,7 @@ static int wait_first_energy(struct recorder *recorder)
 			return 0;
 		usleep(2000);
 	}
-	prof_error("msrd's energy schedule produced nothing in %d ms", FIRST_SET_WAIT_MS);
+	tool_warn("msrd's energy schedule produced nothing in %d ms", FIRST_SET_WAIT_MS);
 	return -ETIMEDOUT;
 }
 
@@ -189,26 +183,26 @@ int prof_record(const struct prof_record_options *options)
 	memset(&recorder, 0, sizeof(recorder));
 	if (options->sampler != PROF_SAMPLER_PERF) {
 		if (options->dwarf_unwind && options->sampler == PROF_SAMPLER_TIMER) {
-			prof_error("--call-graph dwarf needs perf's stack copies; the timer "
-				   "sampler walks frame pointers only");
+			tool_warn("--call-graph dwarf needs perf's stack copies; the timer "
+				  "sampler walks frame pointers only");
 			return -EINVAL;
 		}
 		timer_error = prof_timer_open(&timer);
 		if (timer_error < 0 && options->sampler == PROF_SAMPLER_TIMER) {
-			prof_error("the timer sampler's %s: %s (set %s to its path)",
-				   PROF_AGENT_LIBRARY, strerror(-timer_error),
-				   PROF_AGENT_LIBRARY_ENV);
+			tool_warn("the timer sampler's %s: %s (set %s to its path)",
+				  PROF_AGENT_LIBRARY, strerror(-timer_error),
+				  PROF_AGENT_LIBRARY_ENV);
 			return timer_error;
 		}
 	}
 	status = prof_writer_open(&recorder.writer, options->output);
 	if (status < 0) {
-		prof_error("cannot write %s: %s", options->output, strerror(-status));
+		tool_warn("cannot write %s: %s", options->output, strerror(-status));
 		return status;
 	}
 	if (pipe2(go_pipe, O_CLOEXEC) < 0 || pipe2(report_pipe, O_CLOEXEC) < 0) {
 		status = -errno;
-		prof_error("pipe: %s", strerror(errno));
+		tool_warn("pipe: %s", strerror(errno));
 		goto out;
 	}
 	status = recorder_start_energy(&recorder, options->socket, energy_period_ns);
@@ -238,7 +232,7 @@ int prof_record(const struct prof_record_options *options)
 	report_pipe[1] = -1;
 	if (child < 0) {
 		status = -errno;
-		prof_error("fork: %s", strerror(errno));
+		tool_warn("fork: %s", strerror(errno));
 		goto out;
 	}
 	recorder.dwarf = options->dwarf_unwind;
@@ -252,17 +246,16 @@ int prof_record(const struct prof_record_options *options)
 		if (status < 0 && may_fall_back && recorder_perf_refused(status)) {
 			recorder_close_sampling(&recorder);
 			if (!options->quiet)
-				fprintf(stderr,
-					"haecer-prof: perf_event_open refused (%s): sampling with "
-					"CPU-time timers in a preloaded agent instead\n",
-					strerror(-status));
+				tool_warn("perf_event_open refused (%s): sampling with "
+					  "CPU-time timers in a preloaded agent instead",
+					  strerror(-status));
 			use_timer = true;
 		} else if (status < 0) {
 			if (recorder_perf_refused(status) && options->sampler == PROF_SAMPLER_AUTO)
-				prof_error("and the timer sampler cannot stand in: %s",
-					   options->dwarf_unwind
-						   ? "--call-graph dwarf needs perf"
-						   : strerror(-timer_error));
+				tool_warn("and the timer sampler cannot stand in: %s",
+					  options->dwarf_unwind
+					  ? "--call-graph dwarf needs perf"
+					  : strerror(-timer_error));
 			goto out;
 		}
 	}
@@ -287,11 +280,12 @@ int prof_record(const struct prof_record_options *options)
 		recorder_meta(&recorder, "kernel_time=%s",
 		     recorder.kernel_unsampled ? "unsampled" : "sampled");
 	if (use_timer) {
-		const char *signal_text = getenv(PROF_AGENT_SIGNAL_ENV);
-		int signal_number = signal_text ? atoi(signal_text) : PROF_AGENT_DEFAULT_SIGNAL;
-		if (signal_number < SIGRTMIN || signal_number > SIGRTMAX)
+		uint64_t signal_number;
+		if (!number_parse(getenv(PROF_AGENT_SIGNAL_ENV), 10, (uint64_t)SIGRTMAX,
+				  &signal_number) ||
+		    signal_number < (uint64_t)SIGRTMIN)
 			signal_number = PROF_AGENT_DEFAULT_SIGNAL;
-		recorder_meta(&recorder, "timer_signal=%d", signal_number);
+		recorder_meta(&recorder, "timer_signal=%d", (int)signal_number);
 		recorder_meta(&recorder, "timer_agent=%s", prof_timer_library(timer));
 	}
 	recorder_write_machine_meta(&recorder, haecer_server_info(recorder.conn));
@@ -306,7 +300,7 @@ int prof_record(const struct prof_record_options *options)
 	double start_joules = NAN, end_joules = NAN;
 	if (prof_package_joules(recorder.conn, &recorder.machine, &start_joules) < 0)
 		start_joules = NAN;
-	recorder_meta(&recorder, "start_ns=%" PRIu64, now_raw_ns());
+	recorder_meta(&recorder, "start_ns=%" PRIu64, clock_monotonic_raw_ns());
 	uint64_t run_cpu_start = own_cpu_ns(), run_cpu_end = 0;
 	if (write(go_pipe[1], use_timer ? "t" : "g", 1) != 1) {
 		status = -errno;
@@ -353,7 +347,7 @@ int prof_record(const struct prof_record_options *options)
 			  : use_timer || hung_up ? POLL_MS_TIMER : poll_ms);
 		if (wait4(child, &raw_status, WNOHANG, &child_usage) == child) {
 			exited = true;
-			exit_ns = now_raw_ns();
+			exit_ns = clock_monotonic_raw_ns();
 			run_cpu_end = own_cpu_ns();
 			if (prof_package_joules(recorder.conn, &recorder.machine, &end_joules) < 0)
 				end_joules = NAN;
@@ -409,9 +403,9 @@ int prof_record(const struct prof_record_options *options)
 			     "timer tick fell in their runs: they have no samples, and their energy "
 			     "is under other/idle, not the program's (perf's sampler has no such gap)",
 			     unsampled_threads, (double)unsampled_ns / 1e6);
-			fprintf(stderr, "haecer-prof: %" PRIu64 " thread(s) with %.1f ms of CPU time got no "
-				"timer sample; see the report's note\n", unsampled_threads,
-				(double)unsampled_ns / 1e6);
+			tool_warn("%" PRIu64 " thread(s) with %.1f ms of CPU time got no "
+				  "timer sample; see the report's note", unsampled_threads,
+				  (double)unsampled_ns / 1e6);
 		}
 		if (!started) {
 			static const char never[] =
@@ -419,12 +413,12 @@ int prof_record(const struct prof_record_options *options)
 				"into a statically linked or set-user-ID program, nor into one "
 				"whose LD_PRELOAD was cleared";
 			recorder_meta(&recorder, "timer_note=%s", never);
-			fprintf(stderr, "haecer-prof: %s\n", never);
+			tool_warn("%s", never);
 		}
 	}
 	recorder_stop_energy(&recorder);
 	if (exec_errno) {
-		prof_error("cannot run '%s': %s", options->command[0], strerror(exec_errno));
+		tool_warn("cannot run '%s': %s", options->command[0], strerror(exec_errno));
 		status = EXIT_CODE_CANNOT_RUN;
 	} else {
 		status = WIFEXITED(raw_status) ? WEXITSTATUS(raw_status)
@@ -439,11 +433,10 @@ int prof_record(const struct prof_record_options *options)
 	recorder_meta(&recorder, "lost_samples=%" PRIu64, recorder.lost);
 	recorder_meta(&recorder, "lost_energy_records=%" PRIu64, recorder.energy_lost);
 	if (!options->quiet)
-		fprintf(stderr,
-			"haecer-prof: %" PRIu64 " samples, %" PRIu64 " energy sets%s into %s\n",
-			recorder.samples, recorder.energy_sets,
-			recorder.lost ? " (samples lost: the ring overflowed)" : "",
-			options->output);
+		tool_warn("%" PRIu64 " samples, %" PRIu64 " energy sets%s into %s",
+			  recorder.samples, recorder.energy_sets,
+			  recorder.lost ? " (samples lost: the ring overflowed)" : "",
+			  options->output);
 out:
 	if (signals_caught) {
 		sigaction(SIGINT, &saved[0], NULL);
@@ -469,7 +462,7 @@ out:
 		recorder_stop_energy(&recorder);
 	int closed = prof_writer_close(&recorder.writer);
 	if (status >= 0 && closed < 0) {
-		prof_error("writing %s failed: %s", options->output, strerror(-closed));
+		tool_warn("writing %s failed: %s", options->output, strerror(-closed));
 		status = closed;
 	}
 	/* No half profile is left behind to be reported as if it were one. */

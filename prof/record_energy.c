@@ -67,15 +67,15 @@ int recorder_start_energy(struct recorder *recorder, const char *socket, uint64_
 
 	status = haecer_connect(socket, &recorder->conn);
 	if (status < 0) {
-		prof_error("cannot connect to msrd (%s): %s; energy comes from msrd", 
-			   socket ? socket : (getenv(HAECER_SOCKET_ENV) ? getenv(HAECER_SOCKET_ENV)
-								     : HAECER_DEFAULT_SOCKET),
-			   haecer_msrd_strerror(status));
+		tool_warn("cannot connect to msrd (%s): %s; energy comes from msrd", 
+			  socket ? socket : (getenv(HAECER_SOCKET_ENV) ? getenv(HAECER_SOCKET_ENV)
+			  : HAECER_DEFAULT_SOCKET),
+			  haecer_msrd_strerror(status));
 		return status;
 	}
 	status = haecer_machine_info(recorder->conn, &recorder->machine);
 	if (status < 0) {
-		prof_error("msrd machine info: %s", haecer_conn_error(recorder->conn));
+		tool_warn("msrd machine info: %s", haecer_conn_error(recorder->conn));
 		return status;
 	}
 	const struct haecer_machine_info *machine = &recorder->machine;
@@ -102,12 +102,13 @@ int recorder_start_energy(struct recorder *recorder, const char *socket, uint64_
 		}
 	}
 	if (recorder->op_count == 0) {
-		prof_error("msrd lets this user read no RAPL energy register");
+		tool_warn("msrd lets this user read no RAPL energy register");
 		return -EPERM;
 	}
 	memset(&spec, 0, sizeof(spec));
 	spec.period_ns = period_ns;
-	spec.major = (uint16_t)(major_text ? strtoul(major_text, NULL, 0) : RING_MAJOR_DEFAULT);
+	if (!number_parse_u16(major_text, &spec.major))
+		spec.major = RING_MAJOR_DEFAULT;
 	spec.minor = (uint16_t)getpid();
 	uint64_t wanted = (uint64_t)recorder->op_count * ENERGY_RING_SECONDS * 1000000000ull /
 			  period_ns;
@@ -117,26 +118,26 @@ int recorder_start_energy(struct recorder *recorder, const char *socket, uint64_
 	recorder->energy_capacity = spec.capacity;
 	status = haecer_batch_register(recorder->conn, ops, recorder->op_count, &spec.handle);
 	if (status < 0) {
-		prof_error("msrd refused the energy batch: %s", haecer_conn_error(recorder->conn));
+		tool_warn("msrd refused the energy batch: %s", haecer_conn_error(recorder->conn));
 		return status;
 	}
 	status = haecer_schedule_start(recorder->conn, &spec, &recorder->schedule_id, &instance);
 	haecer_batch_release(recorder->conn, spec.handle);
 	if (status < 0) {
-		prof_error("msrd refused the energy schedule (ring major %u, %s to choose another): "
-			   "%s", spec.major, RING_MAJOR_ENV, haecer_conn_error(recorder->conn));
+		tool_warn("msrd refused the energy schedule (ring major %u, %s to choose another): "
+			  "%s", spec.major, RING_MAJOR_ENV, haecer_conn_error(recorder->conn));
 		return status;
 	}
 	recorder->schedule_running = true;
 	status = haecer_ring_open(recorder->conn, spec.major, spec.minor, instance, NULL, &fd);
 	if (status < 0) {
-		prof_error("cannot open the energy ring: %s", haecer_conn_error(recorder->conn));
+		tool_warn("cannot open the energy ring: %s", haecer_conn_error(recorder->conn));
 		return status;
 	}
 	status = ring_consumer_attach(&recorder->energy, fd);
 	close(fd);
 	if (status < 0) {
-		prof_error("cannot attach to the energy ring: %s", strerror(-status));
+		tool_warn("cannot attach to the energy ring: %s", strerror(-status));
 		return status;
 	}
 	recorder->energy_attached = true;

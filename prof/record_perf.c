@@ -101,12 +101,12 @@ int recorder_open_sampling(struct recorder *recorder, pid_t child, unsigned hz, 
 			error = fd;
 			if (quiet_refusal && recorder_perf_refused(fd))
 				return error;
-			prof_error("perf_event_open (task clock, CPU %d) failed: %s%s", cpu,
-				   strerror(-fd),
-				   fd == -EACCES || fd == -EPERM
-					   ? " (see /proc/sys/kernel/perf_event_paranoid: 2 or lower "
-					     "is needed; --sampler timer samples without perf)"
-					   : "");
+			tool_warn("perf_event_open (task clock, CPU %d) failed: %s%s", cpu,
+				  strerror(-fd),
+				  fd == -EACCES || fd == -EPERM
+				  ? " (see /proc/sys/kernel/perf_event_paranoid: 2 or lower "
+				  "is needed; --sampler timer samples without perf)"
+				  : "");
 			return error;
 		}
 		slot->fd = fd;
@@ -116,13 +116,14 @@ int recorder_open_sampling(struct recorder *recorder, pid_t child, unsigned hz, 
 		if (slot->base == MAP_FAILED) {
 			error = -errno;
 			slot->base = NULL;
-			prof_error("cannot map the sample ring of CPU %d: %s", cpu, strerror(-error));
+			tool_warn("cannot map the sample ring of CPU %d: %s", cpu,
+				  strerror(-error));
 			return error;
 		}
 	}
 	if (opened == 0) {
 		if (!quiet_refusal)
-			prof_error("perf_event_open: no CPU has a task-clock event");
+			tool_warn("perf_event_open: no CPU has a task-clock event");
 		return -ENOENT;
 	}
 	recorder->record_buffer = malloc(65536);

@@ -7,6 +7,8 @@
  * room for it.
  */
 #include "prof/prof.h"
+#include "common/callgrind.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -183,59 +185,69 @@ static void folded_walk(const struct prof_path_node *node, FILE *out)
 
 /* ---- callgrind ---- */
 
-static void callgrind_report(const struct prof_profile *profile, FILE *out)
+static void callgrind_header(const struct prof_profile *profile, FILE *out)
 {
 	int d = profile->primary_domain;
+	long long total = 0;
+	uint64_t samples = 0;
 
-	fprintf(out, "# callgrind format\nversion: 1\ncreator: haecer-prof\n");
-	fprintf(out, "cmd: %s\n", profile->command ? profile->command : "?");
+	callgrind_write_preamble(out, "haecer-prof");
+	fputs("cmd: ", out);
+	callgrind_write_printable(out, profile->command ? profile->command : "?");
+	fputc('\n', out);
 	if (profile->sim_model)
 		fprintf(out, "desc: Simulated CPU: model %s, energies from a model, not hardware\n",
 			profile->sim_model);
 	fprintf(out, "desc: Energy: %s domain, microjoules, charged by CPU-time share\n",
 		prof_domain_name(d));
 	fprintf(out, "positions: line\nevents: uJ Samples\n");
-	long long total = 0;
-	uint64_t samples = 0;
 	for (size_t i = 0; i < profile->function_count; i++)
 		for (size_t l = 0; l < profile->functions[i].line_count; l++)
 			total += microjoules(profile->functions[i].line_joules[l]);
 	for (size_t i = 0; i < profile->function_count; i++)
 		samples += profile->functions[i].self_samples;
 	fprintf(out, "summary: %lld %" PRIu64 "\n\n", total, samples);
-	for (size_t i = 0; i < profile->function_count; i++) {
+}
+
+/* Names compressed by common/callgrind.h: a function's id is its index + 1. */
+static int callgrind_report(const struct prof_profile *profile, FILE *out)
+{
+	struct callgrind_files files = { 0 };
+	bool *named = calloc(profile->function_count + 1, sizeof(*named));
+	int error = 0;
+
+	if (named == NULL)
+		return -ENOMEM;
+	callgrind_header(profile, out);
+	for (size_t i = 0; i < profile->function_count && error == 0; i++) {
 		const struct prof_function *function = &profile->functions[i];
-		fprintf(out, "fl=%s\nfn=%s\n", function->file, function->name);
+		error = callgrind_write_file(out, "fl", &files, function->file);
+		if (error < 0)
+			break;
+		callgrind_write_function(out, "fn", i + 1, function->name, &named[i]);
 		for (size_t l = 0; l < function->line_count; l++) {
 			fprintf(out, "%u %lld %" PRIu64 "\n", function->lines[l],
 				microjoules(function->line_joules[l]), function->line_samples[l]);
 		}
-		for (size_t c = 0; c < function->call_count; c++) {
+		for (size_t c = 0; c < function->call_count && error == 0; c++) {
 			const struct prof_call *call = &function->calls[c];
 			const struct prof_function *callee = &profile->functions[call->callee];
-			fprintf(out, "cfi=%s\ncfn=%s\ncalls=%" PRIu64 " %u\n%u %lld %" PRIu64 "\n",
-				callee->file, callee->name, call->count, callee->line, call->line,
-				microjoules(call->joules), call->count);
+			error = callgrind_write_file(out, "cfi", &files, callee->file);
+			if (error < 0)
+				break;
+			callgrind_write_function(out, "cfn", call->callee + 1, callee->name,
+						 &named[call->callee]);
+			fprintf(out, "calls=%" PRIu64 " %u\n%u %lld %" PRIu64 "\n", call->count,
+				callee->line, call->line, microjoules(call->joules), call->count);
 		}
 		fputc('\n', out);
 	}
+	callgrind_files_free(&files);
+	free(named);
+	return error;
 }
 
 /* ---- json ---- */
-
-static void json_string(const char *text, FILE *out)
-{
-	fputc('"', out);
-	for (const unsigned char *c = (const unsigned char *)(text ? text : ""); *c; c++) {
-		if (*c == '"' || *c == '\\')
-			fprintf(out, "\\%c", *c);
-		else if (*c < 0x20)
-			fprintf(out, "\\u%04x", *c);
-		else
-			fputc(*c, out);
-	}
-	fputc('"', out);
-}
 
 static void json_domains(const struct prof_profile *profile, const double *joules, FILE *out)
 {
@@ -264,7 +276,7 @@ static void json_paths(const struct prof_path_node *node, bool *first, FILE *out
 		     up = up->parent)
 			chain[depth++] = up;
 		for (size_t i = depth; i-- > 0;) {
-			json_string(chain[i]->function, out);
+			json_write_string(out, chain[i]->function);
 			if (i)
 				fputs(", ", out);
 		}
@@ -278,16 +290,16 @@ static void json_paths(const struct prof_path_node *node, bool *first, FILE *out
 static void json_report(const struct prof_profile *profile, FILE *out)
 {
 	fprintf(out, "{\n  \"tool\": \"haecer-prof\",\n  \"command\": ");
-	json_string(profile->command, out);
+	json_write_string(out, profile->command);
 	fprintf(out, ",\n  \"simulated\": %s,\n  \"sim_model\": ", profile->sim_model ? "true" : "false");
 	if (profile->sim_model)
-		json_string(profile->sim_model, out);
+		json_write_string(out, profile->sim_model);
 	else
 		fputs("null", out);
 	fprintf(out, ",\n  \"frequency_hz\": %u,\n  \"primary_domain\": \"%s\",\n", profile->hz,
 		prof_domain_name(profile->primary_domain));
 	fprintf(out, "  \"sampler\": ");
-	json_string(profile->sampler ? profile->sampler : "perf", out);
+	json_write_string(out, profile->sampler ? profile->sampler : "perf");
 	fprintf(out, ",\n  \"unwound_samples\": %" PRIu64 ",\n", profile->unwound_samples);
 	fprintf(out, "  \"samples\": %" PRIu64 ", \"attributed_samples\": %" PRIu64
 		     ", \"lost_samples\": %" PRIu64 ", \"truncated_samples\": %" PRIu64 ",\n",
@@ -310,7 +322,7 @@ static void json_report(const struct prof_profile *profile, FILE *out)
 			continue;
 		fprintf(out, "%s\n    {\"pid\": %u, \"tid\": %u, \"name\": ", first ? "" : ",",
 			thread->pid, thread->tid);
-		json_string(thread->comm, out);
+		json_write_string(out, thread->comm);
 		fprintf(out, ", \"samples\": %" PRIu64 ", \"cpu_seconds\": %.9g, \"joules\": ",
 			thread->samples, thread->cpu_ns / 1e9);
 		json_domains(profile, thread->joules, out);
@@ -321,9 +333,9 @@ static void json_report(const struct prof_profile *profile, FILE *out)
 	for (size_t i = 0; i < profile->function_count; i++) {
 		const struct prof_function *function = &profile->functions[i];
 		fprintf(out, "%s\n    {\"name\": ", i ? "," : "");
-		json_string(function->name, out);
+		json_write_string(out, function->name);
 		fprintf(out, ", \"file\": ");
-		json_string(function->file, out);
+		json_write_string(out, function->file);
 		fprintf(out, ", \"line\": %u, \"self_samples\": %" PRIu64
 			     ", \"total_samples\": %" PRIu64 ", \"self_cpu_seconds\": %.9g"
 			     ", \"self_joules\": ",
@@ -342,10 +354,16 @@ static void json_report(const struct prof_profile *profile, FILE *out)
 
 int prof_report(const struct prof_profile *profile, enum prof_format format, FILE *out)
 {
+	int status;
+
 	switch (format) {
 	case PROF_TEXT: text_report(profile, out); break;
 	case PROF_FOLDED: folded_walk(&profile->root, out); break;
-	case PROF_CALLGRIND: callgrind_report(profile, out); break;
+	case PROF_CALLGRIND:
+		status = callgrind_report(profile, out);
+		if (status < 0)
+			return status;
+		break;
 	case PROF_JSON: json_report(profile, out); break;
 	case PROF_SVG: return prof_report_svg(profile, out);
 	}

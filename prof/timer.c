@@ -12,6 +12,7 @@
  * CPU of that sample).
  */
 #include "prof/prof.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,14 +56,6 @@ struct prof_timer {
 	/* Threads that ended with CPU time but without a sample (no tick fell in their runs). */
 	uint64_t unsampled_threads, unsampled_ns;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
 
 /* $HAECER_PROF_AGENT, else beside haecer-prof (the build directory), else ../lib from it. */
 static int find_library(char *path, size_t size)
@@ -192,7 +185,7 @@ static void read_maps(struct prof_timer *timer, struct prof_writer *writer)
 
 	snprintf(name, sizeof(name), "/proc/%d/maps", (int)timer->pid);
 	file = fopen(name, "re");
-	timer->maps_read_ns = now_ns();
+	timer->maps_read_ns = clock_monotonic_ns();
 	if (!file)
 		return;
 	while (fgets(line, sizeof(line), file)) {
@@ -366,7 +359,7 @@ void prof_timer_drain(struct prof_timer *timer, struct prof_writer *writer)
 		if ((size_t)got < sizeof(timer->buffer) / 2)
 			break;
 	}
-	if (timer->spoke && now_ns() - timer->maps_read_ns >= MAPS_RECHECK_NS)
+	if (timer->spoke && clock_monotonic_ns() - timer->maps_read_ns >= MAPS_RECHECK_NS)
 		read_maps(timer, writer);
 }
 
@@ -374,7 +367,8 @@ void prof_timer_drain(struct prof_timer *timer, struct prof_writer *writer)
  * (its own children hold the pipe). */
 void prof_timer_finish(struct prof_timer *timer, struct prof_writer *writer)
 {
-	timer->maps_read_ns = now_ns(); /* the program is gone: nothing more to read there */
+	/* The program is gone: nothing more to read there. */
+	timer->maps_read_ns = clock_monotonic_ns();
 	prof_timer_drain(timer, writer);
 }
 

@@ -68,45 +68,34 @@ uint16_t wire_status_from_errno(int negative_errno)
 struct op_entry {
 	uint16_t op;
 	const char *name;
+	enum wire_op_writes writes;
 };
 
-static const struct op_entry op_table[] = {
-	{ WIRE_OP_HELLO, "HELLO" },
-	{ WIRE_OP_MACHINE_INFO, "MACHINE_INFO" },
-	{ WIRE_OP_READ, "READ" },
-	{ WIRE_OP_WRITE, "WRITE" },
-	{ WIRE_OP_BATCH, "BATCH" },
-	{ WIRE_OP_RING_CREATE, "RING_CREATE" },
-	{ WIRE_OP_RING_OPEN, "RING_OPEN" },
-	{ WIRE_OP_RING_LIST, "RING_LIST" },
-	{ WIRE_OP_SIM_ADVANCE, "SIM_ADVANCE" },
-	{ WIRE_OP_SIM_SET_LOAD, "SIM_SET_LOAD" },
-	{ WIRE_OP_SIM_ENERGY_TRUTH, "SIM_ENERGY_TRUTH" },
-	{ WIRE_OP_SIM_ENERGY_AT, "SIM_ENERGY_AT" },
-	{ WIRE_OP_SIM_POWER_TRACE, "SIM_POWER_TRACE" },
-	{ WIRE_OP_SLOT_ALLOC, "SLOT_ALLOC" },
-	{ WIRE_OP_SLOT_PROGRAM, "SLOT_PROGRAM" },
-	{ WIRE_OP_SLOT_CONTROL, "SLOT_CONTROL" },
-	{ WIRE_OP_SLOT_READ, "SLOT_READ" },
-	{ WIRE_OP_SLOT_FREE, "SLOT_FREE" },
-	{ WIRE_OP_ENERGY_READ, "ENERGY_READ" },
-	{ WIRE_OP_ENERGY_PAGE, "ENERGY_PAGE" },
-	{ WIRE_OP_BATCH_REGISTER, "BATCH_REGISTER" },
-	{ WIRE_OP_BATCH_RUN, "BATCH_RUN" },
-	{ WIRE_OP_BATCH_RELEASE, "BATCH_RELEASE" },
-	{ WIRE_OP_SCHEDULE_START, "SCHEDULE_START" },
-	{ WIRE_OP_SCHEDULE_STOP, "SCHEDULE_STOP" },
-	{ WIRE_OP_PERF_OPEN, "PERF_OPEN" },
-	{ WIRE_OP_ERROR, "ERROR" },
-};
+#define OP_ENTRY(name, code, writes) { WIRE_OP_##name, #name, WIRE_WRITES_##writes },
+static const struct op_entry op_table[] = { WIRE_OPS(OP_ENTRY) };
+#undef OP_ENTRY
 
-const char *wire_op_name(uint16_t op)
+static const struct op_entry *op_entry_of(uint16_t op)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(op_table); i++) {
 		if (op_table[i].op == op)
-			return op_table[i].name;
+			return &op_table[i];
 	}
-	return "UNKNOWN";
+	return NULL;
+}
+
+const char *wire_op_name(uint16_t op)
+{
+	const struct op_entry *entry = op_entry_of(op);
+
+	return entry != NULL ? entry->name : "UNKNOWN";
+}
+
+enum wire_op_writes wire_op_writes(uint16_t op)
+{
+	const struct op_entry *entry = op_entry_of(op);
+
+	return entry != NULL ? entry->writes : WIRE_WRITES_NEVER;
 }
 
 /* ---- header ---- */

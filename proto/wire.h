@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/wire_ops.h"
+
 #define WIRE_VERSION 1u
 #define WIRE_MAGIC 0x4D48u          /* bytes 'H' 'M' on the wire */
 #define WIRE_HEADER_SIZE 16u
@@ -35,48 +37,10 @@
 #define WIRE_FLAG_REPLY 0x01u       /* set on every frame the server sends */
 #define WIRE_FLAGS_KNOWN WIRE_FLAG_REPLY
 
-/*
- * Op codes. Ranges are reserved per family so later work adds ops without a version bump; a
- * server answers an op it does not implement with WIRE_STATUS_UNSUPPORTED and keeps the
- * connection, and HELLO's feature bits say which families a server implements.
- */
-enum wire_op {
-	WIRE_OP_HELLO = 0x0001,
-	WIRE_OP_MACHINE_INFO = 0x0002,
-	/* 0x0010-0x001f: MSR access */
-	WIRE_OP_READ = 0x0010,
-	WIRE_OP_WRITE = 0x0011,
-	WIRE_OP_BATCH = 0x0012,
-	/* 0x0020-0x002f: ring directory */
-	WIRE_OP_RING_CREATE = 0x0020,
-	WIRE_OP_RING_OPEN = 0x0021,
-	WIRE_OP_RING_LIST = 0x0022,
-	/* 0x0030-0x003f: simulated CPU control */
-	WIRE_OP_SIM_ADVANCE = 0x0030,
-	WIRE_OP_SIM_SET_LOAD = 0x0031,
-	WIRE_OP_SIM_ENERGY_TRUTH = 0x0032,
-	WIRE_OP_SIM_ENERGY_AT = 0x0033,
-	WIRE_OP_SIM_POWER_TRACE = 0x0034,
-	/* 0x0040-0x004f: counter slots */
-	WIRE_OP_SLOT_ALLOC = 0x0040,
-	WIRE_OP_SLOT_PROGRAM = 0x0041,
-	WIRE_OP_SLOT_CONTROL = 0x0042,  /* enable, disable or reset a set of slots */
-	WIRE_OP_SLOT_READ = 0x0043,
-	WIRE_OP_SLOT_FREE = 0x0044,
-	/* 0x0050-0x005f: 64-bit energy totals */
-	WIRE_OP_ENERGY_READ = 0x0050,
-	WIRE_OP_ENERGY_PAGE = 0x0051,   /* a read-only page of totals msrd keeps current */
-	/* 0x0060-0x006f: registered batches and schedules */
-	WIRE_OP_BATCH_REGISTER = 0x0060,
-	WIRE_OP_BATCH_RUN = 0x0061,
-	WIRE_OP_BATCH_RELEASE = 0x0062,
-	WIRE_OP_SCHEDULE_START = 0x0063,
-	WIRE_OP_SCHEDULE_STOP = 0x0064,
-
-	WIRE_OP_PERF_OPEN = 0x0070,     /* a perf event msrd opens for the client (the broker) */
-	/* server to client only: the connection is about to be closed */
-	WIRE_OP_ERROR = 0x00ff,
-};
+/* Op codes: one per row of proto/wire_ops.h, the table every use of an op follows from. */
+#define WIRE_OP_ENUM_ENTRY(name, code, writes) WIRE_OP_##name = code,
+enum wire_op { WIRE_OPS(WIRE_OP_ENUM_ENTRY) };
+#undef WIRE_OP_ENUM_ENTRY
 
 /* HELLO feature bits: which op families this server implements for this client. */
 #define WIRE_FEATURE_MSR (1ull << 0)         /* READ, WRITE, BATCH */
@@ -122,6 +86,8 @@ const char *wire_status_text(uint16_t status);        /* "unknown status" for un
 int wire_status_to_errno(uint16_t status);            /* 0 for OK, -EPROTO for unknown codes */
 uint16_t wire_status_from_errno(int negative_errno);  /* INTERNAL for errnos without a code */
 const char *wire_op_name(uint16_t op);                /* "READ", ...; "UNKNOWN" otherwise */
+/* Whether a request of op may write a register (proto/wire_ops.h); NEVER for an unknown op. */
+enum wire_op_writes wire_op_writes(uint16_t op);
 
 /* ---- header ---- */
 
@@ -335,50 +301,6 @@ struct wire_ring_key {
 #define WIRE_RING_LIST_MORE 0x1u       /* more entries follow the last one: ask again */
 #define WIRE_RING_LIST_MAX ((WIRE_MAX_PAYLOAD - WIRE_RING_LIST_HEADER_SIZE) / WIRE_RING_ENTRY_SIZE)
 
-struct wire_sim_advance {
-	uint64_t ns;
-};
-#define WIRE_SIM_ADVANCE_SIZE 8u       /* reply: u64 now_ns */
-#define WIRE_SIM_MAX_ADVANCE_NS (7ull * 86400ull * 1000000000ull) /* one week per request */
-
-struct wire_sim_set_load {
-	int32_t cpu;                   /* -1 = every CPU */
-	uint32_t load_ppm;             /* 0 idle .. 1000000 busy */
-};
-#define WIRE_SIM_SET_LOAD_SIZE 8u      /* reply: empty */
-
-struct wire_sim_truth_request {
-	uint32_t package;
-	uint32_t domain;               /* enum rapl_domain of hw/msr.h */
-};
-#define WIRE_SIM_TRUTH_REQUEST_SIZE 8u
-struct wire_sim_truth {
-	uint64_t now_ns;
-	double joules;                 /* IEEE 754 binary64 bit pattern on the wire */
-	uint64_t units_at_update;
-	uint64_t last_update_ns;
-};
-#define WIRE_SIM_TRUTH_SIZE 32u
-
-struct wire_sim_energy_at_request {
-	uint32_t package;
-	uint32_t domain;
-	uint64_t at_ns;                /* a simulated time at or before now */
-};
-#define WIRE_SIM_ENERGY_AT_REQUEST_SIZE 16u
-struct wire_sim_energy_at {
-	uint64_t at_ns;
-	double joules;                 /* energy since the start, at at_ns */
-	uint64_t last_update_ns;       /* the domain's latest register update at or before at_ns */
-	uint64_t power_uw;             /* power at at_ns */
-	uint64_t smi_count;            /* SMIs begun at or before at_ns */
-};
-#define WIRE_SIM_ENERGY_AT_SIZE 40u
-/* SIM_POWER_TRACE: u32 length, then that many bytes of trace text (no NUL); reply empty. */
-#define WIRE_SIM_POWER_TRACE_HEADER_SIZE 4u
-#define WIRE_SIM_POWER_TRACE_MAX (WIRE_MAX_PAYLOAD - WIRE_SIM_POWER_TRACE_HEADER_SIZE)
-
-
 /* ---- counter slots ---- */
 
 #define WIRE_SLOT_PROGRAMMABLE 1u
@@ -558,27 +480,6 @@ int wire_get_ring_list(const void *payload, size_t length, uint32_t *count, uint
 void wire_get_ring_list_entry(const void *payload, uint32_t index, struct wire_ring_entry *out);
 
 int wire_get_u64_payload(const void *payload, size_t length, uint64_t *value);
-/* SIM_ADVANCE request: u64 ns; -ERANGE over WIRE_SIM_MAX_ADVANCE_NS. */
-int wire_get_sim_advance(const void *payload, size_t length, uint64_t *ns);
-void wire_put_sim_set_load(struct wire_writer *writer, const struct wire_sim_set_load *message);
-int wire_get_sim_set_load(const void *payload, size_t length, struct wire_sim_set_load *out);
-void wire_put_sim_truth_request(struct wire_writer *writer,
-				const struct wire_sim_truth_request *message);
-int wire_get_sim_truth_request(const void *payload, size_t length,
-			       struct wire_sim_truth_request *out);
-void wire_put_sim_truth(struct wire_writer *writer, const struct wire_sim_truth *message);
-void wire_put_sim_energy_at_request(struct wire_writer *writer,
-				    const struct wire_sim_energy_at_request *message);
-int wire_get_sim_energy_at_request(const void *payload, size_t length,
-				   struct wire_sim_energy_at_request *out);
-void wire_put_sim_energy_at(struct wire_writer *writer, const struct wire_sim_energy_at *message);
-int wire_get_sim_energy_at(const void *payload, size_t length, struct wire_sim_energy_at *out);
-void wire_put_sim_power_trace(struct wire_writer *writer, const char *text, uint32_t length);
-/* The text of a SIM_POWER_TRACE payload (not NUL-terminated) and its length; -EINVAL when the
- * length does not match the payload or the text holds a NUL byte. */
-int wire_get_sim_power_trace(const void *payload, size_t length, const char **text,
-			     uint32_t *text_length);
-int wire_get_sim_truth(const void *payload, size_t length, struct wire_sim_truth *out);
 
 void wire_put_slot_alloc(struct wire_writer *writer, const struct wire_slot_alloc *message);
 int wire_get_slot_alloc(const void *payload, size_t length, struct wire_slot_alloc *out);

@@ -24,7 +24,7 @@ declare -A allowed=(
 	[prof]="prof tools haecer shm proto common hw"
 	[examples]="haecer shm common"
 	[fuzz]="fuzz server backend policy proto shm libclient common hw"
-	[harness]="harness haecer proto shm common hw"
+	[harness]="harness libclient haecer proto shm common hw"
 	[bench]="bench harness prof attribution haecer proto shm common hw"
 	[tests]="tests harness server backend policy proto shm libclient haecer tools prof attribution common hw"
 )
@@ -36,6 +36,11 @@ while IFS= read -r -d '' file; do
 	while IFS=: read -r line include; do
 		target=${include#*\"}
 		target=${target%%/*}
+		# The harness sees inside libhaecer in one file only: the simulator's control, which
+		# speaks on the library's connection and is not its API (harness/sim_control.h).
+		if [ "$top/$target" = harness/libclient ] && [ "$file" != harness/sim_control.c ]; then
+			target="libclient (only harness/sim_control.c may)"
+		fi
 		case " ${allowed[$top]} " in
 		*" $target "*) ;;
 		*)

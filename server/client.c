@@ -27,6 +27,7 @@
  * of that loop turn (client_free_retired), since the turn's lists may still name it.
  */
 #include "server/server.h"
+#include "backend/backend_sim.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -129,9 +129,11 @@ struct client {
 	/* Precise edges run for this client's holds only within EDGE_LEASE_NS of its last request
 	 * (energy_page.c): a program that measured once and goes on without msrd must not leave
 	 * msrd spinning on the package it measures. */
-	uint64_t last_request_ns;      /* CLOCK_MONOTONIC_RAW of its latest request */
+	uint64_t last_request_raw_ns;  /* clock_monotonic_raw_ns() of its latest request */
 	bool edges_leased;             /* its precise holds are in energy.edge_wanted now */
 
+	/* Timeouts are CLOCK_MONOTONIC (msrd_now_ns), the base io_uring's timers count in; the
+	 * edge lease above is in the energy page's base, CLOCK_MONOTONIC_RAW (common/clock.h). */
 	uint64_t frame_started_ns;     /* a partial frame is pending since; 0 none */
 	uint64_t send_started_ns;      /* the send in flight started; 0 none */
 

@@ -7,6 +7,7 @@
  * a short text, and the connection stays usable. Every policy refusal is also one log line.
  */
 #include "server/server.h"
+#include "server/sim_requests.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -145,12 +146,13 @@ static void handle_hello(struct client *client, const struct wire_header *header
 }
 
 static void handle_machine_info(struct client *client, const struct wire_header *header,
-				size_t length)
+				const uint8_t *payload, size_t length)
 {
 	struct msrd *server = client->server;
 	struct wire_writer writer;
 	uint8_t *space;
 
+	(void)payload; /* a MACHINE_INFO request has none */
 	if (length != 0) {
 		dispatch_malformed(client, header, length);
 		return;
@@ -461,228 +463,48 @@ static void handle_ring_list(struct client *client, const struct wire_header *he
 	dispatch_reply_end(client, space, header, &writer, -1);
 }
 
-/* ---- simulated CPU ---- */
+/* Every op of proto/wire_ops.h has its handler here as handler_NAME: an op added there without
+ * one does not build. ERROR is the server's to send, never a request. */
+typedef void dispatch_handler(struct client *client, const struct wire_header *header,
+			      const uint8_t *payload, size_t length);
+#define handler_HELLO handle_hello
+#define handler_MACHINE_INFO handle_machine_info
+#define handler_READ handle_read
+#define handler_WRITE handle_write
+#define handler_BATCH handle_batch
+#define handler_RING_CREATE handle_ring_create
+#define handler_RING_OPEN handle_ring_open
+#define handler_RING_LIST handle_ring_list
+#define handler_SIM_ADVANCE sim_requests_handle_advance
+#define handler_SIM_SET_LOAD sim_requests_handle_set_load
+#define handler_SIM_ENERGY_TRUTH sim_requests_handle_truth
+#define handler_SIM_ENERGY_AT sim_requests_handle_energy_at
+#define handler_SIM_POWER_TRACE sim_requests_handle_power_trace
+#define handler_SLOT_ALLOC slots_handle_alloc
+#define handler_SLOT_PROGRAM slots_handle_program
+#define handler_SLOT_CONTROL slots_handle_control
+#define handler_SLOT_READ slots_handle_read
+#define handler_SLOT_FREE slots_handle_free
+#define handler_ENERGY_READ handle_read
+#define handler_ENERGY_PAGE energy_pages_handle_request
+#define handler_BATCH_REGISTER handles_handle_register
+#define handler_BATCH_RUN handles_handle_run
+#define handler_BATCH_RELEASE handles_handle_release
+#define handler_SCHEDULE_START schedule_handle_start
+#define handler_SCHEDULE_STOP schedule_handle_stop
+#define handler_PERF_OPEN perf_requests_handle_open
+#define handler_ERROR NULL
 
-static bool sim_allowed(struct client *client, const struct wire_header *header)
-{
-	if (backend_kind(client->server->backend) != BACKEND_SIM) {
-		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_NOT_SIM,
-				   "msrd runs the %s backend",
-				   backend_kind_name(backend_kind(client->server->backend)));
-		return false;
-	}
-	if (!policy_allows_sim_control(client->grant)) {
-		dispatch_log_refusal(client, header->op, 0, 0, "simulator control not granted");
-		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_DENIED,
-				   "uid %u may not control the simulated CPU",
-				   (unsigned)client->uid);
-		return false;
-	}
-	return true;
-}
-
-static void reply_u64(struct client *client, const struct wire_header *header, uint64_t value)
-{
-	struct wire_writer writer;
-	uint8_t *space = dispatch_reply_begin(client, sizeof(uint64_t), &writer);
-
-	if (space == NULL)
-		return;
-	wire_put_u64(&writer, value);
-	dispatch_reply_end(client, space, header, &writer, -1);
-}
-
-static void reply_sim_failure(struct client *client, const struct wire_header *header, int status)
-{
-	client_reply_error(client, header->op, header->request_id, wire_status_from_errno(status),
-			   "simulated CPU: %s", strerror(-status));
-}
-
-static void handle_sim_advance(struct client *client, const struct wire_header *header,
-			       const uint8_t *payload, size_t length)
-{
-	uint64_t ns;
-	uint64_t now = 0;
-	int status;
-
-	status = wire_get_sim_advance(payload, length, &ns);
-	if (status == -EBADMSG) {
-		dispatch_malformed(client, header, length);
-		return;
-	}
-	if (!sim_allowed(client, header))
-		return;
-	if (status < 0) {
-		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
-				   "a simulated advance is at most a week");
-		return;
-	}
-	status = energy_sim_advance(client->server, ns);
-	if (status == 0)
-		status = backend_sim_now(client->server->backend, &now);
-	if (status < 0) {
-		reply_sim_failure(client, header, status);
-		return;
-	}
-	reply_u64(client, header, now);
-}
-
-static void handle_sim_set_load(struct client *client, const struct wire_header *header,
-				const uint8_t *payload, size_t length)
-{
-	struct wire_sim_set_load request;
-	int status = wire_get_sim_set_load(payload, length, &request);
-
-	if (status == -EBADMSG) {
-		dispatch_malformed(client, header, length);
-		return;
-	}
-	if (status < 0) {
-		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
-				   "load is 0..1000000 ppm, cpu -1 or a CPU number");
-		return;
-	}
-	if (!sim_allowed(client, header))
-		return;
-	status = backend_sim_set_load(client->server->backend, request.cpu,
-				      (double)request.load_ppm / 1e6);
-	if (status < 0) {
-		reply_sim_failure(client, header, status);
-		return;
-	}
-	dispatch_reply_empty(client, header);
-}
-
-/* sim_allowed, and `domain` names a RAPL domain: the ground-truth queries' common checks. */
-static bool sim_domain_allowed(struct client *client, const struct wire_header *header,
-			       uint32_t domain)
-{
-	if (!sim_allowed(client, header))
-		return false;
-	if (domain >= RAPL_DOMAIN_COUNT) {
-		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
-				   "no RAPL domain %u", (unsigned)domain);
-		return false;
-	}
-	return true;
-}
-
-static void handle_sim_truth(struct client *client, const struct wire_header *header,
-			     const uint8_t *payload, size_t length)
-{
-	struct wire_sim_truth_request request;
-	struct sim_energy_truth truth;
-	struct wire_sim_truth wire;
-	struct wire_writer writer;
-	uint8_t *space;
-	int status;
-
-	if (wire_get_sim_truth_request(payload, length, &request) < 0) {
-		dispatch_malformed(client, header, length);
-		return;
-	}
-	if (!sim_domain_allowed(client, header, request.domain))
-		return;
-	status = backend_sim_energy_truth(client->server->backend, request.package,
-					  (enum rapl_domain)request.domain, &truth);
-	if (status < 0) {
-		reply_sim_failure(client, header, status);
-		return;
-	}
-	wire = (struct wire_sim_truth){
-		.now_ns = truth.now_ns,
-		.joules = truth.joules,
-		.units_at_update = truth.units_at_update,
-		.last_update_ns = truth.last_update_ns,
-	};
-	space = dispatch_reply_begin(client, WIRE_SIM_TRUTH_SIZE, &writer);
-	if (space == NULL)
-		return;
-	wire_put_sim_truth(&writer, &wire);
-	dispatch_reply_end(client, space, header, &writer, -1);
-}
-
-static void handle_sim_energy_at(struct client *client, const struct wire_header *header,
-				 const uint8_t *payload, size_t length)
-{
-	struct wire_sim_energy_at_request request;
-	struct sim_energy_truth truth;
-	struct wire_sim_energy_at wire;
-	struct wire_writer writer;
-	uint8_t *space;
-	int status;
-
-	if (wire_get_sim_energy_at_request(payload, length, &request) < 0) {
-		dispatch_malformed(client, header, length);
-		return;
-	}
-	if (!sim_domain_allowed(client, header, request.domain))
-		return;
-	status = backend_sim_energy_at(client->server->backend, request.package,
-				       (enum rapl_domain)request.domain, request.at_ns, &truth);
-	if (status == -ERANGE) {
-		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
-				   "%llu ns is ahead of the simulated time or older than the power "
-				   "changes it remembers", (unsigned long long)request.at_ns);
-		return;
-	}
-	if (status < 0) {
-		reply_sim_failure(client, header, status);
-		return;
-	}
-	wire = (struct wire_sim_energy_at){
-		.at_ns = truth.now_ns,
-		.joules = truth.joules,
-		.last_update_ns = truth.last_update_ns,
-		.power_uw = truth.power_microwatts,
-		.smi_count = truth.smi_count,
-	};
-	space = dispatch_reply_begin(client, WIRE_SIM_ENERGY_AT_SIZE, &writer);
-	if (space == NULL)
-		return;
-	wire_put_sim_energy_at(&writer, &wire);
-	dispatch_reply_end(client, space, header, &writer, -1);
-}
-
-/* msrd copies the text to add the NUL its parser wants. */
-static void handle_sim_power_trace(struct client *client, const struct wire_header *header,
-				   const uint8_t *payload, size_t length)
-{
-	const char *trace;
-	uint32_t trace_length;
-	char *text;
-	int status;
-
-	if (wire_get_sim_power_trace(payload, length, &trace, &trace_length) < 0) {
-		dispatch_malformed(client, header, length);
-		return;
-	}
-	if (!sim_allowed(client, header))
-		return;
-	text = malloc((size_t)trace_length + 1);
-	if (text == NULL) {
-		reply_sim_failure(client, header, -ENOMEM);
-		return;
-	}
-	memcpy(text, trace, trace_length);
-	text[trace_length] = '\0';
-	status = backend_sim_power_trace(client->server->backend, text, "(request)");
-	free(text);
-	if (status == -EINVAL) {
-		client_reply_error(client, header->op, header->request_id, WIRE_STATUS_INVALID,
-				   "the power trace is malformed (msrd's log names the line)");
-		return;
-	}
-	if (status < 0) {
-		reply_sim_failure(client, header, status);
-		return;
-	}
-	dispatch_reply_empty(client, header);
-}
+/* By op code (every code is below 0x100), so a frame finds its handler in one load. */
+#define HANDLER_ENTRY(name, code, writes) [code] = handler_##name,
+static dispatch_handler *const handlers[0x100] = { WIRE_OPS(HANDLER_ENTRY) };
+#undef HANDLER_ENTRY
 
 void dispatch_frame(struct client *client, const struct wire_header *header,
 		    const uint8_t *payload, size_t length)
 {
+	dispatch_handler *handle;
+
 	client->refusal_logged = false;
 	energy_pages_client_request(client);
 	if ((header->flags & WIRE_FLAG_REPLY) != 0 || header->status != 0) {
@@ -690,89 +512,12 @@ void dispatch_frame(struct client *client, const struct wire_header *header,
 			    "a request has no reply flag and status 0");
 		return;
 	}
-	switch (header->op) {
-	case WIRE_OP_HELLO:
-		handle_hello(client, header, payload, length);
-		break;
-	case WIRE_OP_MACHINE_INFO:
-		handle_machine_info(client, header, length);
-		break;
-	case WIRE_OP_READ:
-		handle_read(client, header, payload, length);
-		break;
-	case WIRE_OP_WRITE:
-		handle_write(client, header, payload, length);
-		break;
-	case WIRE_OP_BATCH:
-		handle_batch(client, header, payload, length);
-		break;
-	case WIRE_OP_RING_CREATE:
-		handle_ring_create(client, header, payload, length);
-		break;
-	case WIRE_OP_RING_OPEN:
-		handle_ring_open(client, header, payload, length);
-		break;
-	case WIRE_OP_RING_LIST:
-		handle_ring_list(client, header, payload, length);
-		break;
-	case WIRE_OP_SIM_ADVANCE:
-		handle_sim_advance(client, header, payload, length);
-		break;
-	case WIRE_OP_SIM_SET_LOAD:
-		handle_sim_set_load(client, header, payload, length);
-		break;
-	case WIRE_OP_SIM_ENERGY_TRUTH:
-		handle_sim_truth(client, header, payload, length);
-		break;
-	case WIRE_OP_SIM_ENERGY_AT:
-		handle_sim_energy_at(client, header, payload, length);
-		break;
-	case WIRE_OP_SIM_POWER_TRACE:
-		handle_sim_power_trace(client, header, payload, length);
-		break;
-	case WIRE_OP_SLOT_ALLOC:
-		slots_handle_alloc(client, header, payload, length);
-		break;
-	case WIRE_OP_SLOT_PROGRAM:
-		slots_handle_program(client, header, payload, length);
-		break;
-	case WIRE_OP_SLOT_CONTROL:
-		slots_handle_control(client, header, payload, length);
-		break;
-	case WIRE_OP_SLOT_READ:
-		slots_handle_read(client, header, payload, length);
-		break;
-	case WIRE_OP_SLOT_FREE:
-		slots_handle_free(client, header, payload, length);
-		break;
-	case WIRE_OP_ENERGY_READ:
-		handle_read(client, header, payload, length);
-		break;
-	case WIRE_OP_ENERGY_PAGE:
-		energy_pages_handle_request(client, header, payload, length);
-		break;
-	case WIRE_OP_BATCH_REGISTER:
-		handles_handle_register(client, header, payload, length);
-		break;
-	case WIRE_OP_BATCH_RUN:
-		handles_handle_run(client, header, payload, length);
-		break;
-	case WIRE_OP_BATCH_RELEASE:
-		handles_handle_release(client, header, payload, length);
-		break;
-	case WIRE_OP_SCHEDULE_START:
-		schedule_handle_start(client, header, payload, length);
-		break;
-	case WIRE_OP_SCHEDULE_STOP:
-		schedule_handle_stop(client, header, payload, length);
-		break;
-	case WIRE_OP_PERF_OPEN:
-		perf_requests_handle_open(client, header, payload, length);
-		break;
-	default:
+	handle = header->op < sizeof(handlers) / sizeof(handlers[0]) ? handlers[header->op] : NULL;
+	if (handle == NULL) {
 		client_reply_error(client, header->op, header->request_id,
 				   WIRE_STATUS_UNSUPPORTED, "op 0x%04x (%s) is not implemented",
 				   header->op, wire_op_name(header->op));
-		break;
+		return;
 	}
+	handle(client, header, payload, length);
 }

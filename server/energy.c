@@ -20,6 +20,8 @@
  * registers only.
  */
 #include "server/server.h"
+#include "backend/backend_sim.h"
+#include "common/clock.h"
 
 #include "hw/rapl_quirks.h"
 
@@ -94,14 +96,6 @@ static int add_domain(struct energy_state *energy, const struct machine_info *ma
 	return 0;
 }
 
-static uint64_t monotonic_raw_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
 /* The TSC of the sample: the simulated CPU's own (its energy and its TSC are one clock), the
  * real one otherwise. */
 static uint64_t sample_tsc(struct msrd *server, uint32_t cpu)
@@ -155,9 +149,9 @@ bool energy_sample_counter(struct msrd *server, struct energy_counter *counter, 
 {
 	bool timed = server->energy.pages != NULL;
 	uint64_t lo_tsc = timed ? sample_tsc(server, counter->cpu) : 0;
-	uint64_t lo_ns = monotonic_raw_ns(), raw;
+	uint64_t lo_ns = clock_monotonic_raw_ns(), raw;
 	int status = backend_read(server->backend, cpu, counter->address, &raw);
-	uint64_t now_ns = monotonic_raw_ns();
+	uint64_t now_ns = clock_monotonic_raw_ns();
 	uint64_t tsc = timed ? sample_tsc(server, counter->cpu) : 0;
 
 	if (status < 0)
@@ -231,18 +225,13 @@ void energy_free(struct energy_state *energy)
 	memset(energy, 0, sizeof(*energy));
 }
 
-static bool virtual_time(const struct msrd *server)
-{
-	return server->config->backend.sim_virtual_time &&
-	       backend_kind(server->backend) == BACKEND_SIM;
-}
-
 void energy_arm(struct msrd *server)
 {
 	struct energy_state *energy = &server->energy;
 	struct io_uring_sqe *sqe;
 
-	if (energy->armed || energy->count == 0 || virtual_time(server) || server->stopping)
+	if (energy->armed || energy->count == 0 || backend_sim_virtual_time(server->backend) ||
+	    server->stopping)
 		return;
 	energy->timeout = (struct __kernel_timespec){
 		.tv_sec = (long long)(energy->period_ns / 1000000000ull),
@@ -391,7 +380,8 @@ uint64_t energy_now_ns(struct msrd *server)
 {
 	uint64_t now;
 
-	if (virtual_time(server) && backend_sim_now(server->backend, &now) == 0)
+	if (backend_sim_virtual_time(server->backend) &&
+	    backend_sim_now(server->backend, &now) == 0)
 		return now;
 	return msrd_now_ns();
 }

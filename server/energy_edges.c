@@ -82,6 +82,8 @@
  * package is read through its own CPU (no way around the IPI there).
  */
 #include "server/server.h"
+#include "backend/backend_sim.h"
+#include "common/clock.h"
 
 #include <math.h>
 #include <sched.h>
@@ -138,16 +140,7 @@
 
 static uint64_t now_raw_ns(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
-static bool virtual_time(const struct msrd *server)
-{
-	return server->config->backend.sim_virtual_time &&
-	       backend_kind(server->backend) == BACKEND_SIM;
+	return clock_monotonic_raw_ns();
 }
 
 /* A CPU of the register's package (die, on Intel) that is this thread's own, if msrd runs
@@ -505,7 +498,8 @@ void energy_edges_set(struct msrd *server, const bool *wanted)
 
 	for (uint32_t i = 0; i < energy->count; i++) {
 		struct energy_edge_model *model = &energy->counters[i].edge;
-		bool want = wanted != NULL && wanted[i] && !virtual_time(server);
+		bool want = wanted != NULL && wanted[i] &&
+			    !backend_sim_virtual_time(server->backend);
 
 		if (want && !model->wanted && model->locked && now > model->anchor_ns &&
 		    now - model->anchor_ns < EDGE_KEEP_GRID_NS) {

@@ -21,6 +21,8 @@
  * is marked DEAD.
  */
 #include "server/server.h"
+#include "backend/backend_sim.h"
+#include "common/clock.h"
 
 #include "hw/rapl_quirks.h"
 
@@ -146,12 +148,6 @@ void energy_pages_publish_fine(struct msrd *server)
 			publish_fine(server, page);
 }
 
-static bool virtual_time(const struct msrd *server)
-{
-	return server->config->backend.sim_virtual_time &&
-	       backend_kind(server->backend) == BACKEND_SIM;
-}
-
 static uint32_t policy_rate_bound(const struct msrd *server)
 {
 	uint32_t bound = policy_energy_page_max_hz(server->policy);
@@ -172,7 +168,8 @@ static void arm(struct msrd *server)
 	uint64_t period = energy_pages_period_ns(server);
 	struct io_uring_sqe *sqe;
 
-	if (energy->page_armed || period == 0 || server->stopping || virtual_time(server))
+	if (energy->page_armed || period == 0 || server->stopping ||
+	    backend_sim_virtual_time(server->backend))
 		return;
 	energy->page_timeout = (struct __kernel_timespec){
 		.tv_sec = (long long)(period / 1000000000ull),
@@ -182,14 +179,6 @@ static void arm(struct msrd *server)
 	io_uring_prep_timeout(sqe, &energy->page_timeout, 0, 0);
 	io_uring_sqe_set_data64(sqe, loop_user_data(server, TAG_ENERGY_PAGE, 0));
 	energy->page_armed = true;
-}
-
-static uint64_t now_raw_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
 /* A client holds its first page / no page any more: update_rate looks at holders only, so
@@ -306,7 +295,7 @@ static void update_rate(struct msrd *server)
 	struct energy_state *energy = &server->energy;
 	uint32_t rate = 0;
 	uint32_t bound = policy_rate_bound(server);
-	uint64_t now = now_raw_ns();
+	uint64_t now = clock_monotonic_raw_ns();
 	bool precise = false;
 
 	if (energy->page_wanted == NULL && energy->count > 0)
@@ -327,7 +316,7 @@ static void update_rate(struct msrd *server)
 	energy->edge_checked_ns = now;
 	sum_uid_cpu(server);
 	for (struct client *client = energy->holders; client != NULL; client = client->next_holder) {
-		uint64_t lapse = client->last_request_ns + EDGE_LEASE_NS;
+		uint64_t lapse = client->last_request_raw_ns + EDGE_LEASE_NS;
 
 		/* Only holders that sent a request within the lease: the windows cost the package
 		 * they measure ~6 % of a CPU, and nobody reads sharp edges between requests. */
@@ -496,7 +485,7 @@ void energy_pages_handle_request(struct client *client, const struct wire_header
 				   request.address);
 		return;
 	}
-	if (virtual_time(server)) {
+	if (backend_sim_virtual_time(server->backend)) {
 		/* Its time moves with register accesses and SIM_ADVANCE: a page would stand
 		 * still between them, and sampling for it would move time itself. */
 		client_reply_error(client, header->op, header->request_id,
@@ -573,7 +562,7 @@ static bool holds_precise(const struct client *client)
 
 void energy_pages_client_request(struct client *client)
 {
-	client->last_request_ns = now_raw_ns();
+	client->last_request_raw_ns = clock_monotonic_raw_ns();
 	/* A lapsed lease renewed: the windows start again (their grid is kept, energy_edges.c). */
 	if (!client->edges_leased && holds_precise(client))
 		update_rate(client->server);
@@ -582,7 +571,7 @@ void energy_pages_client_request(struct client *client)
 void energy_pages_charge_edges(struct msrd *server, struct energy_counter *counter, uint64_t ns)
 {
 	struct energy_state *energy = &server->energy;
-	uint64_t now = now_raw_ns();
+	uint64_t now = clock_monotonic_raw_ns();
 
 	budget_second(energy, now);
 	counter->edge.cpu_ns += ns;
@@ -595,7 +584,7 @@ void energy_pages_charge_edges(struct msrd *server, struct energy_counter *count
 
 void energy_pages_leases_check(struct msrd *server)
 {
-	if (now_raw_ns() >= server->energy.edge_lease_lapse_ns)
+	if (clock_monotonic_raw_ns() >= server->energy.edge_lease_lapse_ns)
 		update_rate(server);
 }
 

@@ -10,6 +10,7 @@
  * schedule have a timeout of their own.
  */
 #include "server/server.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -45,10 +46,7 @@ uint32_t loop_index_of(uint64_t user_data)
 
 uint64_t msrd_now_ns(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	return clock_monotonic_ns();
 }
 
 struct io_uring_sqe *loop_sqe(struct loop *loop)

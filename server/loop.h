@@ -86,7 +86,7 @@ void loop_recycle_buffer(struct loop *loop, uint16_t id);
 void loop_buffers_exhausted(struct loop *loop);
 const uint8_t *loop_buffer(const struct loop *loop, uint16_t id);
 
-/* Monotonic time in ns. */
+/* CLOCK_MONOTONIC in ns (clock_monotonic_ns): client timeouts, which io_uring times in it. */
 uint64_t msrd_now_ns(void);
 
 #endif

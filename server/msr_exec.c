@@ -626,16 +626,10 @@ bool msr_exec_must_wait(struct client *client, const struct wire_header *header,
 {
 	if (client->server->write_owner == NULL)
 		return false;
-	switch (header->op) {
-	case WIRE_OP_WRITE:
-	case WIRE_OP_SLOT_ALLOC:
-	case WIRE_OP_SLOT_PROGRAM:
-	case WIRE_OP_SLOT_CONTROL:
-	case WIRE_OP_SLOT_READ:
-	case WIRE_OP_SLOT_FREE:
+	switch (wire_op_writes(header->op)) { /* proto/wire_ops.h's WRITES column */
+	case WIRE_WRITES_ALWAYS:
 		return true;
-	case WIRE_OP_BATCH:
-	case WIRE_OP_BATCH_RUN:
+	case WIRE_WRITES_BY_PAYLOAD:
 		return batch_writes(client, header, payload, length);
 	default:
 		return false;

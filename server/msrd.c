@@ -8,6 +8,7 @@
  * dropped, and the system call filter goes on, all before the first client can connect.
  */
 #include "server/server.h"
+#include "backend/backend_sim.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -24,6 +24,7 @@
  * for the purpose): one the new policy no longer allows stops.
  */
 #include "server/server.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -66,14 +67,6 @@ struct schedule {
 	struct ring_producer producer;
 	struct __kernel_timespec timeout;
 } __attribute__((aligned(16)));
-
-static uint64_t raw_now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
 
 /* ---- one period ---- */
 
@@ -220,7 +213,7 @@ void schedule_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe)
 		schedule_free(schedule);
 		return;
 	}
-	now = raw_now_ns();
+	now = clock_monotonic_raw_ns();
 	number = (now - schedule->origin_ns) / schedule->period_ns;
 	if (number > schedule->period_number) {
 		schedule->missed += number - schedule->period_number - 1;
@@ -229,7 +222,7 @@ void schedule_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe)
 				  (unsigned long long)(number - schedule->period_number - 1));
 		schedule->period_number = number;
 		run_period(schedule, now);
-		now = raw_now_ns();
+		now = clock_monotonic_raw_ns();
 	}
 	/* Woken before the grid point (the timeout's clock runs slightly apart from the raw one):
 	 * wait for the rest. */
@@ -542,10 +535,10 @@ void schedule_handle_start(struct client *client, const struct wire_header *head
 	schedule->id = ++server->next_schedule_id;
 	schedule->next = server->schedules;
 	server->schedules = schedule;
-	schedule->origin_ns = raw_now_ns();
+	schedule->origin_ns = clock_monotonic_raw_ns();
 	run_period(schedule, schedule->origin_ns);
 	/* Its first deadline is one bounded period away: arm() cannot stop (and free) it here. */
-	arm(schedule, raw_now_ns());
+	arm(schedule, clock_monotonic_raw_ns());
 	log_info("client %u (uid %u pid %d) started %sschedule %u: %u ops every %llu ns into ring "
 		 "%u.%u.%u",
 		 client->number, (unsigned)client->uid, (int)client->pid,

@@ -39,6 +39,7 @@
  */
 #include "common/clock.h"
 #include "shm/memfd.h"
+#include "common/clock.h"
 #include "shm/ring.h"
 
 #include <errno.h>

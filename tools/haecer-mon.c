@@ -116,25 +116,27 @@ static int take_option(int option, const char *value, struct mon_options *option
 	case 'f':
 		options->given |= MON_OPT_FORMAT;
 		if (!mon_parse_format(value, &options->format))
-			return mon_usage_error("--format takes text, csv or json, not '%s'", value);
+			return tool_usage_error("--format takes text, csv or json, not '%s'",
+						value);
 		return 0;
 	case 'd':
 		options->given |= MON_OPT_DURATION;
 		if (!mon_parse_seconds(value, &options->duration))
-			return mon_usage_error("--duration takes a positive number of seconds, "
-					       "not '%s'", value);
+			return tool_usage_error("--duration takes a positive number of seconds, "
+						"not '%s'", value);
 		return 0;
 	case 'n':
 		options->given |= MON_OPT_COUNT;
-		if (!mon_parse_u64(value, &options->count) || options->count == 0)
-			return mon_usage_error("--count takes a positive number, not '%s'", value);
+		if (!number_parse(value, 0, UINT64_MAX, &options->count) ||
+		    options->count == 0)
+			return tool_usage_error("--count takes a positive number, not '%s'", value);
 		return 0;
 	case 'i':
 		options->given |= MON_OPT_INTERVAL;
-		if (!mon_parse_u32(value, &interval) || interval == 0 ||
+		if (!number_parse_u32(value, &interval) || interval == 0 ||
 		    interval > MON_MAX_INTERVAL_MS)
-			return mon_usage_error("--interval takes milliseconds from 1 to %u, not '%s'",
-					       MON_MAX_INTERVAL_MS, value);
+			return tool_usage_error("--interval takes milliseconds from 1 to %u, "
+						"not '%s'", MON_MAX_INTERVAL_MS, value);
 		options->interval_ms = interval;
 		return 0;
 	case 'o': options->given |= MON_OPT_OUTPUT; options->output = value; return 0;
@@ -143,31 +145,32 @@ static int take_option(int option, const char *value, struct mon_options *option
 	case 'b':
 		options->given |= MON_OPT_BY;
 		if (!mon_parse_by(value, &options->by))
-			return mon_usage_error("--by takes process, cgroup or service, not '%s'",
-					       value);
+			return tool_usage_error("--by takes process, cgroup or service, not '%s'",
+						value);
 		return 0;
 	case 'R':
 		options->given |= MON_OPT_RESOLUTION;
-		if (!mon_parse_u64(value, &options->resolution_uj))
-			return mon_usage_error("--resolution-uj takes microjoules, not '%s'", value);
+		if (!number_parse(value, 0, UINT64_MAX, &options->resolution_uj))
+			return tool_usage_error("--resolution-uj takes microjoules, not '%s'",
+						value);
 		return 0;
 	case 'T':
 		options->given |= MON_OPT_TOP;
-		if (!mon_parse_u32(value, &options->top) || options->top > 100000)
-			return mon_usage_error("--top takes a number of processes from 0 to 100000, "
-					       "not '%s'", value);
+		if (!number_parse_u32(value, &options->top) || options->top > 100000)
+			return tool_usage_error("--top takes a number of processes from 0 to "
+						"100000, not '%s'", value);
 		return 0;
 	case 'G':
 		options->given |= MON_OPT_CGROUP_DEPTH;
-		if (!mon_parse_u32(value, &options->cgroup_depth) || options->cgroup_depth > 64)
-			return mon_usage_error("--cgroup-depth takes 0 to 64, not '%s'", value);
+		if (!number_parse_u32(value, &options->cgroup_depth) || options->cgroup_depth > 64)
+			return tool_usage_error("--cgroup-depth takes 0 to 64, not '%s'", value);
 		return 0;
 	case 'u':
 		options->given |= MON_OPT_UID;
-		if (!mon_parse_u32(value, &options->uid))
-			return mon_usage_error("--uid takes a numeric uid, not '%s'", value);
+		if (!number_parse_u32(value, &options->uid))
+			return tool_usage_error("--uid takes a numeric uid, not '%s'", value);
 		return 0;
-	default: return mon_usage_error("unknown option");
+	default: return tool_usage_error("unknown option");
 	}
 }
 
@@ -175,8 +178,8 @@ static int refuse_foreign_options(const struct command *command, unsigned given)
 {
 	for (size_t i = 0; i < sizeof(option_names) / sizeof(option_names[0]); i++) {
 		if ((given & option_names[i].bit) && !(command->accepts & option_names[i].bit))
-			return mon_usage_error("%s does not apply to %s", option_names[i].name,
-					       command->name);
+			return tool_usage_error("%s does not apply to %s", option_names[i].name,
+						command->name);
 	}
 	return 0;
 }
@@ -224,10 +227,10 @@ int main(int argc, char **argv)
 			return status;
 	}
 	if (optind >= argc)
-		return mon_usage_error("missing command (list, follow, plot, serve or top)");
+		return tool_usage_error("missing command (list, follow, plot, serve or top)");
 	command = find_command(argv[optind]);
 	if (command == NULL)
-		return mon_usage_error("unknown command '%s'", argv[optind]);
+		return tool_usage_error("unknown command '%s'", argv[optind]);
 	status = refuse_foreign_options(command, options.given);
 	if (status != 0)
 		return status;

@@ -69,27 +69,6 @@ static void usage(FILE *out)
 
 #define usage_error tool_usage_error
 
-static bool parse_u64(const char *text, uint64_t *out)
-{
-	char *end;
-
-	if (text == NULL || text[0] == '\0' || text[0] == '-')
-		return false;
-	errno = 0;
-	*out = strtoull(text, &end, 0);
-	return errno == 0 && *end == '\0';
-}
-
-static bool parse_u32(const char *text, uint32_t *out)
-{
-	uint64_t value;
-
-	if (!parse_u64(text, &value) || value > UINT32_MAX)
-		return false;
-	*out = (uint32_t)value;
-	return true;
-}
-
 static bool parse_bitfield(const char *text, unsigned *high, unsigned *low)
 {
 	unsigned h, l;
@@ -155,9 +134,10 @@ static int report_op(struct haecer_conn *conn, const char *what, const struct ha
 		     int status)
 {
 	const char *detail = haecer_conn_error(conn);
+	const char *reason = detail[0] != '\0' && status != -ECANCELED ? detail
+								: haecer_msrd_strerror(status);
 
-	fprintf(stderr, "haecer-msr: %s cpu %u MSR 0x%x: %s\n", what, op->cpu, op->address,
-		detail[0] != '\0' && status != -ECANCELED ? detail : haecer_msrd_strerror(status));
+	tool_warn("%s cpu %u MSR 0x%x: %s", what, op->cpu, op->address, reason);
 	return EXIT_REFUSED;
 }
 
@@ -187,9 +167,9 @@ static int run_ops(struct haecer_conn *conn, const struct options *options,
 			exit_status = report_op(conn, what, &ops[i], ops[i].status);
 	}
 	if (status < 0 && exit_status == 0) {
-		fprintf(stderr, "haecer-msr: %s\n", haecer_conn_error(conn)[0] != '\0'
-							  ? haecer_conn_error(conn)
-							  : haecer_msrd_strerror(status));
+		tool_warn("%s", haecer_conn_error(conn)[0] != '\0'
+			  ? haecer_conn_error(conn)
+			  : haecer_msrd_strerror(status));
 		exit_status = EXIT_REFUSED;
 	}
 	return exit_status;
@@ -211,11 +191,11 @@ static int run_single(const struct options *options, bool write, char **argument
 	if (count != expected)
 		return usage_error("%s", write ? "write takes CPU ADDRESS VALUE (or -a ADDRESS VALUE)"
 					       : "read takes CPU ADDRESS (or -a ADDRESS)");
-	if (!options->all_cpus && !parse_u32(arguments[position++], &cpu))
+	if (!options->all_cpus && !number_parse_u32(arguments[position++], &cpu))
 		return usage_error("bad CPU number '%s'", arguments[position - 1]);
-	if (!parse_u32(arguments[position++], &address))
+	if (!number_parse_u32(arguments[position++], &address))
 		return usage_error("bad MSR address '%s'", arguments[position - 1]);
-	if (write && !parse_u64(arguments[position++], &value))
+	if (write && !number_parse(arguments[position++], 0, UINT64_MAX, &value))
 		return usage_error("bad value '%s'", arguments[position - 1]);
 	status = connect_or_report(options, &conn);
 	if (status != 0)
@@ -224,8 +204,8 @@ static int run_single(const struct options *options, bool write, char **argument
 		machine = malloc(sizeof(*machine));
 		status = machine != NULL ? haecer_machine_info(conn, machine) : -ENOMEM;
 		if (status < 0) {
-			fprintf(stderr, "haecer-msr: asking msrd for the CPU count: %s\n",
-				haecer_msrd_strerror(status));
+			tool_warn("asking msrd for the CPU count: %s",
+				  haecer_msrd_strerror(status));
 			status = EXIT_REFUSED;
 			goto out;
 		}
@@ -279,12 +259,14 @@ static int parse_batch_line(char *line, struct haecer_msr_op *op)
 		op->kind = HAECER_MSR_READ;
 	} else if (strcmp(words[0], "write") == 0 && count == 4) {
 		op->kind = HAECER_MSR_WRITE;
-		if (!parse_u64(words[3], &op->value))
+		if (!number_parse(words[3], 0, UINT64_MAX, &op->value))
 			return -1;
 	} else {
 		return -1;
 	}
-	return parse_u32(words[1], &op->cpu) && parse_u32(words[2], &op->address) ? 1 : -1;
+	if (!number_parse_u32(words[1], &op->cpu) || !number_parse_u32(words[2], &op->address))
+		return -1;
+	return 1;
 }
 
 static int run_batch(const struct options *options, char **arguments, int count)
@@ -304,23 +286,23 @@ static int run_batch(const struct options *options, char **arguments, int count)
 	from_stdin = strcmp(arguments[0], "-") == 0;
 	in = from_stdin ? stdin : fopen(arguments[0], "r");
 	if (in == NULL) {
-		fprintf(stderr, "haecer-msr: %s: %s\n", arguments[0], strerror(errno));
+		tool_warn("%s: %s", arguments[0], strerror(errno));
 		return EXIT_REFUSED;
 	}
 	while (fgets(line, sizeof(line), in) != NULL) {
 		int parsed;
 		number++;
 		if (ops_count == BATCH_MAX) {
-			fprintf(stderr, "haecer-msr: %s:%u: more than %u ops in one batch\n",
-				arguments[0], number, BATCH_MAX);
+			tool_warn("%s:%u: more than %u ops in one batch",
+				  arguments[0], number, BATCH_MAX);
 			status = EXIT_REFUSED;
 			goto out;
 		}
 		parsed = parse_batch_line(line, &ops[ops_count]);
 		if (parsed < 0) {
-			fprintf(stderr, "haecer-msr: %s:%u: expected 'read CPU ADDRESS' or "
-					"'write CPU ADDRESS VALUE'\n",
-				arguments[0], number);
+			tool_warn("%s:%u: expected 'read CPU ADDRESS' or "
+				  "'write CPU ADDRESS VALUE'",
+				  arguments[0], number);
 			status = EXIT_USAGE;
 			goto out;
 		}
@@ -328,7 +310,7 @@ static int run_batch(const struct options *options, char **arguments, int count)
 			lines[ops_count++] = number;
 	}
 	if (ops_count == 0) {
-		fprintf(stderr, "haecer-msr: %s: no ops\n", arguments[0]);
+		tool_warn("%s: no ops", arguments[0]);
 		status = EXIT_USAGE;
 		goto out;
 	}

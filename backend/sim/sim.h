@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "backend/backend.h"
+#include "backend/backend_sim.h"
 
 struct sim;
 

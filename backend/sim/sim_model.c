@@ -18,6 +18,7 @@
 
 #include "common/log.h"
 #include "backend/backend.h"
+#include "backend/backend_sim.h"
 
 /* ---- schema ---- */
 

@@ -1,4 +1,5 @@
 #include "bench/lib/bench_stats.h"
+#include "common/clock.h"
 
 #include "haecer/msrd.h"
 #include "harness/msrd_harness.h"
@@ -31,10 +32,7 @@ int bench_start_msrd(struct msrd_server *server, const char *const *arguments)
 
 uint64_t bench_now_ns(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	return clock_monotonic_ns();
 }
 
 void bench_pin(pid_t pid, int cpu)

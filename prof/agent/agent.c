@@ -45,6 +45,8 @@
 #include <unistd.h>
 
 #include "prof/prof.h"
+#include "common/clock.h"
+#include "common/number.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define TLS __thread __attribute__((tls_model("initial-exec")))
@@ -80,14 +82,6 @@ static struct {
 	 * one called, as with the kernel's own disposition. */
 	struct sigaction program_action;
 } agent = { .fd = -1 };
-
-static uint64_t clock_ns(clockid_t clock)
-{
-	struct timespec now;
-
-	clock_gettime(clock, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
 
 /* One record, head and payload in one write (at most PIPE_BUF bytes: never interleaved with
  * another thread's); a full pipe loses it, counted. */
@@ -204,13 +198,13 @@ static void on_signal(int signal_number, siginfo_t *info, void *context)
 		memcpy(name.comm, comm, sizeof(name.comm));
 		send_record(PROF_REC_COMM, &name, sizeof(name));
 	}
-	uint64_t cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t cpu_ns = clock_ns_of(CLOCK_THREAD_CPUTIME_ID);
 	if (syscall(SYS_getcpu, &cpu, NULL, NULL) < 0)
 		cpu = 0;
 	*sample = (struct prof_sample){
 		.pid = (uint32_t)agent.pid,
 		.tid = (uint32_t)current_tid(),
-		.time_ns = clock_ns(CLOCK_MONOTONIC_RAW),
+		.time_ns = clock_ns_of(CLOCK_MONOTONIC_RAW),
 		.period_ns = cpu_ns - state->last_cpu_ns,
 		.cpu = cpu,
 	};
@@ -275,7 +269,7 @@ static void disarm_thread(void)
 		return;
 	struct prof_task_time total = { .pid = (uint32_t)agent.pid, .tid = (uint32_t)current_tid(),
 					.cpu = PROF_TASK_TIME_ALL_CPUS,
-					.ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) };
+					.ns = clock_ns_of(CLOCK_THREAD_CPUTIME_ID) };
 	send_record(PROF_REC_TASK_TIME, &total, sizeof(total));
 }
 
@@ -388,19 +382,21 @@ __attribute__((constructor)) static void agent_start(void)
 		return;
 	/* The pipe is for this process only: neither a program it runs (the variable goes, the
 	 * descriptor closes on exec) nor a fork of it. */
-	agent.fd = atoi(fd_text);
+	uint64_t fd, hz, signal_number;
+	bool given = number_parse(fd_text, 10, INT_MAX, &fd) &&
+		     number_parse(hz_text, 10, PROF_MAX_HZ, &hz) && hz > 0;
 	unsetenv(PROF_AGENT_FD_ENV);
-	unsigned long hz = strtoul(hz_text, NULL, 10);
-	if (agent.fd < 0 || fstat(agent.fd, &status) < 0 || !S_ISFIFO(status.st_mode) || hz == 0 ||
-	    hz > PROF_MAX_HZ) {
+	agent.fd = given ? (int)fd : -1;
+	if (agent.fd < 0 || fstat(agent.fd, &status) < 0 || !S_ISFIFO(status.st_mode)) {
 		agent.fd = -1;
 		return;
 	}
 	fcntl(agent.fd, F_SETFD, FD_CLOEXEC);
 	fcntl(agent.fd, F_SETFL, fcntl(agent.fd, F_GETFL) | O_NONBLOCK);
-	agent.signal_number = signal_text ? atoi(signal_text) : PROF_AGENT_DEFAULT_SIGNAL;
-	if (agent.signal_number < SIGRTMIN || agent.signal_number > SIGRTMAX)
-		agent.signal_number = PROF_AGENT_DEFAULT_SIGNAL;
+	if (!number_parse(signal_text, 10, (uint64_t)SIGRTMAX, &signal_number) ||
+	    signal_number < (uint64_t)SIGRTMIN)
+		signal_number = PROF_AGENT_DEFAULT_SIGNAL;
+	agent.signal_number = (int)signal_number;
 	agent.period_ns = 1000000000ull / hz;
 	agent.pid = getpid();
 	memset(&action, 0, sizeof(action));

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "haecer/msrd.h"
+#include "common/clock.h"
 #include "hw/msr.h"
 #include "hw/rapl_quirks.h"
 
@@ -91,14 +92,6 @@ static struct {
 
 static __thread struct thread_stack *stack;
 
-static NOINSTR uint64_t now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
 /* One probe: time and the package energy of the CPU the thread runs on. */
 static NOINSTR void probe(uint64_t *time_ns, double *joules)
 {
@@ -112,7 +105,7 @@ static NOINSTR void probe(uint64_t *time_ns, double *joules)
 	state.probes++;
 	pthread_mutex_unlock(&state.lock);
 	*joules = (double)total * rapl_unit_code_joules((unsigned)state.exponent);
-	*time_ns = now_ns();
+	*time_ns = clock_monotonic_raw_ns();
 }
 
 static NOINSTR void split_patterns(const char *text, char **patterns, size_t *count)
@@ -245,7 +238,7 @@ static NOINSTR __attribute__((constructor)) void instrument_start(void)
 	split_patterns(getenv("HAECER_INSTRUMENT_INCLUDE"), state.include, &state.include_count);
 	split_patterns(getenv("HAECER_INSTRUMENT_EXCLUDE"), state.exclude, &state.exclude_count);
 	calibrate();
-	state.start_ns = now_ns();
+	state.start_ns = clock_monotonic_raw_ns();
 	state.ready = true;
 }
 
@@ -353,7 +346,7 @@ static NOINSTR __attribute__((destructor)) void instrument_stop(void)
 	if (!state.ready)
 		return;
 	state.ready = false;
-	double run_s = (double)(now_ns() - state.start_ns) / 1e9;
+	double run_s = (double)(clock_monotonic_raw_ns() - state.start_ns) / 1e9;
 	const char *path = getenv("HAECER_INSTRUMENT_REPORT");
 	if (!path || !*path)
 		path = "haecer-instrument.txt";

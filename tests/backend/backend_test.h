@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "backend/backend.h"
+#include "backend/backend_sim.h"
 #include "harness/msrd_harness.h"
 #include "harness/standin_tree.h"
 

@@ -20,6 +20,7 @@
 
 #include "common/log.h"
 #include "backend/backend.h"
+#include "backend/backend_sim.h"
 #include "tests/events/machines.h"
 
 #define MAX_MODELS 32

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "proto/wire.h"
+#include "proto/wire_sim.h"
 #include "tests/hardening/hardening.h"
 #include "harness/process_figures.h"
 #include "tests/lib/msrd_group.h"

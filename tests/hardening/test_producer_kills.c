@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "tests/shm/ring_testing.h"
+#include "common/clock.h"
 
 #define BATCH 256
 
@@ -38,10 +39,7 @@ static uint64_t random_below(uint64_t limit)
 
 static uint64_t now_us(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000 + (uint64_t)now.tv_nsec / 1000;
+	return clock_monotonic_ns() / 1000;
 }
 
 /* Read at a random pace until `deadline`: sometimes all there is, sometimes a little, sometimes

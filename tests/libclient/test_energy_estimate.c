@@ -67,9 +67,9 @@ struct timed {
 
 static void read_timed(struct haecer_counter *counter, struct timed *out)
 {
-	out->before = harness_monotonic_raw_ns();
+	out->before = clock_monotonic_raw_ns();
 	assert_int_equal(haecer_counter_read_energy(counter, &out->reading), 0);
-	out->after = harness_monotonic_raw_ns();
+	out->after = clock_monotonic_raw_ns();
 }
 
 static double truth_at(struct haecer_conn *conn, uint64_t ns)
@@ -298,9 +298,9 @@ static void test_region_after_a_lease_lapse(void **state)
 		assert_true(wait_windows_off());
 		ons = msrd_log_count(&server, "precise edges on");
 		assert_int_equal(haecer_energy_start(pkg, &region), 0);
-		from = harness_monotonic_raw_ns();
+		from = clock_monotonic_raw_ns();
 		harness_spin_ns(500000);
-		to = harness_monotonic_raw_ns();
+		to = clock_monotonic_raw_ns();
 		assert_int_equal(haecer_energy_end(pkg, &region, &result), 0);
 		/* The start renewed the lease (msrd logged it before its reply). */
 		assert_true(msrd_log_count(&server, "precise edges on") > ons);
@@ -332,7 +332,7 @@ static void *end_when_told(void *argument)
 
 	while (!atomic_load(&end->go))
 		;
-	end->called_ns = harness_monotonic_raw_ns();
+	end->called_ns = clock_monotonic_raw_ns();
 	end->error = haecer_energy_end(end->pkg, end->region, &end->result);
 	return NULL;
 }
@@ -377,15 +377,15 @@ static void test_region_end_across_a_stall(void **state)
 		atomic_init(&end.go, false);
 		assert_int_equal(pthread_create(&end.thread, NULL, end_when_told, &end), 0);
 		assert_int_equal(haecer_energy_start(pkg, &region), 0);
-		from = harness_monotonic_raw_ns();
+		from = clock_monotonic_raw_ns();
 		harness_spin_ns(300000);
 		assert_int_equal(kill(server.pid, SIGSTOP), 0);
-		stop_ns = harness_monotonic_raw_ns();
+		stop_ns = clock_monotonic_raw_ns();
 		harness_spin_ns(800000);
 		atomic_store(&end.go, true);
 		harness_spin_ns(100000);
 		assert_int_equal(kill(server.pid, SIGCONT), 0);
-		resume_ns = harness_monotonic_raw_ns();
+		resume_ns = clock_monotonic_raw_ns();
 		assert_int_equal(pthread_join(end.thread, NULL), 0);
 		assert_int_equal(end.error, 0);
 		if (end.result.smi_count_exact && end.result.smi_count != 0)

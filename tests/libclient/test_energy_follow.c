@@ -60,9 +60,9 @@ static double truth_at(struct haecer_conn *conn, uint64_t ns)
 
 static void spin_for(uint64_t ns)
 {
-	uint64_t until = harness_monotonic_raw_ns() + ns;
+	uint64_t until = clock_monotonic_raw_ns() + ns;
 
-	while (harness_monotonic_raw_ns() < until)
+	while (clock_monotonic_raw_ns() < until)
 		;
 }
 
@@ -99,12 +99,12 @@ static void test_energy_step_in_the_wait_is_marked(void **state)
 
 		assert_int_equal(haecer_sim_power_trace(conn, "pkg: 3600000 10\n"), 0);
 		assert_int_equal(haecer_energy_start(pkg, &region), 0);
-		start = harness_monotonic_raw_ns();
+		start = clock_monotonic_raw_ns();
 		spin_for(300000);
 		/* The step: at the region's last round trip, so the wait and the interval after
 		 * the closing update run at 40 W, the interval before the start at 10 W. */
 		assert_int_equal(haecer_sim_power_trace(conn, "pkg: 3600000 40\n"), 0);
-		end = harness_monotonic_raw_ns();
+		end = clock_monotonic_raw_ns();
 		assert_int_equal(haecer_energy_end(pkg, &region, &result), 0);
 		if (result.smi_count_exact && result.smi_count > 0)
 			continue;
@@ -147,9 +147,9 @@ static void test_energy_sleeping_regions_covered(void **state)
 		double truth, ratio;
 
 		assert_int_equal(haecer_energy_start(pkg, &region), 0);
-		start = harness_monotonic_raw_ns();
+		start = clock_monotonic_raw_ns();
 		nanosleep(&pause, NULL);
-		end = harness_monotonic_raw_ns();
+		end = clock_monotonic_raw_ns();
 		assert_int_equal(haecer_energy_end(pkg, &region, &result), 0);
 		if (result.smi_count_exact && result.smi_count > 0)
 			continue;

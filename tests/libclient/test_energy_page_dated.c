@@ -67,7 +67,7 @@ static void test_page_value_not_newer_than_its_time(void **state)
 	assert_true(msrd_wait_log(&server, "precise edges on", 5000));
 	for (unsigned round = 0; round < rounds; round++) {
 		struct haecer_sim_energy_at truth;
-		uint64_t began = harness_monotonic_raw_ns(), value = 0, paged = 0, age = 0, dated = 0;
+		uint64_t began = clock_monotonic_raw_ns(), value = 0, paged = 0, age = 0, dated = 0;
 
 		assert_int_equal(haecer_counter_read(pp0_exact, &value), 0);
 		/* The PP0 update that value holds for certain. */
@@ -78,7 +78,7 @@ static void test_page_value_not_newer_than_its_time(void **state)
 			uint64_t now;
 
 			assert_int_equal(haecer_counter_read_aged(pp0, &paged, &age), 0);
-			now = harness_monotonic_raw_ns();
+			now = clock_monotonic_raw_ns();
 			dated = now > age ? now - age : 0;
 			if (paged >= value)
 				break;

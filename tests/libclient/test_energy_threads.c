@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "tests/lib/test_check.h"
+#include "common/clock.h"
 #include "tests/libclient/libclient_test.h"
 
 #define THREADS 4
@@ -21,20 +22,12 @@ struct worker {
 	int error;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * NS_PER_S + (uint64_t)now.tv_nsec;
-}
-
 static void *measure(void *argument)
 {
 	struct worker *worker = argument;
-	uint64_t until = now_ns() + RUN_NS;
+	uint64_t until = clock_monotonic_ns() + RUN_NS;
 
-	while (worker->error == 0 && now_ns() < until) {
+	while (worker->error == 0 && clock_monotonic_ns() < until) {
 		struct haecer_energy_region region;
 		struct haecer_energy_result result;
 		struct haecer_energy_reading reading;

@@ -117,13 +117,13 @@ static void test_monitor_reads_what_was_read(void **state)
 	attach(&counters[1], &energy);
 	for (int i = 0; i < READS; i++) {
 		assert_int_equal(haecer_sim_advance(sim, 137 * 1000 * (uint64_t)(i % 11), NULL), 0);
-		before = harness_monotonic_raw_ns();
+		before = clock_monotonic_raw_ns();
 		uint64_t value = readCounter(&counters[i % 2]);
-		after = harness_monotonic_raw_ns();
+		after = clock_monotonic_raw_ns();
 		note(i % 2 ? &energy : &instructions, value, before, after);
-		before = harness_monotonic_raw_ns();
+		before = clock_monotonic_raw_ns();
 		simultaneousReadCounter(counters, both, 2);
-		after = harness_monotonic_raw_ns();
+		after = clock_monotonic_raw_ns();
 		note(&instructions, both[0], before, after);
 		note(&energy, both[1], before, after);
 	}

@@ -114,14 +114,14 @@ static void test_events_beside_readings(void **state)
 	for (uint64_t i = 0; i < READS; i++) {
 		/* A reading is dated when its value was true: for a reading from msrd's energy
 		 * page that is msrd's sample, up to `age` before the call returned. */
-		before = harness_monotonic_raw_ns();
+		before = clock_monotonic_raw_ns();
 		assert_int_equal(haecer_counter_read_aged(energy, &value, &age), 0);
-		after = harness_monotonic_raw_ns();
+		after = clock_monotonic_raw_ns();
 		expect(false, produced.info.id, value, before - age, after);
 		if (i % EVENT_EVERY == 0) {
-			before = harness_monotonic_raw_ns();
+			before = clock_monotonic_raw_ns();
 			assert_int_equal(haecer_ring_post(energy, FRAME_EVENT, i), 0);
-			after = harness_monotonic_raw_ns();
+			after = clock_monotonic_raw_ns();
 			expect(true, FRAME_EVENT, i, before, after);
 		}
 	}
@@ -172,9 +172,9 @@ static void *follow(void *argument)
 {
 	struct threaded *shared = argument;
 	struct haecer_ring_record records[128];
-	uint64_t seen = 0, deadline = harness_monotonic_raw_ns() + 30 * NS_PER_S;
+	uint64_t seen = 0, deadline = clock_monotonic_raw_ns() + 30 * NS_PER_S;
 
-	while (seen + shared->lost < shared->total && harness_monotonic_raw_ns() < deadline) {
+	while (seen + shared->lost < shared->total && clock_monotonic_raw_ns() < deadline) {
 		ssize_t got = haecer_ring_read(shared->reader, records, 128, &shared->lost);
 
 		for (ssize_t i = 0; i < got; i++) {

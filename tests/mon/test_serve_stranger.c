@@ -35,9 +35,9 @@ struct scrape {
 static int scrape_fast(void *argument)
 {
 	struct scrape *scrape = argument;
-	uint64_t deadline = harness_monotonic_raw_ns() + SPAN_MS * 1000000ull;
+	uint64_t deadline = clock_monotonic_raw_ns() + SPAN_MS * 1000000ull;
 
-	while (harness_monotonic_raw_ns() < deadline) {
+	while (clock_monotonic_raw_ns() < deadline) {
 		struct http_reply reply;
 		double value;
 

@@ -37,19 +37,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+
 static uint64_t thread_cpu_ns(void)
 {
 	struct timespec now;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
-static uint64_t wall_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
@@ -105,14 +99,14 @@ struct worker {
 
 static __attribute__((noinline)) void work_loop(struct worker *worker)
 {
-	while (wall_ns() < worker->until_ns) {
+	while (clock_monotonic_ns() < worker->until_ns) {
 		if (worker->period_ns == 0) {
 			spin(1000000);
 			continue;
 		}
-		uint64_t start = wall_ns();
+		uint64_t start = clock_monotonic_ns();
 		spin(worker->busy_ns);
-		uint64_t used = wall_ns() - start;
+		uint64_t used = clock_monotonic_ns() - start;
 		if (used < worker->period_ns) {
 			struct timespec pause = { 0, (long)(worker->period_ns - used) };
 			nanosleep(&pause, NULL);
@@ -194,7 +188,7 @@ static int own_handlers(uint64_t until)
 	}
 	struct itimerval every = { { 0, 1000 }, { 0, 1000 } };
 	setitimer(ITIMER_PROF, &every, NULL);
-	while (wall_ns() < until) {
+	while (clock_monotonic_ns() < until) {
 		burn_heavy();
 		burn_light();
 		if (sent < 100 && sigqueue(getpid(), own, (union sigval){ .sival_int = 77 }) == 0)
@@ -216,14 +210,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	uint64_t duration = (uint64_t)(atof(argv[2]) * 1e9);
-	uint64_t until = wall_ns() + duration;
+	uint64_t until = clock_monotonic_ns() + duration;
 
 	if (strcmp(argv[1], "functions-odd") == 0) {
 		heavy_spin_ns = 2700000;
 		light_spin_ns = 900000;
 	}
 	if (strcmp(argv[1], "functions") == 0 || strcmp(argv[1], "functions-odd") == 0) {
-		while (wall_ns() < until) {
+		while (clock_monotonic_ns() < until) {
 			burn_heavy();
 			burn_light();
 		}

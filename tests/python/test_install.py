@@ -1,5 +1,6 @@
 """make install puts the package where Debian's Python finds it, told where libhaecer went; the
 installed copy (not the source tree's) measures through the real msrd."""
+import ctypes
 import os
 import subprocess
 import sys
@@ -27,3 +28,20 @@ def test_installed_package_measures(msrd, tmp_path):
                  HAECER_LIBRARY=str(stage / "usr/local/lib/libhaecer.so.1")))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
+
+
+def test_simulator_control_is_not_installed(tmp_path):
+    """The simulated CPU's control and truth are the test harness's (harness/sim_control.h),
+    not libhaecer's: no installed header declares them and libhaecer.so exports none."""
+    stage = tmp_path / "stage"
+    env = dict(os.environ, DESTDIR=str(stage))
+    subprocess.run([os.path.join(SOURCE, "scripts", "install.sh"), BUILD, f"{stage}{PREFIX}"],
+                   env=env, check=True, capture_output=True)
+    headers = list((stage / "usr/local/include/haecer").glob("*.h"))
+    assert headers
+    for header in headers:
+        assert "haecer_sim_" not in header.read_text(), header
+    library = ctypes.CDLL(str(stage / "usr/local/lib/libhaecer.so.1"))
+    assert hasattr(library, "haecer_machine_info")
+    for name in ("advance", "set_load", "energy_truth", "energy_at", "power_trace"):
+        assert not hasattr(library, "haecer_sim_" + name), name

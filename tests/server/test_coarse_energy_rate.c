@@ -105,10 +105,10 @@ out:
 
 static int reconnect_loop(struct seen *seen, unsigned slot)
 {
-	uint64_t deadline = harness_monotonic_raw_ns() + SPAN_MS * NS_PER_MS;
+	uint64_t deadline = clock_monotonic_raw_ns() + SPAN_MS * NS_PER_MS;
 	uint64_t total = 0;
 
-	while (harness_monotonic_raw_ns() < deadline) {
+	while (clock_monotonic_raw_ns() < deadline) {
 		CHECK_EQ(read_fresh_page(&total), 0);
 		note(seen, slot, total);
 	}
@@ -118,7 +118,7 @@ static int reconnect_loop(struct seen *seen, unsigned slot)
 /* A held page, a fresh page and a round trip, turn about. */
 static int mix_loop(struct seen *seen, unsigned slot)
 {
-	uint64_t deadline = harness_monotonic_raw_ns() + SPAN_MS * NS_PER_MS;
+	uint64_t deadline = clock_monotonic_raw_ns() + SPAN_MS * NS_PER_MS;
 	struct haecer_energy_page_info info;
 	struct energy_page_reader held;
 	struct energy_page_reading reading;
@@ -133,7 +133,7 @@ static int mix_loop(struct seen *seen, unsigned slot)
 	close(fd);
 	index = energy_page_find(&held, 0, 0);
 	CHECK(index >= 0);
-	for (unsigned turn = 0; harness_monotonic_raw_ns() < deadline; turn++) {
+	for (unsigned turn = 0; clock_monotonic_raw_ns() < deadline; turn++) {
 		if (turn % 3 == 0) {
 			CHECK_EQ(energy_page_read(&held, (uint32_t)index, &reading), 0);
 			total = reading.total;

@@ -123,8 +123,9 @@ static void test_brackets_hold_the_truth(void **state)
 	assert_true(info.precise_edges);
 	assert_false(info.coarse);
 	assert_true(wait_more(EDGES_ON, 0));
-	deadline = harness_monotonic_raw_ns() + (harness_small_scale() ? 300000000ull : 1000000000ull);
-	while (harness_monotonic_raw_ns() < deadline && edges < MAX_EDGES) {
+	deadline = clock_monotonic_raw_ns() +
+		   (harness_small_scale() ? 300000000ull : 1000000000ull);
+	while (clock_monotonic_raw_ns() < deadline && edges < MAX_EDGES) {
 		struct haecer_sim_energy_at truth;
 
 		assert_int_equal(read_entry(&reader, &reading), 0);
@@ -196,17 +197,17 @@ static void test_blurred_updates_placed_on_the_grid(void **state)
 	assert_int_equal(open_page(conn, HAECER_ENERGY_PAGE_PRECISE, &info, &reader), 0);
 	assert_true(info.precise_edges);
 	usleep(100000); /* the grid locks (16 sharp edges before any placement) */
-	last_stall = harness_monotonic_raw_ns();
+	last_stall = clock_monotonic_raw_ns();
 	deadline = last_stall + (harness_small_scale() ? 500000000ull : 2000000000ull);
-	while (harness_monotonic_raw_ns() < deadline) {
+	while (clock_monotonic_raw_ns() < deadline) {
 		struct haecer_sim_energy_at truth;
 		uint64_t width, placed;
 
-		if (harness_monotonic_raw_ns() - last_stall > 20000000ull) {
+		if (clock_monotonic_raw_ns() - last_stall > 20000000ull) {
 			stall_msrd(250000 + (stalls++ * 137000) % 400000);
 			/* A request: the lease, and the stall's updates published by now. */
 			assert_int_equal(haecer_energy_read(conn, 0, 0x611, NULL, NULL), 0);
-			last_stall = harness_monotonic_raw_ns();
+			last_stall = clock_monotonic_raw_ns();
 		}
 		assert_int_equal(read_entry(&reader, &reading), 0);
 		if (reading.update_ns == last_update || reading.update_lo_ns == 0) {
@@ -317,16 +318,16 @@ static uint64_t next_bracket(struct haecer_conn *conn, struct energy_page_reader
 			     uint64_t renew_ns, uint64_t timeout_ns)
 {
 	struct energy_page_reading reading, first;
-	uint64_t start = harness_monotonic_raw_ns(), renewed = start;
+	uint64_t start = clock_monotonic_raw_ns(), renewed = start;
 
 	assert_int_equal(read_entry(reader, &first), 0);
-	while (harness_monotonic_raw_ns() - start < timeout_ns) {
+	while (clock_monotonic_raw_ns() - start < timeout_ns) {
 		assert_int_equal(read_entry(reader, &reading), 0);
 		if (reading.update_ns != first.update_ns && reading.update_lo_ns != 0)
 			return reading.update_ns - reading.update_lo_ns;
-		if (renew_ns != 0 && harness_monotonic_raw_ns() - renewed > renew_ns) {
+		if (renew_ns != 0 && clock_monotonic_raw_ns() - renewed > renew_ns) {
 			assert_int_equal(haecer_energy_read(conn, 0, 0x611, NULL, NULL), 0);
-			renewed = harness_monotonic_raw_ns();
+			renewed = clock_monotonic_raw_ns();
 		}
 		usleep(100);
 	}
@@ -359,10 +360,10 @@ static void test_windows_stop_when_the_lease_lapses(void **state)
 	assert_true(fine);
 	/* No request any more: the windows stop by themselves, the page's brackets are its
 	 * 100 Hz sampler's. */
-	quiet_from = harness_monotonic_raw_ns();
+	quiet_from = clock_monotonic_raw_ns();
 	assert_true(wait_more(EDGES_OFF, offs));
 	print_message("windows stopped %llu ms after the last request\n",
-		      (unsigned long long)((harness_monotonic_raw_ns() - quiet_from) / 1000000ull));
+		      (unsigned long long)((clock_monotonic_raw_ns() - quiet_from) / 1000000ull));
 	for (int i = 0; i < 3; i++) {
 		width = next_bracket(conn, &reader, 0, 1000000000ull);
 		assert_true(width >= FINE_NS);

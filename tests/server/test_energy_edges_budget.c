@@ -60,7 +60,7 @@ static int holder(void *argument)
 {
 	struct haecer_energy_page_info info;
 	struct haecer_conn *conn;
-	uint64_t deadline = harness_monotonic_raw_ns() + SPAN_NS, raw, total;
+	uint64_t deadline = clock_monotonic_raw_ns() + SPAN_NS, raw, total;
 	unsigned pages = 0;
 
 	(void)argument;
@@ -76,7 +76,7 @@ static int holder(void *argument)
 		}
 	}
 	CHECK(pages >= 1);
-	while (harness_monotonic_raw_ns() < deadline) {
+	while (clock_monotonic_raw_ns() < deadline) {
 		CHECK_EQ(haecer_energy_read(conn, 0, 0x611, &raw, &total), 0);
 		usleep(2000);
 	}
@@ -115,10 +115,10 @@ static void test_windows_stay_within_their_cpu_bound(void **state)
 	if (reader_pid == 0)
 		_exit(run_as(READER_UID, READER_UID, NULL, 0, reader, NULL));
 	before = harness_process_cpu_ticks(server.pid);
-	from = harness_monotonic_raw_ns();
+	from = clock_monotonic_raw_ns();
 	assert_int_equal(run_as(HOLDER_UID, HOLDER_UID, NULL, 0, holder, NULL), 0);
 	after = harness_process_cpu_ticks(server.pid);
-	to = harness_monotonic_raw_ns();
+	to = clock_monotonic_raw_ns();
 	assert_int_equal(waitpid(reader_pid, &status, 0), reader_pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	assert_true(before >= 0 && after >= before);

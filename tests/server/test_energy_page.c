@@ -97,7 +97,8 @@ static void test_fine_page_moves_while_held(void **state)
 	assert_int_equal(first.state, ENERGY_PAGE_LIVE);
 	assert_int_equal(first.raw, first.total & RAPL_ENERGY_COUNTER_MASK);
 	assert_int_equal(first.exponent, 16);
-	assert_true(first.sample_ns <= harness_monotonic_raw_ns() && first.update_ns <= first.sample_ns);
+	assert_true(first.sample_ns <= clock_monotonic_raw_ns() &&
+		    first.update_ns <= first.sample_ns);
 	usleep(50000);
 	assert_int_equal(energy_page_read(&reader, (uint32_t)index, &later), 0);
 	assert_true(later.sequence > first.sequence);
@@ -135,7 +136,7 @@ static int coarse_client(void *argument)
 	struct energy_page_reader reader;
 	struct energy_page_reading reading, previous = { 0 };
 	struct haecer_conn *conn;
-	uint64_t deadline = harness_monotonic_raw_ns() + 600000000ull;
+	uint64_t deadline = clock_monotonic_raw_ns() + 600000000ull;
 	unsigned publications = 0, changes = 0;
 	int index;
 
@@ -148,7 +149,7 @@ static int coarse_client(void *argument)
 	CHECK((reader.info.flags & ENERGY_PAGE_COARSE) != 0);
 	index = energy_page_find(&reader, 0, 0);
 	CHECK(index >= 0);
-	while (harness_monotonic_raw_ns() < deadline) {
+	while (clock_monotonic_raw_ns() < deadline) {
 		if (energy_page_read(&reader, (uint32_t)index, &reading) < 0)
 			continue;
 		CHECK_EQ(reading.total % UNITS_PER_JOULE, 0);

@@ -82,7 +82,7 @@ static void host_ticks(unsigned cpu, unsigned long long *busy, unsigned long lon
 
 static void spin_until(uint64_t until)
 {
-	while (harness_monotonic_raw_ns() < until)
+	while (clock_monotonic_raw_ns() < until)
 		;
 }
 
@@ -90,7 +90,7 @@ static void sleep_until(uint64_t until)
 {
 	uint64_t now;
 
-	while ((now = harness_monotonic_raw_ns()) < until) {
+	while ((now = clock_monotonic_raw_ns()) < until) {
 		struct timespec pause = { .tv_nsec = (long)(until - now) };
 
 		nanosleep(&pause, NULL);
@@ -100,7 +100,7 @@ static void sleep_until(uint64_t until)
 /* A change of phase as a measuring program makes one: a round trip to msrd. */
 static uint64_t mark(uint64_t *cpu_ns)
 {
-	uint64_t tsc, at = harness_monotonic_raw_ns();
+	uint64_t tsc, at = clock_monotonic_raw_ns();
 
 	*cpu_ns = cpu_time_ns();
 	assert_int_equal(haecer_msr_read(conn, 0, MSR_IA32_TSC, &tsc), 0);

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "proto/wire.h"
+#include "proto/wire_sim.h"
 
 static uint8_t buffer[WIRE_MAX_FRAME];
 
@@ -329,6 +330,25 @@ static void test_status_codes(void **state)
 	assert_string_equal(wire_op_name(0x7777), "UNKNOWN");
 }
 
+/* proto/wire_ops.h is the one table of ops: each has its code, its name and whether it may
+ * write, which msrd's exclusive-writer lock follows (issue 30, item 4). */
+static void test_op_table(void **state)
+{
+#define CHECK_OP(name, code, writes)                                              \
+	assert_int_equal(WIRE_OP_##name, code);                                   \
+	assert_string_equal(wire_op_name(code), #name);                           \
+	assert_int_equal(wire_op_writes(code), WIRE_WRITES_##writes);
+	WIRE_OPS(CHECK_OP)
+#undef CHECK_OP
+	(void)state;
+	assert_int_equal(wire_op_writes(WIRE_OP_WRITE), WIRE_WRITES_ALWAYS);
+	assert_int_equal(wire_op_writes(WIRE_OP_SLOT_PROGRAM), WIRE_WRITES_ALWAYS);
+	assert_int_equal(wire_op_writes(WIRE_OP_BATCH), WIRE_WRITES_BY_PAYLOAD);
+	assert_int_equal(wire_op_writes(WIRE_OP_BATCH_RUN), WIRE_WRITES_BY_PAYLOAD);
+	assert_int_equal(wire_op_writes(WIRE_OP_READ), WIRE_WRITES_NEVER);
+	assert_int_equal(wire_op_writes(0x7777), WIRE_WRITES_NEVER);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -337,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_variable_messages),
 		cmocka_unit_test(test_resource_messages),
 		cmocka_unit_test(test_status_codes),
+		cmocka_unit_test(test_op_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,14 +12,7 @@
 #include <time.h>
 
 #include "tests/shm/ring_testing.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
+#include "common/clock.h"
 
 static struct ring_params energy_params(void)
 {
@@ -108,7 +101,7 @@ static void assert_info_matches(const struct ring_info *info, const struct ring_
 static void test_header_reports_params(void **state)
 {
 	struct ring_params params = energy_params();
-	uint64_t before = now_ns();
+	uint64_t before = clock_monotonic_raw_ns();
 	struct test_ring ring;
 	struct ring_info info;
 
@@ -116,7 +109,7 @@ static void test_header_reports_params(void **state)
 	open_ring(&ring, &params);
 	assert_int_equal(ring_info_from_fd(ring.fd, &info), 0);
 	assert_info_matches(&info, &params);
-	assert_true(info.created_ns >= before && info.created_ns <= now_ns());
+	assert_true(info.created_ns >= before && info.created_ns <= clock_monotonic_raw_ns());
 	ring_consumer_info(&ring.consumer, &info);
 	assert_info_matches(&info, &params);
 

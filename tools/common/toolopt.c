@@ -86,14 +86,3 @@ void tool_print_version(void)
 {
 	printf("%s %s\n", program, haecer_version());
 }
-
-bool tool_parse_long(const char *text, long low, long high, long *out)
-{
-	char *end;
-
-	if (text == NULL || ((text[0] < '0' || text[0] > '9') && text[0] != '-'))
-		return false;
-	errno = 0;
-	*out = strtol(text, &end, 10);
-	return errno == 0 && end != text && *end == '\0' && *out >= low && *out <= high;
-}

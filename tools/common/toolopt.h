@@ -3,8 +3,8 @@
  * err(3) style ("haecer-stat: message"), the usage error with its --help hint and exit status 2,
  * getopt_long's errors told with the option that caused them (optopt, not argv[optind - 1],
  * which is the program name or a neighbour when options are bundled or attached), --version
- * with the one version string of the project (HAECER_VERSION, from the top Makefile), and
- * number parsing that rejects what strtol would silently accept.
+ * with the one version string of the project (HAECER_VERSION, from the top Makefile); numbers
+ * by common/number.h's one rule, which rejects what strtoul would silently accept.
  *
  * Usage: tool_init("haecer-x") first; in the getopt_long loop pass ':' and '?' to
  * tool_getopt_error (with opterr = 0 and a leading ':' in the option string).
@@ -15,7 +15,10 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include "common/number.h"
 
 #define TOOL_EXIT_USAGE 2
 
@@ -40,7 +43,6 @@ int tool_getopt_error(int option, char *const *argv, const struct option *long_o
 /* "NAME VERSION" on stdout; the version every binary and libhaecer share. */
 void tool_print_version(void);
 
-/* A decimal integer from low to high, the whole text. */
-bool tool_parse_long(const char *text, long low, long high, long *out);
+/* Numbers follow common/number.h's one rule (number_parse, number_parse_u32, ...). */
 
 #endif

@@ -2,8 +2,10 @@
  * tools/mon/args.c — numbers, ring keys, messages, signals and time for haecer-mon.
  */
 #include "tools/mon/mon.h"
+#include "common/clock.h"
 #include "tools/common/toolopt.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -16,43 +18,14 @@
 
 static volatile sig_atomic_t stop_signal;
 
-bool mon_parse_u64(const char *text, uint64_t *out)
-{
-	char *end;
-
-	if (text == NULL || text[0] < '0' || text[0] > '9')
-		return false;
-	errno = 0;
-	*out = strtoull(text, &end, 0);
-	return errno == 0 && *end == '\0';
-}
-
-bool mon_parse_u32(const char *text, uint32_t *out)
-{
-	uint64_t value;
-
-	if (!mon_parse_u64(text, &value) || value > UINT32_MAX)
-		return false;
-	*out = (uint32_t)value;
-	return true;
-}
-
-bool mon_parse_u16(const char *text, uint16_t *out)
-{
-	uint64_t value;
-
-	if (!mon_parse_u64(text, &value) || value > UINT16_MAX)
-		return false;
-	*out = (uint16_t)value;
-	return true;
-}
-
 bool mon_parse_seconds(const char *text, double *out)
 {
 	char *end;
 	double value;
 
-	if (text == NULL || text[0] == '\0' || text[0] == '-' || text[0] == '+')
+	/* The tools' rule for numbers (tools/common/toolopt.h): a digit first, no blank or sign;
+	 * ".5" is a number of seconds too. */
+	if (text == NULL || !(isdigit((unsigned char)text[0]) || text[0] == '.'))
 		return false;
 	errno = 0;
 	value = strtod(text, &end);
@@ -61,18 +34,6 @@ bool mon_parse_seconds(const char *text, double *out)
 		return false;
 	*out = value;
 	return true;
-}
-
-/* The messages are tools/common's (err(3) style, one --help hint for every tool). */
-int mon_usage_error(const char *format, ...)
-{
-	va_list arguments;
-	int status;
-
-	va_start(arguments, format);
-	status = tool_vusage_error(format, arguments);
-	va_end(arguments);
-	return status;
 }
 
 int mon_fail(const char *format, ...)
@@ -105,24 +66,21 @@ int mon_parse_ring_key(char *const *words, int count, struct mon_ring_key *key)
 {
 	*key = (struct mon_ring_key){ 0 };
 	if (count < 2)
-		return mon_usage_error("missing MAJOR and MINOR of the ring");
+		return tool_usage_error("missing MAJOR and MINOR of the ring");
 	if (count > 3)
-		return mon_usage_error("unexpected argument '%s'", words[3]);
-	if (!mon_parse_u16(words[0], &key->major))
-		return mon_usage_error("bad MAJOR '%s' (0 to 65535)", words[0]);
-	if (!mon_parse_u16(words[1], &key->minor))
-		return mon_usage_error("bad MINOR '%s' (0 to 65535)", words[1]);
-	if (count == 3 && !mon_parse_u32(words[2], &key->instance))
-		return mon_usage_error("bad INSTANCE '%s'", words[2]);
+		return tool_usage_error("unexpected argument '%s'", words[3]);
+	if (!number_parse_u16(words[0], &key->major))
+		return tool_usage_error("bad MAJOR '%s' (0 to 65535)", words[0]);
+	if (!number_parse_u16(words[1], &key->minor))
+		return tool_usage_error("bad MINOR '%s' (0 to 65535)", words[1]);
+	if (count == 3 && !number_parse_u32(words[2], &key->instance))
+		return tool_usage_error("bad INSTANCE '%s'", words[2]);
 	return 0;
 }
 
 double mon_now(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+	return (double)clock_monotonic_ns() * 1e-9;
 }
 
 void mon_sleep_ms(unsigned ms)

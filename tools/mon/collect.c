@@ -71,7 +71,7 @@ static void find_domains(struct serve_state *state, const struct haecer_machine_
 
 static void drop_connection(struct serve_state *state, int status)
 {
-	fprintf(stderr, "haecer-mon: lost msrd: %s\n", haecer_msrd_strerror(status));
+	tool_warn("lost msrd: %s", haecer_msrd_strerror(status));
 	haecer_close(state->conn);
 	state->conn = NULL;
 	state->energy_status = -ENOTCONN;
@@ -92,15 +92,15 @@ static void connect_msrd(struct serve_state *state)
 		status = haecer_machine_info(state->conn, machine);
 	if (status < 0) {
 		if (!state->msrd_warned)
-			fprintf(stderr, "haecer-mon: cannot reach msrd: %s (retrying)\n",
-				strerror(-status));
+			tool_warn("cannot reach msrd: %s (retrying)",
+				  strerror(-status));
 		state->msrd_warned = true;
 		haecer_close(state->conn);
 		state->conn = NULL;
 		goto out;
 	}
 	if (state->msrd_warned)
-		fprintf(stderr, "haecer-mon: connected to msrd\n");
+		tool_warn("connected to msrd");
 	state->msrd_warned = false;
 	state->simulated = (machine->flags & HAECER_MACHINE_SIMULATED) != 0;
 	state->energy_status = 0;
@@ -112,9 +112,9 @@ out:
 static void note_refusal(struct serve_domain *domain, struct haecer_conn *conn, int status)
 {
 	domain->refused = true;
-	fprintf(stderr, "haecer-mon: leaving out %s energy of package %u: %s\n", domain->name,
-		domain->package, haecer_conn_error(conn)[0] != '\0' ? haecer_conn_error(conn)
-								  : strerror(-status));
+	tool_warn("leaving out %s energy of package %u: %s", domain->name,
+		  domain->package, haecer_conn_error(conn)[0] != '\0' ? haecer_conn_error(conn)
+		  : strerror(-status));
 }
 
 /* The total rounded down to the exporter's resolution (in the register's units, at least one):
@@ -168,9 +168,9 @@ static void sample_energy(struct serve_state *state)
 					    &total);
 		if (status == -EOPNOTSUPP) {
 			state->energy_status = status;
-			fprintf(stderr, "haecer-mon: msrd does not provide energy totals "
-					"(ENERGY_READ: %s): no energy series\n",
-				haecer_msrd_strerror(status));
+			tool_warn("msrd does not provide energy totals "
+				  "(ENERGY_READ: %s): no energy series",
+				  haecer_msrd_strerror(status));
 		} else if (connection_broken(status)) {
 			drop_connection(state, status);
 		} else if (status < 0) {
@@ -218,10 +218,10 @@ static void read_ring(struct serve_ring *ring, struct ring_record *records)
 		/* Counts from a lying header would be exported as facts: the ring is left out
 		 * (still tracked, so it is not opened again). */
 		ring->corrupted = true;
-		fprintf(stderr, "haecer-mon: ring %u.%u.%u (uid %u): " RING_CORRUPTED_TEXT
-				": no longer exported\n",
-			ring->ring.info.major, ring->ring.info.minor, ring->ring.info.instance,
-			(unsigned)ring->ring.entry.owner_uid);
+		tool_warn("ring %u.%u.%u (uid %u): " RING_CORRUPTED_TEXT
+			  ": no longer exported",
+			  ring->ring.info.major, ring->ring.info.minor, ring->ring.info.instance,
+			  (unsigned)ring->ring.entry.owner_uid);
 	}
 }
 
@@ -296,9 +296,9 @@ static void warn_ring_limit(struct serve_state *state, uint32_t uid, size_t shar
 {
 	if (state->ring_limit_warned && state->ring_limit_uid == uid)
 		return;
-	fprintf(stderr, "haecer-mon: uid %u lists more rings than its share of %zu of the %u "
-			"producers' rings serve follows: its newer rings are left out\n",
-		(unsigned)uid, share, SERVE_MAX_RINGS);
+	tool_warn("uid %u lists more rings than its share of %zu of the %u "
+		  "producers' rings serve follows: its newer rings are left out",
+		  (unsigned)uid, share, SERVE_MAX_RINGS);
 	state->ring_limit_warned = true;
 	state->ring_limit_uid = uid;
 }

@@ -102,9 +102,9 @@ int mon_follow_main(const struct mon_options *options, int count, char *const *w
 	if (status != 0)
 		return status;
 	fflush(stdout);
-	fprintf(stderr, "haecer-mon: ring %u.%u.%u: %" PRIu64 " records, %" PRIu64 " lost (%s)\n",
-		info.major, info.minor, info.instance, result.records, result.lost,
-		mon_watch_end_text(result.end));
+	tool_warn("ring %u.%u.%u: %" PRIu64 " records, %" PRIu64 " lost (%s)",
+		  info.major, info.minor, info.instance, result.records, result.lost,
+		  mon_watch_end_text(result.end));
 	if (result.end == MON_END_ERROR && result.error == RING_CORRUPTED)
 		return mon_fail("reading the ring failed: " RING_CORRUPTED_TEXT
 				" (its header shows what no honest producer writes)");

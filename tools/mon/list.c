@@ -92,7 +92,7 @@ int mon_list_main(const struct mon_options *options, int count, char *const *wor
 	int listed;
 
 	if (count > 0)
-		return mon_usage_error("list takes no arguments ('%s')", words[0]);
+		return tool_usage_error("list takes no arguments ('%s')", words[0]);
 	status = mon_connect(options->socket_path, &conn);
 	if (status != 0)
 		return status;
@@ -107,7 +107,7 @@ int mon_list_main(const struct mon_options *options, int count, char *const *wor
 		goto out;
 	}
 	if ((size_t)listed > LIST_MAX)
-		fprintf(stderr, "haecer-mon: showing the first %u of %d rings\n", LIST_MAX, listed);
+		tool_warn("showing the first %u of %d rings", LIST_MAX, listed);
 	for (int i = 0; i < listed && (size_t)i < LIST_MAX; i++) {
 		struct ring_info info;
 		/* A ring may leave the directory between the list and the open: skip it. */

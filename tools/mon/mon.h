@@ -16,6 +16,7 @@
 
 #include "haecer/msrd.h"
 #include "shm/ring.h"
+#include "tools/common/toolopt.h"
 
 #define MON_EXIT_OK 0
 #define MON_EXIT_FAILED 1
@@ -27,14 +28,9 @@
 
 /* ---- arguments and messages (args.c) ---- */
 
-bool mon_parse_u16(const char *text, uint16_t *out);
-bool mon_parse_u32(const char *text, uint32_t *out);
-bool mon_parse_u64(const char *text, uint64_t *out);
 /* A positive, finite number of seconds (fractions allowed), at most a year. */
 bool mon_parse_seconds(const char *text, double *out);
 
-/* "haecer-mon: <message>" and the --help hint on stderr; returns MON_EXIT_USAGE. */
-int mon_usage_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
 /* "haecer-mon: <message>" on stderr; returns MON_EXIT_FAILED. */
 int mon_fail(const char *format, ...) __attribute__((format(printf, 1, 2)));
 

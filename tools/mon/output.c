@@ -4,9 +4,10 @@
  *
  * Every subcommand that prints tables builds rows here, so the three formats always carry the
  * same fields under the same names. Field text is ASCII by construction (numbers, and names
- * passed through mon_safe_name), so only quoting needs care.
+ * passed through mon_safe_name); a JSON string is written by common/json.h's one rule.
  */
 #include "tools/mon/mon.h"
+#include "common/json.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -70,17 +71,16 @@ void mon_row_absent(struct mon_row *row, const char *name, int width)
 	add_field(row, name, width, false, false);
 }
 
-static void print_quoted(FILE *out, const char *text, char quote, bool backslash)
+/* A CSV field in double quotes, a quote doubled (RFC 4180). */
+static void print_csv_quoted(FILE *out, const char *text)
 {
-	fputc(quote, out);
+	fputc('"', out);
 	for (const char *c = text; *c != '\0'; c++) {
-		if (*c == quote)
-			fputc(backslash ? '\\' : quote, out);
-		else if (*c == '\\' && backslash)
-			fputc('\\', out);
+		if (*c == '"')
+			fputc('"', out);
 		fputc(*c, out);
 	}
-	fputc(quote, out);
+	fputc('"', out);
 }
 
 /* Whether an unquoted field is a JSON value (a finite number or a literal): printf's "inf" and
@@ -107,7 +107,7 @@ static void print_json(FILE *out, const struct mon_row *row)
 			continue;
 		fprintf(out, "%s\"%s\":", first ? "" : ",", row->fields[i].name);
 		if (row->fields[i].quoted)
-			print_quoted(out, row->fields[i].text, '"', true);
+			json_write_string(out, row->fields[i].text);
 		else
 			fputs(json_number(row->fields[i].text) ? row->fields[i].text : "null", out);
 		first = false;
@@ -124,7 +124,7 @@ static void print_csv(FILE *out, const struct mon_row *row, bool header)
 		if (!header && !row->fields[i].present)
 			continue;
 		if (strpbrk(text, ",\"\r\n") != NULL)
-			print_quoted(out, text, '"', false);
+			print_csv_quoted(out, text);
 		else
 			fputs(text, out);
 	}

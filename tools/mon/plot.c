@@ -280,7 +280,7 @@ static int run_gnuplot(const char *script)
 static void remove_if_present(const char *path)
 {
 	if (unlink(path) < 0 && errno != ENOENT)
-		fprintf(stderr, "haecer-mon: cannot remove %s: %s\n", path, strerror(errno));
+		tool_warn("cannot remove %s: %s", path, strerror(errno));
 }
 
 /* Write data and script into a private directory, run gnuplot, clean up. */
@@ -336,13 +336,13 @@ static int check_plot_options(const struct mon_options *options)
 	size_t length;
 
 	if (options->output == NULL)
-		return mon_usage_error("plot needs -o FILE.png or -o FILE.svg");
+		return tool_usage_error("plot needs -o FILE.png or -o FILE.svg");
 	if (strpbrk(options->output, "\r\n") != NULL ||
 	    (options->data != NULL && strpbrk(options->data, "\r\n") != NULL))
-		return mon_usage_error("file names with line breaks are not supported");
+		return tool_usage_error("file names with line breaks are not supported");
 	length = strlen(options->output);
 	if (!is_svg(options->output) && (length <= 4 || strcmp(options->output + length - 4, ".png")))
-		return mon_usage_error("-o takes FILE.png or FILE.svg, not '%s'", options->output);
+		return tool_usage_error("-o takes FILE.png or FILE.svg, not '%s'", options->output);
 	if (check_writable(options->output) != 0)
 		return MON_EXIT_FAILED;
 	if (options->data != NULL && check_writable(options->data) != 0)
@@ -373,7 +373,7 @@ int mon_plot_main(const struct mon_options *options, int count, char *const *wor
 	if (status != 0)
 		goto out;
 	if (result.end == MON_END_ERROR && result.error == -EFBIG)
-		fprintf(stderr, "haecer-mon: stopped at %u points\n", MAX_POINTS);
+		tool_warn("stopped at %u points", MAX_POINTS);
 	if (result.end == MON_END_ERROR && result.error != -EFBIG)
 		status = mon_fail("reading the ring failed: %s", strerror(-result.error));
 	if (status != 0)

@@ -64,7 +64,7 @@ static bool split_listen(const char *text, char *host, size_t host_size, char *p
 	size_t host_length;
 	uint16_t number;
 
-	if (colon == NULL || !mon_parse_u16(colon + 1, &number))
+	if (colon == NULL || !number_parse_u16(colon + 1, &number))
 		return false;
 	host_length = (size_t)(colon - text);
 	if (text[0] == '[') {
@@ -166,8 +166,8 @@ static int open_listener(const char *text, int *fd_out)
 	int status;
 
 	if (!split_listen(text, host, sizeof(host), port, sizeof(port)))
-		return -mon_usage_error("--listen takes HOST:PORT, [IPV6]:PORT or :PORT, not '%s'",
-					text);
+		return -tool_usage_error("--listen takes HOST:PORT, [IPV6]:PORT or :PORT, not '%s'",
+					 text);
 	/* ":PORT": every interface, IPv6 and IPv4 on "::", or IPv4 alone without IPv6. */
 	bool every = host[0] == '\0';
 	status = getaddrinfo(every ? "::" : host, port, &hints, &list);
@@ -333,7 +333,7 @@ int mon_serve_main(const struct mon_options *options, int count, char *const *wo
 	int status;
 
 	if (count > 0)
-		return mon_usage_error("serve takes no arguments ('%s')", words[0]);
+		return tool_usage_error("serve takes no arguments ('%s')", words[0]);
 	server = calloc(1, sizeof(*server));
 	if (server == NULL)
 		return mon_fail("out of memory");

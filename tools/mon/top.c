@@ -143,8 +143,8 @@ static int take_reading(void *context, const struct mon_reading *reading)
 static int note_lost(void *context, uint64_t lost, uint64_t lost_total)
 {
 	(void)context;
-	fprintf(stderr, "haecer-mon: %" PRIu64 " samples lost (%" PRIu64 " in all)\n", lost,
-		lost_total);
+	tool_warn("%" PRIu64 " samples lost (%" PRIu64 " in all)", lost,
+		  lost_total);
 	return 0;
 }
 
@@ -201,7 +201,7 @@ int mon_top_main(const struct mon_options *options, int count, char *const *word
 		if (status != 0)
 			return status;
 		if (count > 2)
-			return mon_usage_error("top takes MAJOR MINOR, not an instance");
+			return tool_usage_error("top takes MAJOR MINOR, not an instance");
 	}
 	if (options->by != MON_BY_PACKAGE) {
 		status = mon_top_by_open(options->by, &top.by);

@@ -71,10 +71,10 @@ static void warn_if_shadowed(struct mon_ring *ring, const struct haecer_ring_ent
 	    entry->minor != ring->entry.minor || entry->instance <= ring->entry.instance ||
 	    entry->owner_uid == ring->entry.owner_uid)
 		return;
-	fprintf(stderr, "haecer-mon: warning: ring %u.%u has a newer instance %u by uid %u (pid %d), "
-			"not by uid %u who created the followed instance %u\n",
-		entry->major, entry->minor, entry->instance, entry->owner_uid, (int)entry->owner_pid,
-		ring->entry.owner_uid, ring->entry.instance);
+	tool_warn("warning: ring %u.%u has a newer instance %u by uid %u (pid %d), "
+		  "not by uid %u who created the followed instance %u",
+		  entry->major, entry->minor, entry->instance, entry->owner_uid,
+		  (int)entry->owner_pid, ring->entry.owner_uid, ring->entry.instance);
 	ring->shadow_warned = true;
 }
 

@@ -66,7 +66,12 @@ static void usage(FILE *out)
 
 static bool parse_number(const char *text, long low, long high, long *out)
 {
-	return text != NULL && text[0] != '-' && tool_parse_long(text, low, high, out);
+	uint64_t value;
+
+	if (!number_parse(text, 10, (uint64_t)high, &value) || value < (uint64_t)low)
+		return false;
+	*out = (long)value;
+	return true;
 }
 
 /* Add a comma-separated list to the events. Each list is copied and split in place; every list

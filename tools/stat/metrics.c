@@ -4,6 +4,7 @@
  * scope, all in one libhaecer context, read as sets before and after each run.
  */
 #include "tools/stat/stat.h"
+#include "tools/common/toolopt.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -21,13 +22,12 @@ static const char *const fixed_names[] = { "INST_RETIRED_ANY", "CPU_CLK_UNHALTED
 
 static bool parse_hex(const char *text, unsigned long max, unsigned long *out)
 {
-	char *end;
+	uint64_t value;
 
-	if (text[0] == '\0')
+	if (!number_parse(text, 16, max, &value))
 		return false;
-	errno = 0;
-	*out = strtoul(text, &end, 16);
-	return errno == 0 && *end == '\0' && *out <= max;
+	*out = (unsigned long)value;
+	return true;
 }
 
 /* One event on one model CPU, by whichever kind of name it is. */
@@ -393,8 +393,8 @@ static int check_requested(const struct stat_options *options, struct stat_sessi
 	}
 	if (refused == 0)
 		return 0;
-	fprintf(stderr, "haecer-stat: the command was not run; --skip-unavailable counts the "
-		"rest without %s\n", refused == 1 ? "it" : "them");
+	tool_warn("the command was not run; --skip-unavailable counts the "
+		  "rest without %s", refused == 1 ? "it" : "them");
 	*status = STAT_EXIT_EVENT;
 	return -ENOENT;
 }

@@ -5,6 +5,7 @@
  * elapsed time, and a note on where things were counted. Or the same as one JSON object.
  */
 #include "tools/stat/stat.h"
+#include "common/json.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -518,29 +519,6 @@ void stat_report_text(FILE *out, const struct stat_options *options,
 
 /* ---- JSON ---- */
 
-static void json_string(FILE *out, const char *text)
-{
-	fputc('"', out);
-	for (const unsigned char *c = (const unsigned char *)text; *c != '\0'; c++) {
-		if (*c == '"' || *c == '\\')
-			fprintf(out, "\\%c", *c);
-		else if (*c < 0x20 || *c == 0x7f)
-			fprintf(out, "\\u%04x", *c);
-		else
-			fputc(*c, out);
-	}
-	fputc('"', out);
-}
-
-/* A number JSON can carry (no NaN or infinity). */
-static void json_number(FILE *out, double value)
-{
-	if (value != value || value > 1e308 || value < -1e308)
-		fprintf(out, "null");
-	else
-		fprintf(out, "%.17g", value);
-}
-
 static void json_summary(FILE *out, const double *samples, size_t count)
 {
 	struct stat_summary summary;
@@ -557,13 +535,13 @@ static void json_summary(FILE *out, const double *samples, size_t count)
 	};
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		fprintf(out, "\"%s\": ", fields[i].name);
-		json_number(out, fields[i].value);
+		json_write_number(out, fields[i].value);
 		fprintf(out, ", ");
 	}
 	fprintf(out, "\"samples\": [");
 	for (size_t i = 0; i < count; i++) {
 		fprintf(out, "%s", i > 0 ? ", " : "");
-		json_number(out, samples[i]);
+		json_write_number(out, samples[i]);
 	}
 	fprintf(out, "]");
 }
@@ -588,7 +566,7 @@ static void json_metric(FILE *out, const struct stat_options *options,
 	static const char *const states[] = { "counted", "not counted", "not supported" };
 
 	fprintf(out, "    {\"name\": ");
-	json_string(out, metric->name);
+	json_write_string(out, metric->name);
 	fprintf(out, ", \"kind\": \"%s\", \"unit\": \"%s\", \"state\": \"%s\", \"counted\": %s",
 		metric->kind == STAT_METRIC_ENERGY ? "energy" : "event",
 		metric->kind == STAT_METRIC_ENERGY ? "J" : "events", states[metric->state],
@@ -596,7 +574,7 @@ static void json_metric(FILE *out, const struct stat_options *options,
 	fprintf(out, ", \"counters\": %zu, \"wanted\": %zu", metric->count, metric->wanted);
 	if (metric->reason[0] != '\0') {
 		fprintf(out, ", \"reason\": ");
-		json_string(out, metric->reason);
+		json_write_string(out, metric->reason);
 	}
 	if (metric->state == STAT_COUNTED) {
 		fprintf(out, ", ");
@@ -615,7 +593,7 @@ static void json_metric(FILE *out, const struct stat_options *options,
 			for (size_t r = 0; r < count; r++) {
 				fprintf(out, "%s{\"id\": \"%s\", \"cpus\": %u, \"mean\": ",
 					r > 0 ? ", " : "", rows[r].label, rows[r].cpus);
-				json_number(out, rows[r].value);
+				json_write_number(out, rows[r].value);
 				fprintf(out, "}");
 			}
 			fprintf(out, "]");
@@ -644,7 +622,7 @@ static void json_scope(FILE *out, const struct stat_session *session)
 	for (uint32_t i = 0; i < scope->package_count; i++)
 		fprintf(out, "%s%u", i > 0 ? ", " : "", scope->packages[i]);
 	fprintf(out, "], \"machine\": ");
-	json_string(out, scope->machine);
+	json_write_string(out, scope->machine);
 	fprintf(out, ", \"energy_is_package_wide\": true, \"counters_are_per_cpu\": true},\n");
 }
 
@@ -654,7 +632,7 @@ void stat_report_json(FILE *out, const struct stat_options *options,
 	fprintf(out, "{\n  \"command\": [");
 	for (int i = 0; i < options->command_count; i++) {
 		fprintf(out, "%s", i > 0 ? ", " : "");
-		json_string(out, options->command[i]);
+		json_write_string(out, options->command[i]);
 	}
 	fprintf(out, "],\n  \"runs\": %zu,\n  \"exit_status\": %d,\n", session->runs_done,
 		session->exit_status);
@@ -679,7 +657,7 @@ void stat_report_json(FILE *out, const struct stat_options *options,
 	fprintf(out, "  ]");
 	if (session->read_error[0] != '\0') {
 		fprintf(out, ",\n  \"error\": ");
-		json_string(out, session->read_error);
+		json_write_string(out, session->read_error);
 	}
 	fprintf(out, "\n}\n");
 }

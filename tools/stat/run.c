@@ -8,6 +8,7 @@
  * what was measured once the command ends.
  */
 #include "tools/stat/stat.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,10 +46,7 @@ static void restore_terminal_signals(const struct sigaction *saved)
 
 static double monotonic_seconds(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+	return (double)clock_monotonic_ns() / 1e9;
 }
 
 /* What the child reports: errno, plus this bit when pinning failed rather than exec. */

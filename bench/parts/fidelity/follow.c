@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bench/parts/fidelity/follow.h"
+#include "harness/sim_control.h"
 #include "common/clock.h"
 #include "hw/msr.h"
 

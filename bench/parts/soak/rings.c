@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bench/lib/bench_stats.h"
+#include "common/clock.h"
 #include "bench/lib/random.h"
 #include "bench/parts/soak/soak.h"
 #include "haecer/msrd.h"
@@ -82,11 +83,9 @@ int producer_create(struct producer *producer)
 
 static void producer_push(struct producer *producer)
 {
-	struct timespec now;
 	struct ring_record record = { .counter_id = 0 };
 
-	clock_gettime(CLOCK_MONOTONIC_RAW, &now);
-	record.timestamp = (uint64_t)now.tv_sec * NS_PER_S + (uint64_t)now.tv_nsec;
+	record.timestamp = clock_monotonic_raw_ns();
 	record.value = producer->sequence++;
 	record.flags = sequence_check(record.value);
 	if (ring_push(&producer->ring, &record) < 0)

@@ -39,7 +39,6 @@
  */
 #include "common/clock.h"
 #include "shm/memfd.h"
-#include "common/clock.h"
 #include "shm/ring.h"
 
 #include <errno.h>

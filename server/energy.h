@@ -41,6 +41,9 @@ struct energy_counter {
 	 * counter->total on since, and that read's time is not the sample's. Client reads do not
 	 * move these. sequence, exponent and state are the page's own, unused here. */
 	struct energy_page_reading sampled;
+	/* What measuring cost the package through this register's pages, by the simulator's
+	 * model (energy_cost.c; sampled.measurement_nj is it, whole). */
+	double measurement_nj;
 	/* The last sample's time taken before its read: the low end of the next change's
 	 * bracket. */
 	uint64_t sample_lo_ns;

@@ -365,14 +365,12 @@ static bool sample(struct msrd *server, struct energy_counter *counter, uint64_t
 	return false;
 }
 
-/* msrd's own CPU time: what a window costs is charged in it, not in wall time, so a busy host
- * that preempts the spin does not count against its holders' budget. */
-static uint64_t thread_cpu_ns(void)
+/* A window's CPU: what its holders' regions are shown (energy_cost.c), and what their uids'
+ * budgets are charged (energy_page.c). */
+static void charge(struct msrd *server, struct energy_counter *counter, uint64_t cpu_ns)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	energy_cost_charge(server, counter, cpu_ns);
+	energy_pages_charge_edges(server, counter, cpu_ns);
 }
 
 static void arm(struct msrd *server)
@@ -431,10 +429,10 @@ void energy_edges_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe
 		struct energy_counter *counter = &energy->counters[i];
 
 		if (counter->edge.wanted && counter->edge.next_ns <= now) {
-			uint64_t cpu = thread_cpu_ns();
+			uint64_t cpu = energy_cost_thread_cpu_ns();
 
 			changed |= sample(server, counter, now);
-			energy_pages_charge_edges(server, counter, thread_cpu_ns() - cpu);
+			charge(server, counter, energy_cost_thread_cpu_ns() - cpu);
 		}
 	}
 	/* Only a change is worth a publication; the page sampler keeps sample times fresh. */
@@ -474,7 +472,7 @@ void energy_edges_spin(struct msrd *server)
 		/* Read until the change, the window's end, or work for the loop: a completion
 		 * (a client's request, a timer) stops the spin at once, so no client waits for it
 		 * longer than one register read; the window goes on by timer. */
-		cpu = thread_cpu_ns();
+		cpu = energy_cost_thread_cpu_ns();
 		while (now < model->window_to_ns && model->next_ns < model->window_to_ns) {
 			if (loop_work_waiting(&server->loop)) {
 				/* Goes on after the loop's turn. */
@@ -488,7 +486,7 @@ void energy_edges_spin(struct msrd *server)
 			now = now_raw_ns();
 		}
 		/* May turn the windows off (a budget spent): the loop checks edges_on. */
-		energy_pages_charge_edges(server, counter, thread_cpu_ns() - cpu);
+		charge(server, counter, energy_cost_thread_cpu_ns() - cpu);
 		if (!energy->edges_on)
 			break;
 	}

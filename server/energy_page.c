@@ -359,13 +359,19 @@ static void update_rate(struct msrd *server)
 
 void energy_pages_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe)
 {
+	uint64_t cpu;
+
 	server->energy.page_armed = false;
 	if (cqe->res == -ECANCELED || server->energy.page_rate_hz == 0 ||
 	    server->energy.page_wanted == NULL)
 		return;
 	/* Only the registers some page shows: a page of the package energy does not make msrd
 	 * read DRAM and core energy ten thousand times a second. */
+	cpu = energy_cost_thread_cpu_ns();
 	energy_sample_some(server, server->energy.page_wanted);
+	/* Shown from the next publication on (this one is out already). */
+	energy_cost_charge_sampler(server, server->energy.page_wanted,
+				   energy_cost_thread_cpu_ns() - cpu);
 	server->energy.page_samples++;
 	arm(server);
 }

@@ -52,6 +52,7 @@
 #include "server/slots.h"
 #include "server/energy.h"
 #include "server/energy_edges.h"
+#include "server/energy_cost.h"
 #include "server/energy_page.h"
 #include "server/perf_requests.h"
 #include "server/handles.h"

@@ -298,6 +298,25 @@ static bool within_budget(struct msrd *server, const struct client *client)
 	return false;
 }
 
+/* The later of the two leases (energy_edges.h): an ENERGY_READ's long one, any request's short
+ * one. */
+static uint64_t lease_lapse(const struct client *client)
+{
+	uint64_t short_lapse = client->last_request_ns + EDGE_SHORT_LEASE_NS;
+	uint64_t long_lapse = client->last_energy_read_ns + EDGE_LEASE_NS;
+
+	return long_lapse > short_lapse ? long_lapse : short_lapse;
+}
+
+/* Windows only for the registers the holder measures: the entries it read (by READ or
+ * ENERGY_READ: a region's asks, an estimate's renewals), or all of them until it read one. A
+ * page of more than 64 entries (a core energy register of a large AMD part) folds their indices
+ * onto 64 bits: an alias gets windows it was not asked for, never the other way round. */
+static bool entry_asked(const struct energy_page_hold *hold, uint32_t entry)
+{
+	return hold->asked_entries == 0 || (hold->asked_entries >> (entry % 64u) & 1u) != 0;
+}
+
 /* The rate: the highest any holder asked for (bounded when it asked); 0 when none holds one.
  * The precise edges: the registers of leased precise holders' pages, while the CPU budget
  * lasts (a holder over it counts as unleased: its next request asks again). */
@@ -327,10 +346,10 @@ static void update_rate(struct msrd *server)
 	energy->edge_checked_ns = now;
 	sum_uid_cpu(server);
 	for (struct client *client = energy->holders; client != NULL; client = client->next_holder) {
-		uint64_t lapse = client->last_request_ns + EDGE_LEASE_NS;
+		uint64_t lapse = lease_lapse(client);
 
-		/* Only holders that sent a request within the lease: the windows cost the package
-		 * they measure ~6 % of a CPU, and nobody reads sharp edges between requests. */
+		/* Only holders within their lease: the windows cost the package they measure ~6 %
+		 * of a CPU, and nobody reads sharp edges it did not ask for. */
 		client->edges_leased = lapse > now && (!holds_precise(client) ||
 						       within_budget(server, client));
 		for (uint32_t i = 0; i < client->page_hold_count; i++) {
@@ -341,6 +360,8 @@ static void update_rate(struct msrd *server)
 			for (uint32_t e = 0; hold->precise && client->edges_leased &&
 					     energy->edge_wanted != NULL && e < hold->page->count;
 			     e++) {
+				if (!entry_asked(hold, e))
+					continue;
 				energy->edge_wanted[hold->page->counters[e]] = true;
 				precise = true;
 				if (lapse < energy->edge_lease_lapse_ns)
@@ -583,6 +604,40 @@ void energy_pages_client_request(struct client *client)
 	/* A lapsed lease renewed: the windows start again (their grid is kept, energy_edges.c). */
 	if (!client->edges_leased && holds_precise(client))
 		update_rate(client->server);
+}
+
+void energy_pages_note_read(struct client *client, uint32_t cpu, uint32_t address,
+			    bool energy_read)
+{
+	struct msrd *server = client->server;
+	const struct energy_counter *counter;
+	bool more = false, renewed = false;
+
+	if (client->page_hold_count == 0)
+		return;
+	if (energy_read) {
+		renewed = client->last_energy_read_ns + EDGE_LEASE_NS <= client->last_request_ns;
+		client->last_energy_read_ns = client->last_request_ns;
+	}
+	counter = energy_find(server, cpu, address);
+	for (uint32_t i = 0; counter != NULL && i < client->page_hold_count; i++) {
+		struct energy_page_hold *hold = &client->page_holds[i];
+		uint32_t index = (uint32_t)(counter - server->energy.counters);
+
+		for (uint32_t e = 0; hold->page->address == address && e < hold->page->count; e++) {
+			uint64_t bit = 1ull << (e % 64u);
+
+			if (hold->page->counters[e] != index || (hold->asked_entries & bit) != 0)
+				continue;
+			hold->asked_entries |= bit;
+			more |= hold->precise;
+		}
+	}
+	/* A first entry read narrows the windows to it; a lapsed long lease renewed extends
+	 * them (the short one, renewed by the same request, already started them). Else
+	 * nothing: a read must not walk every holder. */
+	if (more || renewed)
+		update_rate(server);
 }
 
 void energy_pages_charge_edges(struct msrd *server, struct energy_counter *counter, uint64_t ns)

@@ -103,6 +103,7 @@ struct energy_state {
 	double edge_wake_late_ns;      /* how late those wakes came: a moving mean and variance */
 	double edge_wake_late_var;
 	uint64_t edge_samples;
+	uint64_t edge_yields;          /* spins that stopped for waiting work (loop_work_waiting) */
 	/* The windows' CPU budget (policy edge_cpu_percent, _per_uid), per second from
 	 * edge_budget_from_ns: what they took in all, and when holders were last checked. */
 	uint64_t edge_budget_from_ns;

@@ -18,12 +18,21 @@
  * an imposed power trace it is 0 (the trace, not the load, sets the power). On real hardware
  * msrd cannot know it (the package does not say what one core draws): measurement_nj stays 0
  * and the client estimates it from the CPU time and the package's power (libclient,
- * haecer_energy_cost.c). Coarse pages show neither (no windows run for them, and a cost that
+ * haecer_energy_cost.c).
+ *
+ * For that energy to land in the simulated package when it is spent, as on real silicon, msrd
+ * has the simulator follow its own process by its CPU-time clock (energy_cost_follow_self), as
+ * it follows its clients: at the simulator's 1 ms follow sample instead of /proc/stat's 10 ms
+ * ticks, where a window's CPU was smeared over tens of milliseconds into whatever region ran
+ * then. Coarse pages show neither (no windows run for them, and a cost that
  * moved with the windows would tell a coarse holder when the register changed).
  */
 #include "server/server.h"
 
+#include <errno.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t energy_cost_thread_cpu_ns(void)
 {
@@ -57,4 +66,17 @@ void energy_cost_charge_sampler(struct msrd *server, const bool *wanted, uint64_
 	for (uint32_t i = 0; count > 0 && i < energy->count; i++)
 		if (wanted[i])
 			energy_cost_charge(server, &energy->counters[i], cpu_ns / count);
+}
+
+void energy_cost_follow_self(struct msrd *server)
+{
+	int status;
+
+	if (backend_kind(server->backend) != BACKEND_SIM)
+		return;
+	/* -EOPNOTSUPP in virtual or scripted time: nothing of the host is followed there. */
+	status = backend_sim_follow_process(server->backend, (int)getpid(), true);
+	if (status < 0 && status != -EOPNOTSUPP)
+		log_info("sim: cannot follow msrd's own load (%s): its windows' CPU reaches the "
+			 "simulated package through /proc/stat only", strerror(-status));
 }

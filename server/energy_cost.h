@@ -18,5 +18,9 @@ uint64_t energy_cost_thread_cpu_ns(void);
 void energy_cost_charge(struct msrd *server, struct energy_counter *counter, uint64_t cpu_ns);
 /* The page sampler's reads of the `wanted` registers took `cpu_ns`: charged evenly to them. */
 void energy_cost_charge_sampler(struct msrd *server, const bool *wanted, uint64_t cpu_ns);
+/* On the simulated CPU in real time: the simulator follows msrd's own process by its CPU-time
+ * clock, as it follows clients, so what measuring costs lands in the simulated package within
+ * its follow sample of when it is spent. */
+void energy_cost_follow_self(struct msrd *server);
 
 #endif

@@ -343,7 +343,8 @@ static void smi_poll(struct haecer_counter *counter, struct energy_sample *sampl
 	sample->smi = op.value;
 	sample->smi_exact = true;
 	sample->after = tsc_now(ctx);
-	lease_renewed(counter->ctx);
+	/* Not a renewal: msrd leases windows for 150 ms on an ENERGY_READ only, any other request
+	 * only for 6 ms (server/energy_edges.h). */
 }
 
 /* Poll once, then until the next update. */
@@ -499,9 +500,8 @@ int haecer_energy_start(struct haecer_counter *energy, struct haecer_energy_regi
 	 * wait is then counted against the region too: filtered, never missed. */
 	if (error == 0 && !haecer__energy_virtual_time(energy->ctx)) { /* virtual time: no pages */
 		smi_poll(energy, &smi_before);
-		/* Without MSR_SMI_COUNT the edges need their own ask (haecer_energy_cost.c). */
-		if (!smi_before.smi_exact)
-			haecer__energy_edges_ask(energy);
+		/* Without MSR_SMI_COUNT the lease needs its own round trip. */
+		haecer__energy_lease_renew(energy);
 	}
 	if (error == 0)
 		error = next_update(energy, &at);
@@ -676,10 +676,9 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 	if (!haecer__energy_virtual_time(energy->ctx)) {
 		called = tsc_now(energy->ctx);
 		haecer__energy_cost_mark(energy, &cost);
-		/* msrd's windows for the closing update and the power after it (a short lease,
-		 * haecer_energy_cost.c; their grid kept); this round trip is part of the wait,
-		 * subtracted with it. */
-		haecer__energy_edges_ask(energy);
+		/* A region longer than the lease: its windows start again (their grid kept) for
+		 * the closing update; this round trip is part of the wait, subtracted with it. */
+		haecer__energy_lease_renew(energy);
 	}
 	error = poll_once(energy, &first);
 	if (error == 0 && haecer__energy_virtual_time(energy->ctx))

@@ -18,20 +18,6 @@
 
 #include <pthread.h>
 
-/* A READ, not an ENERGY_READ: that one renews the long lease (150 ms of windows, what an
- * estimate needs), this one only the short one (server/energy_edges.h). The value is not
- * needed; a failure only leaves the edges to the lease there is. */
-void haecer__energy_edges_ask(struct haecer_counter *counter)
-{
-	struct haecer_context *ctx;
-	uint64_t value;
-
-	if (haecer__counter_lock(counter, &ctx) < 0)
-		return;
-	(void)haecer_msr_read(ctx->conn, counter->info.cpu, counter->info.counter_address, &value);
-	pthread_mutex_unlock(&ctx->lock);
-}
-
 void haecer__energy_cost_mark(struct haecer_counter *counter,
 			      struct haecer_energy_cost_mark *mark)
 {

@@ -25,10 +25,4 @@ HAECER_INTERNAL void haecer__energy_cost_result(const struct haecer_energy_regio
 						const struct haecer_energy_cost_mark *end,
 						struct haecer_energy_result *result);
 
-/* Ask msrd for the precise edges of the next few updates of the counter's register (its short
- * lease: a READ of the register, which also tells msrd which entry of the page this program
- * measures): a region asks before its start update and at its end call, so msrd's windows run
- * around the edges a region needs, not through its body. */
-HAECER_INTERNAL void haecer__energy_edges_ask(struct haecer_counter *counter);
-
 #endif

@@ -15,6 +15,8 @@ struct fidelity_cost {
 	double on_watts, off_watts;    /* the work's true mean power, measured / not */
 	double added_pct;              /* median over pairs of blocks of (on - off) / on, % */
 	double spread_pct;             /* half the range of those pairs' figures: the noise */
+	double msrd_added_pct;         /* the same against the work between spins as long as
+					* the library's polls: msrd's part alone */
 	double reported_pct;           /* the results' measurement_joules over their truth, % */
 	double reported_cpu_pct;       /* their measurement_cpu_ns over the regions' time, % */
 };

@@ -239,10 +239,10 @@ static void follow_condition(struct haecer_counter *pkg, enum follow_condition c
 	       reads.count, covered_pct(&reads), abs_pct(&reads, 95), reads.worst_ratio,
 	       covered_pct(&estimates), abs_pct(&estimates, 95), estimates.worst_ratio);
 	printf("follow %-22s regions %.3f W; cost blocks: measured %.3f W, not %.3f W: added "
-	       "%+.2f %% (+-%.2f) of the regions' true energy; the results said %.2f %% (msrd CPU "
-	       "%.2f %% of their time)\n", follow_names[c], on * 1e9, cost.on_watts,
-	       cost.off_watts, cost.added_pct, cost.spread_pct, cost.reported_pct,
-	       cost.reported_cpu_pct);
+	       "%+.2f %% (+-%.2f) of the regions' true energy, msrd's part %+.2f %%; the results "
+	       "said %.2f %% (msrd CPU %.2f %% of their time)\n", follow_names[c], on * 1e9,
+	       cost.on_watts, cost.off_watts, cost.added_pct, cost.spread_pct,
+	       cost.msrd_added_pct, cost.reported_pct, cost.reported_cpu_pct);
 	keys->read_coverage_pct = min_or(keys->read_coverage_pct, covered_pct(&reads));
 	keys->estimate_coverage_pct = min_or(keys->estimate_coverage_pct, covered_pct(&estimates));
 	if (cost.added_pct > keys->measurement_added_pct)

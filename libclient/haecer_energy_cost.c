@@ -16,6 +16,7 @@
  */
 #include "libclient/haecer_energy_cost.h"
 
+#include <errno.h>
 #include <pthread.h>
 
 void haecer__energy_cost_mark(struct haecer_counter *counter,
@@ -24,11 +25,16 @@ void haecer__energy_cost_mark(struct haecer_counter *counter,
 	struct energy_page_reading full;
 	struct energy_page_total lean;
 	struct haecer_context *ctx;
+	int error;
 
 	*mark = (struct haecer_energy_cost_mark){ 0 };
+	full.state = ENERGY_PAGE_DEAD;
 	if (haecer__counter_lock(counter, &ctx) < 0)
 		return;
-	if (haecer__page_reading(counter, &lean, &full) == 0)
+	/* An old sample (-ESTALE: msrd late) still carries the running sums as of it: only a
+	 * page that is no longer written says nothing. */
+	error = haecer__page_reading(counter, &lean, &full);
+	if ((error == 0 || error == -ESTALE) && full.state == ENERGY_PAGE_LIVE)
 		*mark = (struct haecer_energy_cost_mark){ .cpu_ns = full.measurement_cpu_ns,
 							  .nj = full.measurement_nj,
 							  .known = full.measurement_cpu_ns != 0 };

@@ -2,7 +2,9 @@
  * What measuring a region cost (issue 23, item 3): the real msrd on the simulated Sandy Bridge
  * in real time, load-following power, regions of 300 us and 2.5 ms measured with precise edges.
  *
- *  - every result says what msrd spent for it (measurement_known), and the sum of those CPU
+ *  - the results say what msrd spent for them (measurement_known; at least half of them: a
+ *    page msrd did not write in time says nothing, and the result then claims nothing), and the
+ *    sum of those CPU
  *    times lies within what msrd's whole process spent over the regions (/proc/PID/stat, one
  *    tick of slack per region for the clock's resolution): msrd cannot have spent for a client
  *    more than it spent at all;
@@ -59,6 +61,7 @@ static void measure(struct haecer_counter *pkg, uint64_t *cpu_ns, double *joules
 	long long ticks = harness_process_cpu_ticks(server.pid);
 	double tick_ns = 1e9 / (double)sysconf(_SC_CLK_TCK);
 	double msrd_ns;
+	int known = 0;
 
 	*cpu_ns = 0;
 	*joules = 0.0;
@@ -69,7 +72,12 @@ static void measure(struct haecer_counter *pkg, uint64_t *cpu_ns, double *joules
 		assert_int_equal(haecer_energy_start(pkg, &region), 0);
 		spin_for(i % 2 ? 2500000 : 300000);
 		assert_int_equal(haecer_energy_end(pkg, &region, &result), 0);
-		assert_true(result.measurement_known);
+		/* Unknown only where msrd's page said nothing (not yet charged, not written). */
+		if (!result.measurement_known) {
+			assert_true(result.measurement_cpu_ns == 0 && result.measurement_joules == 0.0);
+			continue;
+		}
+		known++;
 		assert_true(result.measurement_joules >= 0.0);
 		assert_true(result.measurement_uncertainty_joules >= 0.0);
 		/* The model's figure, +- where in time the simulator sees msrd's CPU: half. */
@@ -80,6 +88,7 @@ static void measure(struct haecer_counter *pkg, uint64_t *cpu_ns, double *joules
 		*cpu_ns += result.measurement_cpu_ns;
 		*joules += result.measurement_joules;
 	}
+	assert_true(known >= REGIONS / 2);
 	msrd_ns = (double)(harness_process_cpu_ticks(server.pid) - ticks) * tick_ns;
 	fprintf(stderr, "msrd spent %.0f us for the regions' register, %.0f us in all; %.3f mJ\n",
 		(double)*cpu_ns / 1e3, msrd_ns / 1e3, *joules * 1e3);

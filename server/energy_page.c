@@ -308,22 +308,16 @@ static uint64_t lease_lapse(const struct client *client)
 	return long_lapse > short_lapse ? long_lapse : short_lapse;
 }
 
-/* Windows only for the registers the holder measures: the entries it read (by READ or
- * ENERGY_READ: a region's asks, an estimate's renewals) on any of its pages, or every entry of
- * its precise pages until it read one. A page of more than 64 entries (a core energy register
- * of a large AMD part) folds their indices onto 64 bits: an alias gets windows it was not asked
- * for, never the other way round. */
-static bool read_any(const struct client *client)
+/* Windows only for the registers the holder measures: of each precise page, the entries it
+ * read (by READ or ENERGY_READ: an estimate's or a region's renewal) while holding it, or every
+ * entry until it read one. Per page, not per client: libhaecer renews a context's lease through
+ * whichever of its counters asks first, so a page whose register was never read is not one its
+ * holder does not measure (narrowing across pages left a second counter's page without windows).
+ * A page of more than 64 entries (a core energy register of a large AMD part) folds their
+ * indices onto 64 bits: an alias gets windows it was not asked for, never the other way round. */
+static bool entry_asked(const struct energy_page_hold *hold, uint32_t entry)
 {
-	for (uint32_t i = 0; i < client->page_hold_count; i++)
-		if (client->page_holds[i].asked_entries != 0)
-			return true;
-	return false;
-}
-
-static bool entry_asked(const struct energy_page_hold *hold, uint32_t entry, bool narrowed)
-{
-	return !narrowed || (hold->asked_entries >> (entry % 64u) & 1u) != 0;
+	return hold->asked_entries == 0 || (hold->asked_entries >> (entry % 64u) & 1u) != 0;
 }
 
 /* The rate: the highest any holder asked for (bounded when it asked); 0 when none holds one.
@@ -356,7 +350,6 @@ static void update_rate(struct msrd *server)
 	sum_uid_cpu(server);
 	for (struct client *client = energy->holders; client != NULL; client = client->next_holder) {
 		uint64_t lapse = lease_lapse(client);
-		bool narrowed = read_any(client);
 
 		/* Only holders within their lease: the windows cost the package they measure ~6 %
 		 * of a CPU, and nobody reads sharp edges it did not ask for. */
@@ -370,7 +363,7 @@ static void update_rate(struct msrd *server)
 			for (uint32_t e = 0; hold->precise && client->edges_leased &&
 					     energy->edge_wanted != NULL && e < hold->page->count;
 			     e++) {
-				if (!entry_asked(hold, e, narrowed))
+				if (!entry_asked(hold, e))
 					continue;
 				energy->edge_wanted[hold->page->counters[e]] = true;
 				precise = true;

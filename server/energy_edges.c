@@ -60,9 +60,9 @@
  * spent.
  *
  * The lease: a holder's ask counts only within EDGE_LEASE_NS (150 ms) of its connection's last
- * ENERGY_READ or precise page request, or EDGE_SHORT_LEASE_NS (6 ms) of any other request
- * (energy_page.c keeps the wanted set; dispatch renews), and of a page only for the entries it
- * read once it read any (a zen4 core-energy page has 32). A short lease for regions alone was tried (a region asking before
+ * ENERGY_READ, or EDGE_SHORT_LEASE_NS (6 ms) of any other request (energy_page.c keeps the
+ * wanted set; dispatch renews), and of a page only for the entries it read once it read any (a
+ * zen4 core-energy page has 32). A short lease for regions alone was tried (a region asking before
  * its start update, at its end call and every 3 ms between, so that the windows ran around its
  * edges and not through its body): the windows then stopped and started between regions, the
  * first windows after each start missed their update often, and bench/fidelity's 300 us regions

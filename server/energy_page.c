@@ -570,10 +570,9 @@ void energy_pages_handle_request(struct client *client, const struct wire_header
 	precise = (request.flags & WIRE_ENERGY_PAGE_PRECISE) != 0 && !coarse;
 	if (client->page_hold_count == 0)
 		add_holder(client);
-	/* Asking for precise edges is asking for them now: the long lease, as an ENERGY_READ (a
-	 * page made under valgrind took longer than the short one). */
-	if (precise)
-		client->last_energy_read_ns = client->last_request_ns;
+	/* The short lease runs from the page's making on, not from the request's arrival: a page
+	 * made under valgrind took longer than the lease, and the windows never started. */
+	client->last_request_ns = now_raw_ns();
 	client->page_holds[client->page_hold_count++] =
 		(struct energy_page_hold){ .page = page, .rate_hz = rate, .precise = precise };
 	page->holders++;

@@ -39,6 +39,12 @@ int backend_sim_follow_process(struct msr_backend *backend, int pid, bool follow
 	return backend->sim ? sim_follow_process(backend->sim, (pid_t)pid, follow) : -EOPNOTSUPP;
 }
 
+int backend_sim_busy_cpu_microwatts(const struct msr_backend *backend, uint32_t cpu,
+				    enum rapl_domain domain, uint64_t *uw)
+{
+	return backend->sim ? sim_busy_cpu_microwatts(backend->sim, cpu, domain, uw) : -EOPNOTSUPP;
+}
+
 int backend_sim_energy_truth_cpu(const struct msr_backend *backend, uint32_t cpu,
 				 enum rapl_domain domain, struct sim_energy_truth *out)
 {

@@ -58,6 +58,11 @@ struct sim_energy_truth {
  * domain this is the first core of the package; backend_sim_energy_truth_cpu names any. */
 int backend_sim_energy_truth(const struct msr_backend *backend, uint32_t package,
 			     enum rapl_domain domain, struct sim_energy_truth *out);
+/* The simulator's power model: what a whole busy CPU `cpu` adds to the power of the domain
+ * instance it reads now (0 while a power trace imposes it); -EOPNOTSUPP without a simulator.
+ * What msrd's own CPU time for a client costs the package it measures (server/energy_cost.c). */
+int backend_sim_busy_cpu_microwatts(const struct msr_backend *backend, uint32_t cpu,
+				    enum rapl_domain domain, uint64_t *uw);
 /* Ground truth of the domain instance `cpu` reads (its package's, or its core's). */
 int backend_sim_energy_truth_cpu(const struct msr_backend *backend, uint32_t cpu,
 				 enum rapl_domain domain, struct sim_energy_truth *out);

@@ -6,8 +6,8 @@
  * while another connection holds precise pages of every energy register and renews its lease
  * every 10 ms (attacked: the issue's holder read three counters every 70 ms). For each phase:
  * the reader's round-trip latency (p50, p99, max) and msrd's CPU (utime + stime of
- * /proc/PID/stat over the phase). Not a test: prints figures; the baseline is the unattacked
- * phase of the same run.
+ * /proc/PID/stat over the phase). The phases alternate, ROUNDS of each, pooled. Not a test:
+ * prints figures; the baseline is the unattacked phases of the same run.
  *
  * Environment: HAECER_BUILD (where msrd is), HAECER_BENCH_SECONDS (per phase, default 3).
  *
@@ -27,6 +27,7 @@
 #include "harness/process_figures.h"
 
 #define MAX_READS 200000
+#define ROUNDS 6
 
 static const char policy[] =
 	"version: 1\n"
@@ -81,26 +82,34 @@ static void *holder(void *argument)
 	return NULL;
 }
 
-static struct phase measure(struct haecer_conn *conn, double seconds)
+/* Round-trip reads every 500 us for `seconds`, appended to `latencies`; msrd's CPU ticks over
+ * them added to *ticks and their wall time to *ns. */
+static void measure(struct haecer_conn *conn, double seconds, uint64_t *latencies, size_t *count,
+		    long long *ticks, uint64_t *ns)
 {
-	static uint64_t latencies[MAX_READS];
-	long tick_hz = sysconf(_SC_CLK_TCK);
 	uint64_t from = clock_monotonic_raw_ns(), deadline = from + (uint64_t)(seconds * 1e9);
-	long long ticks = harness_process_cpu_ticks(server.pid);
-	struct phase phase = { 0 };
-	size_t count = 0;
+	long long ticks_from = harness_process_cpu_ticks(server.pid);
 	uint64_t raw, total;
 
-	while (clock_monotonic_raw_ns() < deadline && count < MAX_READS) {
+	while (clock_monotonic_raw_ns() < deadline && *count < MAX_READS) {
 		uint64_t start = clock_monotonic_raw_ns();
 
 		if (haecer_energy_read(conn, 0, 0x611, &raw, &total) < 0)
 			die("a read failed");
-		latencies[count++] = clock_monotonic_raw_ns() - start;
+		latencies[(*count)++] = clock_monotonic_raw_ns() - start;
 		usleep(500);
 	}
-	phase.cpu_pct = 100.0 * (double)(harness_process_cpu_ticks(server.pid) - ticks) /
-			(double)tick_hz / ((double)(clock_monotonic_raw_ns() - from) / 1e9);
+	*ticks += harness_process_cpu_ticks(server.pid) - ticks_from;
+	*ns += clock_monotonic_raw_ns() - from;
+}
+
+static struct phase summarise(uint64_t *latencies, size_t count, long long ticks, uint64_t ns)
+{
+	struct phase phase = { 0 };
+
+	if (count == 0)
+		die("no reads");
+	phase.cpu_pct = 100.0 * (double)ticks / (double)sysconf(_SC_CLK_TCK) / ((double)ns / 1e9);
 	phase.p50_ns = bench_median_u64(latencies, count); /* sorts */
 	phase.p99_ns = bench_percentile_u64(latencies, count, 99);
 	phase.max_ns = latencies[count - 1];
@@ -119,9 +128,12 @@ int main(void)
 	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge", NULL };
 	const char *env = getenv("HAECER_BENCH_SECONDS");
 	double seconds = env != NULL && atof(env) > 0 ? atof(env) : 3.0;
+	static uint64_t quiet_ns[MAX_READS], attacked_ns[MAX_READS];
+	size_t quiet_count = 0, attacked_count = 0;
+	long long quiet_ticks = 0, attacked_ticks = 0;
+	uint64_t quiet_wall = 0, attacked_wall = 0;
 	struct phase quiet, attacked;
 	struct haecer_conn *conn;
-	pthread_t thread;
 
 	if (msrd_start(&server, policy, arguments) != 0)
 		die("msrd did not start");
@@ -129,14 +141,25 @@ int main(void)
 		die("cannot connect");
 	if (haecer_sim_set_load(conn, -1, 1.0) < 0)
 		die("cannot set the simulated load");
-	quiet = measure(conn, seconds);
-	if (pthread_create(&thread, NULL, holder, NULL) != 0)
-		die("cannot start the holder");
-	usleep(200000); /* the windows lock onto the grid */
-	attacked = measure(conn, seconds);
-	atomic_store(&holder_stop, true);
-	pthread_join(thread, NULL);
+	/* Phases alternate (ROUNDS of each, pooled) so that a loaded host's drift weighs on both
+	 * alike: one long phase of each swung the ratio from 0.7 to 10 between two runs. */
+	for (int round = 0; round < ROUNDS; round++) {
+		pthread_t thread;
+
+		measure(conn, seconds / ROUNDS, quiet_ns, &quiet_count, &quiet_ticks, &quiet_wall);
+		atomic_store(&holder_stop, false);
+		if (pthread_create(&thread, NULL, holder, NULL) != 0)
+			die("cannot start the holder");
+		usleep(200000); /* the windows lock onto the grid */
+		measure(conn, seconds / ROUNDS, attacked_ns, &attacked_count, &attacked_ticks,
+			&attacked_wall);
+		atomic_store(&holder_stop, true);
+		pthread_join(thread, NULL);
+		usleep(200000); /* the lease lapses: the next quiet phase has no windows */
+	}
 	haecer_close(conn);
+	quiet = summarise(quiet_ns, quiet_count, quiet_ticks, quiet_wall);
+	attacked = summarise(attacked_ns, attacked_count, attacked_ticks, attacked_wall);
 	print_phase("unattacked", &quiet);
 	print_phase("attacked", &attacked);
 	if (msrd_stop(&server) != 0)

@@ -35,6 +35,7 @@
  * batch, after the energy register.
  */
 #include "libclient/haecer_internal.h"
+#include "libclient/haecer_energy_cost.h"
 
 #include <errno.h>
 #include <math.h>
@@ -342,7 +343,8 @@ static void smi_poll(struct haecer_counter *counter, struct energy_sample *sampl
 	sample->smi = op.value;
 	sample->smi_exact = true;
 	sample->after = tsc_now(ctx);
-	lease_renewed(counter->ctx);
+	/* Not a renewal: msrd leases windows for 150 ms on an ENERGY_READ only, any other request
+	 * only for 6 ms (server/energy_edges.h). */
 }
 
 /* Poll once, then until the next update. */
@@ -530,6 +532,7 @@ int haecer_energy_start(struct haecer_counter *energy, struct haecer_energy_regi
 	region->start_poll_tsc = at.after.after;
 	region->start_smi = at.after.smi;
 	region->active = true;
+	haecer__energy_cost_start(energy, region);
 	return 0;
 }
 
@@ -659,6 +662,7 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 		      struct haecer_energy_result *result)
 {
 	struct energy_sample first;
+	struct haecer_energy_cost_mark cost = { 0 };
 	struct update_seen closing, from, next;
 	struct haecer_context *ctx;
 	uint64_t called = 0, wait_updates, stretch;
@@ -671,6 +675,7 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 	region->active = false;
 	if (!haecer__energy_virtual_time(energy->ctx)) {
 		called = tsc_now(energy->ctx);
+		haecer__energy_cost_mark(energy, &cost);
 		/* A region longer than the lease: its windows start again (their grid kept) for
 		 * the closing update; this round trip is part of the wait, subtracted with it. */
 		haecer__energy_lease_renew(energy);
@@ -722,6 +727,7 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 	energy->joules_per_tick = power.per_tick;
 	energy->calibrated = true;
 	pthread_mutex_unlock(&ctx->lock);
+	haecer__energy_cost_result(region, &cost, result);
 	return 0;
 }
 

@@ -42,6 +42,8 @@ struct energy_page_hold {
 	struct msrd_energy_page *page;
 	uint32_t rate_hz;
 	bool precise;                  /* asked for precise edges, and granted (a fine page) */
+	uint64_t asked_entries;        /* entries (index mod 64) it read by READ / ENERGY_READ:
+					* precise edges for those only; 0, none read: all */
 };
 #define CLIENT_MAX_ENERGY_PAGES 8u
 
@@ -130,6 +132,7 @@ struct client {
 	 * (energy_page.c): a program that measured once and goes on without msrd must not leave
 	 * msrd spinning on the package it measures. */
 	uint64_t last_request_raw_ns;  /* clock_monotonic_raw_ns() of its latest request */
+	uint64_t last_energy_read_raw_ns; /* of its latest ENERGY_READ (the long lease) */
 	bool edges_leased;             /* its precise holds are in energy.edge_wanted now */
 
 	/* Timeouts are CLOCK_MONOTONIC (msrd_now_ns), the base io_uring's timers count in; the

@@ -191,6 +191,8 @@ static void handle_read(struct client *client, const struct wire_header *header,
 		dispatch_malformed(client, header, length);
 		return;
 	}
+	energy_pages_note_read(client, request.cpu, request.address,
+			       header->op == WIRE_OP_ENERGY_READ);
 	exec_one(client, header, header->op == WIRE_OP_ENERGY_READ ? WIRE_BATCH_ENERGY_READ
 								   : WIRE_BATCH_READ,
 		 &(struct msr_op){ .cpu = request.cpu, .address = request.address });

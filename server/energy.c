@@ -211,6 +211,7 @@ int energy_init(struct msrd *server)
 	log_notice("energy: %u energy-status registers kept as 64-bit totals, sampled every %.1f s "
 		   "(half the fastest wrap at maximum power)",
 		   energy->count, (double)energy->period_ns / 1e9);
+	energy_cost_follow_self(server);
 	return 0;
 }
 

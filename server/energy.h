@@ -41,6 +41,9 @@ struct energy_counter {
 	 * counter->total on since, and that read's time is not the sample's. Client reads do not
 	 * move these. sequence, exponent and state are the page's own, unused here. */
 	struct energy_page_reading sampled;
+	/* What measuring cost the package through this register's pages, by the simulator's
+	 * model (energy_cost.c; sampled.measurement_nj is it, whole). */
+	double measurement_nj;
 	/* The last sample's time taken before its read: the low end of the next change's
 	 * bracket. */
 	uint64_t sample_lo_ns;
@@ -100,6 +103,7 @@ struct energy_state {
 	double edge_wake_late_ns;      /* how late those wakes came: a moving mean and variance */
 	double edge_wake_late_var;
 	uint64_t edge_samples;
+	uint64_t edge_yields;          /* spins that stopped for waiting work (loop_work_waiting) */
 	/* The windows' CPU budget (policy edge_cpu_percent, _per_uid), per second from
 	 * edge_budget_from_ns: what they took in all, and when holders were last checked. */
 	uint64_t edge_budget_from_ns;

@@ -23,9 +23,12 @@
 struct energy_counter;
 struct msrd;
 
-/* A precise holder's windows run only within this long of its last request (see the lease in
- * energy_edges.c's header). */
+/* A precise holder's windows run only within EDGE_LEASE_NS of its last ENERGY_READ (what
+ * libhaecer's regions and estimates renew by) or EDGE_SHORT_LEASE_NS of any other request (a
+ * program that only sends other requests — a TSC read every 140 ms — kept msrd spinning for
+ * the whole long lease, issue 28); see the lease in energy_edges.c's header. */
 #define EDGE_LEASE_NS 150000000ull
+#define EDGE_SHORT_LEASE_NS 6000000ull
 /* The windows' CPU budget (policy energy_page.edge_cpu_percent*) is counted per second and
  * weighed against the holders every 10 ms. */
 #define EDGE_BUDGET_NS 1000000000ull

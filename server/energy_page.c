@@ -287,6 +287,28 @@ static bool within_budget(struct msrd *server, const struct client *client)
 	return false;
 }
 
+/* The later of the two leases (energy_edges.h): an ENERGY_READ's long one, any request's short
+ * one. */
+static uint64_t lease_lapse(const struct client *client)
+{
+	uint64_t short_lapse = client->last_request_raw_ns + EDGE_SHORT_LEASE_NS;
+	uint64_t long_lapse = client->last_energy_read_raw_ns + EDGE_LEASE_NS;
+
+	return long_lapse > short_lapse ? long_lapse : short_lapse;
+}
+
+/* Windows only for the registers the holder measures: of each precise page, the entries it
+ * read (by READ or ENERGY_READ: an estimate's or a region's renewal) while holding it, or every
+ * entry until it read one. Per page, not per client: libhaecer renews a context's lease through
+ * whichever of its counters asks first, so a page whose register was never read is not one its
+ * holder does not measure (narrowing across pages left a second counter's page without windows).
+ * A page of more than 64 entries (a core energy register of a large AMD part) folds their
+ * indices onto 64 bits: an alias gets windows it was not asked for, never the other way round. */
+static bool entry_asked(const struct energy_page_hold *hold, uint32_t entry)
+{
+	return hold->asked_entries == 0 || (hold->asked_entries >> (entry % 64u) & 1u) != 0;
+}
+
 /* The rate: the highest any holder asked for (bounded when it asked); 0 when none holds one.
  * The precise edges: the registers of leased precise holders' pages, while the CPU budget
  * lasts (a holder over it counts as unleased: its next request asks again). */
@@ -316,10 +338,10 @@ static void update_rate(struct msrd *server)
 	energy->edge_checked_ns = now;
 	sum_uid_cpu(server);
 	for (struct client *client = energy->holders; client != NULL; client = client->next_holder) {
-		uint64_t lapse = client->last_request_raw_ns + EDGE_LEASE_NS;
+		uint64_t lapse = lease_lapse(client);
 
-		/* Only holders that sent a request within the lease: the windows cost the package
-		 * they measure ~6 % of a CPU, and nobody reads sharp edges between requests. */
+		/* Only holders within their lease: the windows cost the package they measure ~6 %
+		 * of a CPU, and nobody reads sharp edges it did not ask for. */
 		client->edges_leased = lapse > now && (!holds_precise(client) ||
 						       within_budget(server, client));
 		for (uint32_t i = 0; i < client->page_hold_count; i++) {
@@ -330,6 +352,8 @@ static void update_rate(struct msrd *server)
 			for (uint32_t e = 0; hold->precise && client->edges_leased &&
 					     energy->edge_wanted != NULL && e < hold->page->count;
 			     e++) {
+				if (!entry_asked(hold, e))
+					continue;
 				energy->edge_wanted[hold->page->counters[e]] = true;
 				precise = true;
 				if (lapse < energy->edge_lease_lapse_ns)
@@ -348,13 +372,19 @@ static void update_rate(struct msrd *server)
 
 void energy_pages_on_timeout(struct msrd *server, const struct io_uring_cqe *cqe)
 {
+	uint64_t cpu;
+
 	server->energy.page_armed = false;
 	if (cqe->res == -ECANCELED || server->energy.page_rate_hz == 0 ||
 	    server->energy.page_wanted == NULL)
 		return;
 	/* Only the registers some page shows: a page of the package energy does not make msrd
 	 * read DRAM and core energy ten thousand times a second. */
+	cpu = energy_cost_thread_cpu_ns();
 	energy_sample_some(server, server->energy.page_wanted);
+	/* Shown from the next publication on (this one is out already). */
+	energy_cost_charge_sampler(server, server->energy.page_wanted,
+				   energy_cost_thread_cpu_ns() - cpu);
 	server->energy.page_samples++;
 	arm(server);
 }
@@ -529,6 +559,9 @@ void energy_pages_handle_request(struct client *client, const struct wire_header
 	precise = (request.flags & WIRE_ENERGY_PAGE_PRECISE) != 0 && !coarse;
 	if (client->page_hold_count == 0)
 		add_holder(client);
+	/* The short lease runs from the page's making on, not from the request's arrival: a page
+	 * made under valgrind took longer than the lease, and the windows never started. */
+	client->last_request_raw_ns = clock_monotonic_raw_ns();
 	client->page_holds[client->page_hold_count++] =
 		(struct energy_page_hold){ .page = page, .rate_hz = rate, .precise = precise };
 	page->holders++;
@@ -566,6 +599,40 @@ void energy_pages_client_request(struct client *client)
 	/* A lapsed lease renewed: the windows start again (their grid is kept, energy_edges.c). */
 	if (!client->edges_leased && holds_precise(client))
 		update_rate(client->server);
+}
+
+void energy_pages_note_read(struct client *client, uint32_t cpu, uint32_t address,
+			    bool energy_read)
+{
+	struct msrd *server = client->server;
+	const struct energy_counter *counter;
+	bool more = false, renewed = false;
+
+	if (client->page_hold_count == 0)
+		return;
+	if (energy_read) {
+		renewed = client->last_energy_read_raw_ns + EDGE_LEASE_NS <= client->last_request_raw_ns;
+		client->last_energy_read_raw_ns = client->last_request_raw_ns;
+	}
+	counter = energy_find(server, cpu, address);
+	for (uint32_t i = 0; counter != NULL && i < client->page_hold_count; i++) {
+		struct energy_page_hold *hold = &client->page_holds[i];
+		uint32_t index = (uint32_t)(counter - server->energy.counters);
+
+		for (uint32_t e = 0; hold->page->address == address && e < hold->page->count; e++) {
+			uint64_t bit = 1ull << (e % 64u);
+
+			if (hold->page->counters[e] != index || (hold->asked_entries & bit) != 0)
+				continue;
+			hold->asked_entries |= bit;
+			more |= hold->precise;
+		}
+	}
+	/* A first entry read narrows the windows to it; a lapsed long lease renewed extends
+	 * them (the short one, renewed by the same request, already started them). Else
+	 * nothing: a read must not walk every holder. */
+	if (more || renewed)
+		update_rate(server);
 }
 
 void energy_pages_charge_edges(struct msrd *server, struct energy_counter *counter, uint64_t ns)

@@ -30,6 +30,11 @@ void energy_pages_handle_request(struct client *client, const struct wire_header
 /* A request from the client: its precise holds' lease is renewed (the windows start again
  * when it had lapsed). */
 void energy_pages_client_request(struct client *client);
+/* A READ or ENERGY_READ of (cpu, address): the client measures that register's entry, so its
+ * precise holds' windows are narrowed to the entries it read; an ENERGY_READ renews the long
+ * lease too (energy_edges.h). */
+void energy_pages_note_read(struct client *client, uint32_t cpu, uint32_t address,
+			    bool energy_read);
 /* A lease in the precise edges' set may have lapsed (now >= energy.edge_lease_lapse_ns):
  * compute the set again. */
 void energy_pages_leases_check(struct msrd *server);

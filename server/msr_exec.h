@@ -57,6 +57,9 @@ uint32_t msr_exec_check(const struct client *client, struct msr_op *ops, const u
 uint32_t msr_exec_check_writes(const struct client *client, struct msr_op *ops, uint32_t count,
 			       const uint64_t *current, const int32_t *current_status,
 			       struct refusal *refusal);
+/* For each op of the last msr_exec_check_writes: the index of the earlier write of the same
+ * batch to the same register, or -1 (step 3 remembers only first writes' original values). */
+const int32_t *msr_exec_prior_writes(void);
 /* Decode a BATCH-shaped payload into ops and kinds: -EBADMSG for the wrong shape, -EINVAL for a
  * count out of 1..WIRE_MAX_BATCH_OPS or header flags; an op of unknown kind carries
  * -EOPNOTSUPP and one with non-zero flags -EINVAL as its status (they refuse the request). */

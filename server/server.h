@@ -9,7 +9,8 @@
  *   listener.c  the listening socket; accepting clients and learning who they are
  *   client.c    per-client input framing, output queue, limits, timeouts, close
  *   dispatch.c  protocol handling: one handler per op
- *   msr_exec.c  MSR requests: policy check, write-mask check, sync or io_uring execution
+ *   msr_check.c MSR requests' checks: policy grants, write masks (steps 1-2)
+ *   msr_exec.c  MSR requests: sync or io_uring execution, the write lock, replies
  *   ringdir.c   the ring directory
  *   msrstate.c  original values of every MSR msrd wrote, restored at exit
  *   journal.c   the same on disk before each first write, written back after a crash
@@ -51,6 +52,7 @@
 #include "server/slots.h"
 #include "server/energy.h"
 #include "server/energy_edges.h"
+#include "server/energy_cost.h"
 #include "server/energy_page.h"
 #include "server/perf_requests.h"
 #include "server/handles.h"

@@ -13,7 +13,9 @@
  *              previous_total, previous_update_ns, previous_update_tsc, previous_update_lo_ns,
  *              previous_update_lo_tsc, reserved, then (version 4) where in those brackets the
  *              two updates lay: update_placed_lo_ns, update_placed_hi_ns,
- *              previous_placed_lo_ns, previous_placed_hi_ns, 4 reserved
+ *              previous_placed_lo_ns, previous_placed_hi_ns, then what measuring cost msrd
+ *              for the entry's register so far (measurement_cpu_ns, measurement_nj: words
+ *              that were reserved, zero from an msrd that does not write them), 2 reserved
  *
  * A client's read (energy_page_read_total) touches two lines: the words and its entry.
  *
@@ -96,7 +98,9 @@ struct page_edges {
 	_Atomic uint64_t update_placed_hi_ns;
 	_Atomic uint64_t previous_placed_lo_ns;
 	_Atomic uint64_t previous_placed_hi_ns;
-	uint64_t reserved_placed[4];
+	_Atomic uint64_t measurement_cpu_ns;
+	_Atomic uint64_t measurement_nj;
+	uint64_t reserved_placed[2];
 };
 
 _Static_assert(sizeof(struct page_edges) == PAGE_EDGES_BYTES, "edges layout is part of the ABI");
@@ -236,6 +240,10 @@ void energy_page_put(struct energy_page_writer *writer, uint32_t index,
 	atomic_store_explicit(&edges->previous_placed_lo_ns, reading->previous_placed_lo_ns,
 			      memory_order_relaxed);
 	atomic_store_explicit(&edges->previous_placed_hi_ns, reading->previous_placed_hi_ns,
+			      memory_order_relaxed);
+	atomic_store_explicit(&edges->measurement_cpu_ns, reading->measurement_cpu_ns,
+			      memory_order_relaxed);
+	atomic_store_explicit(&edges->measurement_nj, reading->measurement_nj,
 			      memory_order_relaxed);
 }
 
@@ -451,6 +459,10 @@ int energy_page_read(const struct energy_page_reader *reader, uint32_t index,
 			atomic_load_explicit(&edges->previous_placed_lo_ns, memory_order_relaxed);
 		reading->previous_placed_hi_ns =
 			atomic_load_explicit(&edges->previous_placed_hi_ns, memory_order_relaxed);
+		reading->measurement_cpu_ns =
+			atomic_load_explicit(&edges->measurement_cpu_ns, memory_order_relaxed);
+		reading->measurement_nj =
+			atomic_load_explicit(&edges->measurement_nj, memory_order_relaxed);
 		atomic_thread_fence(memory_order_acquire);
 		if (atomic_load_explicit(&header->sequence, memory_order_relaxed) != before)
 			continue;

@@ -98,6 +98,14 @@ struct energy_page_reading {
 	uint64_t update_placed_hi_ns;
 	uint64_t previous_placed_lo_ns;
 	uint64_t previous_placed_hi_ns;
+	/* What measuring has cost msrd for this entry's register since it started (fine pages
+	 * only, 0 on a coarse page and from an msrd that does not count it): the CPU time of its
+	 * precise-edge windows and of the page sampler's reads, and the energy the simulated CPU's
+	 * power model says that CPU time drew (0 on real hardware, where the reader estimates it;
+	 * server/energy_cost.c). Shared by every holder of the register's page: a reader's share
+	 * is at most the difference over its own span. */
+	uint64_t measurement_cpu_ns;
+	uint64_t measurement_nj;
 	uint64_t sequence;         /* the page's sequence word the reading was taken under */
 	uint8_t exponent;
 	uint32_t state;            /* enum energy_page_state at the time of the reading */

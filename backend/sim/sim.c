@@ -624,6 +624,24 @@ int sim_energy_truth(struct sim *sim, uint32_t cpu, enum rapl_domain kind,
 	return 0;
 }
 
+/* sim_domain_set_power's slope for one CPU: a whole CPU of load more adds span / cpus at its
+ * power factor (the cap at max and the other cores' bins moving with it left out). A traced
+ * domain follows its trace, not the load: nothing. */
+int sim_busy_cpu_microwatts(struct sim *sim, uint32_t cpu, enum rapl_domain kind, uint64_t *uw)
+{
+	struct sim_domain *domain;
+	int ret = truth_domain(sim, cpu, kind, &domain);
+	sim_u128 slope;
+
+	if (ret < 0)
+		return ret;
+	slope = (sim_u128)domain->span_uw *
+		(domain->clocked ? sim->cpus[cpu].power_q : SIM_POWER_ONE) /
+		((sim_u128)domain->cpus * SIM_POWER_ONE);
+	*uw = domain->traced ? 0 : (uint64_t)slope;
+	return 0;
+}
+
 int sim_energy_at(struct sim *sim, uint32_t cpu, enum rapl_domain kind, uint64_t at_ns,
 		  struct sim_energy_truth *out)
 {

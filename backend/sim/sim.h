@@ -38,6 +38,9 @@ int sim_energy_truth(struct sim *sim, uint32_t cpu, enum rapl_domain domain,
  * at_ns is in the future or older than the power changes the simulator remembers. */
 int sim_energy_at(struct sim *sim, uint32_t cpu, enum rapl_domain kind, uint64_t at_ns,
 		  struct sim_energy_truth *out);
+/* What one more busy CPU `cpu` adds to the power of its domain instance now, by the model (0
+ * while a trace imposes the domain's power). */
+int sim_busy_cpu_microwatts(struct sim *sim, uint32_t cpu, enum rapl_domain kind, uint64_t *uw);
 /* Replace the power trace (format in backend/sim/sim_power.c) from now on; "" clears it. */
 int sim_power_trace(struct sim *sim, const char *text, const char *where);
 /* Whether the rough behaviour is on, and its seed. */

@@ -81,7 +81,9 @@ class EnergyRegion(Structure):
     _fields_ = [("start_total", c_uint64), ("start_tsc", c_uint64),
                 ("start_update_tsc", c_uint64), ("start_poll_tsc", c_uint64),
                 ("start_smi", c_uint64), ("start_bracket", c_uint64), ("active", c_bool),
-                ("before_per_tick", c_double), ("before_doubt_per_tick", c_double)]
+                ("before_per_tick", c_double), ("before_doubt_per_tick", c_double),
+                ("start_measurement_cpu_ns", c_uint64), ("start_measurement_nj", c_uint64),
+                ("start_measurement_known", c_bool)]
 
 
 class EnergyResult(Structure):
@@ -94,7 +96,9 @@ class EnergyResult(Structure):
                 ("smi_count_exact", c_bool), ("tsc_source", c_uint32), ("simulated", c_bool),
                 ("before_joules_per_tick", c_double), ("after_joules_per_tick", c_double),
                 ("span_joules_per_tick", c_double), ("power_changed", c_bool),
-                ("reliable", c_bool), ("doubt_reasons", c_uint32)]
+                ("reliable", c_bool), ("doubt_reasons", c_uint32),
+                ("measurement_cpu_ns", c_uint64), ("measurement_joules", c_double),
+                ("measurement_uncertainty_joules", c_double), ("measurement_known", c_bool)]
 
 
 class RingRecord(Structure):

@@ -7,9 +7,7 @@
  * result that states a +-: the share whose true error lies within it (coverage), median and p95
  * of |error| in %, the worst |error| / stated. Truth: haecer_sim_energy_at at the ends.
  *
- * The cost of measuring: the same work (same lengths, same condition) with no measurement (the
- * lease lapsed: msrd's windows stopped) against the regions' truth; the difference, in % of the
- * regions' true energy, is what the measurement added to them.
+ * The cost of measuring: cost.c (the same work measured and not, in alternating blocks).
  */
 #include <math.h>
 #include <signal.h>
@@ -20,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/parts/fidelity/cost.h"
 #include "bench/parts/fidelity/follow.h"
 #include "harness/sim_control.h"
 #include "common/clock.h"
@@ -29,7 +28,6 @@
 #define FOLLOW_TRIES (FOLLOW_REGIONS * 6)
 #define FOLLOW_READS 30         /* pairs of reads per condition */
 #define READ_SPAN_NS 10000000ull
-#define LEASE_LAPSE_US 300000   /* longer than msrd's lease: its windows have stopped */
 
 enum follow_condition { QUIET_SPIN, QUIET_SLEEP, BUSY_SPIN, BUSY_SLEEP, FOLLOW_CONDITIONS };
 
@@ -138,26 +136,9 @@ static void follow_region(struct haecer_counter *pkg, enum follow_condition cond
 			(unsigned long long)result.wait_ticks, result.joules_per_tick * 2.5e9);
 }
 
-/* The same work with nothing measured: the mean true power of it (J per ns). */
-static double unmeasured_power(enum follow_condition condition)
+static void work_of(int condition, uint64_t ns)
 {
-	double sum = 0.0;
-	size_t count = 0;
-
-	usleep(LEASE_LAPSE_US);
-	for (size_t l = 0; l < FOLLOW_LENGTHS; l++) {
-		for (size_t i = 0; i < FOLLOW_REGIONS / 3; i++) {
-			uint64_t start_ns = clock_monotonic_raw_ns(), end_ns;
-
-			work(condition, follow_ns[l]);
-			end_ns = clock_monotonic_raw_ns();
-			/* Held off until the lease lapsed: truth queries are requests too. */
-			usleep(2000);
-			sum += (truth_at(end_ns) - truth_at(start_ns)) / (double)(end_ns - start_ns);
-			count++;
-		}
-	}
-	return sum / (double)count;
+	work((enum follow_condition)condition, ns);
 }
 
 /* Pairs of reads READ_SPAN_NS apart with the condition's work between: the register's
@@ -219,7 +200,8 @@ static void follow_condition(struct haecer_counter *pkg, enum follow_condition c
 			     struct follow_keys *keys)
 {
 	static struct coverage cells[FOLLOW_LENGTHS], reads, estimates;
-	double on = 0.0, off, added;
+	struct fidelity_cost cost;
+	double on = 0.0;
 	size_t regions = 0;
 
 	memset(cells, 0, sizeof(cells));
@@ -237,8 +219,7 @@ static void follow_condition(struct haecer_counter *pkg, enum follow_condition c
 	for (size_t l = 0; l < FOLLOW_LENGTHS; l++)
 		regions += cells[l].count;
 	on /= (double)(regions ? regions : 1);
-	off = unmeasured_power(c);
-	added = 100.0 * (on - off) / on;
+	cost = fidelity_cost(truth_conn, pkg, work_of, (int)c, follow_ns, FOLLOW_LENGTHS);
 	for (size_t l = 0; l < FOLLOW_LENGTHS; l++) {
 		const struct coverage *cell = &cells[l];
 
@@ -258,12 +239,15 @@ static void follow_condition(struct haecer_counter *pkg, enum follow_condition c
 	       " | estimate diff coverage %5.1f %%  p95 |%%| %6.2f  worst %.2f\n", follow_names[c],
 	       reads.count, covered_pct(&reads), abs_pct(&reads, 95), reads.worst_ratio,
 	       covered_pct(&estimates), abs_pct(&estimates, 95), estimates.worst_ratio);
-	printf("follow %-22s measurement on %.3f W, off %.3f W: added %+.2f %% of the regions' "
-	       "true energy\n", follow_names[c], on * 1e9, off * 1e9, added);
+	printf("follow %-22s regions %.3f W; cost blocks: measured %.3f W, not %.3f W: added "
+	       "%+.2f %% (+-%.2f) of the regions' true energy, msrd's part %+.2f %%; the results "
+	       "said %.2f %% (msrd CPU %.2f %% of their time)\n", follow_names[c], on * 1e9,
+	       cost.on_watts, cost.off_watts, cost.added_pct, cost.spread_pct,
+	       cost.msrd_added_pct, cost.reported_pct, cost.reported_cpu_pct);
 	keys->read_coverage_pct = min_or(keys->read_coverage_pct, covered_pct(&reads));
 	keys->estimate_coverage_pct = min_or(keys->estimate_coverage_pct, covered_pct(&estimates));
-	if (added > keys->measurement_added_pct)
-		keys->measurement_added_pct = added;
+	if (cost.added_pct > keys->measurement_added_pct)
+		keys->measurement_added_pct = cost.added_pct;
 }
 
 void fidelity_follow(struct haecer_conn *conn, struct haecer_counter *pkg,

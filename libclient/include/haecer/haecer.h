@@ -365,6 +365,9 @@ struct haecer_energy_region {
 	bool active;
 	double before_per_tick;     /* the power over the update interval ending at the start */
 	double before_doubt_per_tick;
+	uint64_t start_measurement_cpu_ns; /* msrd's measurement cost counters at the start */
+	uint64_t start_measurement_nj;
+	bool start_measurement_known;
 };
 
 /* smi_count when it cannot be known: no MSR_SMI_COUNT (AMD) or the policy refuses it. */
@@ -416,6 +419,19 @@ struct haecer_energy_result {
 	bool reliable;              /* doubt_reasons == 0: the +- rests on a steady power, sharp
 				     * update times and msrd on time */
 	uint32_t doubt_reasons;     /* HAECER_ENERGY_DOUBT_* bits: why the +- is wide */
+	/* What measuring cost during the region (issue 23): the CPU time msrd spent for this
+	 * register's energy pages (precise-edge windows, page samples) from startEnergyRead's
+	 * return to the end call, and the energy that CPU time added to the package, which is in
+	 * joules (a part of the region's energy this program did not do). On msrd's simulated CPU
+	 * the energy is the simulator's power model's own figure; on real hardware an estimate
+	 * from the CPU time and the package's measured power (one busy CPU draws between none and
+	 * all of it). Shared pages: when several programs measure the same register at once, each
+	 * is shown the whole cost (errs high). measurement_known is false when msrd's page does not
+	 * say (round trips only, a coarse grant, an msrd that does not count it). */
+	uint64_t measurement_cpu_ns;
+	double measurement_joules;
+	double measurement_uncertainty_joules;
+	bool measurement_known;
 };
 
 /* haecer_energy_result.doubt_reasons */

@@ -1,0 +1,180 @@
+/*
+ * bench/parts/fidelity/cost.c — what measuring added to the regions (issue 23, item 3).
+ *
+ * The same work (every region length, COST_SETS times) in pairs of blocks: measured (each
+ * region between haecer_energy_start and haecer_energy_end: msrd's windows run around its
+ * edges, its page sampler runs), then unmeasured (the same work alone, after the short lease
+ * that a region's asks take has lapsed: no windows). The simulator's truth over each region's
+ * own span (haecer_sim_energy_at at its ends) in both: the difference of the mean powers, in %
+ * of the measured one, is the energy the measurement added to the regions. A third block spins
+ * as long as the library's own polls took around each region's work, without msrd measuring:
+ * the measured block against it is msrd's part (windows, page samples) alone; the rest is the
+ * client's own polling that the simulator's 1 ms follow sample of the client's CPU clock
+ * spreads into the region next to it (a real package follows within microseconds: on silicon
+ * that polling lands outside the region). Pairs alternate so
+ * that a loaded host's drift weighs on both alike; the median of the pairs is the figure and
+ * half their range its noise. Beside it, what the results themselves said
+ * (measurement_joules: the simulator's model's energy of msrd's CPU for the register during
+ * each region) over the regions' truth.
+ *
+ * What the simulator can show of it: msrd follows itself on the simulated CPU by its CPU-time
+ * clock (server/energy_cost.c), so its windows' CPU lands in the simulated package within the
+ * simulator's 1 ms follow sample of when it was spent; a real package follows within
+ * microseconds, so a window just outside a short region is partly smeared into it here.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/parts/fidelity/cost.h"
+#include "common/clock.h"
+#include "harness/sim_control.h"
+#include "hw/msr.h"
+
+#define COST_PAIRS 7
+#define COST_SETS 3
+#define COST_MAX_LENGTHS 8
+/* Past the short lease (6 ms) and a few of the simulator's follow samples. */
+#define COST_SETTLE_US 30000
+
+struct block {
+	double truth_j, ns, reported_j, cpu_ns;
+};
+
+/* How long a length's haecer_energy_start and haecer_energy_end took, last time (ns): the
+ * library's own polling, which the polling-only blocks spin for without msrd measuring. */
+struct phases {
+	uint64_t start_ns, end_ns;
+};
+
+static void spin_ns(uint64_t ns)
+{
+	uint64_t until = clock_monotonic_raw_ns() + ns;
+
+	while (clock_monotonic_raw_ns() < until)
+		;
+}
+
+static double truth_at(struct haecer_conn *truth, uint64_t ns)
+{
+	struct haecer_sim_energy_at at;
+
+	if (haecer_sim_energy_at(truth, 0, RAPL_DOMAIN_PKG, ns, &at) < 0) {
+		fprintf(stderr, "bench/fidelity: SIM_ENERGY_AT failed\n");
+		exit(1);
+	}
+	return at.joules;
+}
+
+static void add_span(struct haecer_conn *truth, struct block *block, uint64_t from, uint64_t to)
+{
+	block->truth_j += truth_at(truth, to) - truth_at(truth, from);
+	block->ns += (double)(to - from);
+}
+
+static void measured(struct haecer_conn *truth, struct haecer_counter *pkg,
+		     fidelity_work_fn work, int condition, uint64_t ns, struct block *block,
+		     struct phases *phases)
+{
+	struct haecer_energy_region region;
+	struct haecer_energy_result result;
+	uint64_t called = clock_monotonic_raw_ns(), from, to;
+
+	if (haecer_energy_start(pkg, &region) < 0)
+		return;
+	from = clock_monotonic_raw_ns();
+	work(condition, ns);
+	to = clock_monotonic_raw_ns();
+	if (haecer_energy_end(pkg, &region, &result) < 0)
+		return;
+	phases->start_ns = from - called;
+	phases->end_ns = clock_monotonic_raw_ns() - to;
+	add_span(truth, block, from, to);
+	block->reported_j += result.measurement_joules;
+	block->cpu_ns += (double)result.measurement_cpu_ns;
+}
+
+/* The work alone; with `phases`, between spins as long as the library's polls took (what the
+ * client itself does to measure, without msrd's windows). */
+static void unmeasured(struct haecer_conn *truth, fidelity_work_fn work, int condition,
+		       uint64_t ns, const struct phases *phases, struct block *block)
+{
+	uint64_t from, to;
+
+	if (phases != NULL)
+		spin_ns(phases->start_ns);
+	from = clock_monotonic_raw_ns();
+	work(condition, ns);
+	to = clock_monotonic_raw_ns();
+	if (phases != NULL)
+		spin_ns(phases->end_ns);
+	add_span(truth, block, from, to);
+}
+
+static void add_block(struct block *sum, const struct block *block)
+{
+	sum->truth_j += block->truth_j;
+	sum->ns += block->ns;
+	sum->reported_j += block->reported_j;
+	sum->cpu_ns += block->cpu_ns;
+}
+
+static double added_pct(const struct block *on, const struct block *off)
+{
+	return 100.0 * (on->truth_j / on->ns - off->truth_j / off->ns) / (on->truth_j / on->ns);
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median_of(double *values, size_t count, double *spread)
+{
+	qsort(values, count, sizeof(double), by_value);
+	*spread = (values[count - 1] - values[0]) / 2.0;
+	return values[count / 2];
+}
+
+struct fidelity_cost fidelity_cost(struct haecer_conn *truth, struct haecer_counter *pkg,
+				   fidelity_work_fn work, int condition, const uint64_t *lengths,
+				   size_t length_count)
+{
+	struct block on_all = { 0 }, off_all = { 0 };
+	struct fidelity_cost cost = { 0 };
+	double pairs[COST_PAIRS], msrd_pairs[COST_PAIRS], unused;
+	struct phases phases[COST_MAX_LENGTHS] = { { 0 } };
+
+	if (length_count > COST_MAX_LENGTHS)
+		length_count = COST_MAX_LENGTHS;
+	for (size_t p = 0; p < COST_PAIRS; p++) {
+		struct block on = { 0 }, off = { 0 }, polling = { 0 };
+
+		for (size_t s = 0; s < COST_SETS; s++)
+			for (size_t l = 0; l < length_count; l++)
+				measured(truth, pkg, work, condition, lengths[l], &on, &phases[l]);
+		usleep(COST_SETTLE_US);
+		for (size_t s = 0; s < COST_SETS; s++)
+			for (size_t l = 0; l < length_count; l++)
+				unmeasured(truth, work, condition, lengths[l], NULL, &off);
+		for (size_t s = 0; s < COST_SETS; s++)
+			for (size_t l = 0; l < length_count; l++)
+				unmeasured(truth, work, condition, lengths[l], &phases[l],
+					   &polling);
+		pairs[p] = added_pct(&on, &off);
+		msrd_pairs[p] = added_pct(&on, &polling);
+		add_block(&on_all, &on);
+		add_block(&off_all, &off);
+	}
+	cost.on_watts = on_all.truth_j / on_all.ns * 1e9;
+	cost.off_watts = off_all.truth_j / off_all.ns * 1e9;
+	cost.added_pct = median_of(pairs, COST_PAIRS, &cost.spread_pct);
+	cost.msrd_added_pct = median_of(msrd_pairs, COST_PAIRS, &unused);
+	cost.reported_pct = 100.0 * on_all.reported_j / on_all.truth_j;
+	cost.reported_cpu_pct = 100.0 * on_all.cpu_ns / on_all.ns;
+	return cost;
+}

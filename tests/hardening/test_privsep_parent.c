@@ -1,0 +1,239 @@
+/*
+ * msrd's privileged parent (server/privsep.h) against a compromised server: the test takes the
+ * server's own end of the channel (pidfd_getfd, as root) and speaks the parent's message format
+ * to it directly, as code running in a compromised server would. On the msr backend over a
+ * stand-in device tree:
+ *   - the server has no capability left and its filter on; the parent keeps CAP_SYS_RAWIO only;
+ *   - a write inside the union of the policy's write masks lands in the device file, also one
+ *     only another uid's rule allows (the parent bounds what any client may do; the server
+ *     still refuses this client that write, which a client's own request shows);
+ *   - a write that changes a bit outside every mask, or names a register no rule lets anyone
+ *     write, is refused and the file keeps its value;
+ *   - short, long and malformed packets (unknown op, reserved field set, CPU out of range) are
+ *     answered -EBADMSG and change nothing;
+ *   - when the server is killed, the parent writes every register back, exits 1, and says why.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "haecer/msrd.h"
+#include "harness/msrd_harness.h"
+#include "server/privsep.h"
+
+#define WAIT_MS 60000u
+#define ALLOWED 0x800u   /* root may change bits 7:0 */
+#define OTHERS 0x900u    /* only uid 4001 may write (bits 15:0) */
+#define UNGRANTED 0xA00u /* has a write mask, but no rule grants it */
+#define TSC 0x10u        /* read-only for everyone */
+#define CAP_SYS_RAWIO_MASK (1ull << 17)
+
+static const char policy[] =
+	"version: 1\ndefault: deny\nmsrs:\n"
+	"  - {name: TSC, address: 0x10, read: true, set: base}\n"
+	"  - {name: ALLOWED, address: 0x800, read: true, write_mask: 0xFF, set: base}\n"
+	"  - {name: OTHERS, address: 0x900, read: true, write_mask: 0xFFFF, set: other}\n"
+	"  - {name: UNGRANTED, address: 0xA00, read: true, write_mask: 0xFF, set: none}\n"
+	"rules:\n"
+	"  - {match: {uid: 0}, allow: [base]}\n"
+	"  - {match: {uid: 4001}, allow: [other]}\n";
+
+/* A field of /proc/PID/status (hex when base is 16). */
+static unsigned long long status_field(pid_t pid, const char *name, int base)
+{
+	char path[64], line[256];
+	unsigned long long value = ~0ull;
+	size_t length = strlen(name);
+	FILE *status;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	status = fopen(path, "r");
+	assert_non_null(status);
+	while (fgets(line, sizeof(line), status) != NULL) {
+		if (strncmp(line, name, length) == 0 && line[length] == ':') {
+			value = strtoull(line + length + 1, NULL, base);
+			break;
+		}
+	}
+	fclose(status);
+	return value;
+}
+
+/* The server's pid and its channel descriptor, from the parent's log line. */
+static void find_server(const struct msrd_server *server, pid_t *pid, int *descriptor)
+{
+	char *log = msrd_log(server);
+	const char *line;
+	int got = 0;
+
+	assert_non_null(log);
+	line = strstr(log, "privsep: server pid ");
+	if (line != NULL)
+		got = sscanf(line, "privsep: server pid %d, channel descriptor %d", pid, descriptor);
+	free(log);
+	assert_int_equal(got, 2);
+}
+
+/* The server's end of the channel, taken as a compromised server holds it; -1 when the kernel
+ * does not let this process take it (then the test is skipped). */
+static int take_channel(pid_t pid, int descriptor)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int fd = pidfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pidfd, descriptor, 0) : -1;
+
+	if (pidfd >= 0)
+		close(pidfd);
+	return fd;
+}
+
+/* Send `length` bytes, return the reply's status (the reply must be one whole reply). */
+static int32_t exchange(int fd, const void *packet, size_t length)
+{
+	struct privsep_reply reply;
+
+	assert_int_equal(send(fd, packet, length, 0), (ssize_t)length);
+	assert_int_equal(recv(fd, &reply, sizeof(reply) + 1, MSG_TRUNC), (ssize_t)sizeof(reply));
+	return reply.status;
+}
+
+static int32_t request_write(int fd, uint32_t cpu, uint32_t address, uint64_t value)
+{
+	struct privsep_request request = { .op = PRIVSEP_WRITE, .cpu = cpu, .address = address,
+					   .value = value };
+
+	return exchange(fd, &request, sizeof(request));
+}
+
+static uint64_t file_register(const char *tree, unsigned cpu, uint32_t address)
+{
+	uint64_t value = 0;
+
+	assert_int_equal(harness_standin_read(tree, cpu, address, &value), 0);
+	return value;
+}
+
+static void check_privileges(pid_t parent, pid_t child)
+{
+	bool filtered = !harness_valgrind();
+
+	assert_int_equal(status_field(child, "CapEff", 16), 0);
+	assert_int_equal(status_field(child, "CapPrm", 16), 0);
+	assert_int_equal(status_field(child, "CapBnd", 16), 0);
+	assert_int_equal(status_field(child, "Seccomp", 10), filtered ? 2 : 0);
+	assert_int_equal(status_field(parent, "CapEff", 16), CAP_SYS_RAWIO_MASK);
+	assert_int_equal(status_field(parent, "CapBnd", 16), CAP_SYS_RAWIO_MASK);
+	assert_int_equal(status_field(parent, "Seccomp", 10), filtered ? 2 : 0);
+}
+
+static void check_writes(int fd, const char *tree)
+{
+	assert_int_equal(request_write(fd, 0, ALLOWED, 0x55AB), 0);
+	assert_int_equal(file_register(tree, 0, ALLOWED), 0x55AB);
+	/* Bit 8 is outside every mask of ALLOWED. */
+	assert_int_equal(request_write(fd, 0, ALLOWED, 0x56AB), -EACCES);
+	assert_int_equal(file_register(tree, 0, ALLOWED), 0x55AB);
+	/* Only uid 4001's rule allows it, but the parent cannot tell clients apart. */
+	assert_int_equal(request_write(fd, 1, OTHERS, 0x1234), 0);
+	assert_int_equal(file_register(tree, 1, OTHERS), 0x1234);
+	assert_int_equal(request_write(fd, 0, UNGRANTED, 0x1), -EPERM);
+	assert_int_equal(request_write(fd, 0, TSC, 0x1), -EPERM);
+	assert_int_equal(file_register(tree, 0, UNGRANTED), 0);
+	assert_int_equal(file_register(tree, 0, TSC), 0);
+}
+
+static void check_malformed(int fd, const char *tree)
+{
+	struct privsep_request request = { .op = PRIVSEP_WRITE, .address = ALLOWED, .value = 0x11 };
+	uint8_t long_packet[PRIVSEP_REQUEST_SIZE + 8];
+
+	assert_int_equal(exchange(fd, &request, 10), -EBADMSG);
+	memset(long_packet, 0, sizeof(long_packet));
+	memcpy(long_packet, &request, sizeof(request));
+	assert_int_equal(exchange(fd, long_packet, sizeof(long_packet)), -EBADMSG);
+	request.op = 99;
+	assert_int_equal(exchange(fd, &request, sizeof(request)), -EBADMSG);
+	request.op = PRIVSEP_WRITE;
+	request.zero = 1;
+	assert_int_equal(exchange(fd, &request, sizeof(request)), -EBADMSG);
+	request.zero = 0;
+	request.cpu = 7;
+	assert_int_equal(exchange(fd, &request, sizeof(request)), -EBADMSG);
+	assert_int_equal(file_register(tree, 0, ALLOWED), 0x55AB);
+}
+
+/* The per-client check stays in the server: root's own request for OTHERS is refused there. */
+static void check_client(const struct msrd_server *server, const char *tree)
+{
+	struct haecer_conn *conn;
+
+	assert_int_equal(haecer_connect(server->socket_path, &conn), 0);
+	assert_int_equal(haecer_msr_write(conn, 0, ALLOWED, 0x55CC), 0);
+	assert_int_equal(file_register(tree, 0, ALLOWED), 0x55CC);
+	assert_true(haecer_msr_write(conn, 1, OTHERS, 0x4321) < 0);
+	assert_int_equal(file_register(tree, 1, OTHERS), 0x1234);
+	haecer_close(conn);
+}
+
+static void test_compromised_server(void **state)
+{
+	const char *arguments[] = { "--backend", "msr", "--dev-root", NULL, NULL };
+	char tree[PATH_MAX + 16];
+	struct msrd_server server;
+	pid_t child = -1;
+	int descriptor = -1, fd, wstatus = 0;
+
+	(void)state;
+	assert_int_equal(msrd_prepare(&server, policy), 0);
+	snprintf(tree, sizeof(tree), "%s/root", server.dir);
+	arguments[3] = tree;
+	assert_int_equal(harness_standin_msr_tree(tree, 2, 0x1000), 0);
+	assert_int_equal(harness_standin_write(tree, 0, ALLOWED, 0x5500), 0);
+	assert_int_equal(harness_standin_write(tree, 1, OTHERS, 0x11), 0);
+	assert_int_equal(msrd_launch(&server, arguments), 0);
+	find_server(&server, &child, &descriptor);
+	check_privileges(server.pid, child);
+	fd = take_channel(child, descriptor);
+	if (fd < 0) {
+		msrd_kill(&server);
+		skip();
+	}
+	check_writes(fd, tree);
+	check_malformed(fd, tree);
+	close(fd);
+	check_client(&server, tree);
+	/* The server dies: the parent writes both registers back and exits 1. */
+	assert_int_equal(kill(child, SIGKILL), 0);
+	assert_int_equal(waitpid(server.pid, &wstatus, 0), server.pid);
+	server.pid = -1;
+	assert_true(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 1);
+	assert_true(msrd_log_contains(&server, "the server ended by signal 9"));
+	assert_true(msrd_log_contains(&server, "stopped: 2 MSRs restored"));
+	assert_int_equal(file_register(tree, 0, ALLOWED), 0x5500);
+	assert_int_equal(file_register(tree, 1, OTHERS), 0x11);
+	msrd_kill(&server);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_compromised_server),
+	};
+
+	if (geteuid() != 0) {
+		printf("needs root: the parent keeps CAP_SYS_RAWIO, and taking the server's "
+		       "descriptor needs ptrace rights over it\n");
+		return 77;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -11,6 +11,8 @@
  *     write, is refused and the file keeps its value;
  *   - short, long and malformed packets (unknown op, reserved field set, CPU out of range) are
  *     answered -EBADMSG and change nothing;
+ *   - at SIGHUP the parent reads the policy file itself before the server reloads: a register
+ *     the new policy lets no one write is refused from then on;
  *   - when the server is killed, the parent writes every register back, exits 1, and says why.
  */
 #include <errno.h>
@@ -185,6 +187,23 @@ static void check_client(const struct msrd_server *server, const char *tree)
 	haecer_close(conn);
 }
 
+/* The same policy without uid 4001's rule. */
+static const char narrower_policy[] =
+	"version: 1\ndefault: deny\nmsrs:\n"
+	"  - {name: TSC, address: 0x10, read: true, set: base}\n"
+	"  - {name: ALLOWED, address: 0x800, read: true, write_mask: 0xFF, set: base}\n"
+	"  - {name: OTHERS, address: 0x900, read: true, write_mask: 0xFFFF, set: other}\n"
+	"rules:\n"
+	"  - {match: {uid: 0}, allow: [base]}\n";
+
+static void check_reload(const struct msrd_server *server, int fd, const char *tree)
+{
+	assert_int_equal(msrd_install_policy(server, narrower_policy, WAIT_MS), 0);
+	assert_int_equal(request_write(fd, 1, OTHERS, 0x2222), -EPERM);
+	assert_int_equal(file_register(tree, 1, OTHERS), 0x1234);
+	assert_int_equal(request_write(fd, 0, ALLOWED, 0x55AB), 0);
+}
+
 static void test_compromised_server(void **state)
 {
 	const char *arguments[] = { "--backend", "msr", "--dev-root", NULL, NULL };
@@ -210,8 +229,9 @@ static void test_compromised_server(void **state)
 	}
 	check_writes(fd, tree);
 	check_malformed(fd, tree);
-	close(fd);
 	check_client(&server, tree);
+	check_reload(&server, fd, tree);
+	close(fd);
 	/* The server dies: the parent writes both registers back and exits 1. */
 	assert_int_equal(kill(child, SIGKILL), 0);
 	assert_int_equal(waitpid(server.pid, &wstatus, 0), server.pid);

@@ -66,6 +66,22 @@ int privsep_keep_journal(struct privsep *parent)
 	return ask(parent, &request);
 }
 
+/* The parent's first packet says it has dropped what it drops and its filter is on: only then
+ * does the server serve (nothing sees a parent with more than it keeps). */
+static int await_parent(int fd)
+{
+	struct privsep_reply ready;
+	ssize_t got;
+
+	do
+		got = recv(fd, &ready, sizeof(ready), 0);
+	while (got < 0 && errno == EINTR);
+	if (got == (ssize_t)sizeof(ready) && ready.op == 0 && ready.status == 0)
+		return 0;
+	log_error("privsep: the privileged parent did not start");
+	return -ECHILD;
+}
+
 /* In the child, before anything is dropped: read-only devices, writes to the parent, no
  * journal, and an end with the parent. */
 static int become_server(struct msrd *server, int fd, pid_t parent)
@@ -84,7 +100,7 @@ static int become_server(struct msrd *server, int fd, pid_t parent)
 	}
 	journal_detach(server);
 	server->parent = &channel;
-	return 0;
+	return await_parent(fd);
 }
 
 int privsep_start(struct msrd *server, const struct privilege_user *user, int *exit_code)

@@ -11,7 +11,8 @@
  *               io_uring loop, slots, energy. It keeps read-only device descriptors (reads keep
  *               their path and cost) and no capability to open new ones.
  *
- * The channel is a SOCK_SEQPACKET socket pair: one request per packet, one reply each, in order.
+ * The channel is a SOCK_SEQPACKET socket pair: one request per packet, one reply each, in order;
+ * first of all the parent sends one reply of op 0 when it is set up (the server waits for it).
  * Every request is exactly PRIVSEP_REQUEST_SIZE bytes with `zero` 0 and a known op; anything
  * else is answered -EBADMSG and does nothing. The wire layout is the host's (both ends are one
  * binary on one machine). SECURITY.md says what a compromised server can still do.

@@ -198,6 +198,9 @@ static int start(struct parent *parent, const struct privilege_user *user)
 		status = privilege_drop(user, PRIVILEGE_PARENT, false);
 	if (status == 0)
 		status = privilege_seccomp_role(config->seccomp, PRIVILEGE_PARENT, parent->child);
+	if (status == 0 && send(parent->channel, &(struct privsep_reply){ 0 },
+				sizeof(struct privsep_reply), MSG_NOSIGNAL) < 0)
+		status = -errno;
 	return status;
 }
 

@@ -174,8 +174,9 @@ static void check_malformed(int fd, const char *tree)
 	assert_int_equal(file_register(tree, 0, ALLOWED), 0x55AB);
 }
 
-/* The per-client check stays in the server: root's own request for OTHERS is refused there. */
-static void check_client(const struct msrd_server *server, const char *tree)
+/* The per-client check stays in the server: root's own request for OTHERS is refused there
+ * (OTHERS holds `others`). */
+static void check_client(const struct msrd_server *server, const char *tree, uint64_t others)
 {
 	struct haecer_conn *conn;
 
@@ -183,7 +184,7 @@ static void check_client(const struct msrd_server *server, const char *tree)
 	assert_int_equal(haecer_msr_write(conn, 0, ALLOWED, 0x55CC), 0);
 	assert_int_equal(file_register(tree, 0, ALLOWED), 0x55CC);
 	assert_true(haecer_msr_write(conn, 1, OTHERS, 0x4321) < 0);
-	assert_int_equal(file_register(tree, 1, OTHERS), 0x1234);
+	assert_int_equal(file_register(tree, 1, OTHERS), others);
 	haecer_close(conn);
 }
 
@@ -223,22 +224,27 @@ static void test_compromised_server(void **state)
 	find_server(&server, &child, &descriptor);
 	check_privileges(server.pid, child);
 	fd = take_channel(child, descriptor);
-	if (fd < 0) {
-		msrd_kill(&server);
-		skip();
+	if (fd >= 0) {
+		check_writes(fd, tree);
+		check_malformed(fd, tree);
+	} else {
+		/* valgrind does not know pidfd_getfd: the rest still runs. */
+		printf("cannot take the server's descriptor (%s): no requests of a compromised "
+		       "server\n", strerror(errno));
 	}
-	check_writes(fd, tree);
-	check_malformed(fd, tree);
-	check_client(&server, tree);
-	check_reload(&server, fd, tree);
-	close(fd);
-	/* The server dies: the parent writes both registers back and exits 1. */
+	check_client(&server, tree, fd >= 0 ? 0x1234 : 0x11);
+	if (fd >= 0) {
+		check_reload(&server, fd, tree);
+		close(fd);
+	}
+	/* The server dies: the parent writes what was written back and exits 1. */
 	assert_int_equal(kill(child, SIGKILL), 0);
 	assert_int_equal(waitpid(server.pid, &wstatus, 0), server.pid);
 	server.pid = -1;
 	assert_true(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 1);
 	assert_true(msrd_log_contains(&server, "the server ended by signal 9"));
-	assert_true(msrd_log_contains(&server, "stopped: 2 MSRs restored"));
+	assert_true(msrd_log_contains(&server, fd >= 0 ? "stopped: 2 MSRs restored"
+						       : "stopped: 1 MSRs restored"));
 	assert_int_equal(file_register(tree, 0, ALLOWED), 0x5500);
 	assert_int_equal(file_register(tree, 1, OTHERS), 0x11);
 	msrd_kill(&server);

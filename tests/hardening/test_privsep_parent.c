@@ -32,6 +32,7 @@
 
 #include "haecer/msrd.h"
 #include "harness/msrd_harness.h"
+#include "harness/process_figures.h"
 #include "server/privsep.h"
 
 #define WAIT_MS 60000u
@@ -50,42 +51,6 @@ static const char policy[] =
 	"rules:\n"
 	"  - {match: {uid: 0}, allow: [base]}\n"
 	"  - {match: {uid: 4001}, allow: [other]}\n";
-
-/* A field of /proc/PID/status (hex when base is 16). */
-static unsigned long long status_field(pid_t pid, const char *name, int base)
-{
-	char path[64], line[256];
-	unsigned long long value = ~0ull;
-	size_t length = strlen(name);
-	FILE *status;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	status = fopen(path, "r");
-	assert_non_null(status);
-	while (fgets(line, sizeof(line), status) != NULL) {
-		if (strncmp(line, name, length) == 0 && line[length] == ':') {
-			value = strtoull(line + length + 1, NULL, base);
-			break;
-		}
-	}
-	fclose(status);
-	return value;
-}
-
-/* The server's pid and its channel descriptor, from the parent's log line. */
-static void find_server(const struct msrd_server *server, pid_t *pid, int *descriptor)
-{
-	char *log = msrd_log(server);
-	const char *line;
-	int got = 0;
-
-	assert_non_null(log);
-	line = strstr(log, "privsep: server pid ");
-	if (line != NULL)
-		got = sscanf(line, "privsep: server pid %d, channel descriptor %d", pid, descriptor);
-	free(log);
-	assert_int_equal(got, 2);
-}
 
 /* The server's end of the channel, taken as a compromised server holds it; -1 when the kernel
  * does not let this process take it (then the test is skipped). */
@@ -129,13 +94,13 @@ static void check_privileges(pid_t parent, pid_t child)
 {
 	bool filtered = !harness_valgrind();
 
-	assert_int_equal(status_field(child, "CapEff", 16), 0);
-	assert_int_equal(status_field(child, "CapPrm", 16), 0);
-	assert_int_equal(status_field(child, "CapBnd", 16), 0);
-	assert_int_equal(status_field(child, "Seccomp", 10), filtered ? 2 : 0);
-	assert_int_equal(status_field(parent, "CapEff", 16), CAP_SYS_RAWIO_MASK);
-	assert_int_equal(status_field(parent, "CapBnd", 16), CAP_SYS_RAWIO_MASK);
-	assert_int_equal(status_field(parent, "Seccomp", 10), filtered ? 2 : 0);
+	assert_int_equal(harness_process_status_number(child, "CapEff:", 16), 0);
+	assert_int_equal(harness_process_status_number(child, "CapPrm:", 16), 0);
+	assert_int_equal(harness_process_status_number(child, "CapBnd:", 16), 0);
+	assert_int_equal(harness_process_status_number(child, "Seccomp:", 10), filtered ? 2 : 0);
+	assert_int_equal(harness_process_status_number(parent, "CapEff:", 16), CAP_SYS_RAWIO_MASK);
+	assert_int_equal(harness_process_status_number(parent, "CapBnd:", 16), CAP_SYS_RAWIO_MASK);
+	assert_int_equal(harness_process_status_number(parent, "Seccomp:", 10), filtered ? 2 : 0);
 }
 
 static void check_writes(int fd, const char *tree)
@@ -221,7 +186,7 @@ static void test_compromised_server(void **state)
 	assert_int_equal(harness_standin_write(tree, 0, ALLOWED, 0x5500), 0);
 	assert_int_equal(harness_standin_write(tree, 1, OTHERS, 0x11), 0);
 	assert_int_equal(msrd_launch(&server, arguments), 0);
-	find_server(&server, &child, &descriptor);
+	assert_int_equal(msrd_privsep_server(&server, &child, &descriptor), 0);
 	check_privileges(server.pid, child);
 	fd = take_channel(child, descriptor);
 	if (fd >= 0) {

@@ -13,7 +13,8 @@
  *     answered -EBADMSG and change nothing;
  *   - at SIGHUP the parent reads the policy file itself before the server reloads: a register
  *     the new policy lets no one write is refused from then on;
- *   - when the server is killed, the parent writes every register back, exits 1, and says why.
+ *   - when the server is killed, the parent writes every register back, exits 1, and says why;
+ *   - when the parent is killed, the server stops too (PR_SET_PDEATHSIG) and removes its socket.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -215,10 +216,59 @@ static void test_compromised_server(void **state)
 	msrd_kill(&server);
 }
 
+/* Ended: no such process, or a zombie its adopter has not reaped (not every init reaps). */
+static bool ended(pid_t pid)
+{
+	char path[64], text[256];
+	const char *after_name;
+	FILE *stat;
+	size_t got;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	stat = fopen(path, "r");
+	if (stat == NULL)
+		return true;
+	got = fread(text, 1, sizeof(text) - 1, stat);
+	fclose(stat);
+	text[got] = '\0';
+	after_name = strrchr(text, ')');
+	return after_name != NULL && after_name[1] == ' ' && after_name[2] == 'Z';
+}
+
+static void test_parent_dies(void **state)
+{
+	const char *arguments[] = { "--backend", "msr", "--dev-root", NULL, NULL };
+	char tree[PATH_MAX + 16];
+	struct msrd_server server;
+	pid_t child = -1;
+	int descriptor = -1;
+	bool gone = false;
+
+	(void)state;
+	assert_int_equal(msrd_prepare(&server, policy), 0);
+	snprintf(tree, sizeof(tree), "%s/root", server.dir);
+	arguments[3] = tree;
+	assert_int_equal(harness_standin_msr_tree(tree, 1, 0x1000), 0);
+	assert_int_equal(msrd_launch(&server, arguments), 0);
+	assert_int_equal(msrd_privsep_server(&server, &child, &descriptor), 0);
+	assert_int_equal(kill(server.pid, SIGKILL), 0);
+	assert_int_equal(waitpid(server.pid, NULL, 0), server.pid);
+	server.pid = -1;
+	/* Its clean stop removes the socket, then it ends. */
+	for (unsigned waited = 0; !gone && waited < WAIT_MS; waited += 10) {
+		gone = access(server.socket_path, F_OK) < 0 && ended(child);
+		if (!gone)
+			usleep(10000);
+	}
+	assert_true(gone);
+	msrd_kill(&server);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_compromised_server),
+		cmocka_unit_test(test_parent_dies),
 	};
 
 	if (geteuid() != 0) {

@@ -14,7 +14,9 @@
  *   - at SIGHUP the parent reads the policy file itself before the server reloads: a register
  *     the new policy lets no one write is refused from then on;
  *   - when the server is killed, the parent writes every register back, exits 1, and says why;
- *   - when the parent is killed, the server stops too (PR_SET_PDEATHSIG) and removes its socket.
+ *   - when the parent is killed, the server stops too (PR_SET_PDEATHSIG) and removes its socket;
+ *   - msr-safe splits the same way: writes (alone and in a batch, which then runs op by op) go
+ *     through the parent and come back at SIGTERM.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -34,6 +36,7 @@
 #include "haecer/msrd.h"
 #include "harness/msrd_harness.h"
 #include "harness/process_figures.h"
+#include "harness/standin_tree.h"
 #include "server/privsep.h"
 
 #define WAIT_MS 60000u
@@ -264,11 +267,68 @@ static void test_parent_dies(void **state)
 	msrd_kill(&server);
 }
 
+/* CPU 0's msr_safe stand-in at `address`. */
+static uint64_t file_safe_register(const char *tree, uint32_t address)
+{
+	char path[PATH_MAX + 64];
+	uint64_t value = 0;
+	FILE *file;
+
+	snprintf(path, sizeof(path), "%s/dev/cpu/0/msr_safe", tree);
+	file = fopen(path, "rb");
+	assert_non_null(file);
+	assert_int_equal(fseek(file, (long)address, SEEK_SET), 0);
+	assert_int_equal(fread(&value, sizeof(value), 1, file), 1);
+	fclose(file);
+	return value;
+}
+
+static void test_msr_safe(void **state)
+{
+	const char *arguments[] = { "--backend", "msr-safe", "--dev-root", NULL, NULL };
+	struct haecer_msr_op ops[2] = {
+		{ .kind = HAECER_MSR_READ, .address = ALLOWED },
+		{ .kind = HAECER_MSR_WRITE, .address = ALLOWED, .value = 0x55AC },
+	};
+	static const uint64_t zero;
+	/* Outside msrd's directory, which a clean stop removes: the restore is read after it. */
+	char outside[] = "/tmp/haecer-privsep-XXXXXX";
+	char tree[PATH_MAX + 16];
+	struct msrd_server server;
+	struct haecer_conn *conn;
+	pid_t child = -1;
+	int descriptor = -1;
+
+	(void)state;
+	assert_non_null(mkdtemp(outside));
+	snprintf(tree, sizeof(tree), "%s/root", outside);
+	tree_mkdir(outside, "root");
+	arguments[3] = tree;
+	assert_int_equal(msrd_prepare(&server, policy), 0);
+	tree_write_at(tree, "dev/cpu/0/msr_safe", &zero, sizeof(zero), 0x1000 - sizeof(zero));
+	tree_put_msr(tree, 0, "msr_safe", ALLOWED, 0x5500);
+	tree_write_at(tree, "dev/cpu/msr_batch", &zero, sizeof(zero), 0);
+	assert_int_equal(msrd_launch(&server, arguments), 0);
+	assert_int_equal(msrd_privsep_server(&server, &child, &descriptor), 0);
+	assert_int_equal(haecer_connect(server.socket_path, &conn), 0);
+	assert_int_equal(haecer_msr_write(conn, 0, ALLOWED, 0x55AB), 0);
+	assert_int_equal(haecer_msr_batch(conn, ops, 2), 0);
+	assert_int_equal(ops[0].status, 0);
+	assert_int_equal(ops[0].value, 0x55AB);
+	assert_int_equal(ops[1].status, 0);
+	assert_int_equal(file_safe_register(tree, ALLOWED), 0x55AC);
+	haecer_close(conn);
+	assert_int_equal(msrd_stop(&server), 0);
+	assert_int_equal(file_safe_register(tree, ALLOWED), 0x5500);
+	harness_remove_tree(outside);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_compromised_server),
 		cmocka_unit_test(test_parent_dies),
+		cmocka_unit_test(test_msr_safe),
 	};
 
 	if (geteuid() != 0) {

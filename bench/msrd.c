@@ -25,7 +25,8 @@
  * msrd_us_per_read_16=… msrd_us_per_read_10000=… (msrd's utime + stime over a throughput
  * point's interval, per read) floor_us_per_read_16=… floor_us_per_read_10000=… (the same of a
  * bare io_uring echo server at 16 and 10 000 connections, measured right after msrd's)
- * broker_read_ratio=… powercap_read_ratio=… write_ns=… device_read_ns=… write_read_ratio=…
+ * broker_read_ratio=… powercap_read_ratio=… write_ns=… device_read_ns=…
+ * write_read_ratio=…
  *
  * Issue 30's figure: a WRITE round trip against a READ of the same register on the msr backend
  * (stand-in devices), both in this run (write_ns, device_read_ns, write_read_ratio). `bench/msrd

@@ -1,6 +1,6 @@
 /*
- * server/privsep.c — the split of msrd into a privileged parent and the server (server/privsep.h),
- * and the server's end of their channel.
+ * server/privsep.c — the split of msrd into a privileged parent and the server
+ * (server/privsep.h), and the server's end of their channel.
  *
  * The process that opened the devices forks: the parent keeps the read-write descriptors and
  * the journal; the child reopens its device descriptors read-only under the same numbers, closes

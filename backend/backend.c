@@ -303,10 +303,45 @@ void backend_run_one_by_one(struct msr_backend *backend, struct msr_op *ops, siz
 	}
 }
 
+static bool any_write(const struct msr_op *ops, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		if (ops[i].write)
+			return true;
+	}
+	return false;
+}
+
 int backend_run_batch(struct msr_backend *backend, struct msr_op *ops, size_t count)
 {
-	if (backend_msr_safe_run(backend, ops, count) == 0)
+	/* A delegated write must reach the parent: msr-safe's batch would write here. */
+	bool delegated = backend->write_delegate != NULL && any_write(ops, count);
+
+	if (!delegated && backend_msr_safe_run(backend, ops, count) == 0)
 		return 0;
 	backend_run_one_by_one(backend, ops, count, NULL);
+	return 0;
+}
+
+/* ---- privilege separation ---- */
+
+bool backend_has_devices(const struct msr_backend *backend)
+{
+	return backend->kind == BACKEND_MSR || backend->kind == BACKEND_MSR_SAFE;
+}
+
+int backend_delegate_writes(struct msr_backend *backend, backend_write_fn write, void *context)
+{
+	int ret;
+
+	if (!backend_has_devices(backend))
+		return -EOPNOTSUPP;
+	ret = backend_msr_reopen_read_only(backend);
+	if (ret == 0)
+		ret = backend_msr_safe_reopen_read_only(backend);
+	if (ret < 0)
+		return ret;
+	backend->write_delegate = write;
+	backend->delegate_context = context;
 	return 0;
 }

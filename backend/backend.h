@@ -173,6 +173,21 @@ uint32_t backend_cpu_count(const struct msr_backend *backend);
 int backend_read(struct msr_backend *backend, uint32_t cpu, uint32_t address, uint64_t *value);
 int backend_write(struct msr_backend *backend, uint32_t cpu, uint32_t address, uint64_t value);
 
+/* ---- privilege separation (msrd's parent holds the only writable descriptors) ---- */
+
+/* A write done elsewhere: 0 or -errno, as backend_write says it. */
+typedef int (*backend_write_fn)(void *context, uint32_t cpu, uint32_t address, uint64_t value);
+
+/* Reopen every device read-only (the same device, under the same descriptor number) and hand
+ * every write to `write` from then on, so this process keeps no descriptor that can write a
+ * register; reads keep their path and cost. Call it while the devices can still be opened (the
+ * msr driver checks CAP_SYS_RAWIO at open). -EOPNOTSUPP for a backend without devices (sim,
+ * powercap, perf); -errno of a reopen. Writes are then never prepared for io_uring
+ * (backend_prep_supported: -EOPNOTSUPP), and a batch that writes runs op by op. */
+int backend_delegate_writes(struct msr_backend *backend, backend_write_fn write, void *context);
+/* Whether this backend reaches registers through device files (msr, msr-safe). */
+bool backend_has_devices(const struct msr_backend *backend);
+
 /* Run every op in order, each with its own status; returns 0 unless the batch as a whole could not
  * run (then -errno and statuses are undefined). msr-safe uses its batch ioctl when present. */
 int backend_run_batch(struct msr_backend *backend, struct msr_op *ops, size_t count);
@@ -182,7 +197,8 @@ int backend_run_batch(struct msr_backend *backend, struct msr_op *ops, size_t co
 struct io_uring_sqe;
 
 /* Whether an access of `cpu` can be prepared with backend_prep_read / backend_prep_write: 0, or
- * -EOPNOTSUPP when this backend runs synchronously (sim), -ENXIO for a CPU without a device
+ * -EOPNOTSUPP when this backend runs synchronously (sim; writes after backend_delegate_writes),
+ * -ENXIO for a CPU without a device
  * (offline), -EPERM for a write when the device could only be opened read-only (backend_write
  * says EPERM there). msr-safe's devices can be prepared; its batches go through
  * backend_run_batch. */

@@ -32,7 +32,13 @@ struct msr_backend {
 	struct powercap *powercap; /* the powercap backend's zones, or NULL */
 	uint32_t cpu_count;
 	int *fds;              /* per CPU, -1 when the CPU has no device */
-	bool *writable;
+	bool *writable;        /* the device opened read-write (where writes go, see below) */
+	const char *dev_root;  /* where the devices were opened, for backend_delegate_writes */
+	const char *device;    /* "msr" or "msr_safe" */
+	/* Set by backend_delegate_writes: every descriptor here is read-only and each write goes
+	 * to write_delegate (msrd's privileged parent), NULL otherwise. */
+	backend_write_fn write_delegate;
+	void *delegate_context;
 	int batch_fd;          /* msr-safe's dev/cpu/msr_batch, or -1 */
 	bool batch_unsupported;
 	struct msr_safe_batch_op *batch_ops;
@@ -58,6 +64,9 @@ int backend_device_read(const struct msr_backend *backend, uint32_t cpu, uint32_
 			uint64_t *value);
 int backend_device_write(const struct msr_backend *backend, uint32_t cpu, uint32_t address,
 			 uint64_t value);
+/* Replace every open device descriptor by a read-only one of the same device, under the same
+ * number (io_uring requests prepared later use it): 0 or -errno. */
+int backend_msr_reopen_read_only(struct msr_backend *backend);
 /* Close the CPUs' devices (those that were opened). */
 void backend_msr_close(struct msr_backend *backend);
 
@@ -69,6 +78,8 @@ int backend_msr_safe_open_batch(struct msr_backend *backend, const char *dev_roo
  * batch could not be used and the caller must run them one by one. */
 int backend_msr_safe_run(struct msr_backend *backend, struct msr_op *ops, size_t count);
 void backend_msr_safe_close(struct msr_backend *backend);
+/* The same for dev/cpu/msr_batch: its batches then only read (writes go op by op). */
+int backend_msr_safe_reopen_read_only(struct msr_backend *backend);
 
 /* ---- powercap.c ---- */
 

@@ -106,6 +106,8 @@ int backend_device_write(const struct msr_backend *backend, uint32_t cpu, uint32
 		return -ENXIO;
 	if (!backend->writable[cpu])
 		return -EPERM;
+	if (backend->write_delegate != NULL)
+		return backend->write_delegate(backend->delegate_context, cpu, address, value);
 	put = pwrite(backend->fds[cpu], &value, sizeof(value), (off_t)address);
 	if (put < 0)
 		return -errno;
@@ -129,6 +131,8 @@ int backend_msr_open(struct msr_backend *backend, const char *dev_root, const ch
 	char path[PATH_MAX];
 	int ret = count_cpu_directories(dev_root, &backend->cpu_count);
 
+	backend->dev_root = dev_root;
+	backend->device = device;
 	if (ret < 0) {
 		backend_root_path(path, sizeof(path), dev_root, "dev/cpu");
 		snprintf(why, why_size, "%s: %s", path, strerror(-ret));
@@ -157,6 +161,33 @@ int backend_msr_open(struct msr_backend *backend, const char *dev_root, const ch
 	return 0;
 }
 
+/* dup3 puts the new descriptor under the old number at once: nothing sees the number closed. */
+int backend_msr_reopen_read_only(struct msr_backend *backend)
+{
+	char path[PATH_MAX];
+
+	for (uint32_t cpu = 0; backend->fds && cpu < backend->cpu_count; cpu++) {
+		int fd, ret;
+
+		if (backend->fds[cpu] < 0)
+			continue;
+		ret = backend_root_path(path, sizeof(path), backend->dev_root, "dev/cpu/%u/%s", cpu,
+					backend->device);
+		if (ret < 0)
+			return ret;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || dup3(fd, backend->fds[cpu], O_CLOEXEC) < 0) {
+			ret = -errno;
+			if (fd >= 0)
+				close(fd);
+			log_warn_errno(ret, "backend: reopening %s read-only", path);
+			return ret;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
 void backend_msr_close(struct msr_backend *backend)
 {
 	for (uint32_t cpu = 0; backend->fds && cpu < backend->cpu_count; cpu++) {
@@ -177,6 +208,8 @@ int backend_prep_supported(const struct msr_backend *backend, uint32_t cpu, bool
 		return -ENXIO;
 	if (write && !backend->writable[cpu])
 		return -EPERM;
+	if (write && backend->write_delegate != NULL)
+		return -EOPNOTSUPP; /* this process's descriptors only read */
 	return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "backend/backend_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -57,6 +58,26 @@ int backend_msr_safe_open_batch(struct msr_backend *backend, const char *dev_roo
 	}
 	backend->batch_fd = fd;
 	return 0;
+}
+
+int backend_msr_safe_reopen_read_only(struct msr_backend *backend)
+{
+	char path[PATH_MAX];
+	int fd, ret;
+
+	if (backend->batch_fd < 0)
+		return 0;
+	ret = backend_root_path(path, sizeof(path), backend->dev_root, "dev/cpu/msr_batch");
+	if (ret < 0)
+		return ret;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || dup3(fd, backend->batch_fd, O_CLOEXEC) < 0) {
+		ret = -errno;
+		log_warn_errno(ret, "backend: reopening %s read-only", path);
+	}
+	if (fd >= 0)
+		close(fd);
+	return ret;
 }
 
 static int reserve_batch(struct msr_backend *backend, size_t count)

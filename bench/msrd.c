@@ -25,7 +25,12 @@
  * msrd_us_per_read_16=… msrd_us_per_read_10000=… (msrd's utime + stime over a throughput
  * point's interval, per read) floor_us_per_read_16=… floor_us_per_read_10000=… (the same of a
  * bare io_uring echo server at 16 and 10 000 connections, measured right after msrd's)
- * broker_read_ratio=… powercap_read_ratio=…
+ * broker_read_ratio=… powercap_read_ratio=… write_ns=… device_read_ns=…
+ * write_read_ratio=…
+ *
+ * Issue 30's figure: a WRITE round trip against a READ of the same register on the msr backend
+ * (stand-in devices), both in this run (write_ns, device_read_ns, write_read_ratio). `bench/msrd
+ * --writes` measures only that and prints only those keys.
  *
  * Issue 24's figures, each against its floor in the same run: read() of a software event whose
  * descriptor msrd's perf broker handed over, against the same event opened by this process
@@ -576,7 +581,20 @@ static void measure_schedule(double seconds, struct schedule_figures *out)
 	haecer_close(conn);
 }
 
-int main(void)
+/* `--writes`: issue 30's figure alone. */
+static int print_write_figures(void)
+{
+	uint64_t write_ns, read_ns;
+	double ratio = device_write_ratio(&write_ns, &read_ns);
+
+	printf("msr backend (stand-in devices): WRITE %llu ns, READ of the same register %llu ns "
+	       "(%.2f x)\n", (unsigned long long)write_ns, (unsigned long long)read_ns, ratio);
+	printf("write_ns=%llu device_read_ns=%llu write_read_ratio=%.2f\n",
+	       (unsigned long long)write_ns, (unsigned long long)read_ns, ratio);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge",
 				    "--log-level", "notice", "--max-clients", "16384",
@@ -595,8 +613,11 @@ int main(void)
 	long cpus;
 	double kib;
 	uint64_t broker_ns, own_ns, page_ns, pread_ns;
-	double broker_ratio, powercap_ratio;
+	double broker_ratio, powercap_ratio, write_ratio;
+	uint64_t write_ns, device_read_ns;
 
+	if (argc > 1 && strcmp(argv[1], "--writes") == 0)
+		return print_write_figures();
 	if (seconds <= 0)
 		seconds = 1.0;
 	cpu_seconds = 3 * seconds > 3.0 ? 3 * seconds : 3.0;
@@ -670,6 +691,10 @@ int main(void)
 	printf("powercap: nobody's readCounter of energy-pkg (msrd's energy page) %llu ns, root's "
 	       "pread of the stand-in energy_uj %llu ns (%.2f x)\n", (unsigned long long)page_ns,
 	       (unsigned long long)pread_ns, powercap_ratio);
+	write_ratio = device_write_ratio(&write_ns, &device_read_ns);
+	printf("msr backend (stand-in devices): WRITE %llu ns, READ of the same register %llu ns "
+	       "(%.2f x)\n", (unsigned long long)write_ns, (unsigned long long)device_read_ns,
+	       write_ratio);
 	/* The machine-readable figures are the cross-CPU ones: the placement a loaded machine
 	 * mostly gives, and the harder case. */
 	printf("read_ns=%llu pingpong_ns=%llu ratio_pingpong=%.2f batch8_ratio=%.2f "
@@ -679,7 +704,8 @@ int main(void)
 	       "ratio_pingpong_same_cpu=%.2f timer_jitter_us_p99=%.1f period_jitter_ratio=%.2f "
 	       "clients10000_ops=%.0f msrd_us_per_read_16=%.2f msrd_us_per_read_10000=%.2f "
 	       "floor_us_per_read_16=%.2f floor_us_per_read_10000=%.2f "
-	       "broker_read_ratio=%.2f powercap_read_ratio=%.2f\n",
+	       "broker_read_ratio=%.2f powercap_read_ratio=%.2f write_ns=%llu device_read_ns=%llu "
+	       "write_read_ratio=%.2f\n",
 	       (unsigned long long)cross.read, (unsigned long long)cross.pingpong,
 	       (double)cross.read / (double)cross.pingpong,
 	       (double)cross.batch8 / (double)cross.read, points[0].ops, points[1].ops,
@@ -691,6 +717,7 @@ int main(void)
 					     : -1.0,
 	       points[4].ops, points[1].msrd_us_per_read, points[4].msrd_us_per_read,
 	       floors[0].msrd_us_per_read, floors[1].msrd_us_per_read, broker_ratio,
-	       powercap_ratio);
+	       powercap_ratio, (unsigned long long)write_ns, (unsigned long long)device_read_ns,
+	       write_ratio);
 	return 0;
 }

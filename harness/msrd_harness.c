@@ -369,6 +369,18 @@ size_t msrd_log_count(const struct msrd_server *server, const char *needle)
 	return count;
 }
 
+int msrd_privsep_server(const struct msrd_server *server, pid_t *pid, int *descriptor)
+{
+	char *log = msrd_log(server);
+	const char *line = log != NULL ? strstr(log, "privsep: server pid ") : NULL;
+	int got = line != NULL ? sscanf(line, "privsep: server pid %d, channel descriptor %d", pid,
+					descriptor)
+			       : 0;
+
+	free(log);
+	return got == 2 ? 0 : -1;
+}
+
 bool msrd_log_contains(const struct msrd_server *server, const char *needle)
 {
 	return msrd_log_count(server, needle) > 0;

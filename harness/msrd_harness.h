@@ -85,6 +85,9 @@ bool msrd_log_contains(const struct msrd_server *server, const char *needle);
 /* How many times needle occurs in the log. */
 size_t msrd_log_count(const struct msrd_server *server, const char *needle);
 /* Poll the log until it contains needle (true) or timeout_ms passed (false). */
+/* On a device backend: the server's pid and its descriptor of the channel to msrd's privileged
+ * parent (server/privsep.h), from the parent's log line. 0, or -1 when msrd did not split. */
+int msrd_privsep_server(const struct msrd_server *server, pid_t *pid, int *descriptor);
 bool msrd_wait_log(const struct msrd_server *server, const char *needle, unsigned timeout_ms);
 void msrd_print_log(const struct msrd_server *server);
 /* SIGHUP, then wait up to timeout_ms until the log says "SIGHUP: policy reloaded" once more than

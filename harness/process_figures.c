@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 long harness_process_status_kib(pid_t pid, const char *field)
@@ -21,6 +22,27 @@ long harness_process_status_kib(pid_t pid, const char *field)
 			kib = -1;
 	fclose(status);
 	return kib;
+}
+
+unsigned long long harness_process_status_number(pid_t pid, const char *field, int base)
+{
+	char path[64], line[256];
+	size_t length = strlen(field);
+	unsigned long long value = ~0ull;
+	FILE *status;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	status = fopen(path, "r");
+	if (status == NULL)
+		return value;
+	while (fgets(line, sizeof(line), status) != NULL) {
+		if (strncmp(line, field, length) == 0) {
+			value = strtoull(line + length, NULL, base);
+			break;
+		}
+	}
+	fclose(status);
+	return value;
 }
 
 long long harness_process_cpu_ticks(pid_t pid)

@@ -10,6 +10,10 @@
 /* A "kB" field of /proc/PID/status (field with its colon, e.g. "VmRSS:"), or -1. */
 long harness_process_status_kib(pid_t pid, const char *field);
 
+/* A number field of /proc/PID/status (field with its colon, e.g. "CapEff:"; base 16 for the
+ * capability sets), or ~0 when there is none. */
+unsigned long long harness_process_status_number(pid_t pid, const char *field, int base);
+
 /* A process's CPU time so far in clock ticks (utime + stime of /proc/PID/stat), or -1. */
 long long harness_process_cpu_ticks(pid_t pid);
 

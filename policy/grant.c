@@ -55,10 +55,13 @@ static bool subject_in_group(const struct policy_subject *subject, uint32_t gid)
 	return false;
 }
 
+/* subject NULL: everyone at once (policy_resolve_everyone), so every rule that names anyone. */
 static bool rule_matches(const struct policy_rule *rule, const struct policy_subject *subject)
 {
 	if (!rule->match_known)
 		return false;
+	if (subject == NULL)
+		return true;
 	switch (rule->kind) {
 	case POLICY_MATCH_ANY:
 		return true;
@@ -232,18 +235,14 @@ static int resolve_rules(const struct policy *policy, const struct policy_subjec
 	return result;
 }
 
-int policy_resolve(const struct policy *policy, const struct policy_subject *subject,
-		   struct policy_grant **out)
+/* subject NULL: every rule's grant together. */
+static int resolve_for(const struct policy *policy, const struct policy_subject *subject,
+		       struct policy_grant **out)
 {
 	struct entry_union *unions = NULL;
 	struct policy_grant *grant = NULL;
 	int result = -ENOMEM;
 
-	if (out == NULL)
-		return -EINVAL;
-	*out = NULL;
-	if (policy == NULL || subject == NULL || (subject->group_count > 0 && !subject->groups))
-		return -EINVAL;
 	grant = calloc(1, sizeof(*grant));
 	unions = calloc(policy->msr_count ? policy->msr_count : 1, sizeof(*unions));
 	if (grant == NULL || unions == NULL)
@@ -257,6 +256,27 @@ out:
 	}
 	*out = grant;
 	return result;
+}
+
+int policy_resolve(const struct policy *policy, const struct policy_subject *subject,
+		   struct policy_grant **out)
+{
+	if (out == NULL)
+		return -EINVAL;
+	*out = NULL;
+	if (policy == NULL || subject == NULL || (subject->group_count > 0 && !subject->groups))
+		return -EINVAL;
+	return resolve_for(policy, subject, out);
+}
+
+int policy_resolve_everyone(const struct policy *policy, struct policy_grant **out)
+{
+	if (out == NULL)
+		return -EINVAL;
+	*out = NULL;
+	if (policy == NULL)
+		return -EINVAL;
+	return resolve_for(policy, NULL, out);
 }
 
 void policy_grant_free(struct policy_grant *grant)

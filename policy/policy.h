@@ -107,6 +107,10 @@ const char *policy_msr_name(const struct policy *policy, uint32_t address);
 
 int policy_resolve(const struct policy *policy, const struct policy_subject *subject,
 		   struct policy_grant **out);
+/* The grant of every rule together, whoever it names: the union of all write masks and reads.
+ * msrd's privileged parent checks each write against it (server/privsep_parent.c): whatever
+ * uid the server says it writes for, no bit outside every rule's mask can change. */
+int policy_resolve_everyone(const struct policy *policy, struct policy_grant **out);
 void policy_grant_free(struct policy_grant *grant);
 
 /* Whether the grant matched any rule at all (for logging "no rule for uid N"). */

@@ -555,6 +555,8 @@ int journal_forget(struct msrd *server, uint32_t cpu, uint32_t address)
 	char line[JOURNAL_LINE_MAX];
 	int length, status;
 
+	if (server->parent != NULL)
+		return privsep_forget(server->parent, cpu, address);
 	if (journal->fd < 0 || !msrstate_has(&journal->written, cpu, address))
 		return 0;
 	length = snprintf(line, sizeof(line), "cpu %u forget 0x%x\n", cpu, address);
@@ -580,6 +582,15 @@ int journal_note_current(struct msrd *server, uint32_t cpu, uint32_t address)
 	if (status < 0)
 		return status;
 	return journal_note(server, cpu, address, before);
+}
+
+void journal_detach(struct msrd *server)
+{
+	struct journal *journal = &server->journal;
+
+	if (journal->fd >= 0)
+		close(journal->fd);
+	journal->fd = -1;
 }
 
 void journal_close(struct msrd *server, bool restored)

@@ -49,10 +49,15 @@ int journal_open(struct msrd *server);
  * happen. */
 int journal_note(struct msrd *server, uint32_t cpu, uint32_t address, uint64_t before);
 /* Take a register back from the journal ("forget" line): a restart no longer writes its
- * original over it. For a counter slot reprogrammed outside msrd. 0 or -errno (logged). */
+ * original over it. For a counter slot reprogrammed outside msrd. 0 or -errno (logged). In the
+ * server beside a privileged parent, a request to the parent, which keeps the journal. */
 int journal_forget(struct msrd *server, uint32_t cpu, uint32_t address);
 /* The same, reading the register's current value first (slot writes). */
 int journal_note_current(struct msrd *server, uint32_t cpu, uint32_t address);
+/* The server beside a privileged parent: close this process's descriptor and leave the file
+ * and its lock to the parent; journal_note and journal_note_current then do nothing here (the
+ * parent journals each write it makes). */
+void journal_detach(struct msrd *server);
 /* At exit: `restored` (every register msrd changed was written back) removes the journal; else
  * it is kept for the next start. */
 void journal_close(struct msrd *server, bool restored);

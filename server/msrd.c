@@ -222,10 +222,13 @@ static void server_cleanup(struct msrd *server)
 	free(server->machine_reply);
 }
 
-static int start_server(struct msrd *server, sigset_t *mask)
+/* 0 in the process that serves; 1 in the privileged parent once it is done (*parent_exit set);
+ * -errno when msrd cannot start. */
+static int start_server(struct msrd *server, sigset_t *mask, int *parent_exit)
 {
 	const struct msrd_config *config = server->config;
 	static struct privilege_user user;
+	enum privilege_role role;
 	int status;
 
 	/* Names are looked up while every file can still be read. */
@@ -248,7 +251,13 @@ static int start_server(struct msrd *server, sigset_t *mask)
 		return server->listen_fd;
 	if (!config->foreground && daemon(0, 0) < 0)
 		return -errno;
-	status = privilege_drop(config->user != NULL ? &user : NULL, perf_broker_enabled(server));
+	/* A device backend splits here: the parent keeps the writable devices and the journal. */
+	status = privsep_start(server, config->user != NULL ? &user : NULL, parent_exit);
+	if (status != 0)
+		return status;
+	role = server->parent != NULL ? PRIVILEGE_SERVER : PRIVILEGE_WHOLE;
+	status = privilege_drop(config->user != NULL ? &user : NULL, role,
+				perf_broker_enabled(server));
 	if (status < 0)
 		return status;
 	server->signal_fd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -260,7 +269,19 @@ static int start_server(struct msrd *server, sigset_t *mask)
 		return status;
 	}
 	energy_arm(server);
-	return privilege_seccomp(config->seccomp);
+	return privilege_seccomp_role(config->seccomp, role, 0);
+}
+
+/* The server beside a privileged parent stops: the parent writes the registers back once this
+ * process has ended; a slot whose own restore failed keeps the journal. */
+static int stop_beside_parent(struct msrd *server, int status)
+{
+	if (server->restore_incomplete)
+		(void)privsep_keep_journal(server->parent);
+	log_notice("server stopped; the privileged parent writes the registers back");
+	server_cleanup(server);
+	privilege_log_refused();
+	return status == 0 ? 0 : 1;
 }
 
 static int run_server(const struct msrd_config *config)
@@ -268,6 +289,7 @@ static int run_server(const struct msrd_config *config)
 	struct msrd *server = &server_state;
 	sigset_t mask;
 	size_t failed;
+	int parent_exit = 1;
 	int status;
 
 	log_init("msrd", config->log_level, !config->foreground);
@@ -276,8 +298,10 @@ static int run_server(const struct msrd_config *config)
 	status = setup_signals(&mask);
 	if (status == 0) {
 		privilege_raise_fd_limit();
-		status = start_server(server, &mask);
+		status = start_server(server, &mask, &parent_exit);
 	}
+	if (status > 0)
+		return parent_exit;
 	if (status < 0) {
 		log_error("not starting: %s", strerror(-status));
 		server_cleanup(server);
@@ -286,6 +310,8 @@ static int run_server(const struct msrd_config *config)
 	log_notice("listening on %s (policy %s)", config->socket_path, config->policy_path);
 	signal_ready(config);
 	status = loop_run(server);
+	if (server->parent != NULL)
+		return stop_beside_parent(server, status);
 	failed = msrstate_restore(&server->saved, server->backend, NULL);
 	log_notice("stopped: %zu MSRs restored%s", server->saved.count - failed,
 		   failed > 0 ? ", some restores failed" : "");

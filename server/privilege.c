@@ -1,22 +1,25 @@
 /*
  * server/privilege.c — least privilege for msrd started as root.
  *
- * Once the MSR devices, the journal and the socket are open, msrd needs only CAP_SYS_RAWIO (the
- * msr driver checks it on open and on some ioctls; msr-safe's batch ioctl too). Everything else
+ * On a device backend msrd runs as two processes (server/privsep.h): the privileged parent keeps
+ * only CAP_SYS_RAWIO (the msr driver checks it on open and on some ioctls; msr-safe's batch
+ * ioctl too), the server keeps none of it (its device descriptors were opened before the drop).
+ * Without devices msrd is one process, which keeps CAP_SYS_RAWIO when it had it. Everything else
  * is dropped from the permitted, effective, inheritable and bounding sets, so a compromised
- * msrd cannot regain it, not even across execve. With --user it also becomes that user (its
- * groups too), keeping CAP_SYS_RAWIO across the switch (PR_SET_KEEPCAPS): descriptors already
+ * process cannot regain it, not even across execve. With --user both become that user (its
+ * groups too), keeping what they keep across the switch (PR_SET_KEEPCAPS): descriptors already
  * open stay usable, nothing new can be opened with root's rights.
  *
  * Last, a seccomp filter (libseccomp) allows only the system calls msrd makes while it serves
- * (privilege_allowed_syscalls): opening files read-only (policy reloads, ring descriptors for
- * consumers), memfds for rings, io_uring, the socket calls it makes outside io_uring, memory
- * without PROT_EXEC. Any other call fails with EPERM instead of running (SIGSYS, whose handler
- * sets the result), and is logged: at once on standard error, and through the log at the loop's
- * next turn. The list was found by running the whole test suite (gcc and ASan+UBSan builds) with
- * --seccomp log, which lets every call through and has the kernel log the ones not listed.
- * io_uring operations do not pass through seccomp; the ring itself is restricted to the
- * operations msrd submits (loop.c).
+ * (allowed_syscalls): opening files read-only (policy reloads, ring descriptors for consumers),
+ * memfds for rings, io_uring, the socket calls it makes outside io_uring, memory without
+ * PROT_EXEC. The server beside a parent loses the calls only the journal and device writes
+ * made; the parent has its own, shorter list (parent_syscalls). Any other call fails with EPERM
+ * instead of running (SIGSYS, whose handler sets the result), and is logged: at once on
+ * standard error, and through the log at the loop's next turn. The list was found by running
+ * the whole test suite (gcc and ASan+UBSan builds) with --seccomp log, which lets every call
+ * through and has the kernel log the ones not listed. io_uring operations do not pass through
+ * seccomp; the ring itself is restricted to the operations msrd submits (loop.c).
  */
 #include "server/server.h"
 
@@ -155,12 +158,26 @@ static int drop_bounding_set(const cap_value_t *keep, int keep_count)
 	return 0;
 }
 
-int privilege_drop(const struct privilege_user *user, bool keep_perfmon)
+/* What a role keeps (when CAP_SYS_RAWIO is there to keep), into `keep`; its count. */
+static int kept_for(enum privilege_role role, bool keep_perfmon, cap_value_t keep[3])
 {
+	int count = 0;
+
+	if (role != PRIVILEGE_SERVER)
+		keep[count++] = CAP_SYS_RAWIO;
 	/* The perf broker opens events on clients' threads: CAP_PERFMON for any
 	 * perf_event_paranoid, CAP_SYS_PTRACE for the ptrace access check on another uid's task. */
-	const cap_value_t keep[] = { CAP_SYS_RAWIO, CAP_PERFMON, CAP_SYS_PTRACE };
-	int keep_count = keep_perfmon ? 3 : 1;
+	if (keep_perfmon && role != PRIVILEGE_PARENT) {
+		keep[count++] = CAP_PERFMON;
+		keep[count++] = CAP_SYS_PTRACE;
+	}
+	return count;
+}
+
+int privilege_drop(const struct privilege_user *user, enum privilege_role role, bool keep_perfmon)
+{
+	cap_value_t keep[3];
+	int keep_count;
 	cap_t wanted = NULL;
 	int status = 0;
 
@@ -171,11 +188,9 @@ int privilege_drop(const struct privilege_user *user, bool keep_perfmon)
 		}
 		return 0;
 	}
-	if (!rawio_permitted()) {
-		/* Nothing to keep: clear every set (a harmless start without CAP_SYS_RAWIO, e.g.
-		 * the simulated CPU under a partial capability set). */
-		keep_count = 0;
-	}
+	/* Without CAP_SYS_RAWIO nothing is kept: every set is cleared (a harmless start without
+	 * it, e.g. the simulated CPU under a partial capability set). */
+	keep_count = rawio_permitted() ? kept_for(role, keep_perfmon, keep) : 0;
 	status = drop_bounding_set(keep, keep_count);
 	if (status == 0 && user != NULL)
 		status = become(user);
@@ -190,19 +205,20 @@ int privilege_drop(const struct privilege_user *user, bool keep_perfmon)
 				cap_set_flag(wanted, CAP_EFFECTIVE, keep_count, keep, CAP_SET) < 0)) ||
 	    cap_set_proc(wanted) < 0) {
 		status = errno_or(-EPERM);
-		log_warn_errno(status, "keeping only CAP_SYS_RAWIO%s",
-			       keep_count > 1 ? ", CAP_PERFMON and CAP_SYS_PTRACE" : "");
+		log_warn_errno(status, "keeping only %d capabilities", keep_count);
 		goto out;
 	}
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	if (user != NULL)
 		log_notice("running as user %s (uid %u gid %u)", user->name, (unsigned)user->uid,
 			   (unsigned)user->gid);
-	log_info("capabilities dropped: %s",
-		 keep_count > 1	 ? "cap_sys_rawio, cap_perfmon and cap_sys_ptrace are kept (perf "
-				   "broker)"
-		 : keep_count > 0 ? "only cap_sys_rawio is kept"
-				  : "none kept");
+	log_info("capabilities dropped%s: %s", role == PRIVILEGE_PARENT ? " (privileged parent)"
+						: role == PRIVILEGE_SERVER ? " (server)" : "",
+		 keep_count == 3   ? "cap_sys_rawio, cap_perfmon and cap_sys_ptrace are kept (perf "
+				     "broker)"
+		 : keep_count == 2 ? "cap_perfmon and cap_sys_ptrace are kept (perf broker)"
+		 : keep_count > 0  ? "only cap_sys_rawio is kept"
+				   : "none kept");
 out:
 	if (wanted != NULL)
 		cap_free(wanted);
@@ -289,6 +305,17 @@ struct allowed {
 #define ALLOW(name) { SCMP_SYS(name), 0, { ARG_EQ(0, 0) } }
 #define ALLOW_IF(name, cmp) { SCMP_SYS(name), 1, { cmp } }
 
+/* The sanitizer runtime: its leak check stops the world from a cloned task that ptraces the
+ * others, then reads /proc/self with raw system calls (ASan+UBSan test builds only). */
+#if MSRD_SANITIZED
+#define SANITIZER_SYSCALLS \
+	ALLOW(clone), ALLOW(ptrace), ALLOW(wait4), ALLOW(prctl), ALLOW(getppid), ALLOW(getdents), \
+	ALLOW(sched_getaffinity), ALLOW(arch_prctl), \
+	ALLOW_IF(open, ARG_BITS_CLEAR(1, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)),
+#else
+#define SANITIZER_SYSCALLS
+#endif
+
 /* What msrd calls while it serves, outside io_uring. Writes to files go only through
  * descriptors opened before the filter (the journal, the log); new files are opened read-only. */
 static const struct allowed allowed_syscalls[] = {
@@ -317,19 +344,104 @@ static const struct allowed allowed_syscalls[] = {
 	ALLOW(prlimit64), ALLOW(exit), ALLOW(exit_group),
 	/* the perf broker (perf_requests.c); harmless without CAP_PERFMON */
 	ALLOW(perf_event_open),
+	SANITIZER_SYSCALLS
+};
+
+/* What the server beside a privileged parent no longer calls: the journal's and the device
+ * writes' (the parent makes them). */
+static const int server_dropped[] = {
+	SCMP_SYS(pwrite64), SCMP_SYS(fsync), SCMP_SYS(fdatasync), SCMP_SYS(flock),
+};
+
+/* What the privileged parent calls (privsep_parent.c): its channel and signals, its devices,
+ * its journal, the policy file at SIGHUP, the log (stderr or syslog), and the server's end. */
+static const struct allowed parent_syscalls[] = {
+	ALLOW(read), ALLOW(write), ALLOW(close), ALLOW(fstat), ALLOW(newfstatat), ALLOW(statx),
+	ALLOW(lseek), ALLOW(fcntl), ALLOW(pread64), ALLOW(pwrite64), ALLOW(fsync),
+	ALLOW(fdatasync), ALLOW(ftruncate), ALLOW(unlink), ALLOW(readlink), ALLOW(readlinkat),
+	ALLOW(poll), ALLOW(ppoll),
+	ALLOW_IF(openat, ARG_BITS_CLEAR(2, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)),
+	ALLOW_IF(ioctl, ARG_EQ(1, TCGETS)),
+	ALLOW_IF(mmap, ARG_BITS_CLEAR(2, PROT_EXEC)),
+	ALLOW_IF(mprotect, ARG_BITS_CLEAR(2, PROT_EXEC)),
+	ALLOW(munmap), ALLOW(mremap), ALLOW(madvise), ALLOW(brk),
+	ALLOW(sendto), ALLOW(sendmsg), ALLOW(recvfrom), ALLOW(recvmsg),
+	ALLOW_IF(socket, ARG_EQ(0, AF_UNIX)), ALLOW(connect),
+	ALLOW(getpid), ALLOW(gettid), ALLOW(getuid), ALLOW(geteuid), ALLOW(getgid), ALLOW(getegid),
+	ALLOW(clock_gettime), ALLOW(futex), ALLOW(getrandom), ALLOW(sched_yield),
+	ALLOW(nanosleep), ALLOW(clock_nanosleep), ALLOW(rt_sigreturn), ALLOW(rt_sigprocmask),
+	ALLOW(rt_sigaction), ALLOW(restart_syscall), ALLOW(exit), ALLOW(exit_group), ALLOW(wait4),
+	SANITIZER_SYSCALLS
 #if MSRD_SANITIZED
-	/* The sanitizer runtime: its leak check stops the world from a cloned task that ptraces
-	 * the others, then reads /proc/self with raw system calls (ASan+UBSan test builds only). */
-	ALLOW(clone), ALLOW(ptrace), ALLOW(wait4), ALLOW(prctl), ALLOW(getppid), ALLOW(getdents),
-	ALLOW(sched_getaffinity), ALLOW(arch_prctl),
-	ALLOW_IF(open, ARG_BITS_CLEAR(1, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)),
+	/* The leak check's tracer lists /proc/self/task on its own signal stack. */
+	ALLOW(getdents64), ALLOW(sigaltstack), ALLOW(prlimit64), ALLOW(uname), ALLOW(dup),
+	ALLOW(readv), ALLOW(writev),
 #endif
 };
 
+static bool dropped_for(enum privilege_role role, int number)
+{
+	for (size_t i = 0; role == PRIVILEGE_SERVER && i < sizeof(server_dropped) /
+							   sizeof(server_dropped[0]); i++) {
+		if (server_dropped[i] == number)
+			return true;
+	}
+	return false;
+}
+
+static int allow_list(scmp_filter_ctx filter, enum privilege_role role, size_t *count)
+{
+	const struct allowed *list = role == PRIVILEGE_PARENT ? parent_syscalls : allowed_syscalls;
+	size_t length = role == PRIVILEGE_PARENT ? sizeof(parent_syscalls) / sizeof(*list)
+						 : sizeof(allowed_syscalls) / sizeof(*list);
+
+	*count = 0;
+	for (size_t i = 0; i < length; i++) {
+		int status;
+		if (dropped_for(role, list[i].number))
+			continue;
+		status = seccomp_rule_add_array(filter, SCMP_ACT_ALLOW, list[i].number,
+						list[i].arg_count, list[i].args);
+		if (status < 0) {
+			log_warn_errno(status, "seccomp: allowing system call %d", list[i].number);
+			return status;
+		}
+		(*count)++;
+	}
+	return 0;
+}
+
+/* Calls allowed with an argument only this process knows. */
+static int allow_own(scmp_filter_ctx filter, enum privilege_role role, pid_t child)
+{
+	/* abort() on an impossible state signals msrd itself, and nothing else: msrd may still be
+	 * uid 0, which could signal any root process. */
+	int status = seccomp_rule_add_array(filter, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
+					    &(struct scmp_arg_cmp)ARG_EQ(0, (scmp_datum_t)getpid()));
+
+	if (status < 0 || role == PRIVILEGE_PARENT) {
+		/* The parent passes SIGTERM and SIGHUP on to its server, and to nobody else. */
+		if (status == 0)
+			status = seccomp_rule_add_array(filter, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1,
+							&(struct scmp_arg_cmp)ARG_EQ(
+								0, (scmp_datum_t)child));
+		return status;
+	}
+	/* msr-safe's batch ioctl, whose number only the backend knows. */
+	return seccomp_rule_add_array(filter, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+				      &(struct scmp_arg_cmp)ARG_EQ(1, backend_ioctl_request()));
+}
+
 int privilege_seccomp(enum msrd_seccomp mode)
+{
+	return privilege_seccomp_role(mode, PRIVILEGE_WHOLE, 0);
+}
+
+int privilege_seccomp_role(enum msrd_seccomp mode, enum privilege_role role, pid_t child)
 {
 	struct sigaction action = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO };
 	scmp_filter_ctx filter;
+	size_t count = 0;
 	int status = 0;
 
 	if (mode == MSRD_SECCOMP_OFF) {
@@ -341,34 +453,18 @@ int privilege_seccomp(enum msrd_seccomp mode)
 	filter = seccomp_init(mode == MSRD_SECCOMP_LOG ? SCMP_ACT_LOG : SCMP_ACT_TRAP);
 	if (filter == NULL)
 		return -ENOMEM;
-	for (size_t i = 0; i < sizeof(allowed_syscalls) / sizeof(allowed_syscalls[0]); i++) {
-		const struct allowed *entry = &allowed_syscalls[i];
-		status = seccomp_rule_add_array(filter, SCMP_ACT_ALLOW, entry->number,
-						entry->arg_count, entry->args);
-		if (status < 0) {
-			log_warn_errno(status, "seccomp: allowing system call %d", entry->number);
-			goto out;
-		}
-	}
-	/* abort() on an impossible state signals msrd itself, and nothing else: msrd may still be
-	 * uid 0, which could signal any root process. */
-	status = seccomp_rule_add_array(filter, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
-					&(struct scmp_arg_cmp)ARG_EQ(0, (scmp_datum_t)getpid()));
-	if (status < 0) {
-		log_warn_errno(status, "seccomp: allowing tgkill");
-		goto out;
-	}
-	/* msr-safe's batch ioctl, whose number only the backend knows. */
-	status = seccomp_rule_add_array(filter, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-					&(struct scmp_arg_cmp)ARG_EQ(1, backend_ioctl_request()));
+	status = allow_list(filter, role, &count);
+	if (status == 0)
+		status = allow_own(filter, role, child);
 	if (status == 0)
 		status = seccomp_load(filter);
 	if (status < 0) {
 		log_warn_errno(status, "seccomp: loading the filter");
 		goto out;
 	}
-	log_info("seccomp: %zu system calls allowed, others %s",
-		 sizeof(allowed_syscalls) / sizeof(allowed_syscalls[0]),
+	log_info("seccomp%s: %zu system calls allowed, others %s",
+		 role == PRIVILEGE_PARENT ? " (privileged parent)"
+		 : role == PRIVILEGE_SERVER ? " (server)" : "", count,
 		 mode == MSRD_SECCOMP_LOG ? "allowed and logged by the kernel (--seccomp log)"
 					  : "refused (EPERM) and logged");
 out:

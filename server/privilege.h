@@ -35,14 +35,25 @@ struct privilege_user {
 void privilege_raise_fd_limit(void);
 /* A user name (or a bare uid) with its groups; -ENOENT when unknown. */
 int privilege_resolve_user(const char *name, struct privilege_user *out);
+/* Which process of msrd drops its privileges (server/privsep.h). */
+enum privilege_role {
+	PRIVILEGE_WHOLE,   /* msrd in one process: a backend without devices */
+	PRIVILEGE_SERVER,  /* the server beside a privileged parent: no CAP_SYS_RAWIO */
+	PRIVILEGE_PARENT,  /* the privileged parent: CAP_SYS_RAWIO only */
+};
+
 /* When running with capabilities: become `user` (may be NULL: stay), then keep only
- * CAP_SYS_RAWIO (permitted and effective) and drop every other capability from the bounding
- * set. Without privileges: nothing to do, but -EPERM when `user` is another user. */
-/* keep_perfmon: also keep CAP_PERFMON and CAP_SYS_PTRACE (the perf broker opens events for
- * other uids' threads under any perf_event_paranoid). */
-int privilege_drop(const struct privilege_user *user, bool keep_perfmon);
+ * CAP_SYS_RAWIO (permitted and effective; none for PRIVILEGE_SERVER) and drop every other
+ * capability from the bounding set. Without privileges: nothing to do, but -EPERM when `user`
+ * is another user. keep_perfmon: also keep CAP_PERFMON and CAP_SYS_PTRACE (the perf broker
+ * opens events for other uids' threads under any perf_event_paranoid; never the parent). */
+int privilege_drop(const struct privilege_user *user, enum privilege_role role, bool keep_perfmon);
 /* Install the system call filter (mode off: nothing). 0 or -errno (logged). */
 int privilege_seccomp(enum msrd_seccomp mode);
+/* The same for one role: the server's filter has no device writes and no journal calls; the
+ * parent's allows only what it needs (its channel, its devices, its journal, reading the
+ * policy, signalling `child`). */
+int privilege_seccomp_role(enum msrd_seccomp mode, enum privilege_role role, pid_t child);
 /* Log the system calls the filter refused since the last call (the loop calls it each turn). */
 void privilege_log_refused(void);
 

@@ -61,6 +61,7 @@
 #include "server/journal.h"
 #include "server/accounts.h"
 #include "server/privilege.h"
+#include "server/privsep.h"
 
 #define MSRD_VERSION "msrd " HAECER_VERSION " (protocol 1)"
 #define MSRD_DEFAULT_SOCKET "/run/haecer/msrd.sock"
@@ -103,6 +104,7 @@ struct msrd {
 	struct msrstate saved;
 	struct journal journal;
 	bool restore_incomplete;       /* a register could not be written back (slots.c) */
+	struct privsep *parent;        /* the privileged parent's channel, or NULL (privsep.h) */
 	struct slot_table slots;
 	struct energy_state energy;
 	struct schedule *schedules;    /* running and stopping schedules */

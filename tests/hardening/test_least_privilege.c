@@ -5,7 +5,9 @@
  * harness/msrd_harness.h). Every op of the protocol works under it (HELLO to SCHEDULE_STOP,
  * rings created and opened through memfds, counter slots, simulator control), and so do a SIGHUP
  * reload and a clean SIGTERM. On the msr backend (stand-in tree) the devices and the journal,
- * opened as root, keep working after the switch, and SIGTERM still restores the registers.
+ * opened as root, keep working after the switch, and SIGTERM still restores the registers; the
+ * server beside the privileged parent (whose status is the one above) is nobody with no
+ * capability at all and its own filter.
  * The socket gets the configured owner, group and mode: a uid outside them cannot connect.
  * A socket directory writable by its group or by others (sticky or not) is refused.
  * (A policy file or directory others can write is refused by test_cli and test_reload.)
@@ -26,6 +28,7 @@
 #include "shm/ring.h"
 #include "tests/hardening/hardening.h"
 #include "harness/msrd_harness.h"
+#include "harness/process_figures.h"
 #include "harness/raw_client.h"
 #include "tests/lib/test_check.h"
 
@@ -33,25 +36,31 @@
 #define NOBODY 65534u
 #define WAIT_MS 60000u
 
-/* A field of /proc/PID/status: the first number after "Name:\t" (hex when base is 16). */
+/* A field of /proc/PID/status, which must be there. */
 static unsigned long long status_field(pid_t pid, const char *name, int base)
 {
-	char path[64], line[256];
-	unsigned long long value = ~0ull;
-	size_t length = strlen(name);
-	FILE *status;
+	char field[32];
+	unsigned long long value;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	status = fopen(path, "r");
-	assert_non_null(status);
-	while (fgets(line, sizeof(line), status) != NULL) {
-		if (strncmp(line, name, length) == 0 && line[length] == ':') {
-			value = strtoull(line + length + 1, NULL, base);
-			break;
-		}
-	}
-	fclose(status);
+	snprintf(field, sizeof(field), "%s:", name);
+	value = harness_process_status_number(pid, field, base);
+	assert_true(value != ~0ull);
 	return value;
+}
+
+/* The server beside msrd's privileged parent: nobody too, no capability at all. */
+static void check_server_status(const struct msrd_server *server)
+{
+	pid_t child = -1;
+	int descriptor = -1;
+
+	assert_int_equal(msrd_privsep_server(server, &child, &descriptor), 0);
+	assert_int_equal(status_field(child, "Uid", 10), NOBODY);
+	assert_int_equal(status_field(child, "CapEff", 16), 0);
+	assert_int_equal(status_field(child, "CapPrm", 16), 0);
+	assert_int_equal(status_field(child, "CapBnd", 16), 0);
+	assert_int_equal(status_field(child, "NoNewPrivs", 10), harness_valgrind() ? 0 : 1);
+	assert_int_equal(status_field(child, "Seccomp", 10), harness_valgrind() ? 0 : 2);
 }
 
 static void check_status(pid_t pid)
@@ -217,6 +226,7 @@ static void test_msr_backend_as_nobody(void **state)
 	assert_int_equal(harness_standin_write(tree, 1, 0x808, 0x77), 0);
 	assert_int_equal(msrd_launch(&server, arguments), 0);
 	check_status(server.pid);
+	check_server_status(&server);
 	assert_int_equal(haecer_connect(server.socket_path, &conn), 0);
 	assert_int_equal(haecer_msr_write(conn, 1, 0x808, 0x1234), 0);
 	assert_int_equal(haecer_msr_read(conn, 1, 0x808, &value), 0);

@@ -49,4 +49,8 @@ struct syscall_count count_syscalls_msr_backend(int cpu);
 double broker_read_ratio(uint64_t *broker_ns, uint64_t *own_ns);
 double powercap_read_ratio(uint64_t *page_ns, uint64_t *pread_ns);
 
+/* device_writes.c: a WRITE round trip over a READ of the same register, msr backend on
+ * stand-in devices (issue 30: the write crosses to the privileged parent). */
+double device_write_ratio(uint64_t *write_ns, uint64_t *read_ns);
+
 #endif

@@ -380,37 +380,6 @@ struct throughput throughput(pid_t target, const char *echo_path, unsigned clien
 	return out;
 }
 
-/* ---- memory ---- */
-
-/* Connect idle clients; each HELLO is answered, so msrd has set every one of them up. */
-static double kib_per_idle_client(void)
-{
-	static int fds[IDLE_CLIENTS];
-	uint8_t frame[128], reply[256];
-	struct wire_hello_request hello = { .min_version = 1, .max_version = 1 };
-	struct wire_writer writer;
-	struct wire_header header;
-	long before, after;
-	size_t length;
-
-	wire_writer_init(&writer, frame + WIRE_HEADER_SIZE, sizeof(frame) - WIRE_HEADER_SIZE);
-	wire_put_hello_request(&writer, &hello);
-	length = (size_t)wire_frame_finish(frame, sizeof(frame), WIRE_OP_HELLO, 0, 0, 1,
-					   writer.used);
-	before = harness_process_status_kib(server.pid, "VmRSS:");
-	for (unsigned i = 0; i < IDLE_CLIENTS; i++) {
-		fds[i] = raw_connect(server.socket_path);
-		if (fds[i] < 0 || raw_send(fds[i], frame, length) < 0 ||
-		    raw_read_frame(fds[i], reply, sizeof(reply), &header, 60000, NULL) < 0)
-			die("idle client");
-	}
-	usleep(100000);
-	after = harness_process_status_kib(server.pid, "VmRSS:");
-	for (unsigned i = 0; i < IDLE_CLIENTS; i++)
-		close(fds[i]);
-	return (double)(after - before) / IDLE_CLIENTS;
-}
-
 /* ---- schedules and CPU use ---- */
 
 #define SCHEDULE_PERIOD_NS 1000000ull
@@ -576,6 +545,74 @@ static void measure_schedule(double seconds, struct schedule_figures *out)
 	haecer_close(conn);
 }
 
+/* The most idle connections beside 16 busy clients the descriptor limit leaves room for. */
+static unsigned idle_beside_busy(unsigned long fd_limit)
+{
+	unsigned long room = fd_limit > FD_SPARE + 16 ? fd_limit - FD_SPARE - 16 : 0;
+
+	return room < MANY_CLIENTS ? (unsigned)room : MANY_CLIENTS;
+}
+
+/* HAECER_BENCH_MSRD_SCALING set: only the scaling figures (16 and 10 000 busy clients, each
+ * beside the echo floor at the same count, and 16 busy beside 10 000 idle), repeated that many
+ * times (default 1), for measuring a change to msrd's per-read cost quickly; its last line has
+ * only those keys, each the median of the repetitions, with the minimum of msrd's CPU per read
+ * beside it. */
+#define SCALING_REPETITIONS_MOST 32u
+enum { SCALE_16, SCALE_MANY, SCALE_IDLE, SCALE_POINTS };
+
+static int scaling_only(unsigned long fd_limit, double seconds, unsigned repetitions)
+{
+	static const char *const names[SCALE_POINTS] = { "16 busy", "10000 busy",
+							 "16 busy beside 10000 idle" };
+	unsigned many = fd_limit > MANY_CLIENTS + FD_SPARE ? MANY_CLIENTS
+							    : (unsigned)(fd_limit - FD_SPARE);
+	/* Reads/s, and CPU per read in ns (order statistics are on integers). */
+	uint64_t ops[SCALE_POINTS][SCALING_REPETITIONS_MOST];
+	uint64_t msrd_ns[SCALE_POINTS][SCALING_REPETITIONS_MOST];
+	uint64_t floor_ns[SCALE_POINTS][SCALING_REPETITIONS_MOST] = { { 0 } };
+
+	for (unsigned r = 0; r < repetitions; r++) {
+		for (unsigned i = 0; i < SCALE_POINTS; i++) {
+			struct throughput point, floor = { 0 };
+			if (i == SCALE_IDLE) {
+				point = throughput_beside_idle(16, idle_beside_busy(fd_limit), seconds);
+			} else {
+				unsigned clients = i == SCALE_16 ? 16 : many;
+				point = throughput(server.pid, NULL, clients, seconds);
+				floor = echo_floor(clients, seconds);
+			}
+			printf("%s: msrd %.0f reads/s, %.2f us CPU per read; echo floor %.0f/s, "
+			       "%.2f us\n", names[i], point.ops, point.msrd_us_per_read, floor.ops,
+			       floor.msrd_us_per_read);
+			fflush(stdout);
+			ops[i][r] = (uint64_t)point.ops;
+			msrd_ns[i][r] = (uint64_t)(point.msrd_us_per_read * 1000.0);
+			floor_ns[i][r] = (uint64_t)(floor.msrd_us_per_read * 1000.0);
+		}
+	}
+	if (msrd_stop(&server) < 0)
+		return 1;
+	for (unsigned i = 0; i < SCALE_POINTS; i++) {
+		bench_sort_u64(msrd_ns[i], repetitions);
+		bench_sort_u64(floor_ns[i], repetitions);
+	}
+	printf("repetitions=%u clients16_ops=%llu clients10000_ops=%llu msrd_us_per_read_16=%.2f "
+	       "msrd_us_per_read_10000=%.2f msrd_us_per_read_16_idle10000=%.2f "
+	       "msrd_us_per_read_16_min=%.2f msrd_us_per_read_10000_min=%.2f "
+	       "msrd_us_per_read_16_idle10000_min=%.2f floor_us_per_read_16=%.2f "
+	       "floor_us_per_read_10000=%.2f\n", repetitions,
+	       (unsigned long long)bench_median_u64(ops[SCALE_16], repetitions),
+	       (unsigned long long)bench_median_u64(ops[SCALE_MANY], repetitions),
+	       msrd_ns[SCALE_16][repetitions / 2] / 1000.0,
+	       msrd_ns[SCALE_MANY][repetitions / 2] / 1000.0,
+	       msrd_ns[SCALE_IDLE][repetitions / 2] / 1000.0, msrd_ns[SCALE_16][0] / 1000.0,
+	       msrd_ns[SCALE_MANY][0] / 1000.0, msrd_ns[SCALE_IDLE][0] / 1000.0,
+	       floor_ns[SCALE_16][repetitions / 2] / 1000.0,
+	       floor_ns[SCALE_MANY][repetitions / 2] / 1000.0);
+	return 0;
+}
+
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge",
@@ -605,6 +642,12 @@ int main(void)
 	fd_limit = harness_raise_fd_limit(MANY_CLIENTS + FD_SPARE);
 	if (msrd_start(&server, policy, arguments) < 0)
 		return 1;
+	if (getenv("HAECER_BENCH_MSRD_SCALING") != NULL) {
+		int repetitions = atoi(getenv("HAECER_BENCH_MSRD_SCALING"));
+		if (repetitions < 1 || repetitions > (int)SCALING_REPETITIONS_MOST)
+			repetitions = 1;
+		return scaling_only(fd_limit, seconds, (unsigned)repetitions);
+	}
 	if (haecer_connect(server.socket_path, &conn) < 0)
 		die("connect");
 	cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -623,7 +666,7 @@ int main(void)
 	       "device read linked to the reply's send): %.3f, io_uring_enter %.3f\n",
 	       syscalls_device.total, syscalls_device.server);
 	/* The idle-client figure first, on a server whose buffers have seen one client only. */
-	kib = kib_per_idle_client();
+	kib = kib_per_idle_client(IDLE_CLIENTS);
 	printf("server memory per idle client:  %.2f KiB (RSS with %u idle clients)\n", kib,
 	       IDLE_CLIENTS);
 	for (size_t i = 0; i < THROUGHPUT_POINTS; i++) {

@@ -25,7 +25,9 @@
  * msrd_us_per_read_16=… msrd_us_per_read_10000=… (msrd's utime + stime over a throughput
  * point's interval, per read) floor_us_per_read_16=… floor_us_per_read_10000=… (the same of a
  * bare io_uring echo server at 16 and 10 000 connections, measured right after msrd's)
- * broker_read_ratio=… powercap_read_ratio=…
+ * broker_read_ratio=… powercap_read_ratio=… msrd_us_per_read_16_idle10000=… (msrd's CPU per
+ * read of 16 busy clients beside 10 000 idle connections: against msrd_us_per_read_16, what idle
+ * connections cost a request)
  *
  * Issue 24's figures, each against its floor in the same run: read() of a software event whose
  * descriptor msrd's perf broker handed over, against the same event opened by this process
@@ -621,7 +623,7 @@ int main(void)
 	const char *seconds_text = getenv("HAECER_BENCH_SECONDS");
 	double seconds = seconds_text != NULL ? atof(seconds_text) : 1.0;
 	static const unsigned client_counts[THROUGHPUT_POINTS] = { 1, 16, 256, 1000, MANY_CLIENTS };
-	struct throughput points[THROUGHPUT_POINTS], floors[2];
+	struct throughput points[THROUGHPUT_POINTS], floors[2], idle_point;
 	unsigned long fd_limit;
 	struct haecer_conn *conn;
 	struct latencies cross, same;
@@ -686,6 +688,10 @@ int main(void)
 			       floors[i == 1 ? 0 : 1].msrd_us_per_read);
 		}
 	}
+	idle_point = throughput_beside_idle(16, idle_beside_busy(fd_limit), seconds);
+	printf("throughput, 16 clients beside %u idle connections: %.0f reads/s, msrd CPU %.2f us "
+	       "per read\n", idle_beside_busy(fd_limit), idle_point.ops,
+	       idle_point.msrd_us_per_read);
 	/* The idle figure on a server with no client at all: only the energy sampler is armed. */
 	usleep(500000);
 	idle = cpu_percent(cpu_seconds);
@@ -722,7 +728,8 @@ int main(void)
 	       "ratio_pingpong_same_cpu=%.2f timer_jitter_us_p99=%.1f period_jitter_ratio=%.2f "
 	       "clients10000_ops=%.0f msrd_us_per_read_16=%.2f msrd_us_per_read_10000=%.2f "
 	       "floor_us_per_read_16=%.2f floor_us_per_read_10000=%.2f "
-	       "broker_read_ratio=%.2f powercap_read_ratio=%.2f\n",
+	       "broker_read_ratio=%.2f powercap_read_ratio=%.2f "
+	       "msrd_us_per_read_16_idle10000=%.2f\n",
 	       (unsigned long long)cross.read, (unsigned long long)cross.pingpong,
 	       (double)cross.read / (double)cross.pingpong,
 	       (double)cross.batch8 / (double)cross.read, points[0].ops, points[1].ops,
@@ -734,6 +741,6 @@ int main(void)
 					     : -1.0,
 	       points[4].ops, points[1].msrd_us_per_read, points[4].msrd_us_per_read,
 	       floors[0].msrd_us_per_read, floors[1].msrd_us_per_read, broker_ratio,
-	       powercap_ratio);
+	       powercap_ratio, idle_point.msrd_us_per_read);
 	return 0;
 }

@@ -5,9 +5,10 @@
  * multishot recv (buffers picked from one shared provided-buffer ring, so an idle client holds
  * no receive memory), sends, MSR I/O on device-backed backends, the signalfd read, and a tick
  * timeout that runs only while something has a deadline. One io_uring_enter per turn submits
- * what the previous turn queued and waits for the next completions; a turn that queued replies
- * waits for their completions and one more, so a request and its reply cost one enter. The energy sampler and each
- * schedule have a timeout of their own.
+ * what the previous turn queued and waits for the next completions; a turn that queued a few
+ * replies waits for their completions and one more, so a request and its reply cost one enter
+ * (submit_and_wait). The energy sampler and each schedule have a timeout of their own. Nothing
+ * here costs per connection on a turn: only the completions that came are looked at.
  */
 #include "server/server.h"
 

@@ -10,7 +10,8 @@
  *
  * Starts a real msrd (simulated CPU in real time) through the test harness. Environment:
  * HAECER_BUILD (where msrd is), HAECER_BENCH_SECONDS (per throughput point, default 1; the CPU
- * figures use three times as long, at least 3 s).
+ * figures use three times as long, at least 3 s), HAECER_BENCH_MSRD_SCALING=N (only the scaling
+ * points, N times: scaling_only below).
  *
  * System calls per read, counted exactly: a client process pinned to msrd's CPU makes READs
  * while strace -c -f counts every system call of both processes (strace is slow: only the

@@ -10,7 +10,8 @@
  *
  * Starts a real msrd (simulated CPU in real time) through the test harness. Environment:
  * HAECER_BUILD (where msrd is), HAECER_BENCH_SECONDS (per throughput point, default 1; the CPU
- * figures use three times as long, at least 3 s).
+ * figures use three times as long, at least 3 s), HAECER_BENCH_MSRD_SCALING=N (only the scaling
+ * points, N times: scaling_only below).
  *
  * System calls per read, counted exactly: a client process pinned to msrd's CPU makes READs
  * while strace -c -f counts every system call of both processes (strace is slow: only the
@@ -26,7 +27,9 @@
  * point's interval, per read) floor_us_per_read_16=… floor_us_per_read_10000=… (the same of a
  * bare io_uring echo server at 16 and 10 000 connections, measured right after msrd's)
  * broker_read_ratio=… powercap_read_ratio=… write_ns=… device_read_ns=…
- * write_read_ratio=…
+ * write_read_ratio=… msrd_us_per_read_16_idle10000=… (msrd's CPU per read of 16 busy clients
+ * beside 10 000 idle connections: against msrd_us_per_read_16, what idle connections cost a
+ * request)
  *
  * Issue 30's figure: a WRITE round trip against a READ of the same register on the msr backend
  * (stand-in devices), both in this run (write_ns, device_read_ns, write_read_ratio). `bench/msrd
@@ -385,37 +388,6 @@ struct throughput throughput(pid_t target, const char *echo_path, unsigned clien
 	return out;
 }
 
-/* ---- memory ---- */
-
-/* Connect idle clients; each HELLO is answered, so msrd has set every one of them up. */
-static double kib_per_idle_client(void)
-{
-	static int fds[IDLE_CLIENTS];
-	uint8_t frame[128], reply[256];
-	struct wire_hello_request hello = { .min_version = 1, .max_version = 1 };
-	struct wire_writer writer;
-	struct wire_header header;
-	long before, after;
-	size_t length;
-
-	wire_writer_init(&writer, frame + WIRE_HEADER_SIZE, sizeof(frame) - WIRE_HEADER_SIZE);
-	wire_put_hello_request(&writer, &hello);
-	length = (size_t)wire_frame_finish(frame, sizeof(frame), WIRE_OP_HELLO, 0, 0, 1,
-					   writer.used);
-	before = harness_process_status_kib(server.pid, "VmRSS:");
-	for (unsigned i = 0; i < IDLE_CLIENTS; i++) {
-		fds[i] = raw_connect(server.socket_path);
-		if (fds[i] < 0 || raw_send(fds[i], frame, length) < 0 ||
-		    raw_read_frame(fds[i], reply, sizeof(reply), &header, 60000, NULL) < 0)
-			die("idle client");
-	}
-	usleep(100000);
-	after = harness_process_status_kib(server.pid, "VmRSS:");
-	for (unsigned i = 0; i < IDLE_CLIENTS; i++)
-		close(fds[i]);
-	return (double)(after - before) / IDLE_CLIENTS;
-}
-
 /* ---- schedules and CPU use ---- */
 
 #define SCHEDULE_PERIOD_NS 1000000ull
@@ -581,6 +553,74 @@ static void measure_schedule(double seconds, struct schedule_figures *out)
 	haecer_close(conn);
 }
 
+/* The most idle connections beside 16 busy clients the descriptor limit leaves room for. */
+static unsigned idle_beside_busy(unsigned long fd_limit)
+{
+	unsigned long room = fd_limit > FD_SPARE + 16 ? fd_limit - FD_SPARE - 16 : 0;
+
+	return room < MANY_CLIENTS ? (unsigned)room : MANY_CLIENTS;
+}
+
+/* HAECER_BENCH_MSRD_SCALING set: only the scaling figures (16 and 10 000 busy clients, each
+ * beside the echo floor at the same count, and 16 busy beside 10 000 idle), repeated that many
+ * times (default 1), for measuring a change to msrd's per-read cost quickly; its last line has
+ * only those keys, each the median of the repetitions, with the minimum of msrd's CPU per read
+ * beside it. */
+#define SCALING_REPETITIONS_MOST 32u
+enum { SCALE_16, SCALE_MANY, SCALE_IDLE, SCALE_POINTS };
+
+static int scaling_only(unsigned long fd_limit, double seconds, unsigned repetitions)
+{
+	static const char *const names[SCALE_POINTS] = { "16 busy", "10000 busy",
+							 "16 busy beside 10000 idle" };
+	unsigned many = fd_limit > MANY_CLIENTS + FD_SPARE ? MANY_CLIENTS
+							    : (unsigned)(fd_limit - FD_SPARE);
+	/* Reads/s, and CPU per read in ns (order statistics are on integers). */
+	uint64_t ops[SCALE_POINTS][SCALING_REPETITIONS_MOST];
+	uint64_t msrd_ns[SCALE_POINTS][SCALING_REPETITIONS_MOST];
+	uint64_t floor_ns[SCALE_POINTS][SCALING_REPETITIONS_MOST] = { { 0 } };
+
+	for (unsigned r = 0; r < repetitions; r++) {
+		for (unsigned i = 0; i < SCALE_POINTS; i++) {
+			struct throughput point, floor = { 0 };
+			if (i == SCALE_IDLE) {
+				point = throughput_beside_idle(16, idle_beside_busy(fd_limit), seconds);
+			} else {
+				unsigned clients = i == SCALE_16 ? 16 : many;
+				point = throughput(server.pid, NULL, clients, seconds);
+				floor = echo_floor(clients, seconds);
+			}
+			printf("%s: msrd %.0f reads/s, %.2f us CPU per read; echo floor %.0f/s, "
+			       "%.2f us\n", names[i], point.ops, point.msrd_us_per_read, floor.ops,
+			       floor.msrd_us_per_read);
+			fflush(stdout);
+			ops[i][r] = (uint64_t)point.ops;
+			msrd_ns[i][r] = (uint64_t)(point.msrd_us_per_read * 1000.0);
+			floor_ns[i][r] = (uint64_t)(floor.msrd_us_per_read * 1000.0);
+		}
+	}
+	if (msrd_stop(&server) < 0)
+		return 1;
+	for (unsigned i = 0; i < SCALE_POINTS; i++) {
+		bench_sort_u64(msrd_ns[i], repetitions);
+		bench_sort_u64(floor_ns[i], repetitions);
+	}
+	printf("repetitions=%u clients16_ops=%llu clients10000_ops=%llu msrd_us_per_read_16=%.2f "
+	       "msrd_us_per_read_10000=%.2f msrd_us_per_read_16_idle10000=%.2f "
+	       "msrd_us_per_read_16_min=%.2f msrd_us_per_read_10000_min=%.2f "
+	       "msrd_us_per_read_16_idle10000_min=%.2f floor_us_per_read_16=%.2f "
+	       "floor_us_per_read_10000=%.2f\n", repetitions,
+	       (unsigned long long)bench_median_u64(ops[SCALE_16], repetitions),
+	       (unsigned long long)bench_median_u64(ops[SCALE_MANY], repetitions),
+	       msrd_ns[SCALE_16][repetitions / 2] / 1000.0,
+	       msrd_ns[SCALE_MANY][repetitions / 2] / 1000.0,
+	       msrd_ns[SCALE_IDLE][repetitions / 2] / 1000.0, msrd_ns[SCALE_16][0] / 1000.0,
+	       msrd_ns[SCALE_MANY][0] / 1000.0, msrd_ns[SCALE_IDLE][0] / 1000.0,
+	       floor_ns[SCALE_16][repetitions / 2] / 1000.0,
+	       floor_ns[SCALE_MANY][repetitions / 2] / 1000.0);
+	return 0;
+}
+
 /* `--writes`: issue 30's figure alone. */
 static int print_write_figures(void)
 {
@@ -602,7 +642,7 @@ int main(int argc, char **argv)
 	const char *seconds_text = getenv("HAECER_BENCH_SECONDS");
 	double seconds = seconds_text != NULL ? atof(seconds_text) : 1.0;
 	static const unsigned client_counts[THROUGHPUT_POINTS] = { 1, 16, 256, 1000, MANY_CLIENTS };
-	struct throughput points[THROUGHPUT_POINTS], floors[2];
+	struct throughput points[THROUGHPUT_POINTS], floors[2], idle_point;
 	unsigned long fd_limit;
 	struct haecer_conn *conn;
 	struct latencies cross, same;
@@ -626,6 +666,12 @@ int main(int argc, char **argv)
 	fd_limit = harness_raise_fd_limit(MANY_CLIENTS + FD_SPARE);
 	if (msrd_start(&server, policy, arguments) < 0)
 		return 1;
+	if (getenv("HAECER_BENCH_MSRD_SCALING") != NULL) {
+		int repetitions = atoi(getenv("HAECER_BENCH_MSRD_SCALING"));
+		if (repetitions < 1 || repetitions > (int)SCALING_REPETITIONS_MOST)
+			repetitions = 1;
+		return scaling_only(fd_limit, seconds, (unsigned)repetitions);
+	}
 	if (haecer_connect(server.socket_path, &conn) < 0)
 		die("connect");
 	cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -644,7 +690,7 @@ int main(int argc, char **argv)
 	       "device read linked to the reply's send): %.3f, io_uring_enter %.3f\n",
 	       syscalls_device.total, syscalls_device.server);
 	/* The idle-client figure first, on a server whose buffers have seen one client only. */
-	kib = kib_per_idle_client();
+	kib = kib_per_idle_client(IDLE_CLIENTS);
 	printf("server memory per idle client:  %.2f KiB (RSS with %u idle clients)\n", kib,
 	       IDLE_CLIENTS);
 	for (size_t i = 0; i < THROUGHPUT_POINTS; i++) {
@@ -664,6 +710,10 @@ int main(int argc, char **argv)
 			       floors[i == 1 ? 0 : 1].msrd_us_per_read);
 		}
 	}
+	idle_point = throughput_beside_idle(16, idle_beside_busy(fd_limit), seconds);
+	printf("throughput, 16 clients beside %u idle connections: %.0f reads/s, msrd CPU %.2f us "
+	       "per read\n", idle_beside_busy(fd_limit), idle_point.ops,
+	       idle_point.msrd_us_per_read);
 	/* The idle figure on a server with no client at all: only the energy sampler is armed. */
 	usleep(500000);
 	idle = cpu_percent(cpu_seconds);
@@ -705,7 +755,7 @@ int main(int argc, char **argv)
 	       "clients10000_ops=%.0f msrd_us_per_read_16=%.2f msrd_us_per_read_10000=%.2f "
 	       "floor_us_per_read_16=%.2f floor_us_per_read_10000=%.2f "
 	       "broker_read_ratio=%.2f powercap_read_ratio=%.2f write_ns=%llu device_read_ns=%llu "
-	       "write_read_ratio=%.2f\n",
+	       "write_read_ratio=%.2f msrd_us_per_read_16_idle10000=%.2f\n",
 	       (unsigned long long)cross.read, (unsigned long long)cross.pingpong,
 	       (double)cross.read / (double)cross.pingpong,
 	       (double)cross.batch8 / (double)cross.read, points[0].ops, points[1].ops,
@@ -718,6 +768,6 @@ int main(int argc, char **argv)
 	       points[4].ops, points[1].msrd_us_per_read, points[4].msrd_us_per_read,
 	       floors[0].msrd_us_per_read, floors[1].msrd_us_per_read, broker_ratio,
 	       powercap_ratio, (unsigned long long)write_ns, (unsigned long long)device_read_ns,
-	       write_ratio);
+	       write_ratio, idle_point.msrd_us_per_read);
 	return 0;
 }

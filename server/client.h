@@ -1,6 +1,6 @@
 /*
- * server/client.h — msrd's clients (client.c): its state and calls, private to msrd
- * (server/server.h gathers every subsystem's header).
+ * server/client.h — msrd's clients (client.c, client_input.c, client_output.c): their state and
+ * calls, private to msrd (server/server.h gathers every subsystem's header).
  */
 #ifndef HAECER_SERVER_CLIENT_H
 #define HAECER_SERVER_CLIENT_H

@@ -7,7 +7,8 @@
  *   options.c   command line
  *   loop.c      the io_uring: SQE helpers, provided buffers, CQE dispatch, signals, tick timer
  *   listener.c  the listening socket; accepting clients and learning who they are
- *   client.c    per-client input framing, output queue, limits, timeouts, close
+ *   client.c    a client's lifecycle: accept, close, limits, deadlines and timeouts
+ *   client_input.c  its receive and input framing; client_output.c its reply queue and sends
  *   dispatch.c  protocol handling: one handler per op
  *   msr_check.c MSR requests' checks: policy grants, write masks (steps 1-2)
  *   msr_exec.c  MSR requests: sync or io_uring execution, the write lock, replies

@@ -2,7 +2,8 @@
  * bench/parts/msrd/msrd_bench.h — what bench/msrd's parts share: the msrd under test, its
  * policy, the throughput loop, and the figures each part measures. bench/msrd.c runs them;
  * echo_floor.c is the bare io_uring echo server at many clients, syscalls.c counts system
- * calls per read, backends.c measures the perf broker and the powercap backend.
+ * calls per read, backends.c measures the perf broker and the powercap backend, idle.c what idle
+ * connections cost.
  */
 #ifndef HAECER_BENCH_PARTS_MSRD_MSRD_BENCH_H
 #define HAECER_BENCH_PARTS_MSRD_MSRD_BENCH_H
@@ -32,6 +33,12 @@ struct throughput throughput(pid_t target, const char *echo_path, unsigned clien
 			     double seconds);
 /* echo_floor.c: the same load against a bare io_uring echo server, in its own process. */
 struct throughput echo_floor(unsigned clients, double seconds);
+
+/* idle.c: msrd's memory per idle connection (RSS grown by `count` of them, each HELLO'd). */
+double kib_per_idle_client(unsigned count);
+/* idle.c: `busy` clients' throughput and msrd's CPU per read with `idle` connections open beside
+ * them that send nothing after their HELLO. */
+struct throughput throughput_beside_idle(unsigned busy, unsigned idle, double seconds);
 
 struct syscall_count {
 	double total;       /* both processes, per read */

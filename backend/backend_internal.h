@@ -8,6 +8,7 @@
  *   msr.c        the msr driver's dev/cpu/N/msr: opening, pread/pwrite, the io_uring verbs
  *   msr_safe.c   LLNL's msr-safe and its batch ioctl
  *   probe.c      what the machine is: CPUID, topology, RAPL domains and units, TSC frequency
+ *   probe_cores.c hybrid parts: each CPU's core type and counters
  *   diagnose.c   what limits the real device (devlimits.c logs it at start)
  *   powercap.c   RAPL energy from the kernel's powercap zones, answered as registers
  *   sim/         the simulated CPU (sim/sim.h)
@@ -95,5 +96,15 @@ void backend_run_one_by_one(struct msr_backend *backend, struct msr_op *ops, siz
 
 /* Fill backend->info for a device backend: CPUID, packages, RAPL, TSC, what the PMU offers. */
 void backend_probe_machine(struct msr_backend *backend, const char *dev_root);
+/* CPUID `leaf`/`subleaf` as CPU `cpu` answers it, from dev/cpu/N/cpuid (a stand-in file holds
+ * 16-byte records at 16 * ((subleaf << 32) | leaf)): 0, or -ENOENT without the device. */
+int backend_read_cpuid_on(const char *dev_root, uint32_t cpu, uint32_t leaf, uint32_t subleaf,
+			  uint32_t regs[4]);
+
+/* ---- probe_cores.c ---- */
+
+/* Intel: info->hybrid, and each CPU's core type and counter bitmaps (backend.h). Needs vendor,
+ * cpuid_0a and cpu_count filled in. */
+void backend_probe_core_types(const char *dev_root, struct machine_info *info);
 
 #endif

@@ -30,25 +30,36 @@
 
 /* The cpuid driver reads 16 bytes (eax, ebx, ecx, edx) at offset (subleaf << 32) | leaf. Its
  * offsets are keys, so neighbouring leaves cannot share a regular file: a stand-in file holds
- * 16-byte records at offset 16 * ((subleaf << 32) | leaf) instead. */
-static int read_cpuid(const char *dev_root, uint32_t leaf, uint32_t regs[4])
+ * 16-byte records at offset 16 * ((subleaf << 32) | leaf) instead. -ENOENT without the device. */
+int backend_read_cpuid_on(const char *dev_root, uint32_t cpu, uint32_t leaf, uint32_t subleaf,
+			  uint32_t regs[4])
 {
 	char path[PATH_MAX];
-	uint64_t key = leaf;
+	uint64_t key = ((uint64_t)subleaf << 32) | leaf;
 	struct stat st;
 	ssize_t got;
-	int fd, ret = backend_root_path(path, sizeof(path), dev_root, "dev/cpu/0/cpuid");
+	int fd, ret = backend_root_path(path, sizeof(path), dev_root, "dev/cpu/%u/cpuid", cpu);
 
 	fd = ret == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	if (fd < 0) {
-		__cpuid_count(leaf, 0, regs[0], regs[1], regs[2], regs[3]);
-		return 0;
-	}
+	if (fd < 0)
+		return -ENOENT;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		key *= 16;
 	got = pread(fd, regs, 16, (off_t)key);
 	ret = got == 16 ? 0 : (got < 0 ? -errno : -EIO);
 	close(fd);
+	return ret;
+}
+
+/* A leaf the same on every CPU: CPU 0's device, or the instruction wherever we run. */
+static int read_cpuid(const char *dev_root, uint32_t leaf, uint32_t regs[4])
+{
+	int ret = backend_read_cpuid_on(dev_root, 0, leaf, 0, regs);
+
+	if (ret == -ENOENT) {
+		__cpuid_count(leaf, 0, regs[0], regs[1], regs[2], regs[3]);
+		return 0;
+	}
 	return ret;
 }
 
@@ -420,6 +431,8 @@ void backend_probe_machine(struct msr_backend *backend, const char *dev_root)
 		log_warnx("backend: CPUID could not be read; vendor and model are unknown");
 	info->cpu_count = backend->cpu_count;
 	probe_packages(dev_root, info);
+	if (cpu_vendor_is_intel(info->vendor))
+		backend_probe_core_types(dev_root, info);
 	probe_rapl(backend, info);
 	probe_tsc(backend, dev_root, info);
 	info->nmi_watchdog = nmi_watchdog_on(dev_root);

@@ -140,7 +140,13 @@ static int learn_machine(struct haecer_context *ctx)
 		return haecer__fail(-EPROTO, "msrd describes a machine of %u CPUs",
 				    ctx->machine.cpu_count);
 	machine_for_event_db(&ctx->machine, &machine);
+	if (ctx->machine.flags & HAECER_MACHINE_HYBRID)
+		machine.core_type = HAECER_CORE_TYPE_CORE;
 	error = event_db_open(&machine, &ctx->db);
+	if (error == 0 && (ctx->machine.flags & HAECER_MACHINE_HYBRID)) {
+		machine.core_type = HAECER_CORE_TYPE_ATOM;
+		error = event_db_open(&machine, &ctx->db_atom);
+	}
 	if (error < 0)
 		return haecer__fail(error, "event database: %s", event_db_strerror(error));
 	ctx->simulated = (ctx->machine.flags & HAECER_MACHINE_SIMULATED) != 0;
@@ -209,6 +215,8 @@ void haecer_context_close(struct haecer_context *ctx)
 	haecer_close(ctx->conn);
 	if (ctx->db != NULL)
 		event_db_close(ctx->db);
+	if (ctx->db_atom != NULL)
+		event_db_close(ctx->db_atom);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 }

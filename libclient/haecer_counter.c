@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hw/core_type.h"
+
 /* The public constants are the event database's and hw/msr.h's numbers. */
 #define SAME(a, b) ((int)(a) == (int)(b))
 _Static_assert(SAME(HAECER_FLAG_USR, EVENT_FLAG_USR) && SAME(HAECER_FLAG_OS, EVENT_FLAG_OS) &&
@@ -179,6 +181,15 @@ static int start_slot(struct haecer_context *ctx, const struct haecer_slot *slot
 	return 0;
 }
 
+/* The event database of the CPU's core type: a hybrid part's E-cores have their own. */
+static struct event_db *event_db_of(const struct haecer_context *ctx, int cpu)
+{
+	if (ctx->db_atom != NULL && cpu >= 0 && (uint32_t)cpu < ctx->machine.cpu_count &&
+	    ctx->machine.cpu_core_type[cpu] == HAECER_CORE_TYPE_ATOM)
+		return ctx->db_atom;
+	return ctx->db;
+}
+
 static void describe_event_counter(struct haecer_counter *counter, uint32_t cpu,
 				   const char *name, uint64_t config)
 {
@@ -191,6 +202,7 @@ static void describe_event_counter(struct haecer_counter *counter, uint32_t cpu,
 	info->hardware_index = slot->index;
 	info->cpu = cpu;
 	info->package = counter->ctx->machine.cpu_package[cpu];
+	info->core_type = cpu_core_type_name(counter->ctx->machine.cpu_core_type[cpu]);
 	info->width = slot->width;
 	info->unit = 1.0;
 	info->unit_name = "events";
@@ -376,7 +388,8 @@ int haecer_counter_open_raw(struct haecer_context *ctx, int cpu, uint16_t event,
 	encoded = event_flags(flags);
 	/* libpfm4's table of the model decides whether the pair exists; without a table for the
 	 * model (a CPU newer than libpfm4) the pair is programmed as given. */
-	error = event_db_pfm_check_raw(ctx->db, event, umask, &known, why, sizeof(why));
+	error = event_db_pfm_check_raw(event_db_of(ctx, cpu), event, umask, &known, why,
+				       sizeof(why));
 	if (error < 0 && error != -EOPNOTSUPP)
 		return haecer__fail(error, "%s", why);
 	if (error == 0) {
@@ -388,8 +401,8 @@ int haecer_counter_open_raw(struct haecer_context *ctx, int cpu, uint16_t event,
 		snprintf(name, sizeof(name), "RAW_%03X_%02X", event, umask);
 		request_init(&request, name);
 	}
-	error = event_db_encode_evtsel(ctx->db, event, umask, encoded, cmask, &request.evtsel, why,
-				       sizeof(why));
+	error = event_db_encode_evtsel(event_db_of(ctx, cpu), event, umask, encoded, cmask,
+				       &request.evtsel, why, sizeof(why));
 	if (error < 0)
 		return haecer__fail(error, "%s", why);
 	request.programmable = true;
@@ -430,7 +443,8 @@ int haecer_counter_open_named(struct haecer_context *ctx, int cpu, const char *n
 	if (index >= 0 && cmask == 0)
 		return haecer_counter_open_fixed(ctx, cpu, (unsigned)index, flags, out);
 	encoded = event_flags(flags);
-	error = event_db_pfm_encode(ctx->db, name, encoded, cmask, &encoding, why, sizeof(why));
+	error = event_db_pfm_encode(event_db_of(ctx, cpu), name, encoded, cmask, &encoding, why,
+				    sizeof(why));
 	if (error < 0)
 		return haecer__fail(error, "%s", why);
 	request_init(&request, "");

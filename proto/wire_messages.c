@@ -95,6 +95,8 @@ void wire_put_machine_info(struct wire_writer *writer, const struct wire_machine
 		wire_put_u32(writer, message->rapl_max_power_mw[i]);
 	for (uint32_t cpu = 0; cpu < cpus; cpu++)
 		wire_put_u16(writer, message->cpu_package[cpu]);
+	if (message->flags & WIRE_MACHINE_HYBRID)
+		wire_put_bytes(writer, message->cpu_core_type, cpus);
 }
 
 int wire_get_machine_info(const void *payload, size_t length, struct wire_machine_info *out)
@@ -123,11 +125,15 @@ int wire_get_machine_info(const void *payload, size_t length, struct wire_machin
 	wire_get_bytes(&reader, out->rapl_energy_exponent, WIRE_RAPL_DOMAINS);
 	for (size_t i = 0; i < WIRE_RAPL_DOMAINS; i++)
 		out->rapl_max_power_mw[i] = wire_get_u32(&reader);
-	if (cpus > WIRE_MAX_CPUS || length != WIRE_MACHINE_INFO_FIXED_SIZE + 2u * (size_t)cpus)
+	if (cpus > WIRE_MAX_CPUS ||
+	    length != WIRE_MACHINE_INFO_FIXED_SIZE +
+			      (out->flags & WIRE_MACHINE_HYBRID ? 3u : 2u) * (size_t)cpus)
 		return -EBADMSG;
 	out->cpu_count = cpus;
 	for (uint32_t cpu = 0; cpu < cpus; cpu++)
 		out->cpu_package[cpu] = wire_get_u16(&reader);
+	if (out->flags & WIRE_MACHINE_HYBRID)
+		wire_get_bytes(&reader, out->cpu_core_type, cpus);
 	return wire_reader_finish(&reader);
 }
 

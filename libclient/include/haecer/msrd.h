@@ -124,6 +124,12 @@ const char *haecer_msrd_strerror(int negative_errno);
 /* "CPUID 0x15", "MSR_PLATFORM_INFO", "calibration against CLOCK_MONOTONIC_RAW", ... (static). */
 const char *haecer_tsc_source_name(unsigned source);
 #define HAECER_MACHINE_VIRTUAL_TIME 0x8u /* simulated time moves only by haecer_sim_advance */
+/* A hybrid part (Alder/Raptor/Meteor Lake): cpu_core_type says each CPU's kind, whose counters
+ * and model-specific event encodings differ (libpfm4's adl_glc for P-cores, adl_grt for
+ * E-cores). */
+#define HAECER_MACHINE_HYBRID 0x10u
+#define HAECER_CORE_TYPE_ATOM 0x20u /* E-core (CPUID 0x1A EAX[31:24]) */
+#define HAECER_CORE_TYPE_CORE 0x40u /* P-core */
 
 struct haecer_machine_info {
 	char vendor[16];            /* CPUID leaf 0: "GenuineIntel", "AuthenticAMD" */
@@ -143,6 +149,7 @@ struct haecer_machine_info {
 	uint8_t rapl_energy_exponent[HAECER_RAPL_DOMAINS];
 	uint32_t rapl_max_power_mw[HAECER_RAPL_DOMAINS];
 	uint16_t cpu_package[HAECER_MAX_CPUS];
+	uint8_t cpu_core_type[HAECER_MAX_CPUS]; /* HAECER_CORE_TYPE_*, 0 when not hybrid */
 };
 
 int haecer_machine_info(struct haecer_conn *conn, struct haecer_machine_info *out);

@@ -220,7 +220,7 @@ struct wire_hello_reply {
 #define WIRE_HELLO_REPLY_SIZE 72u
 
 /* MACHINE_INFO reply: fixed part, then cpu_count u16 package numbers, then (WIRE_MACHINE_HYBRID)
- * cpu_count u8 core types. */
+ * cpu_count u8 core types, then (WIRE_MACHINE_DIES) cpu_count u16 dense (package, die) numbers. */
 #define WIRE_RAPL_DOMAINS 8u
 struct wire_machine_info {
 	char vendor[16];
@@ -240,9 +240,12 @@ struct wire_machine_info {
 	uint32_t rapl_max_power_mw[WIRE_RAPL_DOMAINS];
 	uint16_t cpu_package[WIRE_MAX_CPUS];
 	uint8_t cpu_core_type[WIRE_MAX_CPUS]; /* on the wire only with WIRE_MACHINE_HYBRID */
+	uint16_t cpu_die[WIRE_MAX_CPUS];      /* on the wire only with WIRE_MACHINE_DIES */
 };
 #define WIRE_MACHINE_HAS_SMI_COUNT 0x1u
 #define WIRE_MACHINE_HYBRID 0x10u       /* a u8 core type per CPU follows the packages */
+#define WIRE_MACHINE_DIES 0x20u         /* then a u16 die per CPU: Intel packages of several
+					 * dies, whose energy registers are per die */
 #define WIRE_MACHINE_PMC_FULL_WIDTH 0x2u
 #define WIRE_MACHINE_SIMULATED 0x4u
 #define WIRE_MACHINE_TSC_SOURCE_SHIFT 8    /* bits 11:8: where tsc_hz came from (enum

@@ -144,6 +144,20 @@ static unsigned cpus_in_package(const struct stat_session *session, uint32_t pac
 	return count;
 }
 
+/* CPUs of the scope on die `die` of a package. */
+static unsigned cpus_in_die(const struct stat_session *session, uint32_t package, uint32_t die)
+{
+	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
+	unsigned count = 0;
+
+	for (uint32_t i = 0; i < session->scope.cpu_count; i++) {
+		uint32_t cpu = session->scope.cpus[i];
+		count += machine->cpu_package[cpu] == package &&
+			 stat_die_in_package(machine, cpu) == die;
+	}
+	return count;
+}
+
 /* The rows of a metric: one summed row, or one per socket, or one per CPU (events) with
  * --per-core; energy is package-wide, so it stays per socket there. `values` per counter. */
 static size_t metric_rows(const struct stat_session *session, const struct stat_options *options,
@@ -163,9 +177,13 @@ static size_t metric_rows(const struct stat_session *session, const struct stat_
 			       metric->kind == STAT_METRIC_EVENT;
 		char label[32];
 		size_t k;
+		bool per_die = options->aggregate == STAT_PER_DIE;
 		if (per_cpu)
-			snprintf(label, sizeof(label), "S%u-D0-C%u", metric->packages[j],
-				 metric->cpus[j]);
+			snprintf(label, sizeof(label), "S%u-D%u-C%u", metric->packages[j],
+				 metric->dies[j], metric->cpus[j]);
+		else if (per_die)
+			snprintf(label, sizeof(label), "S%u-D%u", metric->packages[j],
+				 metric->dies[j]);
 		else
 			snprintf(label, sizeof(label), "S%u", metric->packages[j]);
 		for (k = 0; k < count && strcmp(rows[k].label, label) != 0; k++)
@@ -173,7 +191,10 @@ static size_t metric_rows(const struct stat_session *session, const struct stat_
 		if (k == count) {
 			snprintf(rows[count].label, sizeof(rows[count].label), "%s", label);
 			rows[count].core_type = per_cpu ? core_type_of(session, metric->cpus[j]) : NULL;
-			rows[count].cpus = per_cpu ? 1 : cpus_in_package(session, metric->packages[j]);
+			rows[count].cpus = per_cpu   ? 1
+					   : per_die ? cpus_in_die(session, metric->packages[j],
+								   metric->dies[j])
+						     : cpus_in_package(session, metric->packages[j]);
 			rows[count++].value = 0.0;
 		}
 		rows[k].value += values[j] * scale;
@@ -649,8 +670,9 @@ static void json_metric(FILE *out, const struct stat_options *options,
 									  ? session->runs_done
 									  : 1),
 						   rows, HAECER_MAX_CPUS);
-			fprintf(out, ", \"%s\": [", options->aggregate == STAT_PER_SOCKET
-							     ? "per_socket" : "per_core");
+			fprintf(out, ", \"%s\": [", options->aggregate == STAT_PER_SOCKET ? "per_socket"
+						     : options->aggregate == STAT_PER_DIE ? "per_die"
+											 : "per_core");
 			for (size_t r = 0; r < count; r++) {
 				fprintf(out, "%s{\"id\": \"%s\", \"cpus\": %u, ", r > 0 ? ", " : "",
 					rows[r].label, rows[r].cpus);

@@ -128,6 +128,10 @@ const char *haecer_tsc_source_name(unsigned source);
  * and model-specific event encodings differ (libpfm4's adl_glc for P-cores, adl_grt for
  * E-cores). */
 #define HAECER_MACHINE_HYBRID 0x10u
+/* Intel packages of several dies (Cascade Lake-AP): RAPL energy is per die, and cpu_die says
+ * each CPU's die (numbered densely over the machine); read a package's energy through a CPU of
+ * each of its dies and sum them. Without the flag, one die a package. */
+#define HAECER_MACHINE_DIES 0x20u
 #define HAECER_CORE_TYPE_ATOM 0x20u /* E-core (CPUID 0x1A EAX[31:24]) */
 #define HAECER_CORE_TYPE_CORE 0x40u /* P-core */
 
@@ -150,6 +154,7 @@ struct haecer_machine_info {
 	uint32_t rapl_max_power_mw[HAECER_RAPL_DOMAINS];
 	uint16_t cpu_package[HAECER_MAX_CPUS];
 	uint8_t cpu_core_type[HAECER_MAX_CPUS]; /* HAECER_CORE_TYPE_*, 0 when not hybrid */
+	uint16_t cpu_die[HAECER_MAX_CPUS];      /* HAECER_MACHINE_DIES: the CPU's die */
 };
 
 int haecer_machine_info(struct haecer_conn *conn, struct haecer_machine_info *out);

@@ -236,6 +236,32 @@ void slots_handle_alloc(struct client *client, const struct wire_header *header,
 
 /* ---- SLOT_PROGRAM ---- */
 
+/* msr-safe applies its own allowlist to every write and drops the bits it lacks without an
+ * error: the slot would count something else and later look reprogrammed. Read the control
+ * back; bits that did not take are refused by name (-EACCES) and the register restored. */
+static int check_not_masked(struct msrd *server, struct slot *slot, uint32_t address,
+			    uint64_t proposed, char *reason, size_t size)
+{
+	uint64_t now, lost;
+	int status;
+
+	if (backend_kind(server->backend) != BACKEND_MSR_SAFE)
+		return 0;
+	status = slots_read_register(server, slot->cpu, address, &now);
+	if (status < 0) {
+		snprintf(reason, size, "reading back MSR 0x%x: %s", address, strerror(-status));
+		return status;
+	}
+	lost = now ^ proposed;
+	if (lost == 0)
+		return 0;
+	slots_write_control(server, slot, slot->config, slot->enabled);
+	snprintf(reason, size, "msr-safe dropped bits 0x%llx of MSR 0x%x: the policy grants them, "
+		 "the site's msr_allowlist lacks them", (unsigned long long)lost, address);
+	log_warnx("slots: %s", reason);
+	return -EACCES;
+}
+
 static int program(struct client *client, struct slot *slot, uint64_t config, char *reason,
 		   size_t size)
 {
@@ -274,6 +300,9 @@ static int program(struct client *client, struct slot *slot, uint64_t config, ch
 			 address);
 		return status;
 	}
+	status = check_not_masked(server, slot, address, proposed, reason, size);
+	if (status < 0)
+		return status;
 	slot->config = config;
 	return 0;
 }

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hw/vendor.h"
+
 #define DOMAINS 7u
 
 /* The seed's fixed-counter names (FF_counter). */
@@ -365,7 +367,7 @@ static int open_metrics(const struct stat_options *options, struct stat_session 
 {
 	static const char *const default_events[] = { "instructions", "cycles" };
 	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
-	bool amd = strcmp(machine->vendor, "AuthenticAMD") == 0, any_named;
+	bool amd = cpu_vendor_is_amd(machine->vendor), any_named; /* Hygon too */
 	const char *const *events = options->event_count > 0 ? options->events : default_events;
 	size_t event_count = options->event_count > 0 ? options->event_count : 2;
 	int error = 0, domain;
@@ -404,7 +406,7 @@ static int check_requested(const struct stat_options *options, struct stat_sessi
 			   int *status)
 {
 	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
-	bool amd = strcmp(machine->vendor, "AuthenticAMD") == 0, energy_named = false;
+	bool amd = cpu_vendor_is_amd(machine->vendor), energy_named = false;
 	int refused = 0, domain;
 
 	if (options->event_count == 0 || options->skip_unavailable)

@@ -215,6 +215,16 @@ static uint32_t package_power_bound_mw(const struct msr_backend *backend, uint64
 	return (uint32_t)bound;
 }
 
+static bool psys_without_msr(const struct machine_info *info)
+{
+	if (!rapl_psys_without_msr(cpu_vendor_is_intel(info->vendor), info->family, info->model))
+		return false;
+	log_info("backend: Granite Rapids: the platform energy (energy-psys) has no MSR-side "
+		 "source (it is in TPMI); msrd --backend powercap serves it from the kernel's psys "
+		 "zone");
+	return true;
+}
+
 /* As the kernel's rapl drivers do: a domain exists when its status register reads non-zero; one
  * that reads 0 is dormant (it may start counting later, and msrd must coarsen it all the same). */
 static void probe_rapl(const struct msr_backend *backend, struct machine_info *info)
@@ -238,6 +248,8 @@ static void probe_rapl(const struct msr_backend *backend, struct machine_info *i
 							cpu_vendor_is_intel(info->vendor),
 							info->family, info->model));
 	for (enum rapl_domain domain = 0; domain < RAPL_DOMAIN_COUNT; domain++) {
+		if (domain == RAPL_DOMAIN_PSYS && psys_without_msr(info))
+			continue;
 		if (rapl_domain_is_amd(domain) != amd ||
 		    backend_device_read(backend, 0, rapl_energy_status_address(domain), &value) < 0)
 			continue;

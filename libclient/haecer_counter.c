@@ -412,6 +412,35 @@ int haecer_counter_open_raw(struct haecer_context *ctx, int cpu, uint16_t event,
 	return open_event(ctx, cpu, flags, &request, out);
 }
 
+/* SMIs on AMD: PMCx02B, SMIs received (AMD PPR for family 17h/19h, Core::X86::Pmc::Core::
+ * LsSmiRx), where Intel has MSR_SMI_COUNT; libpfm4 4.13's Zen tables lack it, so it is encoded
+ * here. perf's name of the count is msr/smi/. */
+#define AMD_EVENT_SMI_RECEIVED 0x2Bu
+
+static bool is_smi_name(const char *name)
+{
+	return strcmp(name, "smi") == 0 || strcmp(name, "msr/smi/") == 0;
+}
+
+static int open_smi(struct haecer_context *ctx, int cpu, uint32_t flags,
+		    struct haecer_counter **out)
+{
+	char why[EVENT_DB_WHY_SIZE] = "";
+	struct event_request request;
+	int error;
+
+	if (!is_amd(ctx))
+		return haecer__fail(-EOPNOTSUPP, "smi: on Intel SMIs are counted by MSR_SMI_COUNT "
+				    "(0x34), not by a counter: read it (energy regions do)");
+	request_init(&request, "smi");
+	error = event_db_encode_evtsel(event_db_of(ctx, cpu), AMD_EVENT_SMI_RECEIVED, 0,
+				       event_flags(flags), 0, &request.evtsel, why, sizeof(why));
+	if (error < 0)
+		return haecer__fail(error, "%s", why);
+	request.programmable = true;
+	return open_event(ctx, cpu, flags, &request, out);
+}
+
 int haecer_counter_open_named(struct haecer_context *ctx, int cpu, const char *name,
 			      uint32_t flags, uint8_t cmask, struct haecer_counter **out)
 {
@@ -442,6 +471,8 @@ int haecer_counter_open_named(struct haecer_context *ctx, int cpu, const char *n
 	index = event_db_fixed_by_name(name);
 	if (index >= 0 && cmask == 0)
 		return haecer_counter_open_fixed(ctx, cpu, (unsigned)index, flags, out);
+	if (is_smi_name(name) && cmask == 0)
+		return open_smi(ctx, cpu, flags, out);
 	encoded = event_flags(flags);
 	error = event_db_pfm_encode(event_db_of(ctx, cpu), name, encoded, cmask, &encoding, why,
 				    sizeof(why));

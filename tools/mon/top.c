@@ -28,6 +28,7 @@ struct top {
 	enum mon_format format;
 	bool header_done;
 	bool simulated;
+	const char *backend;           /* msrd's backend behind the figures: "msr", "sim", ... */
 	const char *model;
 	struct mon_energy_domain domains[TOP_MAX_DOMAINS];
 	size_t domain_count;
@@ -130,6 +131,7 @@ static int print_set(struct top *top)
 		}
 		/* Whatever a simulated CPU gives must say so, in every format. */
 		mon_row_string(row, "source", -10, top->simulated ? "simulated" : "hardware");
+		mon_row_string(row, "backend", -9, top->backend);
 		mon_row_print(stdout, top->format, row, &top->header_done);
 	}
 	fflush(stdout);
@@ -234,6 +236,7 @@ int mon_top_main(const struct mon_options *options, int count, char *const *word
 		goto out;
 	}
 	top.simulated = (machine->flags & HAECER_MACHINE_SIMULATED) != 0;
+	top.backend = haecer_backend_name(haecer_server_info(conn)->backend);
 	top.packages = machine->package_count;
 	top.domain_count = mon_energy_dies(machine, top.domains, TOP_MAX_DOMAINS);
 	for (size_t i = 0; i < top.domain_count; i++)

@@ -258,6 +258,8 @@ struct prof_profile {
 	/* what the file says */
 	char *command;
 	char *sim_model;       /* NULL: real hardware */
+	char *backend;         /* msrd's backend behind the energy ("msr", "sim", ...), NULL:
+				* a data file from before it was recorded */
 	char *sampler;         /* "perf" or "timer" (the preloaded agent) */
 	int timer_signal;      /* the agent's signal, timer sampler only */
 	unsigned hz;

@@ -88,7 +88,8 @@ static void text_header(const struct prof_profile *profile, FILE *out)
 		profile->truncated_samples, PROF_MAX_FRAMES);
 	if (profile->notes[0])
 		fprintf(out, "note: %s\n", profile->notes);
-	fprintf(out, "energy measured over the run, every package:");
+	fprintf(out, "energy measured over the run by msrd (backend %s), every package:",
+		profile->backend ? profile->backend : "unknown");
 	for (unsigned i = 0; i < PROF_MAX_DOMAINS; i++)
 		if (profile->domain_mask & (1u << i))
 			fprintf(out, " %s %.6f J", prof_domain_name((int)i),
@@ -192,8 +193,8 @@ static void callgrind_report(const struct prof_profile *profile, FILE *out)
 	if (profile->sim_model)
 		fprintf(out, "desc: Simulated CPU: model %s, energies from a model, not hardware\n",
 			profile->sim_model);
-	fprintf(out, "desc: Energy: %s domain, microjoules, charged by CPU-time share\n",
-		prof_domain_name(d));
+	fprintf(out, "desc: Energy: %s domain, microjoules, charged by CPU-time share; msrd "
+		"backend %s\n", prof_domain_name(d), profile->backend ? profile->backend : "unknown");
 	fprintf(out, "positions: line\nevents: uJ Samples\n");
 	long long total = 0;
 	uint64_t samples = 0;
@@ -284,6 +285,8 @@ static void json_report(const struct prof_profile *profile, FILE *out)
 		json_string(profile->sim_model, out);
 	else
 		fputs("null", out);
+	fprintf(out, ",\n  \"backend\": ");
+	json_string(profile->backend ? profile->backend : "unknown", out);
 	fprintf(out, ",\n  \"frequency_hz\": %u,\n  \"primary_domain\": \"%s\",\n", profile->hz,
 		prof_domain_name(profile->primary_domain));
 	fprintf(out, "  \"sampler\": ");

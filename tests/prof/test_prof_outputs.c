@@ -73,6 +73,7 @@ static const char check_json[] =
 	"d = json.load(open(sys.argv[1]), parse_constant=no_constants)\n"
 	"e = d['energy_joules']\n"
 	"assert d['simulated'] is True and d['sim_model'] == 'sandybridge', d['sim_model']\n"
+	"assert d['backend'] == 'sim', d['backend']  # the backend behind the energy\n"
 	"assert abs(e['program']['PKG'] + e['other_idle']['PKG'] - e['total']['PKG']) < 1e-6\n"
 	"paths = sum(p['joules'] for p in d['paths'])\n"
 	"assert abs(paths - e['program']['PKG']) <= 1e-6 * max(1, paths), (paths, e)\n"

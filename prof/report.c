@@ -74,7 +74,10 @@ static void text_header(const struct prof_profile *profile, FILE *out)
 			     "they fire on the kernel's tick, so at most its rate per thread)\n",
 			profile->timer_signal);
 	else
-		fprintf(out, "sampler: perf (perf_event_open task clock)\n");
+		fprintf(out, "sampler: perf (task clock, opened by %s)\n",
+			profile->perf_opened_by && strcmp(profile->perf_opened_by, "msrd") == 0
+				? "msrd's perf broker"
+				: "haecer-prof");
 	fprintf(out, "%" PRIu64 " samples at %u Hz (%" PRIu64 " lost), %.3f s CPU time; ",
 		profile->samples, profile->hz, profile->lost_samples, profile->program_ns / 1e9);
 	if (profile->unwound_samples)
@@ -291,6 +294,11 @@ static void json_report(const struct prof_profile *profile, FILE *out)
 		prof_domain_name(profile->primary_domain));
 	fprintf(out, "  \"sampler\": ");
 	json_string(profile->sampler ? profile->sampler : "perf", out);
+	fprintf(out, ",\n  \"perf_opened_by\": ");
+	if (profile->perf_opened_by)
+		json_string(profile->perf_opened_by, out);
+	else
+		fputs("null", out);
 	fprintf(out, ",\n  \"unwound_samples\": %" PRIu64 ",\n", profile->unwound_samples);
 	fprintf(out, "  \"samples\": %" PRIu64 ", \"attributed_samples\": %" PRIu64
 		     ", \"lost_samples\": %" PRIu64 ", \"truncated_samples\": %" PRIu64 ",\n",

@@ -470,7 +470,13 @@ struct wire_energy_page {
 #define WIRE_PERF_CPU_WIDE 0x1u
 #define WIRE_PERF_EXCLUDE_KERNEL 0x2u
 #define WIRE_PERF_DISABLED 0x4u       /* start disabled (enable with PERF_EVENT_IOC_ENABLE) */
-#define WIRE_PERF_FLAGS 0x7u
+/* A profiler's sampling event (proto/perf_profile.h): type software, config task clock,
+ * sample_period its period in ns, config1 the ring bytes that wake the reader; _STACK adds the
+ * user registers and stack for DWARF unwinding. Scope as any other: the client's own process,
+ * so a profiler's child asks for itself before it execs the program. */
+#define WIRE_PERF_PROFILE 0x8u
+#define WIRE_PERF_PROFILE_STACK 0x10u
+#define WIRE_PERF_FLAGS 0x1Fu
 struct wire_perf_open {
 	uint32_t type;
 	uint32_t flags;

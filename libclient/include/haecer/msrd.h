@@ -313,6 +313,12 @@ int haecer_energy_page_request(struct haecer_conn *conn, uint32_t address, uint3
 #define HAECER_PERF_CPU_WIDE 0x1u
 #define HAECER_PERF_EXCLUDE_KERNEL 0x2u
 #define HAECER_PERF_DISABLED 0x4u  /* start disabled: ioctl PERF_EVENT_IOC_ENABLE to count */
+/* A profiler's sampling event (haecer-prof's): the task clock sampled every sample_period ns
+ * with call chains, inherited, enabled at exec, mmap/comm records, CLOCK_MONOTONIC_RAW times,
+ * the reader woken at config1 bytes of its ring; type and config must be the software task
+ * clock. _STACK adds user registers and stack copies (DWARF unwinding). */
+#define HAECER_PERF_PROFILE 0x8u
+#define HAECER_PERF_PROFILE_STACK 0x10u
 struct haecer_perf_spec {
 	uint32_t type;
 	uint32_t flags;            /* HAECER_PERF_* */

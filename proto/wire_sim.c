@@ -140,4 +140,3 @@ int wire_get_sim_power_trace(const void *payload, size_t length, const char **te
 	*text_length = count;
 	return memchr(*text, '\0', count) ? -EINVAL : 0;
 }
-

@@ -117,8 +117,9 @@ static int probe_cpuid(const char *dev_root, struct machine_info *info)
 	    read_cpuid(dev_root, 0x80000000u, regs) == 0 && regs[0] >= CPUID_AMD_EXT_PERFMON &&
 	    regs[0] < 0x8000FFFFu && read_cpuid(dev_root, CPUID_AMD_EXT_PERFMON, regs) == 0)
 		info->amd_perfmon_v2 = CPUID_AMD_EXT_PERFMON_V2(regs[0]) != 0;
-	snprintf(info->model_name, sizeof(info->model_name), "%s family 0x%X model 0x%X",
-		 info->vendor, info->family, info->model);
+	snprintf(info->model_name, sizeof(info->model_name), "%s family 0x%X model 0x%X%s%s",
+		 info->vendor, info->family, info->model,
+		 info->hypervisor[0] ? ", VM under " : "", info->hypervisor);
 	return ret;
 }
 

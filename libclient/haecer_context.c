@@ -117,6 +117,9 @@ static void machine_for_event_db(const struct haecer_machine_info *info,
 	       sizeof(machine->rapl_energy_exponent));
 	memcpy(machine->sim_model, info->sim_model, sizeof(machine->sim_model));
 	machine->sim_model[sizeof(machine->sim_model) - 1] = '\0';
+	memcpy(machine->model_name, info->model_name, sizeof(machine->model_name));
+	machine->model_name[sizeof(machine->model_name) - 1] = '\0';
+	machine->virtual_machine = (info->flags & HAECER_MACHINE_VIRTUAL) != 0;
 }
 
 static const char *socket_path_of(const char *path)

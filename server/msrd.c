@@ -132,7 +132,8 @@ static int encode_machine_info(struct msrd *server)
 		      WIRE_MACHINE_TSC_SOURCE_MASK) |
 		     (machine->sim_virtual_time ? WIRE_MACHINE_VIRTUAL_TIME : 0) |
 		     (machine->hybrid ? WIRE_MACHINE_HYBRID : 0) |
-		     (energy_per_die(machine) ? WIRE_MACHINE_DIES : 0);
+		     (energy_per_die(machine) ? WIRE_MACHINE_DIES : 0) |
+		     (machine->hypervisor[0] ? WIRE_MACHINE_VIRTUAL : 0);
 	wire.rapl_power_unit = machine->rapl_power_unit;
 	wire.tsc_hz = machine->tsc_hz;
 	for (size_t i = 0; i < RAPL_DOMAIN_COUNT && i < WIRE_RAPL_DOMAINS; i++) {

@@ -121,6 +121,7 @@ static void test_vm_names_hypervisor(void **state)
 	tree_put_msr(root, 0, "msr", MSR_IA32_TSC, 1000);
 	info = standin_machine_info(root);
 	assert_string_equal(info.hypervisor, "KVMKVMKVM");
+	assert_non_null(strstr(info.model_name, "VM under KVMKVMKVM"));
 	assert_int_equal(info.rapl_domains, 0);
 	root = make_temp_dir();
 	tree_put_cpuid(root, 0, 0, 0xD, 0x756e6547, 0x6c65746e, 0x49656e69);

@@ -132,6 +132,9 @@ const char *haecer_tsc_source_name(unsigned source);
  * each CPU's die (numbered densely over the machine); read a package's energy through a CPU of
  * each of its dies and sum them. Without the flag, one die a package. */
 #define HAECER_MACHINE_DIES 0x20u
+/* A hypervisor runs msrd (CPUID 1 ECX[31]); model_name ends ", VM under SIG" with
+ * its CPUID 0x40000000 signature ("KVMKVMKVM", "VMwareVMware"). */
+#define HAECER_MACHINE_VIRTUAL 0x40u
 #define HAECER_CORE_TYPE_ATOM 0x20u /* E-core (CPUID 0x1A EAX[31:24]) */
 #define HAECER_CORE_TYPE_CORE 0x40u /* P-core */
 

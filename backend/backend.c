@@ -67,6 +67,8 @@ static int open_device_backend(const struct backend_options *options, enum backe
 			       kind == BACKEND_MSR ? "msr" : "msr_safe", why, why_size);
 	if (ret == 0 && kind == BACKEND_MSR_SAFE)
 		ret = backend_msr_safe_open_batch(backend, options->dev_root);
+	if (ret == 0 && kind == BACKEND_MSR_SAFE)
+		ret = backend_standin_allowlist_open(backend, options->dev_root);
 	if (ret < 0) {
 		backend_close(backend);
 		return ret;
@@ -251,6 +253,7 @@ void backend_close(struct msr_backend *backend)
 		return;
 	backend_msr_close(backend);
 	backend_msr_safe_close(backend);
+	backend_standin_allowlist_close(backend);
 	backend_powercap_close(backend);
 	sim_close(backend->sim);
 	free(backend);
@@ -286,6 +289,8 @@ int backend_write(struct msr_backend *backend, uint32_t cpu, uint32_t address, u
 		return sim_write(backend->sim, cpu, address, value);
 	if (backend->powercap || backend->kind == BACKEND_PERF)
 		return -EIO; /* powercap zones are read-only energy; perf has no registers */
+	if (backend->standin_allowlist)
+		value = backend_standin_allowlist_apply(backend, cpu, address, value);
 	return backend_device_write(backend, cpu, address, value);
 }
 

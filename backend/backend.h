@@ -79,6 +79,15 @@ struct machine_info {
 	 * package_count when every package is one die (then cpu_die is not used). */
 	uint32_t die_count;
 	uint16_t cpu_die[MACHINE_MAX_CPUS];     /* dense (package, die) index of each CPU */
+	/* Hybrid parts (CPUID 07H EDX[15]: Alder/Raptor/Meteor Lake): each CPU's core type
+	 * (enum cpu_core_type of hw/core_type.h, CPUID 1AH read on that CPU, or sysfs's
+	 * cpu_core/cpu_atom lists) and its own counters (leaf 23H sub-leaf 1 on Meteor Lake and
+	 * later, else that CPU's leaf 0AH; v5's fixed bitmap honoured). Not hybrid: every CPU
+	 * has cpuid_0a's counters and type 0. */
+	bool hybrid;
+	uint8_t cpu_core_type[MACHINE_MAX_CPUS];
+	uint32_t cpu_gp_mask[MACHINE_MAX_CPUS];    /* bit i: IA32_PMCi exists on this CPU */
+	uint32_t cpu_fixed_mask[MACHINE_MAX_CPUS]; /* bit i: IA32_FIXED_CTRi exists on it */
 	uint32_t rapl_domains;      /* bit (1 << enum rapl_domain) per domain that exists */
 	/* Domains whose status register reads but holds 0 at start (PP1 on a machine whose
 	 * graphics has not run yet): not reported as existing, as the kernel does, but kept by

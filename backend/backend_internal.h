@@ -8,6 +8,8 @@
  *   msr.c        the msr driver's dev/cpu/N/msr: opening, pread/pwrite, the io_uring verbs
  *   msr_safe.c   LLNL's msr-safe and its batch ioctl
  *   probe.c      what the machine is: CPUID, topology, RAPL domains and units, TSC frequency
+ *   probe_cores.c hybrid parts: each CPU's core type and counters
+ *   standin_allowlist.c msr-safe's allowlist masking, emulated on a stand-in tree
  *   diagnose.c   what limits the real device (devlimits.c logs it at start)
  *   powercap.c   RAPL energy from the kernel's powercap zones, answered as registers
  *   sim/         the simulated CPU (sim/sim.h)
@@ -30,6 +32,7 @@ struct msr_backend {
 	struct machine_info info;
 	struct sim *sim;
 	struct powercap *powercap; /* the powercap backend's zones, or NULL */
+	struct standin_allowlist *standin_allowlist; /* msr-safe stand-in's masks, or NULL */
 	uint32_t cpu_count;
 	int *fds;              /* per CPU, -1 when the CPU has no device */
 	bool *writable;        /* the device opened read-write (where writes go, see below) */
@@ -106,5 +109,26 @@ void backend_run_one_by_one(struct msr_backend *backend, struct msr_op *ops, siz
 
 /* Fill backend->info for a device backend: CPUID, packages, RAPL, TSC, what the PMU offers. */
 void backend_probe_machine(struct msr_backend *backend, const char *dev_root);
+/* CPUID `leaf`/`subleaf` as CPU `cpu` answers it, from dev/cpu/N/cpuid (a stand-in file holds
+ * 16-byte records at 16 * ((subleaf << 32) | leaf)): 0, or -ENOENT without the device. */
+int backend_read_cpuid_on(const char *dev_root, uint32_t cpu, uint32_t leaf, uint32_t subleaf,
+			  uint32_t regs[4]);
+
+/* ---- standin_allowlist.c ---- */
+
+/* On a stand-in msr-safe tree with dev/cpu/msr_allowlist: load its masks (0 also when there is
+ * none, or the devices are real). */
+int backend_standin_allowlist_open(struct msr_backend *backend, const char *dev_root);
+void backend_standin_allowlist_close(struct msr_backend *backend);
+/* What msr-safe leaves of a write of `value`: the allowlist's bits from `value`, the others as
+ * they were; `value` itself without a stand-in allowlist. */
+uint64_t backend_standin_allowlist_apply(const struct msr_backend *backend, uint32_t cpu,
+					 uint32_t address, uint64_t value);
+
+/* ---- probe_cores.c ---- */
+
+/* Intel: info->hybrid, and each CPU's core type and counter bitmaps (backend.h). Needs vendor,
+ * cpuid_0a and cpu_count filled in. */
+void backend_probe_core_types(const char *dev_root, struct machine_info *info);
 
 #endif

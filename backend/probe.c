@@ -31,25 +31,36 @@
 
 /* The cpuid driver reads 16 bytes (eax, ebx, ecx, edx) at offset (subleaf << 32) | leaf. Its
  * offsets are keys, so neighbouring leaves cannot share a regular file: a stand-in file holds
- * 16-byte records at offset 16 * ((subleaf << 32) | leaf) instead. */
-static int read_cpuid(const char *dev_root, uint32_t leaf, uint32_t regs[4])
+ * 16-byte records at offset 16 * ((subleaf << 32) | leaf) instead. -ENOENT without the device. */
+int backend_read_cpuid_on(const char *dev_root, uint32_t cpu, uint32_t leaf, uint32_t subleaf,
+			  uint32_t regs[4])
 {
 	char path[PATH_MAX];
-	uint64_t key = leaf;
+	uint64_t key = ((uint64_t)subleaf << 32) | leaf;
 	struct stat st;
 	ssize_t got;
-	int fd, ret = backend_root_path(path, sizeof(path), dev_root, "dev/cpu/0/cpuid");
+	int fd, ret = backend_root_path(path, sizeof(path), dev_root, "dev/cpu/%u/cpuid", cpu);
 
 	fd = ret == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	if (fd < 0) {
-		__cpuid_count(leaf, 0, regs[0], regs[1], regs[2], regs[3]);
-		return 0;
-	}
+	if (fd < 0)
+		return -ENOENT;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		key *= 16;
 	got = pread(fd, regs, 16, (off_t)key);
 	ret = got == 16 ? 0 : (got < 0 ? -errno : -EIO);
 	close(fd);
+	return ret;
+}
+
+/* A leaf the same on every CPU: CPU 0's device, or the instruction wherever we run. */
+static int read_cpuid(const char *dev_root, uint32_t leaf, uint32_t regs[4])
+{
+	int ret = backend_read_cpuid_on(dev_root, 0, leaf, 0, regs);
+
+	if (ret == -ENOENT) {
+		__cpuid_count(leaf, 0, regs[0], regs[1], regs[2], regs[3]);
+		return 0;
+	}
 	return ret;
 }
 
@@ -107,8 +118,9 @@ static int probe_cpuid(const char *dev_root, struct machine_info *info)
 	    read_cpuid(dev_root, 0x80000000u, regs) == 0 && regs[0] >= CPUID_AMD_EXT_PERFMON &&
 	    regs[0] < 0x8000FFFFu && read_cpuid(dev_root, CPUID_AMD_EXT_PERFMON, regs) == 0)
 		info->amd_perfmon_v2 = CPUID_AMD_EXT_PERFMON_V2(regs[0]) != 0;
-	snprintf(info->model_name, sizeof(info->model_name), "%s family 0x%X model 0x%X",
-		 info->vendor, info->family, info->model);
+	snprintf(info->model_name, sizeof(info->model_name), "%s family 0x%X model 0x%X%s%s",
+		 info->vendor, info->family, info->model,
+		 info->hypervisor[0] ? ", VM under " : "", info->hypervisor);
 	return ret;
 }
 
@@ -205,6 +217,16 @@ static uint32_t package_power_bound_mw(const struct msr_backend *backend, uint64
 	return (uint32_t)bound;
 }
 
+static bool psys_without_msr(const struct machine_info *info)
+{
+	if (!rapl_psys_without_msr(cpu_vendor_is_intel(info->vendor), info->family, info->model))
+		return false;
+	log_info("backend: Granite Rapids: the platform energy (energy-psys) has no MSR-side "
+		 "source (it is in TPMI); msrd --backend powercap serves it from the kernel's psys "
+		 "zone");
+	return true;
+}
+
 /* As the kernel's rapl drivers do: a domain exists when its status register reads non-zero; one
  * that reads 0 is dormant (it may start counting later, and msrd must coarsen it all the same). */
 static void probe_rapl(const struct msr_backend *backend, struct machine_info *info)
@@ -228,6 +250,8 @@ static void probe_rapl(const struct msr_backend *backend, struct machine_info *i
 							cpu_vendor_is_intel(info->vendor),
 							info->family, info->model));
 	for (enum rapl_domain domain = 0; domain < RAPL_DOMAIN_COUNT; domain++) {
+		if (domain == RAPL_DOMAIN_PSYS && psys_without_msr(info))
+			continue;
 		if (rapl_domain_is_amd(domain) != amd ||
 		    backend_device_read(backend, 0, rapl_energy_status_address(domain), &value) < 0)
 			continue;
@@ -413,6 +437,8 @@ void backend_probe_machine(struct msr_backend *backend, const char *dev_root)
 		log_warnx("backend: CPUID could not be read; vendor and model are unknown");
 	info->cpu_count = backend->cpu_count;
 	probe_packages(dev_root, info);
+	if (cpu_vendor_is_intel(info->vendor))
+		backend_probe_core_types(dev_root, info);
 	probe_rapl(backend, info);
 	probe_tsc(backend, dev_root, info);
 	info->nmi_watchdog = nmi_watchdog_on(dev_root);

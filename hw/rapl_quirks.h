@@ -76,6 +76,14 @@ static inline const struct rapl_unit_quirk *rapl_unit_quirk_of(bool intel, uint3
 #define RAPL_UNIT_CODE_MICROJOULE 0x80u
 #define RAPL_UNIT_CODE_MICROJOULE_MAX_E 31u
 
+/* Granite Rapids (06_AD, 06_AE) has a platform (PSYS) energy domain only in TPMI: the kernel
+ * serves it through drivers/powercap/intel_rapl_tpmi.c (powercap's psys zone), and no MSR-side
+ * unit describes MSR_PLATFORM_ENERGY_STATUS there, so msrd does not count it by MSR. */
+static inline bool rapl_psys_without_msr(bool intel, uint32_t family, uint32_t model)
+{
+	return intel && family == 6 && (model == 0xAD || model == 0xAE);
+}
+
 /* Is this one of the four Atom models whose energy unit is 2^ESU uJ? */
 static inline bool rapl_unit_is_atom_microjoule(bool intel, uint32_t family, uint32_t model)
 {

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hw/core_type.h"
 #include "hw/vendor.h"
 
 /* CPUID.0AH:EDX[15]: AnyThread deprecation (the ANY bits are reserved when set, SDM 18.2.5). */
@@ -180,8 +181,11 @@ const char *event_db_describe(const struct event_db *db, char *buf, size_t size)
 			  machine->vendor[0] ? machine->vendor : "unknown vendor",
 			  machine->family, machine->model, machine->stepping);
 	if (machine->sim_model[0] && length >= 0 && (size_t)length < size)
-		snprintf(buf + length, size - (size_t)length, " (simulated model %s)",
-			 machine->sim_model);
+		length += snprintf(buf + length, size - (size_t)length, " (simulated model %s)",
+				   machine->sim_model);
+	if (cpu_core_type_name(machine->core_type) && length >= 0 && (size_t)length < size)
+		snprintf(buf + length, size - (size_t)length, ", %s",
+			 cpu_core_type_name(machine->core_type));
 	return buf;
 }
 

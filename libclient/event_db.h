@@ -62,6 +62,10 @@ struct event_machine {
 	uint64_t rapl_power_unit;   /* raw RAPL unit register, 0 when no RAPL */
 	uint8_t rapl_energy_exponent[RAPL_DOMAIN_COUNT]; /* msrd's J = count * 2^-x, 0 = unknown */
 	char sim_model[32];         /* simulated model name, "" on real hardware */
+	char model_name[64];        /* msrd's description, e.g. "..., VM under KVMKVMKVM" */
+	bool virtual_machine;       /* a hypervisor runs msrd (HAECER_MACHINE_VIRTUAL) */
+	uint8_t core_type;          /* hybrid part: the core type this database encodes for
+				     * (enum cpu_core_type of hw/core_type.h), 0 otherwise */
 };
 
 enum event_vendor {

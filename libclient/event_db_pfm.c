@@ -23,10 +23,15 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hw/core_type.h"
+
 #define PFM_ENCODE_INACTIVE_VARIABLE "LIBPFM_ENCODE_INACTIVE"
 #define PFM_FORCE_PMU_VARIABLE "LIBPFM_FORCE_PMU"
 #define PFM_PMU_DELIMITER "::"
 #define PFM_NAME_MAX 256u
+/* libpfm4's per-core-type tables of Alder/Raptor Lake (lib/pfmlib_intel_adl.c, libpfm4 4.14+). */
+#define PFM_HYBRID_CORE_PMU "adl_glc"
+#define PFM_HYBRID_ATOM_PMU "adl_grt"
 
 /* A (event, umask) pair libpfm4 can encode for the model, for event_db_pfm_check_raw(). */
 struct event_pfm_pair {
@@ -164,6 +169,11 @@ void event_db_pfm_open(struct event_db *db)
 	db->pmu_id = -1;
 	db->pmu_name = event_db_pfm_pmu_for(db->caps.vendor, machine->family, machine->model,
 					    machine->stepping);
+	/* Hybrid Alder/Raptor Lake: libpfm4 has one table per core type, and a Golden Cove
+	 * encoding programmed on a Gracemont E-core counts something else. */
+	if (machine->core_type == CPU_CORE_TYPE_ATOM && db->pmu_name != NULL &&
+	    strcmp(db->pmu_name, PFM_HYBRID_CORE_PMU) == 0)
+		db->pmu_name = PFM_HYBRID_ATOM_PMU;
 }
 
 void event_db_pfm_close(struct event_db *db)

@@ -75,6 +75,12 @@ static int check_present(const struct event_db *db, unsigned domain, char *why,
 							   "RAPL_DRAM or RAPL_PSYS");
 		return -EOPNOTSUPP;
 	}
+	if (!(db->machine.rapl_domains & (1u << domain)) && db->machine.virtual_machine) {
+		event_db_why(why, why_size, "%s is not available: msrd runs in a virtual machine "
+			     "(%s) whose hypervisor does not pass the RAPL registers through; "
+			     "measure energy on the host", facts->name, db->machine.model_name);
+		return -EOPNOTSUPP;
+	}
 	if (!(db->machine.rapl_domains & (1u << domain))) {
 		event_db_why(why, why_size, "%s is not available on this CPU (MSR %#x does not "
 			     "exist)", facts->name, facts->energy_msr);

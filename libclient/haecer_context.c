@@ -109,6 +109,9 @@ static void machine_for_event_db(const struct haecer_machine_info *info,
 	       sizeof(machine->rapl_energy_exponent));
 	memcpy(machine->sim_model, info->sim_model, sizeof(machine->sim_model));
 	machine->sim_model[sizeof(machine->sim_model) - 1] = '\0';
+	memcpy(machine->model_name, info->model_name, sizeof(machine->model_name));
+	machine->model_name[sizeof(machine->model_name) - 1] = '\0';
+	machine->virtual_machine = (info->flags & HAECER_MACHINE_VIRTUAL) != 0;
 }
 
 static const char *socket_path_of(const char *path)
@@ -132,7 +135,13 @@ static int learn_machine(struct haecer_context *ctx)
 		return haecer__fail(-EPROTO, "msrd describes a machine of %u CPUs",
 				    ctx->machine.cpu_count);
 	machine_for_event_db(&ctx->machine, &machine);
+	if (ctx->machine.flags & HAECER_MACHINE_HYBRID)
+		machine.core_type = HAECER_CORE_TYPE_CORE;
 	error = event_db_open(&machine, &ctx->db);
+	if (error == 0 && (ctx->machine.flags & HAECER_MACHINE_HYBRID)) {
+		machine.core_type = HAECER_CORE_TYPE_ATOM;
+		error = event_db_open(&machine, &ctx->db_atom);
+	}
 	if (error < 0)
 		return haecer__fail(error, "event database: %s", event_db_strerror(error));
 	ctx->simulated = (ctx->machine.flags & HAECER_MACHINE_SIMULATED) != 0;
@@ -201,6 +210,8 @@ void haecer_context_close(struct haecer_context *ctx)
 	haecer_close(ctx->conn);
 	if (ctx->db != NULL)
 		event_db_close(ctx->db);
+	if (ctx->db_atom != NULL)
+		event_db_close(ctx->db_atom);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 }

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hw/core_type.h"
+
 /* The public constants are the event database's and hw/msr.h's numbers. */
 #define SAME(a, b) ((int)(a) == (int)(b))
 _Static_assert(SAME(HAECER_FLAG_USR, EVENT_FLAG_USR) && SAME(HAECER_FLAG_OS, EVENT_FLAG_OS) &&
@@ -179,6 +181,15 @@ static int start_slot(struct haecer_context *ctx, const struct haecer_slot *slot
 	return 0;
 }
 
+/* The event database of the CPU's core type: a hybrid part's E-cores have their own. */
+static struct event_db *event_db_of(const struct haecer_context *ctx, int cpu)
+{
+	if (ctx->db_atom != NULL && cpu >= 0 && (uint32_t)cpu < ctx->machine.cpu_count &&
+	    ctx->machine.cpu_core_type[cpu] == HAECER_CORE_TYPE_ATOM)
+		return ctx->db_atom;
+	return ctx->db;
+}
+
 static void describe_event_counter(struct haecer_counter *counter, uint32_t cpu,
 				   const char *name, uint64_t config)
 {
@@ -191,6 +202,7 @@ static void describe_event_counter(struct haecer_counter *counter, uint32_t cpu,
 	info->hardware_index = slot->index;
 	info->cpu = cpu;
 	info->package = counter->ctx->machine.cpu_package[cpu];
+	info->core_type = cpu_core_type_name(counter->ctx->machine.cpu_core_type[cpu]);
 	info->width = slot->width;
 	info->unit = 1.0;
 	info->unit_name = "events";
@@ -376,7 +388,8 @@ int haecer_counter_open_raw(struct haecer_context *ctx, int cpu, uint16_t event,
 	encoded = event_flags(flags);
 	/* libpfm4's table of the model decides whether the pair exists; without a table for the
 	 * model (a CPU newer than libpfm4) the pair is programmed as given. */
-	error = event_db_pfm_check_raw(ctx->db, event, umask, &known, why, sizeof(why));
+	error = event_db_pfm_check_raw(event_db_of(ctx, cpu), event, umask, &known, why,
+				       sizeof(why));
 	if (error < 0 && error != -EOPNOTSUPP)
 		return haecer__fail(error, "%s", why);
 	if (error == 0) {
@@ -388,14 +401,43 @@ int haecer_counter_open_raw(struct haecer_context *ctx, int cpu, uint16_t event,
 		snprintf(name, sizeof(name), "RAW_%03X_%02X", event, umask);
 		request_init(&request, name);
 	}
-	error = event_db_encode_evtsel(ctx->db, event, umask, encoded, cmask, &request.evtsel, why,
-				       sizeof(why));
+	error = event_db_encode_evtsel(event_db_of(ctx, cpu), event, umask, encoded, cmask,
+				       &request.evtsel, why, sizeof(why));
 	if (error < 0)
 		return haecer__fail(error, "%s", why);
 	request.programmable = true;
 	error = prefer_fixed(ctx, arch_index_of(event, umask), encoded, cmask, &request);
 	if (error < 0)
 		return error;
+	return open_event(ctx, cpu, flags, &request, out);
+}
+
+/* SMIs on AMD: PMCx02B, SMIs received (AMD PPR for family 17h/19h, Core::X86::Pmc::Core::
+ * LsSmiRx), where Intel has MSR_SMI_COUNT; libpfm4 4.13's Zen tables lack it, so it is encoded
+ * here. perf's name of the count is msr/smi/. */
+#define AMD_EVENT_SMI_RECEIVED 0x2Bu
+
+static bool is_smi_name(const char *name)
+{
+	return strcmp(name, "smi") == 0 || strcmp(name, "msr/smi/") == 0;
+}
+
+static int open_smi(struct haecer_context *ctx, int cpu, uint32_t flags,
+		    struct haecer_counter **out)
+{
+	char why[EVENT_DB_WHY_SIZE] = "";
+	struct event_request request;
+	int error;
+
+	if (!is_amd(ctx))
+		return haecer__fail(-EOPNOTSUPP, "smi: on Intel SMIs are counted by MSR_SMI_COUNT "
+				    "(0x34), not by a counter: read it (energy regions do)");
+	request_init(&request, "smi");
+	error = event_db_encode_evtsel(event_db_of(ctx, cpu), AMD_EVENT_SMI_RECEIVED, 0,
+				       event_flags(flags), 0, &request.evtsel, why, sizeof(why));
+	if (error < 0)
+		return haecer__fail(error, "%s", why);
+	request.programmable = true;
 	return open_event(ctx, cpu, flags, &request, out);
 }
 
@@ -429,8 +471,11 @@ int haecer_counter_open_named(struct haecer_context *ctx, int cpu, const char *n
 	index = event_db_fixed_by_name(name);
 	if (index >= 0 && cmask == 0)
 		return haecer_counter_open_fixed(ctx, cpu, (unsigned)index, flags, out);
+	if (is_smi_name(name) && cmask == 0)
+		return open_smi(ctx, cpu, flags, out);
 	encoded = event_flags(flags);
-	error = event_db_pfm_encode(ctx->db, name, encoded, cmask, &encoding, why, sizeof(why));
+	error = event_db_pfm_encode(event_db_of(ctx, cpu), name, encoded, cmask, &encoding, why,
+				    sizeof(why));
 	if (error < 0)
 		return haecer__fail(error, "%s", why);
 	request_init(&request, "");

@@ -76,6 +76,8 @@ struct haecer_context {
 	struct haecer_page pages[HAECER_CONTEXT_PAGES];
 	struct haecer_machine_info machine;
 	struct event_db *db;
+	struct event_db *db_atom;   /* hybrid part: the E-cores' events (db is the P-cores'),
+				     * NULL otherwise */
 	bool simulated;             /* msrd presents a simulated CPU: time comes from its TSC */
 	bool energy_totals;         /* msrd keeps 64-bit energy totals (HAECER_FEATURE_ENERGY) */
 	struct haecer_counter *counters; /* in use, doubly linked */

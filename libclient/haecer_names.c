@@ -18,11 +18,13 @@ const char *haecer_version(void)
 	return HAECER_VERSION;
 }
 
-/* perf's names, as the kernel's power PMU lists them (events/energy-*). */
+/* perf's names, as the kernel's power PMUs list them (events/energy-*). AMD's core energy
+ * (MSR C001_029A) is one core's register, not the sum of the cores Intel's PP0 is: the kernel
+ * names it energy-core, in its own power_core PMU (arch/x86/events/rapl.c, v6.13). */
 static const char *const domain_names[RAPL_DOMAIN_COUNT] = {
 	[RAPL_DOMAIN_PKG] = "energy-pkg",    [RAPL_DOMAIN_PP0] = "energy-cores",
 	[RAPL_DOMAIN_PP1] = "energy-gpu",    [RAPL_DOMAIN_DRAM] = "energy-ram",
-	[RAPL_DOMAIN_PSYS] = "energy-psys",  [RAPL_DOMAIN_AMD_CORE] = "energy-cores",
+	[RAPL_DOMAIN_PSYS] = "energy-psys",  [RAPL_DOMAIN_AMD_CORE] = "energy-core",
 	[RAPL_DOMAIN_AMD_PKG] = "energy-pkg",
 };
 
@@ -62,6 +64,9 @@ int haecer_energy_domain_by_name(const char *name, bool amd)
 		if (strcmp(name, domain_names[domain]) == 0 && amd_domain == amd)
 			return (int)domain;
 	}
+	/* Scripts written before the kernel's name: still one core's register. */
+	if (amd && strcmp(name, "energy-cores") == 0)
+		return RAPL_DOMAIN_AMD_CORE;
 	return -ENOENT;
 }
 

@@ -55,6 +55,8 @@ int haecer_machine_info(struct haecer_conn *conn, struct haecer_machine_info *ou
 	       sizeof(out->rapl_energy_exponent));
 	memcpy(out->rapl_max_power_mw, info.rapl_max_power_mw, sizeof(out->rapl_max_power_mw));
 	memcpy(out->cpu_package, info.cpu_package, sizeof(uint16_t) * info.cpu_count);
+	memcpy(out->cpu_core_type, info.cpu_core_type, info.cpu_count);
+	memcpy(out->cpu_die, info.cpu_die, sizeof(uint16_t) * info.cpu_count);
 	return 0;
 }
 

@@ -116,7 +116,8 @@ int prof_report_svg(const struct prof_profile *profile, FILE *out)
 		     "Energy flame graph: ",
 		WIDTH / 2);
 	xml_text(profile->command ? profile->command : "?", out);
-	fprintf(out, " (%s %.3f J of the program%s)</text>\n", prof_domain_name(d), total,
+	fprintf(out, " (%s %.3f J of the program, msrd backend %s%s)</text>\n", prof_domain_name(d),
+		total, profile->backend ? profile->backend : "unknown",
 		profile->sim_model ? ", SIMULATED CPU" : "");
 	draw(&profile->root, MARGIN, 0, scale, total, height - MARGIN - 20, out);
 	fprintf(out, "<text x=\"%.0f\" y=\"%.0f\">width = energy charged by CPU-time share; "

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "proto/perf_profile.h"
 #include "tools/common/toolopt.h" /* tool_warn: haecer-prof's messages are every tool's */
 
 #define PROF_DEFAULT_FILE "haecer-prof.data"
@@ -109,7 +110,7 @@ struct prof_task_time {
  * (x86-64: perf's AX BX CX DX SI DI BP SP IP R8..R15 order), unwound at report time with the
  * modules' CFI (.eh_frame / .debug_frame), which needs no frame pointers. */
 #define PROF_USER_REGS 17u
-#define PROF_USER_STACK_BYTES 8192u
+#define PROF_USER_STACK_BYTES PERF_PROFILE_USER_STACK_BYTES
 struct prof_user_stack {
 	uint64_t regs[PROF_USER_REGS];
 	uint64_t size; /* stack bytes that follow, copied from regs[SP] up */
@@ -260,6 +261,9 @@ struct prof_profile {
 	/* what the file says */
 	char *command;
 	char *sim_model;       /* NULL: real hardware */
+	char *perf_opened_by;  /* "msrd" (its perf broker) or "haecer-prof"; NULL: unrecorded */
+	char *backend;         /* msrd's backend behind the energy ("msr", "sim", ...), NULL:
+				* a data file from before it was recorded */
 	char *sampler;         /* "perf" or "timer" (the preloaded agent) */
 	int timer_signal;      /* the agent's signal, timer sampler only */
 	unsigned hz;

@@ -443,6 +443,8 @@ static void read_meta(struct builder *builder, const struct prof_data *data)
 
 	profile->command = prof_meta_get(data, "command");
 	profile->sim_model = prof_meta_get(data, "sim_model");
+	profile->backend = prof_meta_get(data, "backend");
+	profile->perf_opened_by = prof_meta_get(data, "perf_opened_by");
 	profile->sampler = prof_meta_get(data, "sampler");
 	builder->exact_periods = profile->sampler && strcmp(profile->sampler, "timer") == 0;
 	profile->timer_signal = (int)meta_number(data, "timer_signal", 10, INT_MAX);
@@ -700,6 +702,8 @@ void prof_profile_free(struct prof_profile *profile)
 {
 	free(profile->command);
 	free(profile->sim_model);
+	free(profile->backend);
+	free(profile->perf_opened_by);
 	free(profile->sampler);
 	free(profile->threads);
 	for (size_t i = 0; i < profile->function_count; i++) {

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -142,6 +143,47 @@ static void __attribute__((noreturn)) run_child(char *const *command, int go, in
 	_exit(EXIT_CODE_CANNOT_RUN);
 }
 
+/* msrd's perf broker opens the sampling events when it is on (HELLO's HAECER_FEATURE_PERF):
+ * haecer-prof then needs no perf_event_paranoid of its own. The child asks for them before it
+ * execs (msrd opens events only on its client's own process) and passes them back here. */
+static void open_broker_channel(const struct recorder *recorder,
+				const struct prof_record_options *options, int broker[2])
+{
+	const struct haecer_server_info *info = haecer_server_info(recorder->conn);
+
+	if (info == NULL || !(info->features & HAECER_FEATURE_PERF)) {
+		if (!options->quiet)
+			fprintf(stderr, "haecer-prof: msrd's perf broker is off (msrd --perf-broker "
+				"or --backend perf): opening perf itself\n");
+		return;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, broker) < 0) {
+		broker[0] = broker[1] = -1;
+		if (!options->quiet)
+			fprintf(stderr, "haecer-prof: socketpair: %s: opening perf itself\n",
+				strerror(errno));
+	}
+}
+
+/* The child's events from msrd; false (and why, and the parent opens perf itself) when it
+ * could not have them. */
+static bool sample_through_broker(struct recorder *recorder,
+				  const struct prof_record_options *options, int channel)
+{
+	int status = recorder_broker_receive(recorder, channel, options->dwarf_unwind);
+
+	close(channel);
+	if (status == 0) {
+		recorder->brokered = true;
+		return true;
+	}
+	recorder_close_sampling(recorder);
+	if (!options->quiet)
+		fprintf(stderr, "haecer-prof: msrd's perf broker did not open the sampling events "
+			"(%s): opening perf itself\n", strerror(-status));
+	return false;
+}
+
 static int wait_first_energy(struct recorder *recorder)
 {
 	for (int waited = 0; waited < FIRST_SET_WAIT_MS; waited += 2) {
@@ -158,7 +200,7 @@ int prof_record(const struct prof_record_options *options)
 {
 	struct recorder recorder;
 	struct sigaction action, saved[2];
-	int go_pipe[2] = { -1, -1 }, report_pipe[2] = { -1, -1 };
+	int go_pipe[2] = { -1, -1 }, report_pipe[2] = { -1, -1 }, broker[2] = { -1, -1 };
 	uint64_t period_ns = 1000000000ull / options->hz;
 	/* RAPL counters (and the simulated ones) move about once a millisecond: an interval of one
 	 * millisecond holds zero, one or two updates, an error of up to 100 % each that only
@@ -215,6 +257,8 @@ int prof_record(const struct prof_record_options *options)
 	sigaction(SIGINT, &action, &saved[0]);
 	sigaction(SIGQUIT, &action, &saved[1]);
 	signals_caught = true;
+	if (options->sampler != PROF_SAMPLER_TIMER)
+		open_broker_channel(&recorder, options, broker);
 	fflush(NULL);
 	child = fork();
 	if (child == 0) {
@@ -222,8 +266,16 @@ int prof_record(const struct prof_record_options *options)
 		sigaction(SIGQUIT, &saved[1], NULL);
 		close(go_pipe[1]);
 		close(report_pipe[0]);
+		if (broker[1] >= 0) {
+			close(broker[0]);
+			recorder_broker_child(options->socket, broker[1], options->hz,
+					      options->dwarf_unwind);
+			close(broker[1]);
+		}
 		run_child(options->command, go_pipe[0], report_pipe[1], timer, options->hz);
 	}
+	if (broker[1] >= 0)
+		close(broker[1]);
 	if (timer && child > 0)
 		prof_timer_started(timer, child);
 	close(go_pipe[0]);
@@ -236,8 +288,14 @@ int prof_record(const struct prof_record_options *options)
 		goto out;
 	}
 	recorder.dwarf = options->dwarf_unwind;
+	if (broker[0] >= 0 && child > 0) {
+		sample_through_broker(&recorder, options, broker[0]);
+		broker[0] = -1; /* closed there */
+	}
 	if (options->sampler == PROF_SAMPLER_TIMER) {
 		use_timer = true;
+	} else if (recorder.brokered) {
+		status = 0;
 	} else {
 		bool may_fall_back = options->sampler == PROF_SAMPLER_AUTO && timer &&
 				     !options->dwarf_unwind;
@@ -276,6 +334,9 @@ int prof_record(const struct prof_record_options *options)
 	recorder_meta(&recorder, "energy_period_ns=%" PRIu64, energy_period_ns);
 	recorder_meta(&recorder, "unwinding=%s", options->dwarf_unwind ? "dwarf" : "frame-pointer");
 	recorder_meta(&recorder, "sampler=%s", use_timer ? "timer" : "perf");
+	if (!use_timer)
+		recorder_meta(&recorder, "perf_opened_by=%s",
+			      recorder.brokered ? "msrd" : "haecer-prof");
 	if (!use_timer)
 		recorder_meta(&recorder, "kernel_time=%s",
 		     recorder.kernel_unsampled ? "unsampled" : "sampled");
@@ -438,6 +499,8 @@ int prof_record(const struct prof_record_options *options)
 			  recorder.lost ? " (samples lost: the ring overflowed)" : "",
 			  options->output);
 out:
+	if (broker[0] >= 0)
+		close(broker[0]);
 	if (signals_caught) {
 		sigaction(SIGINT, &saved[0], NULL);
 		sigaction(SIGQUIT, &saved[1], NULL);

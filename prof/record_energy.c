@@ -39,16 +39,6 @@
 #define ENERGY_MIN_CAPACITY 1024u
 #define ENERGY_MAX_CAPACITY 65536u
 
-static const char *backend_name(uint16_t backend)
-{
-	switch (backend) {
-	case HAECER_BACKEND_MSR: return "msr";
-	case HAECER_BACKEND_MSR_SAFE: return "msr-safe";
-	case HAECER_BACKEND_SIM: return "sim";
-	default: return "unknown";
-	}
-}
-
 /* Whether msrd lets this client read domain `domain` of the package through cpu. */
 static bool energy_readable(struct haecer_conn *conn, uint32_t cpu, uint32_t address)
 {
@@ -201,7 +191,7 @@ void recorder_write_machine_meta(struct recorder *recorder, const struct haecer_
 	size_t used = 0;
 	long host_cpus = sysconf(_SC_NPROCESSORS_CONF);
 
-	recorder_meta(recorder, "backend=%s", backend_name(info->backend));
+	recorder_meta(recorder, "backend=%s", haecer_backend_name(info->backend));
 	if (info->backend == HAECER_BACKEND_SIM || (machine->flags & HAECER_MACHINE_SIMULATED))
 		recorder_meta(recorder, "sim_model=%s", machine->sim_model[0] ? machine->sim_model : "?");
 	recorder_meta(recorder, "cpu_model=%s", machine->model_name);

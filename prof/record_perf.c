@@ -18,13 +18,15 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "haecer/msrd.h"
 #include "hw/msr.h"
-#include "prof/sample_event.h"
+#include "common/fdpass.h"
+#include "proto/perf_profile.h"
 #include "shm/ring.h"
 
 #define PERF_DATA_PAGES 128u
@@ -36,9 +38,6 @@ static int perf_open(const struct perf_event_attr *attr, pid_t pid, int cpu)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-/* perf's x86-64 user registers AX..IP (0-8) and R8..R15 (16-23): what CFI unwinding needs. */
-#define X86_64_UNWIND_REGS 0xff01ffull
-
 /* What perf_event_open says when perf is not to be had here (paranoid setting, seccomp, no
  * software events, no such system call): the timer agent can sample instead. */
 bool recorder_perf_refused(int error)
@@ -46,18 +45,64 @@ bool recorder_perf_refused(int error)
 	return error == -EACCES || error == -EPERM || error == -ENOENT || error == -ENOSYS;
 }
 
+static long ring_pages(bool dwarf)
+{
+	return dwarf ? 8 * PERF_DATA_PAGES : PERF_DATA_PAGES;
+}
+
+/* Wake the reader when a quarter of the ring is full, not every few samples. */
+static uint32_t wakeup_bytes(bool dwarf)
+{
+	return (uint32_t)((size_t)ring_pages(dwarf) * (size_t)sysconf(_SC_PAGESIZE) / 4);
+}
+
+static int alloc_cpus(struct recorder *recorder)
+{
+	recorder->cpu_count = (int)sysconf(_SC_NPROCESSORS_CONF);
+	recorder->cpus = calloc((size_t)recorder->cpu_count, sizeof(*recorder->cpus));
+	if (!recorder->cpus)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < recorder->cpu_count; cpu++)
+		recorder->cpus[cpu].fd = -1;
+	return 0;
+}
+
+/* Take CPU `cpu`'s event and map its sample ring. */
+static int map_cpu(struct recorder *recorder, int cpu, int fd, bool dwarf)
+{
+	struct perf_cpu *slot = &recorder->cpus[cpu];
+	int error;
+
+	slot->fd = fd;
+	slot->bytes = (size_t)(ring_pages(dwarf) + 1) * (size_t)sysconf(_SC_PAGESIZE);
+	slot->base = mmap(NULL, slot->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (slot->base == MAP_FAILED) {
+		error = -errno;
+		slot->base = NULL;
+		tool_warn("cannot map the sample ring of CPU %d: %s", cpu, strerror(-error));
+		return error;
+	}
+	return 0;
+}
+
+static int sampling_ready(struct recorder *recorder, int opened, bool quiet_refusal)
+{
+	if (opened == 0) {
+		if (!quiet_refusal)
+			tool_warn("perf_event_open: no CPU has a task-clock event");
+		return -ENOENT;
+	}
+	recorder->record_buffer = malloc(65536);
+	return recorder->record_buffer ? 0 : -ENOMEM;
+}
+
 /* quiet_refusal: say nothing when perf is refused (the caller falls back and says so). */
 int recorder_open_sampling(struct recorder *recorder, pid_t child, unsigned hz, bool dwarf,
 			 bool quiet_refusal)
 {
 	struct perf_event_attr attr;
-	long pages = dwarf ? 8 * PERF_DATA_PAGES : PERF_DATA_PAGES;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	int error = 0, opened = 0;
 
-	prof_sample_event(&attr, hz);
-	attr.enable_on_exec = 1;
-	attr.inherit = 1;
 	/* Kernel time too where perf allows it (perf_event_paranoid 1 or lower, CAP_PERFMON): a
 	 * sample taken in the kernel carries the user call chain that entered it, so a function's
 	 * system calls count as its own, and the program's start and exit (exec, the loader's and
@@ -65,30 +110,12 @@ int recorder_open_sampling(struct recorder *recorder, pid_t child, unsigned hz, 
 	 * scaling each thread's samples to its task clock spreads it over whatever the thread ran
 	 * most: under ASan on a loaded host the hot functions were charged up to 4 % (once 16 %)
 	 * more than their CPU time. open_sampling falls back to user time only and says so. */
-	attr.exclude_kernel = 0;
-	if (dwarf) {
-		attr.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-		attr.sample_regs_user = X86_64_UNWIND_REGS;
-		attr.sample_stack_user = PROF_USER_STACK_BYTES;
-	}
-	attr.mmap = 1;
-	attr.comm = 1;
-	attr.inherit_stat = 1;
-	attr.use_clockid = 1;
-	attr.clockid = CLOCK_MONOTONIC_RAW;
-	/* Wake the reader when a quarter of the ring is full, not every few samples. */
-	attr.watermark = 1;
-	attr.wakeup_watermark = (uint32_t)((size_t)pages * page / 4);
-
-	recorder->cpu_count = (int)sysconf(_SC_NPROCESSORS_CONF);
-	recorder->cpus = calloc((size_t)recorder->cpu_count, sizeof(*recorder->cpus));
-	if (!recorder->cpus)
-		return -ENOMEM;
-	for (int cpu = 0; cpu < recorder->cpu_count; cpu++)
-		recorder->cpus[cpu].fd = -1;
+	perf_profile_attr(&attr, 1000000000ull / hz, false, dwarf, wakeup_bytes(dwarf));
+	error = alloc_cpus(recorder);
+	if (error < 0)
+		return error;
 	/* One event per CPU: the kernel does not let an inherited per-task event be mapped. */
 	for (int cpu = 0; cpu < recorder->cpu_count; cpu++) {
-		struct perf_cpu *slot = &recorder->cpus[cpu];
 		int fd = perf_open(&attr, child, cpu);
 		if ((fd == -EACCES || fd == -EPERM) && !attr.exclude_kernel && opened == 0) {
 			attr.exclude_kernel = 1;
@@ -109,25 +136,88 @@ int recorder_open_sampling(struct recorder *recorder, pid_t child, unsigned hz, 
 				  : "");
 			return error;
 		}
-		slot->fd = fd;
 		opened++;
-		slot->bytes = (size_t)(pages + 1) * page;
-		slot->base = mmap(NULL, slot->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (slot->base == MAP_FAILED) {
-			error = -errno;
-			slot->base = NULL;
-			tool_warn("cannot map the sample ring of CPU %d: %s", cpu,
-				  strerror(-error));
+		error = map_cpu(recorder, cpu, fd, dwarf);
+		if (error < 0)
 			return error;
+	}
+	return sampling_ready(recorder, opened, quiet_refusal);
+}
+
+/* ---- the same events through msrd's perf broker ---- */
+
+/* One message of the child's answer: the CPU and how its open went (with the event's
+ * descriptor when status is 0); cpu -1 ends the answer. */
+struct broker_answer {
+	int32_t cpu;
+	int32_t status;
+};
+
+static void send_answer(int channel, int32_t cpu, int32_t status, int fd)
+{
+	struct broker_answer answer = { cpu, status };
+
+	if (fd >= 0) {
+		if (fdpass_send(channel, &answer, sizeof(answer), fd) >= 0)
+			return;
+		answer.status = -EIO; /* the descriptor did not go: the parent opens perf itself */
+	}
+	if (send(channel, &answer, sizeof(answer), MSG_NOSIGNAL) < 0) {
+		/* the parent is gone: it will not sample */
+	}
+}
+
+void recorder_broker_child(const char *socket_path, int channel, unsigned hz, bool dwarf)
+{
+	struct haecer_perf_spec spec = {
+		.type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_TASK_CLOCK,
+		.flags = HAECER_PERF_PROFILE | (dwarf ? HAECER_PERF_PROFILE_STACK : 0),
+		.config1 = wakeup_bytes(dwarf), .sample_period = 1000000000ull / hz, .tid = 0,
+	};
+	int cpus = (int)sysconf(_SC_NPROCESSORS_CONF), fd = -1;
+	struct haecer_conn *conn = NULL;
+	int status = haecer_connect(socket_path, &conn);
+
+	/* tid 0 is this process: msrd opens events only on its client's own threads. */
+	for (int cpu = 0; cpu < cpus && status == 0; cpu++) {
+		spec.cpu = cpu;
+		int error = haecer_perf_open(conn, &spec, &fd, NULL);
+		send_answer(channel, cpu, error, fd);
+		if (error == 0)
+			close(fd);
+		else if (error != -ENODEV && error != -ENOENT)
+			status = error; /* the parent opens perf itself */
+	}
+	send_answer(channel, -1, status, -1);
+	haecer_close(conn);
+}
+
+/* A refusal's text for the fallback message: msrd's own words when the child got them. */
+int recorder_broker_receive(struct recorder *recorder, int channel, bool dwarf)
+{
+	struct broker_answer answer;
+	int error = alloc_cpus(recorder), opened = 0;
+
+	while (error == 0) {
+		int fd = -1;
+		ssize_t got = fdpass_receive(channel, &answer, sizeof(answer), 0, &fd);
+		if (got != (ssize_t)sizeof(answer)) {
+			error = got < 0 ? (int)got : -EPROTO;
+			break;
+		}
+		if (answer.cpu < 0) {
+			error = answer.status;
+			break;
+		}
+		if (answer.status == 0 && fd >= 0 && answer.cpu < recorder->cpu_count &&
+		    recorder->cpus[answer.cpu].fd < 0) {
+			error = map_cpu(recorder, answer.cpu, fd, dwarf);
+			opened++;
+		} else if (fd >= 0) {
+			close(fd);
 		}
 	}
-	if (opened == 0) {
-		if (!quiet_refusal)
-			tool_warn("perf_event_open: no CPU has a task-clock event");
-		return -ENOENT;
-	}
-	recorder->record_buffer = malloc(65536);
-	return recorder->record_buffer ? 0 : -ENOMEM;
+	return error < 0 ? error : sampling_ready(recorder, opened, false);
 }
 
 /* After the call chain: regs_user (abi, then one u64 per register of the mask) and stack_user

@@ -37,6 +37,7 @@ struct recorder {
 	uint64_t samples;
 	/* energy */
 	struct haecer_conn *conn;
+	bool brokered;                 /* the sampling events came from msrd's perf broker */
 	struct haecer_machine_info machine;
 	struct energy_op ops[HAECER_SCHEDULE_MAX_OPS];
 	uint32_t op_count;
@@ -62,6 +63,13 @@ bool recorder_perf_refused(int error);
  * dwarf; quiet_refusal: say nothing when perf is refused (the caller falls back and says so). */
 int recorder_open_sampling(struct recorder *recorder, pid_t child, unsigned hz, bool dwarf,
 			   bool quiet_refusal);
+/* Through msrd's perf broker: in the child, before it execs the program, ask msrd for the same
+ * events on itself (tid 0: msrd opens events only on its client's own process) and send each
+ * CPU's descriptor to the parent over `channel` (a SOCK_SEQPACKET socket); in the parent,
+ * receive and map them: 0, or the error that made the child stop (the parent then opens perf
+ * itself). */
+void recorder_broker_child(const char *socket_path, int channel, unsigned hz, bool dwarf);
+int recorder_broker_receive(struct recorder *recorder, int channel, bool dwarf);
 /* Copy every perf ring's new records into the data file. */
 void recorder_drain_perf(struct recorder *recorder);
 /* Each CPU's event counts every thread's task clock there (its own and its inherited ones'). */

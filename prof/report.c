@@ -76,7 +76,10 @@ static void text_header(const struct prof_profile *profile, FILE *out)
 			     "they fire on the kernel's tick, so at most its rate per thread)\n",
 			profile->timer_signal);
 	else
-		fprintf(out, "sampler: perf (perf_event_open task clock)\n");
+		fprintf(out, "sampler: perf (task clock, opened by %s)\n",
+			profile->perf_opened_by && strcmp(profile->perf_opened_by, "msrd") == 0
+				? "msrd's perf broker"
+				: "haecer-prof");
 	fprintf(out, "%" PRIu64 " samples at %u Hz (%" PRIu64 " lost), %.3f s CPU time; ",
 		profile->samples, profile->hz, profile->lost_samples, profile->program_ns / 1e9);
 	if (profile->unwound_samples)
@@ -90,7 +93,8 @@ static void text_header(const struct prof_profile *profile, FILE *out)
 		profile->truncated_samples, PROF_MAX_FRAMES);
 	if (profile->notes[0])
 		fprintf(out, "note: %s\n", profile->notes);
-	fprintf(out, "energy measured over the run, every package:");
+	fprintf(out, "energy measured over the run by msrd (backend %s), every package:",
+		profile->backend ? profile->backend : "unknown");
 	for (unsigned i = 0; i < PROF_MAX_DOMAINS; i++)
 		if (profile->domain_mask & (1u << i))
 			fprintf(out, " %s %.6f J", prof_domain_name((int)i),
@@ -198,8 +202,8 @@ static void callgrind_header(const struct prof_profile *profile, FILE *out)
 	if (profile->sim_model)
 		fprintf(out, "desc: Simulated CPU: model %s, energies from a model, not hardware\n",
 			profile->sim_model);
-	fprintf(out, "desc: Energy: %s domain, microjoules, charged by CPU-time share\n",
-		prof_domain_name(d));
+	fprintf(out, "desc: Energy: %s domain, microjoules, charged by CPU-time share; msrd "
+		"backend %s\n", prof_domain_name(d), profile->backend ? profile->backend : "unknown");
 	fprintf(out, "positions: line\nevents: uJ Samples\n");
 	for (size_t i = 0; i < profile->function_count; i++)
 		for (size_t l = 0; l < profile->functions[i].line_count; l++)
@@ -296,10 +300,17 @@ static void json_report(const struct prof_profile *profile, FILE *out)
 		json_write_string(out, profile->sim_model);
 	else
 		fputs("null", out);
+	fprintf(out, ",\n  \"backend\": ");
+	json_write_string(out, profile->backend ? profile->backend : "unknown");
 	fprintf(out, ",\n  \"frequency_hz\": %u,\n  \"primary_domain\": \"%s\",\n", profile->hz,
 		prof_domain_name(profile->primary_domain));
 	fprintf(out, "  \"sampler\": ");
 	json_write_string(out, profile->sampler ? profile->sampler : "perf");
+	fprintf(out, ",\n  \"perf_opened_by\": ");
+	if (profile->perf_opened_by)
+		json_write_string(out, profile->perf_opened_by);
+	else
+		fputs("null", out);
 	fprintf(out, ",\n  \"unwound_samples\": %" PRIu64 ",\n", profile->unwound_samples);
 	fprintf(out, "  \"samples\": %" PRIu64 ", \"attributed_samples\": %" PRIu64
 		     ", \"lost_samples\": %" PRIu64 ", \"truncated_samples\": %" PRIu64 ",\n",

@@ -185,7 +185,8 @@ struct wire_hello_reply {
 };
 #define WIRE_HELLO_REPLY_SIZE 72u
 
-/* MACHINE_INFO reply: fixed part, then cpu_count u16 package numbers. */
+/* MACHINE_INFO reply: fixed part, then cpu_count u16 package numbers, then (WIRE_MACHINE_HYBRID)
+ * cpu_count u8 core types, then (WIRE_MACHINE_DIES) cpu_count u16 dense (package, die) numbers. */
 #define WIRE_RAPL_DOMAINS 8u
 struct wire_machine_info {
 	char vendor[16];
@@ -204,8 +205,15 @@ struct wire_machine_info {
 	uint8_t rapl_energy_exponent[WIRE_RAPL_DOMAINS];
 	uint32_t rapl_max_power_mw[WIRE_RAPL_DOMAINS];
 	uint16_t cpu_package[WIRE_MAX_CPUS];
+	uint8_t cpu_core_type[WIRE_MAX_CPUS]; /* on the wire only with WIRE_MACHINE_HYBRID */
+	uint16_t cpu_die[WIRE_MAX_CPUS];      /* on the wire only with WIRE_MACHINE_DIES */
 };
 #define WIRE_MACHINE_HAS_SMI_COUNT 0x1u
+#define WIRE_MACHINE_HYBRID 0x10u       /* a u8 core type per CPU follows the packages */
+#define WIRE_MACHINE_VIRTUAL 0x40u      /* CPUID 1 ECX[31]: a hypervisor runs msrd (model_name
+					 * names it) */
+#define WIRE_MACHINE_DIES 0x20u         /* then a u16 die per CPU: Intel packages of several
+					 * dies, whose energy registers are per die */
 #define WIRE_MACHINE_PMC_FULL_WIDTH 0x2u
 #define WIRE_MACHINE_SIMULATED 0x4u
 #define WIRE_MACHINE_TSC_SOURCE_SHIFT 8    /* bits 11:8: where tsc_hz came from (enum
@@ -386,7 +394,13 @@ struct wire_energy_page {
 #define WIRE_PERF_CPU_WIDE 0x1u
 #define WIRE_PERF_EXCLUDE_KERNEL 0x2u
 #define WIRE_PERF_DISABLED 0x4u       /* start disabled (enable with PERF_EVENT_IOC_ENABLE) */
-#define WIRE_PERF_FLAGS 0x7u
+/* A profiler's sampling event (proto/perf_profile.h): type software, config task clock,
+ * sample_period its period in ns, config1 the ring bytes that wake the reader; _STACK adds the
+ * user registers and stack for DWARF unwinding. Scope as any other: the client's own process,
+ * so a profiler's child asks for itself before it execs the program. */
+#define WIRE_PERF_PROFILE 0x8u
+#define WIRE_PERF_PROFILE_STACK 0x10u
+#define WIRE_PERF_FLAGS 0x1Fu
 struct wire_perf_open {
 	uint32_t type;
 	uint32_t flags;

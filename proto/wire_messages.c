@@ -95,6 +95,19 @@ void wire_put_machine_info(struct wire_writer *writer, const struct wire_machine
 		wire_put_u32(writer, message->rapl_max_power_mw[i]);
 	for (uint32_t cpu = 0; cpu < cpus; cpu++)
 		wire_put_u16(writer, message->cpu_package[cpu]);
+	if (message->flags & WIRE_MACHINE_HYBRID)
+		wire_put_bytes(writer, message->cpu_core_type, cpus);
+	for (uint32_t cpu = 0; (message->flags & WIRE_MACHINE_DIES) && cpu < cpus; cpu++)
+		wire_put_u16(writer, message->cpu_die[cpu]);
+}
+
+/* Bytes a MACHINE_INFO of `cpus` CPUs takes after its fixed part. */
+static size_t machine_info_per_cpu(uint32_t flags, uint32_t cpus)
+{
+	size_t each = 2u + (flags & WIRE_MACHINE_HYBRID ? 1u : 0u) +
+		      (flags & WIRE_MACHINE_DIES ? 2u : 0u);
+
+	return each * cpus;
 }
 
 int wire_get_machine_info(const void *payload, size_t length, struct wire_machine_info *out)
@@ -123,11 +136,16 @@ int wire_get_machine_info(const void *payload, size_t length, struct wire_machin
 	wire_get_bytes(&reader, out->rapl_energy_exponent, WIRE_RAPL_DOMAINS);
 	for (size_t i = 0; i < WIRE_RAPL_DOMAINS; i++)
 		out->rapl_max_power_mw[i] = wire_get_u32(&reader);
-	if (cpus > WIRE_MAX_CPUS || length != WIRE_MACHINE_INFO_FIXED_SIZE + 2u * (size_t)cpus)
+	if (cpus > WIRE_MAX_CPUS ||
+	    length != WIRE_MACHINE_INFO_FIXED_SIZE + machine_info_per_cpu(out->flags, cpus))
 		return -EBADMSG;
 	out->cpu_count = cpus;
 	for (uint32_t cpu = 0; cpu < cpus; cpu++)
 		out->cpu_package[cpu] = wire_get_u16(&reader);
+	if (out->flags & WIRE_MACHINE_HYBRID)
+		wire_get_bytes(&reader, out->cpu_core_type, cpus);
+	for (uint32_t cpu = 0; (out->flags & WIRE_MACHINE_DIES) && cpu < cpus; cpu++)
+		out->cpu_die[cpu] = wire_get_u16(&reader);
 	return wire_reader_finish(&reader);
 }
 

@@ -18,6 +18,8 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "hw/vendor.h"
+
 static struct msrd server_state __attribute__((aligned(16)));
 
 static void print_policy_error(const struct policy_error *error)
@@ -99,12 +101,19 @@ static int list_sim_models(const struct msrd_config *config)
 
 /* ---- the running server ---- */
 
+/* Intel packages of several dies keep energy per die (machine_energy_key); AMD's stay per
+ * package whatever its topology says of dies. */
+static bool energy_per_die(const struct machine_info *machine)
+{
+	return !cpu_vendor_is_amd(machine->vendor) && machine->die_count > machine->package_count;
+}
+
 static int encode_machine_info(struct msrd *server)
 {
 	const struct machine_info *machine = &server->machine;
 	static struct wire_machine_info wire;
 	struct wire_writer writer;
-	size_t room = WIRE_MACHINE_INFO_FIXED_SIZE + 2u * WIRE_MAX_CPUS;
+	size_t room = WIRE_MACHINE_INFO_FIXED_SIZE + 5u * WIRE_MAX_CPUS;
 
 	memset(&wire, 0, sizeof(wire));
 	memcpy(wire.vendor, machine->vendor, sizeof(wire.vendor));
@@ -122,15 +131,21 @@ static int encode_machine_info(struct msrd *server)
 		     (machine->simulated ? WIRE_MACHINE_SIMULATED : 0) |
 		     (((uint32_t)machine->tsc_source << WIRE_MACHINE_TSC_SOURCE_SHIFT) &
 		      WIRE_MACHINE_TSC_SOURCE_MASK) |
-		     (machine->sim_virtual_time ? WIRE_MACHINE_VIRTUAL_TIME : 0);
+		     (machine->sim_virtual_time ? WIRE_MACHINE_VIRTUAL_TIME : 0) |
+		     (machine->hybrid ? WIRE_MACHINE_HYBRID : 0) |
+		     (energy_per_die(machine) ? WIRE_MACHINE_DIES : 0) |
+		     (machine->hypervisor[0] ? WIRE_MACHINE_VIRTUAL : 0);
 	wire.rapl_power_unit = machine->rapl_power_unit;
 	wire.tsc_hz = machine->tsc_hz;
 	for (size_t i = 0; i < RAPL_DOMAIN_COUNT && i < WIRE_RAPL_DOMAINS; i++) {
 		wire.rapl_energy_exponent[i] = machine->rapl_energy_exponent[i];
 		wire.rapl_max_power_mw[i] = machine->rapl_max_power_mw[i];
 	}
-	for (uint32_t cpu = 0; cpu < wire.cpu_count; cpu++)
+	for (uint32_t cpu = 0; cpu < wire.cpu_count; cpu++) {
 		wire.cpu_package[cpu] = machine->cpu_package[cpu];
+		wire.cpu_core_type[cpu] = machine->cpu_core_type[cpu];
+		wire.cpu_die[cpu] = machine->cpu_die[cpu];
+	}
 	server->machine_reply = malloc(room);
 	if (server->machine_reply == NULL)
 		return -ENOMEM;

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "proto/perf_profile.h"
 
 /* sys/bus/event_source/devices/PMU/`file` under the sysfs root. */
 static void pmu_path(const struct msrd *server, const char *pmu, const char *file, char *path,
@@ -234,6 +235,11 @@ static bool request_allowed(struct client *client, const struct wire_header *hea
 	if (request->sample_period != 0 && !perf->sampling)
 		return refuse(client, header, WIRE_STATUS_DENIED,
 			      "perf sampling not granted (policy: perf sampling)");
+	if ((request->flags & WIRE_PERF_PROFILE) &&
+	    (request->type != PERF_TYPE_SOFTWARE || request->config != PERF_COUNT_SW_TASK_CLOCK ||
+	     request->sample_period == 0 || (request->flags & WIRE_PERF_CPU_WIDE)))
+		return refuse(client, header, WIRE_STATUS_INVALID,
+			      "a profile event samples the task clock of the client's own process");
 	if (client->account->used[ACCOUNT_PERF_EVENTS] >= perf->max_open) {
 		snprintf(reason, sizeof(reason), "uid %u holds %u perf events through msrd, its "
 			 "bound (policy: perf max_open)", (unsigned)client->uid, perf->max_open);
@@ -255,6 +261,12 @@ static int open_event(const struct wire_perf_open *request, pid_t tid)
 		.exclude_kernel = (request->flags & WIRE_PERF_EXCLUDE_KERNEL) != 0,
 	};
 	bool cpu_wide = (request->flags & WIRE_PERF_CPU_WIDE) != 0;
+
+	if (request->flags & WIRE_PERF_PROFILE)
+		perf_profile_attr(&attr, request->sample_period,
+				  (request->flags & WIRE_PERF_EXCLUDE_KERNEL) != 0,
+				  (request->flags & WIRE_PERF_PROFILE_STACK) != 0,
+				  (uint32_t)request->config1);
 	long fd = syscall(SYS_perf_event_open, &attr, cpu_wide ? -1 : (int)tid,
 			  request->cpu, -1, PERF_FLAG_FD_CLOEXEC);
 

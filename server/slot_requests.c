@@ -7,6 +7,8 @@
  */
 #include "server/slots_internal.h"
 
+#include "hw/core_type.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,6 +32,24 @@ static void refuse(struct client *client, const struct wire_header *header, uint
 	dispatch_log_refusal(client, header->op, cpu, 0, reason);
 	client_reply_error(client, header->op, header->request_id, wire_status_from_errno(status),
 			   "%s", reason);
+}
+
+/* " (an E-core)" / " (a P-core)" on a hybrid part, "" elsewhere: counters differ by type. */
+static const char *core_type_text(const struct msrd *server, uint32_t cpu)
+{
+	uint8_t type = server->machine.cpu_core_type[cpu];
+
+	return type == CPU_CORE_TYPE_ATOM ? " (an E-core)"
+	       : type == CPU_CORE_TYPE_CORE ? " (a P-core)" : "";
+}
+
+/* How many counters of the request's kind its CPU has. */
+static uint32_t cpu_counter_count(const struct slot_table *table,
+				  const struct wire_slot_alloc *request)
+{
+	const uint32_t *mask = request->kind == WIRE_SLOT_FIXED ? table->fixed_mask : table->gp_mask;
+
+	return mask != NULL ? (uint32_t)__builtin_popcount(mask[request->cpu]) : 0;
 }
 
 /* What the user can do about a counter used outside msrd. */
@@ -74,7 +94,8 @@ static int choose(struct client *client, const struct wire_header *header,
 		return -EBUSY;
 	}
 	for (*index = 0; *index < count; (*index)++) {
-		if (!slots_granted(client, request->kind, *index))
+		if (!slots_cpu_has(table, request->cpu, request->kind, *index) ||
+		    !slots_granted(client, request->kind, *index))
 			continue;
 		granted++;
 		if (*slots_holder(table, request->cpu, request->kind, *index) != NULL)
@@ -99,8 +120,9 @@ static int choose(struct client *client, const struct wire_header *header,
 		return -ENOSPC;
 	}
 	refuse(client, header, request->cpu, -ENOSPC,
-	       "no free programmable counter on cpu %u (%u of %u granted, all held)", request->cpu,
-	       granted, count);
+	       "no free programmable counter on cpu %u%s (%u of its %u granted, all held)",
+	       request->cpu, core_type_text(server, request->cpu), granted,
+	       cpu_counter_count(table, request));
 	return -ENOSPC;
 }
 
@@ -125,9 +147,12 @@ static int check_alloc(struct client *client, const struct wire_header *header,
 		refuse(client, header, request->cpu, -ENXIO, "no CPU %u", request->cpu);
 		return -ENXIO;
 	}
-	if (count == 0 || (request->index >= 0 && (uint32_t)request->index >= count)) {
-		refuse(client, header, request->cpu, -EOPNOTSUPP, "the CPU has no such %s (%u of them)",
-		       slots_kind_name(request->kind), count);
+	if (count == 0 || (request->index >= 0 &&
+			   !slots_cpu_has(table, request->cpu, request->kind,
+					  (uint32_t)request->index))) {
+		refuse(client, header, request->cpu, -EOPNOTSUPP, "cpu %u%s has no such %s (%u of "
+		       "them)", request->cpu, core_type_text(client->server, request->cpu),
+		       slots_kind_name(request->kind), cpu_counter_count(table, request));
 		return -EOPNOTSUPP;
 	}
 	if (client->slot_count >= CLIENT_MAX_SLOTS) {
@@ -211,6 +236,32 @@ void slots_handle_alloc(struct client *client, const struct wire_header *header,
 
 /* ---- SLOT_PROGRAM ---- */
 
+/* msr-safe applies its own allowlist to every write and drops the bits it lacks without an
+ * error: the slot would count something else and later look reprogrammed. Read the control
+ * back; bits that did not take are refused by name (-EACCES) and the register restored. */
+static int check_not_masked(struct msrd *server, struct slot *slot, uint32_t address,
+			    uint64_t proposed, char *reason, size_t size)
+{
+	uint64_t now, lost;
+	int status;
+
+	if (backend_kind(server->backend) != BACKEND_MSR_SAFE)
+		return 0;
+	status = slots_read_register(server, slot->cpu, address, &now);
+	if (status < 0) {
+		snprintf(reason, size, "reading back MSR 0x%x: %s", address, strerror(-status));
+		return status;
+	}
+	lost = now ^ proposed;
+	if (lost == 0)
+		return 0;
+	slots_write_control(server, slot, slot->config, slot->enabled);
+	snprintf(reason, size, "msr-safe dropped bits 0x%llx of MSR 0x%x: the policy grants them, "
+		 "the site's msr_allowlist lacks them", (unsigned long long)lost, address);
+	log_warnx("slots: %s", reason);
+	return -EACCES;
+}
+
 static int program(struct client *client, struct slot *slot, uint64_t config, char *reason,
 		   size_t size)
 {
@@ -249,6 +300,9 @@ static int program(struct client *client, struct slot *slot, uint64_t config, ch
 			 address);
 		return status;
 	}
+	status = check_not_masked(server, slot, address, proposed, reason, size);
+	if (status < 0)
+		return status;
 	slot->config = config;
 	return 0;
 }

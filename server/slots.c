@@ -21,6 +21,7 @@
  */
 #include "server/slots_internal.h"
 
+#include "hw/core_type.h"
 #include "hw/counter_wrap.h"
 #include "hw/vendor.h"
 
@@ -36,36 +37,81 @@
 
 /* ---- the machine's counters ---- */
 
+/* Counters of CPU `cpu` as bitmaps: its own on a hybrid part (backend/probe_cores.c), else
+ * leaf 0AH's (perfmon v5's fixed bitmap honoured) or AMD's six. */
+static void cpu_counters(const struct machine_info *machine, bool amd, uint32_t cpu,
+			 uint32_t *gp, uint32_t *fixed)
+{
+	uint32_t version = CPUID_0A_EAX_VERSION(machine->cpuid_0a[0]);
+	uint32_t count = CPUID_0A_EAX_GP_COUNTERS(machine->cpuid_0a[0]);
+
+	*gp = 0;
+	*fixed = 0;
+	if (amd && machine->family >= 0x17) {
+		*gp = (1u << AMD_CORE_COUNTERS) - 1u;
+	} else if (!amd && machine->hybrid) {
+		*gp = machine->cpu_gp_mask[cpu];
+		*fixed = machine->cpu_fixed_mask[cpu];
+	} else if (!amd && version >= 1) {
+		*gp = count >= 32 ? UINT32_MAX : (1u << count) - 1u;
+		if (version >= 2)
+			*fixed = cpuid_0a_fixed_mask(version, machine->cpuid_0a[2],
+						     machine->cpuid_0a[3]);
+	}
+	*gp &= (1u << INTEL_MAX_GP) - 1u;
+	*fixed &= (1u << INTEL_MAX_FIXED) - 1u;
+}
+
+static uint32_t highest_bit_count(uint32_t mask)
+{
+	return mask == 0 ? 0 : 32u - (uint32_t)__builtin_clz(mask);
+}
+
+/* Each CPU's counters, and the table's layout wide enough for the CPU with the most. */
+static int init_cpu_counters(struct slot_table *table, const struct machine_info *machine)
+{
+	uint32_t gp_all = 0, fixed_all = 0;
+
+	table->gp_mask = calloc(table->cpu_count ? table->cpu_count : 1, sizeof(uint32_t));
+	table->fixed_mask = calloc(table->cpu_count ? table->cpu_count : 1, sizeof(uint32_t));
+	if (table->gp_mask == NULL || table->fixed_mask == NULL)
+		return -ENOMEM;
+	for (uint32_t cpu = 0; cpu < table->cpu_count; cpu++) {
+		cpu_counters(machine, table->amd, cpu, &table->gp_mask[cpu], &table->fixed_mask[cpu]);
+		gp_all |= table->gp_mask[cpu];
+		fixed_all |= table->fixed_mask[cpu];
+	}
+	table->gp_count = highest_bit_count(gp_all);
+	table->fixed_count = highest_bit_count(fixed_all);
+	return 0;
+}
+
 int slots_init(struct slot_table *table, const struct machine_info *machine)
 {
 	uint32_t eax = machine->cpuid_0a[0];
 	uint32_t edx = machine->cpuid_0a[3];
 	uint32_t version = CPUID_0A_EAX_VERSION(eax);
 	size_t cells;
+	int ret;
 
 	memset(table, 0, sizeof(*table));
 	table->cpu_count = machine->cpu_count;
 	table->amd = cpu_vendor_is_amd(machine->vendor);
 	if (table->amd && machine->family >= 0x17) {
-		table->gp_count = AMD_CORE_COUNTERS;
 		table->gp_width = AMD_COUNTER_WIDTH;
 		/* PerfMonV2: PERF_CTL.EN alone does not count while the global bit is clear. */
 		table->has_global = machine->amd_perfmon_v2;
 		table->global_address = table->has_global ? MSR_AMD_PERF_CNTR_GLOBAL_CTL : 0;
 	} else if (!table->amd && version >= 1) {
-		table->gp_count = CPUID_0A_EAX_GP_COUNTERS(eax);
 		table->gp_width = (uint8_t)CPUID_0A_EAX_GP_WIDTH(eax);
 		table->has_global = version >= 2;
 		table->global_address = table->has_global ? MSR_IA32_PERF_GLOBAL_CTRL : 0;
-		if (version >= 2) {
-			table->fixed_count = CPUID_0A_EDX_FIXED_COUNTERS(edx);
+		if (version >= 2)
 			table->fixed_width = (uint8_t)CPUID_0A_EDX_FIXED_WIDTH(edx);
-		}
 	}
-	if (table->gp_count > INTEL_MAX_GP)
-		table->gp_count = INTEL_MAX_GP;
-	if (table->fixed_count > INTEL_MAX_FIXED)
-		table->fixed_count = INTEL_MAX_FIXED;
+	ret = init_cpu_counters(table, machine);
+	if (ret < 0)
+		return ret;
 	cells = (size_t)table->cpu_count * (table->gp_count + table->fixed_count);
 	if (cells == 0)
 		return 0;
@@ -73,9 +119,18 @@ int slots_init(struct slot_table *table, const struct machine_info *machine)
 	return table->holders != NULL ? 0 : -ENOMEM;
 }
 
+bool slots_cpu_has(const struct slot_table *table, uint32_t cpu, uint16_t kind, uint32_t index)
+{
+	const uint32_t *mask = kind == WIRE_SLOT_FIXED ? table->fixed_mask : table->gp_mask;
+
+	return cpu < table->cpu_count && index < 32 && mask != NULL && ((mask[cpu] >> index) & 1);
+}
+
 void slots_free(struct slot_table *table)
 {
 	free(table->holders);
+	free(table->gp_mask);
+	free(table->fixed_mask);
 	memset(table, 0, sizeof(*table));
 }
 

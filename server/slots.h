@@ -57,12 +57,19 @@ struct slot_table {
 	uint8_t gp_width;
 	uint8_t fixed_width;
 	struct slot **holders;         /* cpu_count x (gp_count + fixed_count); NULL = free */
+	/* Per CPU, bit i: counter i exists there (a hybrid part's E-cores have fewer than its
+	 * P-cores; perfmon v5 may leave holes among fixed counters). gp_count and fixed_count
+	 * are the layout: one past the highest counter of any CPU. */
+	uint32_t *gp_mask;
+	uint32_t *fixed_mask;
 };
 
 /* The counters of the machine, from CPUID 0xA (Intel) or the family (AMD 17h and later: six
  * PERF_CTL/PERF_CTR pairs of 48 bits). */
 int slots_init(struct slot_table *table, const struct machine_info *machine);
 void slots_free(struct slot_table *table);
+/* Whether CPU `cpu` has counter `index` of `kind` (WIRE_SLOT_PROGRAMMABLE or WIRE_SLOT_FIXED). */
+bool slots_cpu_has(const struct slot_table *table, uint32_t cpu, uint16_t kind, uint32_t index);
 void slots_handle_alloc(struct client *client, const struct wire_header *header,
 			const uint8_t *payload, size_t length);
 void slots_handle_program(struct client *client, const struct wire_header *header,

@@ -66,7 +66,7 @@ class CounterInfo(Structure):
                 ("unit_name", c_char_p), ("config", c_uint64), ("counter_address", c_uint32),
                 ("enabled", c_bool), ("monitored", c_bool), ("major", c_uint16),
                 ("minor", c_uint16), ("ring_instance", c_uint32), ("ring_capacity", c_uint32),
-                ("simulated", c_bool)]
+                ("simulated", c_bool), ("scaled", c_bool), ("core_type", c_char_p)]
 
 
 class EnergyReading(Structure):

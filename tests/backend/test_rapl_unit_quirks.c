@@ -121,12 +121,31 @@ static void test_vm_names_hypervisor(void **state)
 	tree_put_msr(root, 0, "msr", MSR_IA32_TSC, 1000);
 	info = standin_machine_info(root);
 	assert_string_equal(info.hypervisor, "KVMKVMKVM");
+	assert_non_null(strstr(info.model_name, "VM under KVMKVMKVM"));
 	assert_int_equal(info.rapl_domains, 0);
 	root = make_temp_dir();
 	tree_put_cpuid(root, 0, 0, 0xD, 0x756e6547, 0x6c65746e, 0x49656e69);
 	tree_put_cpuid(root, 0, 1, 0x000506E3, 0, 0, 0);
 	tree_put_msr(root, 0, "msr", MSR_IA32_TSC, 1000);
 	assert_string_equal(standin_machine_info(root).hypervisor, "");
+}
+
+/* Granite Rapids' PSYS is TPMI's: a readable MSR 0x64D is not taken for it. */
+static void test_granite_rapids_psys_not_by_msr(void **state)
+{
+	char *root = make_temp_dir();
+	struct machine_info info;
+
+	(void)state;
+	tree_put_cpuid(root, 0, 0, 0xD, 0x756e6547, 0x6c65746e, 0x49656e69);
+	tree_put_cpuid(root, 0, 1, 0x000A06D1, 0, 0, 0); /* 06_AD */
+	tree_put_msr(root, 0, "msr", MSR_RAPL_POWER_UNIT, STANDIN_SNB_ENERGY_UNIT);
+	tree_put_msr(root, 0, "msr", MSR_PKG_ENERGY_STATUS, 1000);
+	tree_put_msr(root, 0, "msr", MSR_PLATFORM_ENERGY_STATUS, 5000);
+	info = standin_machine_info(root);
+	assert_int_equal(info.model, 0xAD);
+	assert_true(info.rapl_domains & (1u << RAPL_DOMAIN_PKG));
+	assert_false((info.rapl_domains | info.rapl_dormant_domains) & (1u << RAPL_DOMAIN_PSYS));
 }
 
 /* The table never applies off Intel family 6 (AMD family 19h has model numbers that collide). */
@@ -148,6 +167,7 @@ int main(void)
 		cmocka_unit_test(test_not_for_amd),
 		cmocka_unit_test(test_silvermont_airmont_microjoules),
 		cmocka_unit_test(test_vm_names_hypervisor),
+		cmocka_unit_test(test_granite_rapids_psys_not_by_msr),
 	};
 
 	test_quiet_logs();

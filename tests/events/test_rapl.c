@@ -180,6 +180,28 @@ static void msrd_exponent_wins(void **state)
 	event_db_close(db);
 }
 
+/* A VM without RAPL: the refusal names the hypervisor msrd saw, not a missing MSR. */
+static void virtual_machine_named(void **state)
+{
+	struct event_machine machine = machine_sandy_bridge();
+	struct event_db *db;
+	struct event_rapl rapl;
+	char why[EVENT_DB_WHY_SIZE];
+
+	(void)state;
+	machine.rapl_domains = 0;
+	machine.virtual_machine = true;
+	strcpy(machine.model_name, "GenuineIntel family 0x6 model 0x55, VM under "
+				   "KVMKVMKVM");
+	db = OPEN_DB(machine);
+	assert_int_equal(event_db_rapl_lookup(db, RAPL_DOMAIN_PKG, &rapl, why, sizeof(why)),
+			 -EOPNOTSUPP);
+	assert_non_null(strstr(why, "virtual machine"));
+	assert_non_null(strstr(why, "KVMKVMKVM"));
+	assert_null(strstr(why, "does not exist"));
+	event_db_close(db);
+}
+
 static void unknown_unit_refused(void **state)
 {
 	struct event_machine machine = machine_zen4();
@@ -244,6 +266,7 @@ int main(void)
 		cmocka_unit_test(msrd_exponent_wins),
 		cmocka_unit_test(unknown_unit_refused),
 		cmocka_unit_test(bay_trail_microjoules),
+		cmocka_unit_test(virtual_machine_named),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

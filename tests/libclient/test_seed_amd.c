@@ -34,7 +34,7 @@ static void test_energy_domains_map_to_amd(void **state)
 	assert_string_equal(info.name, "energy-pkg"); /* perf's name, on AMD's register: */
 	assert_int_equal(info.config, MSR_AMD_PKG_ENERGY_STATUS);
 	assert_int_equal(haecer_counter_info(haecer_perf_counter(&cores), &info), 0);
-	assert_string_equal(info.name, "energy-cores");
+	assert_string_equal(info.name, "energy-core"); /* one core's, as the kernel names it */
 	assert_int_equal(info.config, MSR_AMD_CORE_ENERGY_STATUS);
 	first = readCounter(&package);
 	assert_int_equal(haecer_sim_advance(sim, 50 * NS_PER_MS, NULL), 0);
@@ -68,6 +68,14 @@ static void test_arch_counter_on_amd(void **state)
 	assert_int_equal(haecer_sim_advance(sim, 10 * NS_PER_MS, NULL), 0);
 	assert_true(readCounter(&instructions) > before);
 	freeCounter(&instructions);
+	/* SMIs: AMD has no MSR_SMI_COUNT; PMCx02B (LsSmiRx) counts them, as perf's msr/smi/. */
+	PerfCounter smi = setupNamedCounter("smi", 0, 0);
+	struct haecer_counter_info info;
+	libclient_explain("setupNamedCounter(smi)", smi.error);
+	assert_true(smi.valid);
+	assert_int_equal(haecer_counter_info(haecer_perf_counter(&smi), &info), 0);
+	assert_int_equal(info.config & 0xF000000FFull, 0x2B);
+	freeCounter(&smi);
 }
 
 static int haecer_group_member(void *argument)

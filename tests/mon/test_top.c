@@ -44,14 +44,15 @@ static void test_csv(void **state)
 	char *line = strtok_r(out, "\n", &save);
 	assert_non_null(line);
 	assert_string_equal(line, "seconds,package,energy-pkg_watts,energy-cores_watts,"
-				  "energy-gpu_watts,source");
+				  "energy-gpu_watts,source,backend");
 	while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
 		double seconds, pkg, cores, gpu;
 		unsigned package;
-		char source[32];
-		assert_int_equal(sscanf(line, "%lf,%u,%lf,%lf,%lf,%31s", &seconds, &package, &pkg,
-					&cores, &gpu, source),
-				 6);
+		char source[32], backend[32];
+		assert_int_equal(sscanf(line, "%lf,%u,%lf,%lf,%lf,%31[^,],%31s", &seconds, &package,
+					&pkg, &cores, &gpu, source, backend),
+				 7);
+		assert_string_equal(backend, "sim"); /* the backend behind the figure */
 		assert_int_equal(package, 0);
 		if (!(pkg > 0 && pkg < 2 * max_watts && cores > 0 && cores <= pkg && gpu >= 0))
 			fail_msg("implausible watts for a %g W package: %s", max_watts, line);
@@ -76,6 +77,8 @@ static void test_json_and_text(void **state)
 	assert_true(strtod(field, NULL) > 0);
 	assert_true(json_field(out, "source", field, sizeof(field)));
 	assert_string_equal(field, "simulated");
+	assert_true(json_field(out, "backend", field, sizeof(field)));
+	assert_string_equal(field, "sim");
 	free(out);
 	free(err);
 	assert_int_equal(mon_run(server.socket_path, text, &out, &err), 0);

@@ -30,7 +30,8 @@ static const char policy[] =
 	"  - match: {uid: 0}\n"
 	"    allow: [rapl]\n"
 	"    create_rings: [1-99]\n"
-	"    monitor_rings: [1-99]\n";
+	"    monitor_rings: [1-99]\n"
+	"    perf: {events: [software], scope: own, sampling: true, max_open: 64}\n";
 
 static struct msrd_server server;
 static char tool[PATH_MAX], helper[PATH_MAX];
@@ -73,6 +74,8 @@ static const char check_json[] =
 	"d = json.load(open(sys.argv[1]), parse_constant=no_constants)\n"
 	"e = d['energy_joules']\n"
 	"assert d['simulated'] is True and d['sim_model'] == 'sandybridge', d['sim_model']\n"
+	"assert d['backend'] == 'sim', d['backend']  # the backend behind the energy\n"
+	"assert d['perf_opened_by'] == 'msrd', d['perf_opened_by']  # through the broker\n"
 	"assert abs(e['program']['PKG'] + e['other_idle']['PKG'] - e['total']['PKG']) < 1e-6\n"
 	"paths = sum(p['joules'] for p in d['paths'])\n"
 	"assert abs(paths - e['program']['PKG']) <= 1e-6 * max(1, paths), (paths, e)\n"
@@ -252,7 +255,9 @@ int main(void)
 	}
 	snprintf(tool, sizeof(tool), "%s/haecer-prof", harness_build_dir());
 	snprintf(helper, sizeof(helper), "%s/tests/prof/helper_prof_work", harness_build_dir());
-	const char *const arguments[] = { "--backend", "sim", "--sim-model", "sandybridge", NULL };
+	/* msrd's perf broker opens the sampling events (haecer-prof's child asks for itself) */
+	const char *const arguments[] = { "--backend", "sim", "--sim-model", "sandybridge",
+					  "--perf-broker", NULL };
 	if (msrd_start(&server, policy, arguments) < 0)
 		return 1;
 	snprintf(data_path, sizeof(data_path), "%s/prof.data", server.dir);

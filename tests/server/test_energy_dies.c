@@ -6,7 +6,9 @@
  * die's register holding its own count in every CPU file of that die. msrd keeps one total per
  * die and reads each through a CPU of that die: reads through CPUs 0, 2, 1, 3, 0, 2 give each
  * die's own total (1 J and 3 J); msrd used to keep one total per package, read through CPU 0,
- * and folded both dies' registers into it.
+ * and folded both dies' registers into it. haecer-stat sums the dies into the package (-e
+ * energy-pkg: 3 J when die 0 draws 1 J and die 1 2 J during the command, which rewrites the
+ * registers) and shows each die with --per-die.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -14,11 +16,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <cmocka.h>
 
 #include "haecer/msrd.h"
+#include "harness/msrd_harness.h"
+#include "harness/tool_argv.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
 #include "harness/standin_tree.h"
@@ -61,6 +66,45 @@ static void test_each_die_its_own_total(void **state)
 	}
 }
 
+/* A shell command that moves die 0's register by `joules0` and die 1's by `joules1` (the
+ * registers' new little-endian values written into every CPU file of the die). */
+static void rewrite_command(char *command, size_t size, unsigned joules0, unsigned joules1)
+{
+	size_t used = 0;
+
+	for (unsigned cpu = 0; cpu < CPUS; cpu++) {
+		uint32_t value = (uint32_t)(((die_of(cpu) ? 3 + joules1 : 1 + joules0)) * JOULE);
+		used += (size_t)snprintf(command + used, size - used,
+					 "printf '\\%03o\\%03o\\%03o\\%03o' | dd of=%s/dev/cpu/%u/msr "
+					 "bs=1 seek=%u conv=notrunc status=none; ",
+					 value & 0xFF, (value >> 8) & 0xFF, (value >> 16) & 0xFF,
+					 value >> 24, tree, cpu, MSR_PKG_ENERGY_STATUS);
+	}
+}
+
+static void test_stat_sums_dies(void **state)
+{
+	static char command[4096];
+	char *out = NULL, *err = NULL;
+	const char *stat_arguments[] = { "-a", "-j", "--per-die", "-e", "energy-pkg", "--", "sh", "-c",
+				    command, NULL };
+	const char *tool_argv[32];
+	char tool[PATH_MAX];
+
+	(void)state;
+	rewrite_command(command, sizeof(command), 1, 2);
+	snprintf(tool, sizeof(tool), "%s/haecer-stat", harness_build_dir());
+	harness_tool_argv(tool_argv, 32, tool, server.socket_path, stat_arguments);
+	assert_int_equal(harness_run(tool_argv, &out, &err), 0);
+	/* the report goes to stderr, as perf stat's */
+	assert_non_null(strstr(err, "\"counters\": 2")); /* one a die */
+	assert_non_null(strstr(err, "\"mean\": 3,")); /* both dies, summed into the package */
+	assert_non_null(strstr(err, "{\"id\": \"S0-D0\", \"cpus\": 2, \"mean\": 1}"));
+	assert_non_null(strstr(err, "{\"id\": \"S0-D1\", \"cpus\": 2, \"mean\": 2}"));
+	free(out);
+	free(err);
+}
+
 static int prepare(const struct msrd_server *prepared)
 {
 	char path[96];
@@ -88,6 +132,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_each_die_its_own_total),
+		cmocka_unit_test(test_stat_sums_dies),
 	};
 
 	return MSRD_RUN_GROUP_PREPARED(&server, policy, prepare, arguments, &conn, tests);

@@ -40,11 +40,51 @@ static const struct {
 	{ RAPL_DOMAIN_DRAM, true }, { RAPL_DOMAIN_PSYS, false }, { RAPL_DOMAIN_AMD_PKG, true },
 };
 
-size_t mon_energy_domains(const struct haecer_machine_info *machine,
-			  struct mon_energy_domain *out, size_t max)
+/* The first CPU of `package` on die `die` (any die when the machine has one a package). */
+static bool first_cpu_of(const struct haecer_machine_info *machine, uint32_t package, int die,
+			 uint32_t *cpu)
 {
 	uint32_t cpus = machine->cpu_count < HAECER_MAX_CPUS ? machine->cpu_count
 							       : HAECER_MAX_CPUS;
+
+	for (*cpu = 0; *cpu < cpus; (*cpu)++)
+		if (machine->cpu_package[*cpu] == package &&
+		    (die < 0 || machine->cpu_die[*cpu] == (uint32_t)die))
+			return true;
+	return false;
+}
+
+/* Entries of one domain of one package: one per die of the package when energy is per die
+ * (Intel multi-die packages: HAECER_MACHINE_DIES), else one. */
+static size_t package_entries(const struct haecer_machine_info *machine, enum rapl_domain domain,
+			      uint32_t package, bool per_die, struct mon_energy_domain *out,
+			      size_t max)
+{
+	bool dies = per_die && (machine->flags & HAECER_MACHINE_DIES);
+	uint32_t cpus = machine->cpu_count < HAECER_MAX_CPUS ? machine->cpu_count
+							       : HAECER_MAX_CPUS;
+	size_t count = 0;
+
+	for (uint32_t die = 0; die < (dies ? cpus : 1) && count < max; die++) {
+		uint32_t cpu;
+		if (!first_cpu_of(machine, package, dies ? (int)die : -1, &cpu))
+			continue;
+		out[count++] = (struct mon_energy_domain){
+			.domain = domain,
+			.name = haecer_energy_domain_name(domain),
+			.package = package,
+			.die = dies ? die : package,
+			.cpu = cpu,
+			.address = rapl_energy_status_address(domain),
+			.exponent = machine->rapl_energy_exponent[domain],
+		};
+	}
+	return count;
+}
+
+static size_t energy_entries(const struct haecer_machine_info *machine, bool per_die,
+			     struct mon_energy_domain *out, size_t max)
+{
 	size_t count = 0;
 
 	for (size_t reg = 0; reg < sizeof(rapl_registers) / sizeof(rapl_registers[0]); reg++) {
@@ -52,23 +92,24 @@ size_t mon_energy_domains(const struct haecer_machine_info *machine,
 		if (!(machine->rapl_domains & (1u << domain)))
 			continue;
 		for (uint32_t package = 0; package < machine->package_count; package++) {
-			for (uint32_t cpu = 0; cpu < cpus && count < max; cpu++) {
-				if (machine->cpu_package[cpu] != package)
-					continue;
-				out[count++] = (struct mon_energy_domain){
-					.domain = domain,
-					.name = haecer_energy_domain_name(domain),
-					.package = package,
-					.cpu = cpu,
-					.address = rapl_energy_status_address(domain),
-					.exponent = machine->rapl_energy_exponent[domain],
-				};
-				break;
-			}
+			count += package_entries(machine, domain, package, per_die, out + count,
+						 max - count);
 			/* PSYS is the platform's: one, read through the first package. */
 			if (!rapl_registers[reg].per_package)
 				break;
 		}
 	}
 	return count;
+}
+
+size_t mon_energy_domains(const struct haecer_machine_info *machine,
+			  struct mon_energy_domain *out, size_t max)
+{
+	return energy_entries(machine, false, out, max);
+}
+
+size_t mon_energy_dies(const struct haecer_machine_info *machine, struct mon_energy_domain *out,
+		       size_t max)
+{
+	return energy_entries(machine, true, out, max);
 }

@@ -104,6 +104,7 @@ struct mon_energy_domain {
 	unsigned domain;           /* enum rapl_domain */
 	const char *name;          /* perf's: energy-pkg, energy-cores, ... */
 	uint32_t package;
+	uint32_t die;              /* mon_energy_dies: the die (HAECER_MACHINE_DIES), else package */
 	uint32_t cpu;
 	uint32_t address;          /* its energy-status register */
 	int exponent;              /* J = units * 2^-exponent */
@@ -112,6 +113,11 @@ struct mon_energy_domain {
 /* Every (domain, package) the machine has, at most max; the count. */
 size_t mon_energy_domains(const struct haecer_machine_info *machine,
 			  struct mon_energy_domain *out, size_t max);
+/* The same, one entry per die where an Intel package has several (Cascade Lake-AP: RAPL is
+ * die-scope, each die's registers read through a CPU of that die): a package's figure is the
+ * sum of its dies' entries. */
+size_t mon_energy_dies(const struct haecer_machine_info *machine, struct mon_energy_domain *out,
+		       size_t max);
 
 /* What a consumer keeps per counter to compute power and a 64-bit running total. */
 struct mon_counter_state {

@@ -28,6 +28,7 @@ struct top {
 	enum mon_format format;
 	bool header_done;
 	bool simulated;
+	const char *backend;           /* msrd's backend behind the figures: "msr", "sim", ... */
 	const char *model;
 	struct mon_energy_domain domains[TOP_MAX_DOMAINS];
 	size_t domain_count;
@@ -62,7 +63,7 @@ static int print_set_by(struct top *top)
 		if (!top->have_watts[i] || strcmp(top->domains[i].name, "energy-pkg") != 0 ||
 		    package >= TOP_MAX_PACKAGES)
 			continue;
-		joules[package] = top->watts[i] * interval_s;
+		joules[package] += top->watts[i] * interval_s; /* the dies of a package */
 		packages = package + 1 > packages ? package + 1 : packages;
 		any = true;
 	}
@@ -74,6 +75,26 @@ static int print_set_by(struct top *top)
 	if (any)
 		top->rows_done++;
 	return any && top->wanted_rows > 0 && top->rows_done >= top->wanted_rows ? -ECANCELED : 0;
+}
+
+/* Watts of domain `i`'s name in `package`: the sum of its dies (a Cascade Lake-AP package has
+ * two, each with its own registers); false when none of them has watts yet. */
+static bool package_watts(const struct top *top, size_t i, uint32_t package, double *watts)
+{
+	size_t found = 0, have = 0;
+
+	*watts = 0.0;
+	for (size_t j = i; j < top->domain_count; j++) {
+		if (strcmp(top->domains[j].name, top->domains[i].name) != 0 ||
+		    top->domains[j].package != package)
+			continue;
+		found++;
+		if (top->have_watts[j]) {
+			have++;
+			*watts += top->watts[j];
+		}
+	}
+	return found > 0 && have == found;
 }
 
 /* One row per package for the gathered set (when it has watts: not the first set). */
@@ -101,19 +122,16 @@ static int print_set(struct top *top)
 						strcmp(top->domains[j].name, top->domains[i].name) != 0;
 			if (!first_of_name)
 				continue;
-			size_t at = top->domain_count;
-			for (size_t j = i; j < top->domain_count; j++)
-				if (strcmp(top->domains[j].name, top->domains[i].name) == 0 &&
-				    top->domains[j].package == package)
-					at = j;
+			double watts;
 			const char *column = top->columns[i];
-			if (at < top->domain_count && top->have_watts[at])
-				mon_row_number(row, column, 20, "%.3f", top->watts[at]);
+			if (package_watts(top, i, package, &watts))
+				mon_row_number(row, column, 20, "%.3f", watts);
 			else
 				mon_row_absent(row, column, 20);
 		}
 		/* Whatever a simulated CPU gives must say so, in every format. */
 		mon_row_string(row, "source", -10, top->simulated ? "simulated" : "hardware");
+		mon_row_string(row, "backend", -9, top->backend);
 		mon_row_print(stdout, top->format, row, &top->header_done);
 	}
 	fflush(stdout);
@@ -218,8 +236,9 @@ int mon_top_main(const struct mon_options *options, int count, char *const *word
 		goto out;
 	}
 	top.simulated = (machine->flags & HAECER_MACHINE_SIMULATED) != 0;
+	top.backend = haecer_backend_name(haecer_server_info(conn)->backend);
 	top.packages = machine->package_count;
-	top.domain_count = mon_energy_domains(machine, top.domains, TOP_MAX_DOMAINS);
+	top.domain_count = mon_energy_dies(machine, top.domains, TOP_MAX_DOMAINS);
 	for (size_t i = 0; i < top.domain_count; i++)
 		snprintf(top.columns[i], sizeof(top.columns[i]), "%s_watts", top.domains[i].name);
 	if (top.domain_count == 0) {

@@ -44,7 +44,8 @@ static void usage(FILE *out)
 		"      --skip-unavailable  run even when an -e event cannot be counted (else 129)\n"
 		"  -C, --cpu CPU         pin the command to host CPU CPU and count only there\n"
 		"  -a, --all-cpus        count on every CPU of the machine\n"
-		"      --per-socket      one line per package instead of the sum\n"
+		"      --per-socket      one line per package instead of the sum (its dies summed)\n"
+		"      --per-die         one line per die (Intel packages of several dies)\n"
 		"      --per-core        one line per counted CPU (events; energy per package)\n"
 		"  -x, --field-separator SEP  perf stat's CSV with SEP between fields\n"
 		"  -I, --interval-print MS    print the counts every MS ms while COMMAND runs\n"
@@ -132,6 +133,7 @@ static int take_option(int option, const char *value, struct stat_options *optio
 		return 0;
 	case 'S': options->aggregate = STAT_PER_SOCKET; return 0;
 	case 'P': options->aggregate = STAT_PER_CORE; return 0;
+	case 'D': options->aggregate = STAT_PER_DIE; return 0;
 	case 'k': options->skip_unavailable = true; return 0;
 	case 's': options->socket_path = value; return 0;
 	default: return usage_error("unknown option");
@@ -173,6 +175,7 @@ int stat_parse_options(int argc, char **argv, struct stat_options *options)
 		{ "interval-print", required_argument, NULL, 'I' },
 		{ "per-socket", no_argument, NULL, 'S' },
 		{ "per-core", no_argument, NULL, 'P' },
+		{ "per-die", no_argument, NULL, 'D' },
 		{ "skip-unavailable", no_argument, NULL, 'k' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },

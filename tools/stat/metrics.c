@@ -12,6 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hw/vendor.h"
+
 #define DOMAINS 7u
 
 /* The seed's fixed-counter names (FF_counter). */
@@ -64,10 +66,12 @@ static int metric_alloc(struct stat_metric *metric, size_t wanted, unsigned runs
 	metric->interval = calloc(wanted, sizeof(*metric->interval));
 	metric->cpus = calloc(wanted, sizeof(*metric->cpus));
 	metric->packages = calloc(wanted, sizeof(*metric->packages));
+	metric->dies = calloc(wanted, sizeof(*metric->dies));
 	metric->samples = calloc(runs, sizeof(*metric->samples));
 	if (metric->counters == NULL || metric->units == NULL || metric->start == NULL ||
 	    metric->previous == NULL || metric->totals == NULL || metric->interval == NULL ||
-	    metric->cpus == NULL || metric->packages == NULL || metric->samples == NULL)
+	    metric->cpus == NULL || metric->packages == NULL || metric->dies == NULL ||
+	    metric->samples == NULL)
 		return -ENOMEM;
 	return 0;
 }
@@ -85,7 +89,8 @@ static void note_failure(struct stat_metric *metric, int error, const char *wher
 								 : STAT_NOT_COUNTED;
 }
 
-static void keep_counter(struct stat_metric *metric, struct haecer_counter *counter)
+static void keep_counter(struct stat_metric *metric, const struct haecer_machine_info *machine,
+			 struct haecer_counter *counter)
 {
 	struct haecer_counter_info info;
 
@@ -93,6 +98,7 @@ static void keep_counter(struct stat_metric *metric, struct haecer_counter *coun
 	metric->units[metric->count] = metric->kind == STAT_METRIC_ENERGY ? info.unit : 1.0;
 	metric->cpus[metric->count] = info.cpu;
 	metric->packages[metric->count] = info.package;
+	metric->dies[metric->count] = stat_die_in_package(machine, info.cpu);
 	metric->counters[metric->count++] = counter;
 }
 
@@ -111,17 +117,37 @@ static void settle(struct stat_metric *metric, const char *what)
 	metric->state = STAT_COUNTED;
 }
 
-/* The first model CPU of a package (energy is read through a CPU of its package). */
-static int package_cpu(const struct haecer_machine_info *machine, uint32_t package,
-		       uint32_t *cpu)
+uint32_t stat_die_in_package(const struct haecer_machine_info *machine, uint32_t cpu)
 {
-	for (uint32_t i = 0; i < machine->cpu_count; i++) {
-		if (machine->cpu_package[i] == package) {
-			*cpu = i;
-			return 0;
-		}
+	uint32_t first = UINT32_MAX;
+
+	if (!(machine->flags & HAECER_MACHINE_DIES) || cpu >= machine->cpu_count)
+		return 0;
+	for (uint32_t i = 0; i < machine->cpu_count; i++)
+		if (machine->cpu_package[i] == machine->cpu_package[cpu] &&
+		    machine->cpu_die[i] < first)
+			first = machine->cpu_die[i];
+	return machine->cpu_die[cpu] - first;
+}
+
+/* The first model CPU of each die of a package (energy is read through a CPU of its die:
+ * RAPL is die-scope on Intel packages of several dies); one CPU on a package of one die. */
+static size_t package_die_cpus(const struct haecer_machine_info *machine, uint32_t package,
+			       uint32_t *cpus, size_t max)
+{
+	bool dies = (machine->flags & HAECER_MACHINE_DIES) != 0;
+	size_t count = 0;
+
+	for (uint32_t i = 0; i < machine->cpu_count && count < max; i++) {
+		bool seen = false;
+		if (machine->cpu_package[i] != package)
+			continue;
+		for (size_t k = 0; k < count; k++)
+			seen = seen || !dies || machine->cpu_die[cpus[k]] == machine->cpu_die[i];
+		if (!seen)
+			cpus[count++] = i;
 	}
-	return -ENXIO;
+	return count;
 }
 
 static int open_energy(struct stat_session *session, unsigned domain, unsigned runs)
@@ -129,26 +155,32 @@ static int open_energy(struct stat_session *session, unsigned domain, unsigned r
 	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
 	const struct stat_scope *scope = &session->scope;
 	struct stat_metric *metric = &session->metrics[session->metric_count++];
+	static uint32_t cpus[HAECER_MAX_CPUS];
+	size_t wanted = 0;
 	char where[64];
 
 	metric->kind = STAT_METRIC_ENERGY;
 	snprintf(metric->name, sizeof(metric->name), "%s", haecer_energy_domain_name(domain));
-	if (metric_alloc(metric, scope->package_count, runs) < 0)
+	for (uint32_t i = 0; i < scope->package_count; i++)
+		wanted += package_die_cpus(machine, scope->packages[i], cpus, HAECER_MAX_CPUS);
+	if (metric_alloc(metric, wanted, runs) < 0)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < scope->package_count; i++) {
-		uint32_t package = scope->packages[i], cpu = 0;
-		struct haecer_counter *counter;
-		/* A counter on an explicit CPU: the library pins nothing. */
-		int error = package_cpu(machine, package, &cpu);
-		if (error == 0)
-			error = haecer_counter_open_energy(session->ctx, (int)cpu, domain, &counter);
-		snprintf(where, sizeof(where), "package %u", package);
-		if (error < 0)
-			note_failure(metric, error, where);
-		else
-			keep_counter(metric, counter);
+		uint32_t package = scope->packages[i];
+		size_t count = package_die_cpus(machine, package, cpus, HAECER_MAX_CPUS);
+		for (size_t k = 0; k < count; k++) {
+			struct haecer_counter *counter;
+			/* A counter on an explicit CPU: the library pins nothing. */
+			int error = haecer_counter_open_energy(session->ctx, (int)cpus[k], domain,
+							       &counter);
+			snprintf(where, sizeof(where), "package %u", package);
+			if (error < 0)
+				note_failure(metric, error, where);
+			else
+				keep_counter(metric, machine, counter);
+		}
 	}
-	settle(metric, "packages");
+	settle(metric, wanted > scope->package_count ? "dies" : "packages");
 	return 0;
 }
 
@@ -172,7 +204,7 @@ static int open_events(struct stat_session *session, const char *name, unsigned 
 		if (error < 0)
 			note_failure(metric, error, where);
 		else
-			keep_counter(metric, counter);
+			keep_counter(metric, haecer_context_machine(session->ctx), counter);
 	}
 	settle(metric, "CPUs");
 	return 0;
@@ -335,7 +367,7 @@ static int open_metrics(const struct stat_options *options, struct stat_session 
 {
 	static const char *const default_events[] = { "instructions", "cycles" };
 	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
-	bool amd = strcmp(machine->vendor, "AuthenticAMD") == 0, any_named;
+	bool amd = cpu_vendor_is_amd(machine->vendor), any_named; /* Hygon too */
 	const char *const *events = options->event_count > 0 ? options->events : default_events;
 	size_t event_count = options->event_count > 0 ? options->event_count : 2;
 	int error = 0, domain;
@@ -374,7 +406,7 @@ static int check_requested(const struct stat_options *options, struct stat_sessi
 			   int *status)
 {
 	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
-	bool amd = strcmp(machine->vendor, "AuthenticAMD") == 0, energy_named = false;
+	bool amd = cpu_vendor_is_amd(machine->vendor), energy_named = false;
 	int refused = 0, domain;
 
 	if (options->event_count == 0 || options->skip_unavailable)
@@ -438,6 +470,7 @@ void stat_session_close(struct stat_session *session)
 		free(metric->interval);
 		free(metric->cpus);
 		free(metric->packages);
+		free(metric->dies);
 		free(metric->samples);
 	}
 	free(session->metrics);

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hw/core_type.h"
+
 #define VALUE_WIDTH 18
 #define NAME_WIDTH 16
 #define SPREAD_WIDTH 12
@@ -110,7 +112,27 @@ struct row {
 	char label[32];                   /* "", "S0", "S0-D0-C3" */
 	unsigned cpus;                    /* CPUs aggregated */
 	double value;
+	const char *core_type;            /* hybrid, per CPU: "P-core", "E-core"; else NULL */
 };
+
+/* A hybrid CPU's core type name (hw/core_type.h), NULL elsewhere. */
+static const char *core_type_of(const struct stat_session *session, uint32_t cpu)
+{
+	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
+
+	return cpu < machine->cpu_count ? cpu_core_type_name(machine->cpu_core_type[cpu]) : NULL;
+}
+
+/* How many CPUs of the scope are of `type` (enum cpu_core_type). */
+static unsigned scope_cpus_of_type(const struct stat_session *session, uint8_t type)
+{
+	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
+	unsigned count = 0;
+
+	for (uint32_t i = 0; i < session->scope.cpu_count; i++)
+		count += machine->cpu_core_type[session->scope.cpus[i]] == type;
+	return count;
+}
 
 /* CPUs of the scope in a package. */
 static unsigned cpus_in_package(const struct stat_session *session, uint32_t package)
@@ -123,6 +145,20 @@ static unsigned cpus_in_package(const struct stat_session *session, uint32_t pac
 	return count;
 }
 
+/* CPUs of the scope on die `die` of a package. */
+static unsigned cpus_in_die(const struct stat_session *session, uint32_t package, uint32_t die)
+{
+	const struct haecer_machine_info *machine = haecer_context_machine(session->ctx);
+	unsigned count = 0;
+
+	for (uint32_t i = 0; i < session->scope.cpu_count; i++) {
+		uint32_t cpu = session->scope.cpus[i];
+		count += machine->cpu_package[cpu] == package &&
+			 stat_die_in_package(machine, cpu) == die;
+	}
+	return count;
+}
+
 /* The rows of a metric: one summed row, or one per socket, or one per CPU (events) with
  * --per-core; energy is package-wide, so it stays per socket there. `values` per counter. */
 static size_t metric_rows(const struct stat_session *session, const struct stat_options *options,
@@ -132,7 +168,7 @@ static size_t metric_rows(const struct stat_session *session, const struct stat_
 	size_t count = 0;
 
 	if (options->aggregate == STAT_SUMMED) {
-		rows[0] = (struct row){ "", session->scope.cpu_count, 0.0 };
+		rows[0] = (struct row){ "", session->scope.cpu_count, 0.0, NULL };
 		for (size_t j = 0; j < metric->count; j++)
 			rows[0].value += values[j] * scale;
 		return 1;
@@ -142,16 +178,24 @@ static size_t metric_rows(const struct stat_session *session, const struct stat_
 			       metric->kind == STAT_METRIC_EVENT;
 		char label[32];
 		size_t k;
+		bool per_die = options->aggregate == STAT_PER_DIE;
 		if (per_cpu)
-			snprintf(label, sizeof(label), "S%u-D0-C%u", metric->packages[j],
-				 metric->cpus[j]);
+			snprintf(label, sizeof(label), "S%u-D%u-C%u", metric->packages[j],
+				 metric->dies[j], metric->cpus[j]);
+		else if (per_die)
+			snprintf(label, sizeof(label), "S%u-D%u", metric->packages[j],
+				 metric->dies[j]);
 		else
 			snprintf(label, sizeof(label), "S%u", metric->packages[j]);
 		for (k = 0; k < count && strcmp(rows[k].label, label) != 0; k++)
 			;
 		if (k == count) {
 			snprintf(rows[count].label, sizeof(rows[count].label), "%s", label);
-			rows[count].cpus = per_cpu ? 1 : cpus_in_package(session, metric->packages[j]);
+			rows[count].core_type = per_cpu ? core_type_of(session, metric->cpus[j]) : NULL;
+			rows[count].cpus = per_cpu   ? 1
+					   : per_die ? cpus_in_die(session, metric->packages[j],
+								   metric->dies[j])
+						     : cpus_in_package(session, metric->packages[j]);
 			rows[count++].value = 0.0;
 		}
 		rows[k].value += values[j] * scale;
@@ -266,7 +310,7 @@ static void csv_metrics(FILE *out, const struct stat_options *options,
 					   interval ? metric->interval : metric->totals, scale, rows,
 					   HAECER_MAX_CPUS);
 		if (metric->state != STAT_COUNTED || count == 0) {
-			struct row none = { "", 0, 0.0 };
+			struct row none = { "", 0, 0.0, NULL };
 			csv_line(out, options, session, metric, prefix, &none, run_seconds, cycles);
 			continue;
 		}
@@ -414,6 +458,19 @@ static void print_packages(FILE *out, const struct stat_scope *scope)
 			scope->packages[i]);
 }
 
+/* A hybrid part: events count on both kinds of core, each with its own encoding. */
+static void print_core_types(FILE *out, const struct stat_session *session)
+{
+	unsigned p_cores = scope_cpus_of_type(session, CPU_CORE_TYPE_CORE);
+	unsigned e_cores = scope_cpus_of_type(session, CPU_CORE_TYPE_ATOM);
+
+	if (p_cores + e_cores == 0)
+		return;
+	fprintf(out, " Hybrid CPU: events counted on %u P-core%s and %u E-core%s, each with its "
+		"core type's\n encoding (libpfm4 adl_glc / adl_grt); --per-core names the type of "
+		"each row.\n", p_cores, p_cores == 1 ? "" : "s", e_cores, e_cores == 1 ? "" : "s");
+}
+
 static void print_scope(FILE *out, const struct stat_session *session)
 {
 	const struct stat_scope *scope = &session->scope;
@@ -437,6 +494,7 @@ static void print_scope(FILE *out, const struct stat_session *session)
 	fprintf(out, "%s): it includes everything %s ran.\n",
 		scope->package_count == 1 ? "" : ", summed",
 		scope->package_count == 1 ? "the package" : "they");
+	print_core_types(out, session);
 	if (session->read_error[0] != '\0')
 		fprintf(out, " %s\n", session->read_error);
 }
@@ -476,7 +534,9 @@ static void text_rows(FILE *out, const struct stat_options *options,
 			if (derived_unit[0] != '\0')
 				snprintf(note, sizeof(note), "# %9.3f %s", derived_value, derived_unit);
 			if (options->aggregate != STAT_SUMMED)
-				snprintf(aggr, sizeof(aggr), "%-10.31s %3u ", rows[r].label, rows[r].cpus);
+				snprintf(aggr, sizeof(aggr), "%-10.31s %3u %s%s", rows[r].label,
+					 rows[r].cpus, rows[r].core_type ? rows[r].core_type : "",
+					 rows[r].core_type ? " " : "");
 			format_value(metric, rows[r].value, rows[r].value, value, sizeof(value));
 			snprintf(line, sizeof(line), "%s%s%*s %-2s %-*s %s", prefix, aggr,
 				 VALUE_WIDTH, value, unit, NAME_WIDTH, metric->name, note);
@@ -588,11 +648,15 @@ static void json_metric(FILE *out, const struct stat_options *options,
 									  ? session->runs_done
 									  : 1),
 						   rows, HAECER_MAX_CPUS);
-			fprintf(out, ", \"%s\": [", options->aggregate == STAT_PER_SOCKET
-							     ? "per_socket" : "per_core");
+			fprintf(out, ", \"%s\": [", options->aggregate == STAT_PER_SOCKET ? "per_socket"
+						     : options->aggregate == STAT_PER_DIE ? "per_die"
+											 : "per_core");
 			for (size_t r = 0; r < count; r++) {
-				fprintf(out, "%s{\"id\": \"%s\", \"cpus\": %u, \"mean\": ",
-					r > 0 ? ", " : "", rows[r].label, rows[r].cpus);
+				fprintf(out, "%s{\"id\": \"%s\", \"cpus\": %u, ", r > 0 ? ", " : "",
+					rows[r].label, rows[r].cpus);
+				if (rows[r].core_type)
+					fprintf(out, "\"core_type\": \"%s\", ", rows[r].core_type);
+				fprintf(out, "\"mean\": ");
 				json_write_number(out, rows[r].value);
 				fprintf(out, "}");
 			}

@@ -40,7 +40,7 @@ struct stat_options {
 	bool json;                              /* --json */
 	const char *separator;                  /* -x: perf's CSV with this separator */
 	unsigned interval_ms;                   /* -I: print every this many ms, 0: never */
-	enum stat_aggregate { STAT_SUMMED, STAT_PER_SOCKET, STAT_PER_CORE } aggregate;
+	enum stat_aggregate { STAT_SUMMED, STAT_PER_SOCKET, STAT_PER_CORE, STAT_PER_DIE } aggregate;
 	bool list;                              /* "haecer-stat list" */
 	bool skip_unavailable;                  /* --skip-unavailable: run without what fails */
 	bool all_cpus;                          /* -a */
@@ -97,6 +97,8 @@ struct stat_metric {
 	double *interval;                 /* per counter: joules or events of the last -I slice */
 	uint32_t *cpus;                   /* per counter: its model CPU */
 	uint32_t *packages;               /* per counter: its package */
+	uint32_t *dies;                   /* per counter: its die within the package (0 on a
+					   * package of one die) */
 	size_t count;
 	size_t wanted;                    /* CPUs or packages in scope */
 	double *samples;                  /* per run: joules or events */
@@ -156,6 +158,8 @@ int stat_metrics_interval(struct stat_session *session);
 
 /* "haecer-stat list": perf's generic events and this machine's energy domains. */
 int stat_list(const struct stat_options *options);
+/* A CPU's die within its package: 0, 1, ... (0 when the machine has one die a package). */
+uint32_t stat_die_in_package(const struct haecer_machine_info *machine, uint32_t cpu);
 
 /* ---- running the command (run.c) ---- */
 

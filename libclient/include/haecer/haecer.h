@@ -183,6 +183,8 @@ struct haecer_counter_info {
 	bool simulated;             /* msrd's CPU is simulated: the values are invented */
 	bool scaled;                /* perf: the latest value was scaled by time_enabled /
 				     * time_running (the kernel multiplexed the event) */
+	const char *core_type;      /* hybrid part: "P-core" or "E-core", the kind of core the
+				     * count came from (static); NULL elsewhere */
 };
 
 /* Architectural events: bit n of CPUID.0AH:EBX (the seed's ARCH_counter of <haecer/perfmon.h>

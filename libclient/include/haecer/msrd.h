@@ -124,6 +124,19 @@ const char *haecer_msrd_strerror(int negative_errno);
 /* "CPUID 0x15", "MSR_PLATFORM_INFO", "calibration against CLOCK_MONOTONIC_RAW", ... (static). */
 const char *haecer_tsc_source_name(unsigned source);
 #define HAECER_MACHINE_VIRTUAL_TIME 0x8u /* simulated time moves only by SIM_ADVANCE requests */
+/* A hybrid part (Alder/Raptor/Meteor Lake): cpu_core_type says each CPU's kind, whose counters
+ * and model-specific event encodings differ (libpfm4's adl_glc for P-cores, adl_grt for
+ * E-cores). */
+#define HAECER_MACHINE_HYBRID 0x10u
+/* Intel packages of several dies (Cascade Lake-AP): RAPL energy is per die, and cpu_die says
+ * each CPU's die (numbered densely over the machine); read a package's energy through a CPU of
+ * each of its dies and sum them. Without the flag, one die a package. */
+#define HAECER_MACHINE_DIES 0x20u
+/* A hypervisor runs msrd (CPUID 1 ECX[31]); model_name ends ", VM under SIG" with
+ * its CPUID 0x40000000 signature ("KVMKVMKVM", "VMwareVMware"). */
+#define HAECER_MACHINE_VIRTUAL 0x40u
+#define HAECER_CORE_TYPE_ATOM 0x20u /* E-core (CPUID 0x1A EAX[31:24]) */
+#define HAECER_CORE_TYPE_CORE 0x40u /* P-core */
 
 struct haecer_machine_info {
 	char vendor[16];            /* CPUID leaf 0: "GenuineIntel", "AuthenticAMD" */
@@ -143,6 +156,8 @@ struct haecer_machine_info {
 	uint8_t rapl_energy_exponent[HAECER_RAPL_DOMAINS];
 	uint32_t rapl_max_power_mw[HAECER_RAPL_DOMAINS];
 	uint16_t cpu_package[HAECER_MAX_CPUS];
+	uint8_t cpu_core_type[HAECER_MAX_CPUS]; /* HAECER_CORE_TYPE_*, 0 when not hybrid */
+	uint16_t cpu_die[HAECER_MAX_CPUS];      /* HAECER_MACHINE_DIES: the CPU's die */
 };
 
 int haecer_machine_info(struct haecer_conn *conn, struct haecer_machine_info *out);
@@ -301,6 +316,12 @@ int haecer_energy_page_request(struct haecer_conn *conn, uint32_t address, uint3
 #define HAECER_PERF_CPU_WIDE 0x1u
 #define HAECER_PERF_EXCLUDE_KERNEL 0x2u
 #define HAECER_PERF_DISABLED 0x4u  /* start disabled: ioctl PERF_EVENT_IOC_ENABLE to count */
+/* A profiler's sampling event (haecer-prof's): the task clock sampled every sample_period ns
+ * with call chains, inherited, enabled at exec, mmap/comm records, CLOCK_MONOTONIC_RAW times,
+ * the reader woken at config1 bytes of its ring; type and config must be the software task
+ * clock. _STACK adds user registers and stack copies (DWARF unwinding). */
+#define HAECER_PERF_PROFILE 0x8u
+#define HAECER_PERF_PROFILE_STACK 0x10u
 struct haecer_perf_spec {
 	uint32_t type;
 	uint32_t flags;            /* HAECER_PERF_* */

@@ -30,6 +30,7 @@ libslurm-dev
 slurmctld
 slurmd
 munge
+libmicrohttpd-dev
 "
 
 missing=""

@@ -68,7 +68,20 @@ static inline int http_connect(unsigned port)
 	return fd;
 }
 
-/* Send `length` bytes as the request and read the reply until the server closes. */
+/* Whether `text` holds a whole reply: its head and as many body bytes as Content-Length says
+ * (serve keeps an HTTP/1.1 connection alive after answering). */
+static inline bool http_reply_complete(const char *text, size_t length)
+{
+	const char *end = strstr(text, "\r\n\r\n");
+	const char *field = strcasestr(text, "\r\nContent-Length: ");
+
+	if (end == NULL || field == NULL || field > end)
+		return false;
+	return length - (size_t)(end + 4 - text) >= strtoull(field + 18, NULL, 10);
+}
+
+/* Send `length` bytes as the request and read the reply until it is whole or the server
+ * closes. */
 static inline void http_exchange(unsigned port, const char *request, size_t length,
 				 struct http_reply *reply)
 {
@@ -79,7 +92,7 @@ static inline void http_exchange(unsigned port, const char *request, size_t leng
 	*reply = (struct http_reply){ 0 };
 	assert_int_equal(send(fd, request, length, MSG_NOSIGNAL), (ssize_t)length);
 	append(&reply->text, &reply_length, "", 0);
-	for (;;) {
+	while (!http_reply_complete(reply->text, reply_length)) {
 		char buffer[4096];
 		ssize_t got = recv(fd, buffer, sizeof(buffer), 0);
 		if (got <= 0)

@@ -255,6 +255,7 @@ int mon_watch_ring(const struct mon_options *options, int count, char *const *wo
 #define MON_OPT_RESOLUTION 0x200u
 #define MON_OPT_TOP 0x400u
 #define MON_OPT_CGROUP_DEPTH 0x800u
+#define MON_OPT_WEB 0x1000u /* serve --tls-cert, --tls-key, --basic-auth-file */
 
 /* top --by: whose energy rows show (tools/mon/top_by.c). */
 enum mon_by { MON_BY_PACKAGE, MON_BY_PROCESS, MON_BY_CGROUP, MON_BY_SERVICE };
@@ -274,6 +275,9 @@ struct mon_options {
 	uint64_t resolution_uj;   /* MON_OPT_RESOLUTION: serve's energy resolution, 0 full */
 	uint32_t top;             /* serve --top: process series (SERVE_DEFAULT_TOP) */
 	uint32_t cgroup_depth;    /* serve --cgroup-depth: levels of a cgroup series' path */
+	const char *tls_cert;     /* serve --tls-cert: PEM file; HTTPS with tls_key */
+	const char *tls_key;
+	const char *basic_auth_file; /* serve --basic-auth-file: "USER:PASSWORD" */
 };
 
 /* top --by process|cgroup|service (tools/mon/top_by.c): an attribution engine over the real

@@ -89,10 +89,11 @@ void serve_attribution_render(const struct serve_state *state, FILE *out, bool o
 /* metrics.c: a label value with \\, \" and \\n escaped. */
 void serve_write_label_value(FILE *out, const char *value);
 
-/* http.c: answer one complete request in `request` (NUL-terminated). Sets *response (malloc'ed)
- * and returns its length, or -ENOMEM; -EAGAIN when the request is not complete yet. */
-ssize_t serve_http_answer(struct serve_state *state, const char *request, size_t length,
-			  char **response);
-#define SERVE_MAX_REQUEST 8192u
+/* serve.c: what bounds a client (libmicrohttpd enforces them). A connection idle this long is
+ * closed; at most this many at once (less when the descriptor limit is lower); a request head
+ * beyond the memory limit is answered 431 and closed. */
+#define SERVE_CLIENT_TIMEOUT_S 10u
+#define SERVE_MAX_CONNECTIONS 4096u
+#define SERVE_CONNECTION_MEMORY 8192u
 
 #endif

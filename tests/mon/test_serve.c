@@ -250,6 +250,8 @@ static void expect_code_or_close(unsigned port, const char *request, size_t leng
 	int answered = 0;
 
 	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit)), 0);
+	if (length == 0)
+		length = strlen(request);
 	assert_int_equal(send(fd, request, length, MSG_NOSIGNAL), (ssize_t)length);
 	got = recv(fd, buffer, sizeof(buffer) - 1, 0);
 	close(fd);

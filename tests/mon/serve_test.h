@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "tests/mon/mon_test.h"
@@ -62,8 +63,13 @@ static inline int http_connect(unsigned port)
 	struct sockaddr_in address = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
+	/* A hang fails the test (after the tests' generous timeout) instead of blocking it. */
+	struct timeval limit = { .tv_sec = MON_TEST_TIMEOUT_MS / 1000 };
+
 	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	assert_true(fd >= 0);
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit)), 0);
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit)), 0);
 	assert_int_equal(connect(fd, (struct sockaddr *)&address, sizeof(address)), 0);
 	return fd;
 }
@@ -119,6 +125,40 @@ static inline void http_get(unsigned port, const char *path, const char *accept,
 			      accept != NULL ? "\r\n" : "");
 
 	http_exchange(port, request, (size_t)length, reply);
+}
+
+/* Raise this process's descriptor limit to its hard limit; false when it stays below `need`. */
+static inline bool raise_file_limit(rlim_t need)
+{
+	struct rlimit limit;
+
+	if (getrlimit(RLIMIT_NOFILE, &limit) != 0)
+		return false;
+	limit.rlim_cur = limit.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &limit);
+	return getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur >= need;
+}
+
+/* Slowloris: `count` connections that each send half a request line and then wait. */
+static inline int *slowloris_open(unsigned port, unsigned count)
+{
+	static const char partial[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+	int *fds = calloc(count, sizeof(*fds));
+
+	assert_non_null(fds);
+	for (unsigned i = 0; i < count; i++) {
+		fds[i] = http_connect(port);
+		assert_int_equal(send(fds[i], partial, sizeof(partial) - 1, MSG_NOSIGNAL),
+				 (ssize_t)sizeof(partial) - 1);
+	}
+	return fds;
+}
+
+static inline void slowloris_close(int *fds, unsigned count)
+{
+	for (unsigned i = 0; i < count; i++)
+		close(fds[i]);
+	free(fds);
 }
 
 /* The value of the sample line that starts with `series` (name and labels), or NAN. */

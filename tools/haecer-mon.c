@@ -32,7 +32,7 @@ static const struct command commands[] = {
 	{ "plot", MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_OUTPUT |
 	  MON_OPT_DATA, mon_plot_main },
 	{ "serve", MON_OPT_LISTEN | MON_OPT_INTERVAL | MON_OPT_RESOLUTION | MON_OPT_TOP |
-			  MON_OPT_CGROUP_DEPTH | MON_OPT_WEB,
+			  MON_OPT_CGROUP_DEPTH | MON_OPT_WEB | MON_OPT_SLURM_DIR,
 	  mon_serve_main },
 	{ "top", MON_OPT_FORMAT | MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_BY,
 	  mon_top_main },
@@ -51,6 +51,7 @@ static const struct {
 	{ MON_OPT_TOP, "--top" },
 	{ MON_OPT_CGROUP_DEPTH, "--cgroup-depth" },
 	{ MON_OPT_WEB, "--tls-cert, --tls-key or --basic-auth-file" },
+	{ MON_OPT_SLURM_DIR, "--slurm-dir" },
 };
 
 static void usage(FILE *out)
@@ -87,6 +88,8 @@ static void usage(FILE *out)
 		"      --tls-key FILE     ... and this PEM private key              serve\n"
 		"      --basic-auth-file FILE  require HTTP basic auth: one line USER:PASSWORD\n"
 		"                         (docs/cluster.md, Who can reach serve)      serve\n"
+		"      --slurm-dir DIR    the Slurm plugin's step files (default\n"
+		"                         /run/haecer/slurm)                          serve\n"
 		"  -u, --uid UID          only a ring UID created (the newest of them) follow\n"
 		"  -b, --by WHAT          process, cgroup or service: each interval's package\n"
 		"                         energy split by CPU time (docs/attribution.md) top\n"
@@ -170,6 +173,7 @@ static int take_option(int option, const char *value, struct mon_options *option
 	case 'C': options->given |= MON_OPT_WEB; options->tls_cert = value; return 0;
 	case 'K': options->given |= MON_OPT_WEB; options->tls_key = value; return 0;
 	case 'A': options->given |= MON_OPT_WEB; options->basic_auth_file = value; return 0;
+	case 'S': options->given |= MON_OPT_SLURM_DIR; options->slurm_dir = value; return 0;
 	case 'u':
 		options->given |= MON_OPT_UID;
 		if (!mon_parse_u32(value, &options->uid))
@@ -208,6 +212,7 @@ int main(int argc, char **argv)
 		{ "tls-cert", required_argument, NULL, 'C' },
 		{ "tls-key", required_argument, NULL, 'K' },
 		{ "basic-auth-file", required_argument, NULL, 'A' },
+		{ "slurm-dir", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },

@@ -34,12 +34,10 @@ static inline int serve_teardown(void **state)
 	return 0;
 }
 
-/* serve --listen 127.0.0.1:0 with extra arguments; returns the port it printed. */
-static inline unsigned serve_start(struct proc *proc, const char *socket_path,
-				   const char *interval_ms)
+/* haecer-mon with `arguments` (serve --listen 127.0.0.1:0 ...); returns the port it printed. */
+static inline unsigned serve_start_arguments(struct proc *proc, const char *socket_path,
+					     const char *const *arguments)
 {
-	const char *arguments[] = { "serve", "--listen", "127.0.0.1:0", "--interval", interval_ms,
-				    NULL };
 	char line[128];
 	unsigned port = 0;
 
@@ -48,6 +46,16 @@ static inline unsigned serve_start(struct proc *proc, const char *socket_path,
 	assert_true(read_line(proc->out, line, sizeof(line), MON_TEST_TIMEOUT_MS));
 	assert_int_equal(sscanf(line, "listening on 127.0.0.1:%u", &port), 1);
 	return port;
+}
+
+/* serve --listen 127.0.0.1:0 --interval MS; returns the port it printed. */
+static inline unsigned serve_start(struct proc *proc, const char *socket_path,
+				   const char *interval_ms)
+{
+	const char *arguments[] = { "serve", "--listen", "127.0.0.1:0", "--interval", interval_ms,
+				    NULL };
+
+	return serve_start_arguments(proc, socket_path, arguments);
 }
 
 /* SIGTERM; it must exit 0. Its stderr in *err (may be NULL). */

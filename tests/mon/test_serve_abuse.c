@@ -135,20 +135,17 @@ static void make_tls_files(char *cert, char *key, char *auth, size_t size)
 
 static void test_tls_and_basic_auth(void **state)
 {
-	char cert[PATH_MAX + 16], key[PATH_MAX + 16], auth[PATH_MAX + 16], url[64], line[128];
+	char cert[PATH_MAX + 16], key[PATH_MAX + 16], auth[PATH_MAX + 16], url[64];
 	const char *arguments[] = { "serve", "--listen", "127.0.0.1:0", "--tls-cert", cert,
 				    "--tls-key", key, "--basic-auth-file", auth, NULL };
 	struct proc serve;
-	unsigned port = 0;
+	unsigned port;
 
 	(void)state;
 	if (access("/usr/bin/openssl", X_OK) != 0 || access("/usr/bin/curl", X_OK) != 0)
 		skip();
 	make_tls_files(cert, key, auth, sizeof(cert));
-	mon_start(&serve, server.socket_path, arguments);
-	serve_test_running = serve.pid;
-	assert_true(read_line(serve.out, line, sizeof(line), MON_TEST_TIMEOUT_MS));
-	assert_int_equal(sscanf(line, "listening on 127.0.0.1:%u", &port), 1);
+	port = serve_start_arguments(&serve, server.socket_path, arguments);
 	snprintf(url, sizeof(url), "https://127.0.0.1:%u/metrics", port);
 	assert_int_equal(curl_code(url, "scraper:s3cret"), 200);
 	assert_int_equal(curl_code(url, NULL), 401);

@@ -256,6 +256,7 @@ int mon_watch_ring(const struct mon_options *options, int count, char *const *wo
 #define MON_OPT_TOP 0x400u
 #define MON_OPT_CGROUP_DEPTH 0x800u
 #define MON_OPT_WEB 0x1000u /* serve --tls-cert, --tls-key, --basic-auth-file */
+#define MON_OPT_SLURM_DIR 0x2000u
 
 /* top --by: whose energy rows show (tools/mon/top_by.c). */
 enum mon_by { MON_BY_PACKAGE, MON_BY_PROCESS, MON_BY_CGROUP, MON_BY_SERVICE };
@@ -278,6 +279,7 @@ struct mon_options {
 	const char *tls_cert;     /* serve --tls-cert: PEM file; HTTPS with tls_key */
 	const char *tls_key;
 	const char *basic_auth_file; /* serve --basic-auth-file: "USER:PASSWORD" */
+	const char *slurm_dir;    /* serve --slurm-dir: the SPANK plugin's run_dir */
 };
 
 /* top --by process|cgroup|service (tools/mon/top_by.c): an attribution engine over the real

@@ -403,6 +403,10 @@ int mon_serve_main(const struct mon_options *options, int count, char *const *wo
 							    : SERVE_DEFAULT_RESOLUTION_UJ);
 	if (serve_attribution_open(&server->state, options->top, options->cgroup_depth) < 0)
 		fprintf(stderr, "haecer-mon: no per-process energy series: out of memory\n");
+	if (serve_slurm_open(&server->state, options->slurm_dir != NULL
+						     ? options->slurm_dir
+						     : SERVE_DEFAULT_SLURM_DIR) < 0)
+		fprintf(stderr, "haecer-mon: no Slurm step series: out of memory\n");
 	serve_loop(server, &wait_mask);
 	serve_state_free(&server->state);
 	server_free(server);

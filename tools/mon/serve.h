@@ -62,6 +62,7 @@ struct serve_state {
 	bool ring_limit_warned;
 	uint32_t ring_limit_uid;   /* the uid the last "past its share" line named */
 	struct serve_attribution *attribution; /* per-process energy; NULL when off */
+	struct serve_slurm *slurm;  /* Slurm steps' energy; NULL when off */
 };
 
 /* collect.c */
@@ -86,6 +87,18 @@ int serve_attribution_open(struct serve_state *state, unsigned top, unsigned dep
 void serve_attribution_close(struct serve_state *state);
 void serve_attribution_tick(struct serve_state *state);
 void serve_attribution_render(const struct serve_state *state, FILE *out, bool openmetrics);
+/* serve_attribution.c: HELP, TYPE (and UNIT) of a counter family in joules; name without
+ * _total. */
+void serve_write_joules_family(FILE *out, bool openmetrics, const char *name, const char *help);
+
+/* serve_slurm.c: Slurm job steps' energy from the SPANK plugin's state files in dir
+ * (--slurm-dir, default SERVE_DEFAULT_SLURM_DIR), read at each tick. */
+#define SERVE_DEFAULT_SLURM_DIR "/run/haecer/slurm"
+int serve_slurm_open(struct serve_state *state, const char *dir);
+void serve_slurm_close(struct serve_state *state);
+void serve_slurm_tick(struct serve_state *state);
+void serve_slurm_render(const struct serve_state *state, FILE *out, bool openmetrics);
+
 /* metrics.c: a label value with \\, \" and \\n escaped. */
 void serve_write_label_value(FILE *out, const char *value);
 

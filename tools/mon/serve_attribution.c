@@ -211,7 +211,7 @@ void serve_attribution_tick(struct serve_state *state)
 		view->top_count = 0;
 }
 
-static void write_family(FILE *out, bool openmetrics, const char *name, const char *help)
+void serve_write_joules_family(FILE *out, bool openmetrics, const char *name, const char *help)
 {
 	fprintf(out, "# HELP %s%s %s\n", name, openmetrics ? "" : "_total", help);
 	fprintf(out, "# TYPE %s%s counter\n", name, openmetrics ? "" : "_total");
@@ -229,7 +229,7 @@ static void write_processes(FILE *out, const struct serve_attribution *view, boo
 {
 	if (view->top_count == 0)
 		return;
-	write_family(out, openmetrics, "haecer_process_energy_joules",
+	serve_write_joules_family(out, openmetrics, "haecer_process_energy_joules",
 		     "Package energy charged to a process by its CPU time (the top N by energy).");
 	for (size_t i = 0; i < view->top_count; i++) {
 		const struct attribution_process *process = view->order[i];
@@ -248,7 +248,7 @@ static void write_cgroups(FILE *out, const struct serve_attribution *view, bool 
 {
 	if (view->cgroup_count == 0)
 		return;
-	write_family(out, openmetrics, "haecer_cgroup_energy_joules",
+	serve_write_joules_family(out, openmetrics, "haecer_cgroup_energy_joules",
 		     "Package energy charged to a cgroup's processes, exited ones included.");
 	for (size_t i = 0; i < view->cgroup_count; i++) {
 		fputs("haecer_cgroup_energy_joules_total{cgroup=\"", out);
@@ -261,19 +261,19 @@ static void write_cgroups(FILE *out, const struct serve_attribution *view, bool 
 static void write_rest(FILE *out, const struct serve_attribution *view, bool openmetrics,
 		       bool simulated)
 {
-	write_family(out, openmetrics, "haecer_unattributed_energy_joules",
+	serve_write_joules_family(out, openmetrics, "haecer_unattributed_energy_joules",
 		     "Package energy charged to no process: idle CPUs, or other (kernel, "
 		     "short-lived processes).");
 	fputs("haecer_unattributed_energy_joules_total{to=\"idle\"", out);
 	write_value(out, simulated, view->idle_joules);
 	fputs("haecer_unattributed_energy_joules_total{to=\"other\"", out);
 	write_value(out, simulated, view->other_joules);
-	write_family(out, openmetrics, "haecer_attributed_package_energy_joules",
+	serve_write_joules_family(out, openmetrics, "haecer_attributed_package_energy_joules",
 		     "Package energy the attribution has split since the exporter started: "
 		     "cgroups + idle + other.");
 	fputs("haecer_attributed_package_energy_joules_total{domain=\"energy-pkg\"", out);
 	write_value(out, simulated, view->package_joules);
-	write_family(out, openmetrics, "haecer_attribution_error_joules",
+	serve_write_joules_family(out, openmetrics, "haecer_attribution_error_joules",
 		     "The sum of the intervals' bounds on the process/other split.");
 	fputs("haecer_attribution_error_joules_total{kind=\"bound\"", out);
 	write_value(out, simulated, view->error_joules);

@@ -20,8 +20,9 @@
  *   - in slurmd's log (slurm_info).
  * While the step runs, every interval, it also writes the step's energy so far to
  * RUN_DIR/JOB.STEP (key=value lines: job, step, user, uid, joules, error, cpu_s, ended), which
- * `haecer-mon serve` exports as haecer_slurm_step_energy_joules_total{job,step,user}: the
- * node's Prometheus series carry the job. The file of an ended step stays (ended=1, its final
+ * `haecer-mon serve` exports as
+ * haecer_slurm_step_energy_joules_total{slurm_job,slurm_step,user}: the node's Prometheus
+ * series carry the job. The file of an ended step stays (ended=1, its final
  * figures) for KEEP_ENDED_S, so the last scrape sees the whole step; a later step's exit removes
  * it. The file is written by root into a root-owned directory: serve trusts no other owner.
  * plugstack.conf arguments: socket=PATH (msrd's socket; libhaecer's default otherwise),

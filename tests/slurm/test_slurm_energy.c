@@ -192,7 +192,7 @@ static double step_series(unsigned port, unsigned job)
 	double value;
 
 	snprintf(series, sizeof(series),
-		 "haecer_slurm_step_energy_joules_total{job=\"%u\",step=\"batch\",user=\"root\","
+		 "haecer_slurm_step_energy_joules_total{slurm_job=\"%u\",slurm_step=\"batch\",user=\"root\","
 		 "simulated=\"1\"}", job);
 	http_get(port, "/metrics", NULL, &reply);
 	assert_int_equal(reply.code, 200);

@@ -1,8 +1,9 @@
 /*
  * tools/mon/serve_slurm.c — Slurm job steps' energy on the node's series:
- * haecer_slurm_step_energy_joules_total{job,step,user} (and its ±,
+ * haecer_slurm_step_energy_joules_total{slurm_job,slurm_step,user} (and its ±,
  * haecer_slurm_step_error_joules_total), from the state files the SPANK plugin
  * (slurm/spank_haecer.c) keeps in its run directory, one per step (JOB.STEP, key=value lines).
+ * Not "job": Prometheus gives every target a job label, and would rename ours exported_job.
  *
  * The step's energy is the plugin's: its own processes' share by the attribution engine, the
  * same figure the job's AdminComment gets at its end, so a dashboard and scontrol agree. Read
@@ -185,8 +186,8 @@ static void render_family(const struct serve_state *state, FILE *out, bool openm
 	serve_write_joules_family(out, openmetrics, name, help);
 	for (size_t i = 0; i < slurm->count; i++) {
 		const struct serve_slurm_step *step = &slurm->steps[i];
-		fprintf(out, "%s_total{job=\"%s\",step=\"%s\",user=\"%s\"%s} %.6f\n", name, step->job,
-			step->step, step->user, state->simulated ? ",simulated=\"1\"" : "",
+		fprintf(out, "%s_total{slurm_job=\"%s\",slurm_step=\"%s\",user=\"%s\"%s} %.6f\n",
+			name, step->job, step->step, step->user, state->simulated ? ",simulated=\"1\"" : "",
 			error ? step->error : rounded(state, step->joules));
 	}
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "haecer/msrd.h"
 #include "shm/ring.h"
@@ -291,6 +292,24 @@ int mon_top_by_print(struct mon_top_by *view, enum mon_format format, bool *head
 		     double seconds, double interval_s, const double *package_joules,
 		     unsigned packages, bool simulated);
 void mon_top_by_close(struct mon_top_by *view);
+
+/* rank.c: the attribution engine's processes the caller may see (root: all; anyone else: their
+ * own uid's), heaviest first by the last interval's joules or the joules so far; the others'
+ * interval joules in hidden_joules. mon_rank_processes returns the count in order or -ENOMEM. */
+struct attribution;
+struct attribution_process;
+struct mon_rank {
+	const struct attribution_process **order;
+	size_t size;
+	double hidden_joules;
+	double hidden_error_joules;
+};
+enum mon_rank_by { MON_RANK_INTERVAL, MON_RANK_TOTAL };
+bool mon_sees_every_process(void);
+bool mon_may_see_process(uid_t owner);
+long mon_rank_processes(struct mon_rank *rank, const struct attribution *engine,
+			enum mon_rank_by by);
+void mon_rank_free(struct mon_rank *rank);
 
 /* "process", "cgroup" or "service" into by; false for anything else. */
 bool mon_parse_by(const char *text, enum mon_by *by);

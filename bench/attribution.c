@@ -6,8 +6,13 @@
  * reading the same stat files alone (the floor any per-process reader pays). Linear growth shows
  * as about equal per-1000 figures at both counts.
  *
+ * Second part (bench/parts/attribution/node_cost.c): the real msrd and `haecer-mon serve`'s CPU
+ * (% of one CPU) and resident memory with 0 (the baseline), 1 000 and 10 000 real sleeping
+ * processes on the node.
+ *
  * Last line: attribution_us_per_1000_procs=... (at 10 000), with per-count figures, the floor
- * and the growth ratio (per-1000 at 10 000 over per-1000 at 1 000).
+ * and the growth ratio (per-1000 at 10 000 over per-1000 at 1 000), then
+ * serve_cpu_pct_N, serve_rss_kib_N, msrd_cpu_pct_N, msrd_rss_kib_N for N = 0, 1000, 10000.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +24,7 @@
 
 #include "attribution/attribution.h"
 #include "bench/lib/bench_stats.h"
+#include "bench/parts/attribution/node_cost.h"
 
 #define ROUNDS 9
 #define CGROUPS 50
@@ -156,9 +162,28 @@ int main(void)
 		       "reading their stat files alone %.0f us per 1000\n", counts[i],
 		       (double)step_ns / 1e3, ROUNDS, per_1000[i], floor_per_1000[i]);
 	}
+	struct node_cost costs[3] = { { .processes = 0 }, { .processes = 1000 },
+				      { .processes = 10000 } };
+	for (int i = 0; i < 3; i++) {
+		int ret = node_cost_measure(&costs[i]);
+		if (ret) {
+			fprintf(stderr, "msrd and serve with %u processes: %s\n", costs[i].processes,
+				strerror(-ret));
+			return 1;
+		}
+		printf("%u more processes: serve %.1f %% CPU, %ld KiB; msrd %.1f %% CPU, %ld KiB\n",
+		       costs[i].processes, costs[i].serve_cpu_pct, costs[i].serve_rss_kib,
+		       costs[i].msrd_cpu_pct, costs[i].msrd_rss_kib);
+	}
 	printf("attribution_us_per_1000_procs=%.0f attribution_us_per_1000_at_1000=%.0f "
 	       "attribution_us_per_1000_at_10000=%.0f read_floor_us_per_1000_procs=%.0f "
-	       "growth_ratio=%.2f\n",
+	       "growth_ratio=%.2f",
 	       per_1000[1], per_1000[0], per_1000[1], floor_per_1000[1], per_1000[1] / per_1000[0]);
+	for (int i = 0; i < 3; i++)
+		printf(" serve_cpu_pct_%u=%.1f serve_rss_kib_%u=%ld msrd_cpu_pct_%u=%.1f "
+		       "msrd_rss_kib_%u=%ld", costs[i].processes, costs[i].serve_cpu_pct,
+		       costs[i].processes, costs[i].serve_rss_kib, costs[i].processes,
+		       costs[i].msrd_cpu_pct, costs[i].processes, costs[i].msrd_rss_kib);
+	printf("\n");
 	return 0;
 }

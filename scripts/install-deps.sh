@@ -31,6 +31,7 @@ slurmctld
 slurmd
 munge
 abigail-tools
+libmicrohttpd-dev
 "
 
 missing=""

@@ -18,8 +18,15 @@
  *   - appended to the job's standard output file (scontrol's StdOut=) when the job asked with
  *     --haecer-energy (batch steps: srun steps' output goes through srun, not a file);
  *   - in slurmd's log (slurm_info).
+ * While the step runs, every interval, it also writes the step's energy so far to
+ * RUN_DIR/JOB.STEP (key=value lines: job, step, user, uid, joules, error, cpu_s, ended), which
+ * `haecer-mon serve` exports as
+ * haecer_slurm_step_energy_joules_total{slurm_job,slurm_step,user}: the node's Prometheus
+ * series carry the job. The file of an ended step stays (ended=1, its final
+ * figures) for KEEP_ENDED_S, so the last scrape sees the whole step; a later step's exit removes
+ * it. The file is written by root into a root-owned directory: serve trusts no other owner.
  * plugstack.conf arguments: socket=PATH (msrd's socket; libhaecer's default otherwise),
- * interval_ms=N (default 250).
+ * interval_ms=N (default 250), run_dir=PATH (default /run/haecer/slurm).
  */
 #include <errno.h>
 #include <math.h>
@@ -27,6 +34,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +53,8 @@ SPANK_PLUGIN(haecer, 1);
 
 #define MAX_TASKS 256u
 #define DEFAULT_INTERVAL_MS 250u
+#define DEFAULT_RUN_DIR "/run/haecer/slurm"
+#define KEEP_ENDED_S 600
 
 struct step_energy {
 	struct attribution *engine;
@@ -50,6 +63,9 @@ struct step_energy {
 	uint32_t package_cpu[ATTRIBUTION_MAX_PACKAGES];
 	double previous[ATTRIBUTION_MAX_PACKAGES];
 	unsigned packages;
+	char job[16], name[16];    /* job id and step name (a number, batch or extern) */
+	char user[64];
+	uint32_t uid;
 	pid_t tasks[MAX_TASKS];
 	unsigned task_count;
 	double joules, error_joules, node_joules, cpu_ns;
@@ -61,6 +77,7 @@ struct step_energy {
 
 static struct step_energy step = { .lock = PTHREAD_MUTEX_INITIALIZER };
 static const char *socket_path;
+static const char *run_dir = DEFAULT_RUN_DIR;
 static unsigned interval_ms = DEFAULT_INTERVAL_MS;
 static int print_output;
 
@@ -86,6 +103,8 @@ static void parse_arguments(int argc, char **argv)
 			socket_path = argv[i] + 7;
 		else if (strncmp(argv[i], "interval_ms=", 12) == 0 && atoi(argv[i] + 12) > 0)
 			interval_ms = (unsigned)atoi(argv[i] + 12);
+		else if (strncmp(argv[i], "run_dir=", 8) == 0 && argv[i][8] == '/')
+			run_dir = argv[i] + 8;
 		else
 			slurm_error("haecer: unknown argument '%s'", argv[i]);
 	}
@@ -189,6 +208,46 @@ static void sample(void)
 	pthread_mutex_unlock(&step.lock);
 }
 
+/* RUN_DIR/JOB.STEP, replaced whole (a rename), so a reader never sees half of it. */
+static void write_state(bool ended)
+{
+	char path[4096], temporary[4200];
+	FILE *file;
+
+	snprintf(path, sizeof(path), "%s/%s.%s", run_dir, step.job, step.name);
+	snprintf(temporary, sizeof(temporary), "%s.tmp", path);
+	file = fopen(temporary, "we");
+	if (file == NULL)
+		return;
+	pthread_mutex_lock(&step.lock);
+	fprintf(file, "job=%s\nstep=%s\nuser=%s\nuid=%u\njoules=%.6f\nerror=%.6f\ncpu_s=%.6f\n"
+		      "ended=%d\n", step.job, step.name, step.user, step.uid, step.joules,
+		step.error_joules, step.cpu_ns / 1e9, ended ? 1 : 0);
+	pthread_mutex_unlock(&step.lock);
+	if (fclose(file) != 0 || rename(temporary, path) != 0)
+		unlink(temporary);
+}
+
+/* Remove the files of steps that ended more than KEEP_ENDED_S ago (their last write). */
+static void remove_old_states(void)
+{
+	DIR *dir = opendir(run_dir);
+	struct dirent *entry;
+	struct stat status;
+	time_t now = time(NULL);
+
+	if (dir == NULL)
+		return;
+	while ((entry = readdir(dir)) != NULL) {
+		if (entry->d_name[0] == '.' ||
+		    fstatat(dirfd(dir), entry->d_name, &status, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISREG(status.st_mode) || now - status.st_mtime < KEEP_ENDED_S)
+			continue;
+		unlinkat(dirfd(dir), entry->d_name, 0);
+	}
+	closedir(dir);
+}
+
 static void *sampler(void *unused)
 {
 	struct timespec wait = { .tv_sec = interval_ms / 1000,
@@ -197,6 +256,7 @@ static void *sampler(void *unused)
 	while (!__atomic_load_n(&step.stop, __ATOMIC_ACQUIRE)) {
 		nanosleep(&wait, NULL);
 		sample();
+		write_state(false);
 	}
 	return NULL;
 }
@@ -220,6 +280,31 @@ static int open_energy(void)
 	return 0;
 }
 
+/* The step's job id, name and user, for its state file and report. */
+static void identify(spank_t spank)
+{
+	uint32_t job = 0, step_id = 0;
+	uid_t uid = 0;
+	struct passwd entry, *found = NULL;
+	char buffer[1024];
+
+	spank_get_item(spank, S_JOB_ID, &job);
+	spank_get_item(spank, S_JOB_STEPID, &step_id);
+	spank_get_item(spank, S_JOB_UID, &uid);
+	snprintf(step.job, sizeof(step.job), "%u", job);
+	if (step_id == SLURM_BATCH_SCRIPT)
+		snprintf(step.name, sizeof(step.name), "batch");
+	else if (step_id == SLURM_EXTERN_CONT)
+		snprintf(step.name, sizeof(step.name), "extern");
+	else
+		snprintf(step.name, sizeof(step.name), "%u", step_id);
+	step.uid = uid;
+	if (getpwuid_r(uid, &entry, buffer, sizeof(buffer), &found) == 0 && found != NULL)
+		snprintf(step.user, sizeof(step.user), "%s", found->pw_name);
+	else
+		snprintf(step.user, sizeof(step.user), "%u", (unsigned)uid);
+}
+
 int slurm_spank_init_post_opt(spank_t spank, int argc, char **argv)
 {
 	double joules[ATTRIBUTION_MAX_PACKAGES];
@@ -230,6 +315,9 @@ int slurm_spank_init_post_opt(spank_t spank, int argc, char **argv)
 	(void)argv;
 	if (!spank_remote(spank))
 		return 0;
+	identify(spank);
+	if (mkdir(run_dir, 0755) != 0 && errno != EEXIST)
+		slurm_error("haecer: cannot create %s: %s", run_dir, strerror(errno));
 	status = open_energy();
 	if (status == 0)
 		status = attribution_open(&step.engine, NULL);
@@ -308,27 +396,18 @@ static void append_to_output(const char *job, const char *line)
 	free(shown);
 }
 
-static void report(spank_t spank)
+static void report(void)
 {
-	uint32_t job = 0, step_id = 0;
-	char line[512], job_text[16], step_text[16], jobid_arg[32], comment[560];
+	char line[512], jobid_arg[32], comment[560];
+	const char *job_text = step.job, *step_text = step.name;
 	bool simulated = step.machine.sim_model[0] != '\0';
 
-	spank_get_item(spank, S_JOB_ID, &job);
-	spank_get_item(spank, S_JOB_STEPID, &step_id);
-	snprintf(job_text, sizeof(job_text), "%u", job);
-	if (step_id == SLURM_BATCH_SCRIPT)
-		snprintf(step_text, sizeof(step_text), "batch");
-	else if (step_id == SLURM_EXTERN_CONT)
-		snprintf(step_text, sizeof(step_text), "extern");
-	else
-		snprintf(step_text, sizeof(step_text), "%u", step_id);
 	snprintf(line, sizeof(line),
 		 "haecer_energy step=%s joules=%.3f error=%.3f node_joules=%.3f other_joules=%.3f "
 		 "cpu_s=%.3f source=%s",
 		 step_text, step.joules, step.error_joules, step.node_joules, step.node_joules - step.joules,
 		 step.cpu_ns / 1e9, simulated ? "simulated" : "hardware");
-	slurm_info("haecer: job %u: %s", job, line);
+	slurm_info("haecer: job %s: %s", job_text, line);
 	snprintf(comment, sizeof(comment), "AdminComment=%s", line);
 	for (char *c = comment; *c != '\0'; c++)
 		if (*c == ' ')
@@ -350,7 +429,9 @@ int slurm_spank_exit(spank_t spank, int argc, char **argv)
 	pthread_join(step.thread, NULL);
 	step.running = false;
 	sample(); /* up to the step's end */
-	report(spank);
+	write_state(true);
+	remove_old_states();
+	report();
 	attribution_close(step.engine);
 	haecer_close(step.conn);
 	return 0;

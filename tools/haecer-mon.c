@@ -32,7 +32,7 @@ static const struct command commands[] = {
 	{ "plot", MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_OUTPUT |
 	  MON_OPT_DATA, mon_plot_main },
 	{ "serve", MON_OPT_LISTEN | MON_OPT_INTERVAL | MON_OPT_RESOLUTION | MON_OPT_TOP |
-			  MON_OPT_CGROUP_DEPTH,
+			  MON_OPT_CGROUP_DEPTH | MON_OPT_WEB | MON_OPT_SLURM_DIR,
 	  mon_serve_main },
 	{ "top", MON_OPT_FORMAT | MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_BY,
 	  mon_top_main },
@@ -50,6 +50,8 @@ static const struct {
 	{ MON_OPT_RESOLUTION, "--resolution-uj" },
 	{ MON_OPT_TOP, "--top" },
 	{ MON_OPT_CGROUP_DEPTH, "--cgroup-depth" },
+	{ MON_OPT_WEB, "--tls-cert, --tls-key or --basic-auth-file" },
+	{ MON_OPT_SLURM_DIR, "--slurm-dir" },
 };
 
 static void usage(FILE *out)
@@ -82,6 +84,12 @@ static void usage(FILE *out)
 		"      --top N            per-process energy series for the N heaviest\n"
 		"                         processes (default 20)                      serve\n"
 		"      --cgroup-depth D   cgroup series cut to D path levels (3)      serve\n"
+		"      --tls-cert FILE    serve HTTPS with this PEM certificate ...   serve\n"
+		"      --tls-key FILE     ... and this PEM private key              serve\n"
+		"      --basic-auth-file FILE  require HTTP basic auth: one line USER:PASSWORD\n"
+		"                         (docs/cluster.md, Who can reach serve)      serve\n"
+		"      --slurm-dir DIR    the Slurm plugin's step files (default\n"
+		"                         /run/haecer/slurm)                          serve\n"
 		"  -u, --uid UID          only a ring UID created (the newest of them) follow\n"
 		"  -b, --by WHAT          process, cgroup or service: each interval's package\n"
 		"                         energy split by CPU time (docs/attribution.md) top\n"
@@ -165,6 +173,10 @@ static int take_option(int option, const char *value, struct mon_options *option
 		if (!number_parse_u32(value, &options->cgroup_depth) || options->cgroup_depth > 64)
 			return tool_usage_error("--cgroup-depth takes 0 to 64, not '%s'", value);
 		return 0;
+	case 'C': options->given |= MON_OPT_WEB; options->tls_cert = value; return 0;
+	case 'K': options->given |= MON_OPT_WEB; options->tls_key = value; return 0;
+	case 'A': options->given |= MON_OPT_WEB; options->basic_auth_file = value; return 0;
+	case 'S': options->given |= MON_OPT_SLURM_DIR; options->slurm_dir = value; return 0;
 	case 'u':
 		options->given |= MON_OPT_UID;
 		if (!number_parse_u32(value, &options->uid))
@@ -200,6 +212,10 @@ int main(int argc, char **argv)
 		{ "resolution-uj", required_argument, NULL, 'R' },
 		{ "top", required_argument, NULL, 'T' },
 		{ "cgroup-depth", required_argument, NULL, 'G' },
+		{ "tls-cert", required_argument, NULL, 'C' },
+		{ "tls-key", required_argument, NULL, 'K' },
+		{ "basic-auth-file", required_argument, NULL, 'A' },
+		{ "slurm-dir", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },

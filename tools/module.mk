@@ -13,3 +13,6 @@ $(TOOLS): $(BUILD)/%: $(BUILD)/tools/%.o $$(call objects_of,$$(call tool_extra_s
 PROGRAMS += $(TOOLS)
 # haecer-mon top --by: the attribution engine (attribution/).
 $(BUILD)/haecer-mon: $(BUILD)/libhaecer-attribution.a
+# haecer-mon serve: HTTP by libmicrohttpd (tools/mon/serve.c).
+MHD_LIBS = $(call pkg_libs,libmicrohttpd)
+$(BUILD)/haecer-mon: HAECER_LDLIBS += $(MHD_LIBS)

@@ -2,7 +2,8 @@
  * The integration test: a real Prometheus server (Debian's /usr/bin/prometheus, its own config
  * and TSDB in a temporary directory, on a free loopback port, scraping every second) scrapes
  * `haecer-mon serve` in front of a real msrd on the simulated CPU. Through Prometheus's HTTP API
- * (curl) the target must be up and the package energy series must arrive and increase.
+ * (curl) the target must be up and the package energy series must arrive and increase, and go
+ * on increasing while 1 000 idle half-sent requests hold connections to serve (slowloris).
  *
  * Skipped (77) only when Prometheus is not installed, or while msrd still answers ENERGY_READ
  * with -EOPNOTSUPP (an msrd without energy totals, HAECER_FEATURE_ENERGY): then there is no
@@ -12,6 +13,7 @@
 
 #include "tests/lib/msrd_group.h"
 
+#define SLOW 1000u
 #define ENERGY_QUERY "query=haecer_energy_joules_total{domain=\"energy-pkg\",package=\"0\"}"
 
 static struct msrd_server server;
@@ -41,8 +43,13 @@ static void test_prometheus_scrapes_energy(void **state)
 	unsigned port;
 	pid_t prometheus;
 	int status;
+	const char *scale = getenv("HAECER_TEST_SCALE");
+	unsigned slow_count = scale != NULL && strcmp(scale, "small") == 0 ? SLOW / 10 : SLOW;
+	int *slow;
 
 	(void)state;
+	if (!raise_file_limit(SLOW + 64))
+		slow_count = 0;
 	snprintf(directory, sizeof(directory), "%s", "/tmp/haecer-prometheus-XXXXXX");
 	assert_non_null(mkdtemp(directory));
 	port = serve_start(&serve, server.socket_path, "500");
@@ -50,12 +57,15 @@ static void test_prometheus_scrapes_energy(void **state)
 	prometheus_pid = prometheus;
 	wait_ready();
 	first = energy_above(0);
+	/* Scrapes go on while SLOW idle half-requests hold connections (issue 25 item 5). */
+	slow = slowloris_open(port, slow_count);
 	later = energy_above(first);
 	assert_true(later > first);
 	targets = prometheus_get("/api/v1/targets", NULL);
 	assert_non_null(targets);
 	assert_non_null(strstr(targets, "\"health\":\"up\""));
 	free(targets);
+	slowloris_close(slow, slow_count);
 	assert_int_equal(kill(prometheus, SIGTERM), 0);
 	assert_int_equal(waitpid(prometheus, &status, 0), prometheus);
 	prometheus_pid = 0;

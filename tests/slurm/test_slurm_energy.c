@@ -10,11 +10,16 @@
  *  - in each job's window, its energy plus the node's remainder (idle, other processes, the
  *    other job) is the node's energy, and the other job's energy fits in that remainder within
  *    the stated ±;
- *  - the opted-in job's output has the line, the other's not.
+ *  - the opted-in job's output has the line, the other's not;
+ *  - `haecer-mon serve --slurm-dir` (the plugin's run_dir) exports the busy step's energy with
+ *    job, step and user labels while it runs, and, after it ended, exactly what its
+ *    AdminComment says.
+ * sacct is not asserted on: it needs slurmdbd and a MySQL/MariaDB database, which this test
+ * does not start; AdminComment is what sacct -o AdminComment shows where slurmdbd runs.
  * Skipped (77) when Slurm, munge or the plugin is not built/installed, or when not root
  * (slurmd must be). Named *energy* so it runs alone (it measures CPU time).
  */
-#include "tests/mon/mon_test.h"
+#include "tests/mon/serve_test.h"
 
 #include <arpa/inet.h>
 #include <limits.h>
@@ -97,8 +102,9 @@ static void write_config(void)
 		 ctld_port, slurmd_port, directory, directory, directory, directory, directory,
 		 directory);
 	assert_int_equal(harness_write_file(in_dir("slurm.conf"), conf, 0644), 0);
-	snprintf(plugstack, sizeof(plugstack), "required %s/spank_haecer.so socket=%s interval_ms=200\n",
-		 harness_build_dir(), server.socket_path);
+	snprintf(plugstack, sizeof(plugstack),
+		 "required %s/spank_haecer.so socket=%s interval_ms=200 run_dir=%s\n",
+		 harness_build_dir(), server.socket_path, in_dir("run"));
 	assert_int_equal(harness_write_file(in_dir("plugstack.conf"), plugstack, 0644), 0);
 	setenv("SLURM_CONF", in_dir("slurm.conf"), 1);
 }
@@ -178,6 +184,38 @@ static void job_energy(unsigned job, struct job_energy *energy)
 	fail_msg("job %u never got its AdminComment (logs in %s)", job, directory);
 }
 
+/* The busy step's series in serve's answer, or NAN when it is not there. */
+static double step_series(unsigned port, unsigned job)
+{
+	struct http_reply reply;
+	char series[160];
+	double value;
+
+	snprintf(series, sizeof(series),
+		 "haecer_slurm_step_energy_joules_total{slurm_job=\"%u\",slurm_step=\"batch\",user=\"root\","
+		 "simulated=\"1\"}", job);
+	http_get(port, "/metrics", NULL, &reply);
+	assert_int_equal(reply.code, 200);
+	value = sample_value(reply.body, series);
+	free(reply.text);
+	return value;
+}
+
+/* Scrape until the step's series is above floor; a minute at most (only a hang fails). */
+static double step_series_above(unsigned port, unsigned job, double floor)
+{
+	double value = NAN;
+
+	for (int round = 0; round < 600; round++) {
+		value = step_series(port, job);
+		if (!isnan(value) && value > floor)
+			return value;
+		usleep(100000);
+	}
+	fail_msg("job %u's step series never went above %g (last %g)", job, floor, value);
+	return value;
+}
+
 static bool file_has(const char *path, const char *text)
 {
 	char *content = NULL;
@@ -194,17 +232,32 @@ static bool file_has(const char *path, const char *text)
 static void test_two_jobs(void **state)
 {
 	struct job_energy busy, sleepy;
+	char run_dir[PATH_MAX + 16];
+	const char *serve_arguments[] = { "serve", "--listen", "127.0.0.1:0", "--interval", "200",
+					  "--resolution-uj", "0", "--top", "0", "--slurm-dir",
+					  run_dir, NULL };
+	struct proc serve;
+	unsigned port;
 
 	(void)state;
 	snprintf(directory, sizeof(directory), "%s", "/tmp/haecer-slurm-XXXXXX");
 	assert_non_null(mkdtemp(directory));
 	write_config();
+	snprintf(run_dir, sizeof(run_dir), "%s/run", directory);
+	port = serve_start_arguments(&serve, server.socket_path, serve_arguments);
 	start_cluster();
 	unsigned busy_job = submit(in_dir("busy.out"), true,
 				   "timeout 3 sh -c 'while :; do :; done'; echo busy done");
 	unsigned sleepy_job = submit(in_dir("sleepy.out"), false, "sleep 3; echo sleepy done");
+	double running = step_series_above(port, busy_job, 0);
 	job_energy(busy_job, &busy);
 	job_energy(sleepy_job, &sleepy);
+	/* Once ended, serve's series is the step's final figure (after serve's next tick). */
+	double final = step_series_above(port, busy_job, busy.joules - 1e-3);
+	fprintf(stderr, "serve: busy step %.3f J while running, %.6f J at the end\n", running, final);
+	assert_true(running <= final);
+	assert_true(fabs(final - busy.joules) <= 1e-3);
+	serve_stop(&serve, NULL);
 	assert_true(busy.cpu_s > 1 && busy.joules > 0);
 	assert_true(busy.joules > 5 * sleepy.joules);
 	/* The energies follow the CPU times. The sleeper's is a few ms of sh and sleep, charged at
@@ -249,8 +302,8 @@ static void cancel_jobs(void)
 
 static int teardown(void **state)
 {
-	(void)state;
 	cancel_jobs();
+	serve_teardown(state);
 	for (int i = 2; i >= 0; i--)
 		if (daemons[i] > 0) {
 			kill(daemons[i], SIGTERM);

@@ -43,6 +43,7 @@ static void ring_free(struct serve_ring *ring)
 void serve_state_free(struct serve_state *state)
 {
 	serve_attribution_close(state);
+	serve_slurm_close(state);
 	for (size_t i = 0; i < state->ring_count; i++)
 		ring_free(state->rings[i]);
 	state->ring_count = 0;
@@ -418,6 +419,7 @@ void serve_tick(struct serve_state *state)
 		connect_msrd(state);
 	sample_energy(state);
 	serve_attribution_tick(state);
+	serve_slurm_tick(state);
 	if (state->conn != NULL)
 		discover_rings(state);
 	read_rings(state);

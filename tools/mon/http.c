@@ -1,130 +1,117 @@
 /*
- * tools/mon/http.c — the HTTP/1.1 side of `haecer-mon serve`: one request per connection.
+ * tools/mon/http.c — what `haecer-mon serve` answers, as libmicrohttpd's request handler.
  *
- * Only `GET /metrics` (a query string is ignored) gets the metrics; any other method or path is
- * 404, a request that is not HTTP/1.x is 400, and one whose head exceeds SERVE_MAX_REQUEST is
- * 431 (the caller enforces the bound). The body is OpenMetrics when the Accept header asks for
- * application/openmetrics-text (as Prometheus does), else Prometheus text 0.0.4. Every answer
- * closes the connection, which keeps the server a small state machine.
+ * libmicrohttpd parses the request and keeps the connection (keep-alive, timeouts, limits:
+ * serve.c); this file decides the answer. Only `GET /metrics` (a query string is ignored) gets
+ * the metrics; any other method or path is 404. With basic auth configured, a request without
+ * the right user and password gets 401 first, whatever it asks. The body is OpenMetrics when the
+ * Accept header asks for application/openmetrics-text (as Prometheus does), else Prometheus text
+ * 0.0.4.
  */
-#include "tools/mon/serve.h"
+#include "tools/mon/serve_http.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define OPENMETRICS_TYPE "application/openmetrics-text; version=1.0.0; charset=utf-8"
 #define PROMETHEUS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define AUTH_REALM "haecer-mon serve"
 
-/* The end of the request head (after its blank line), or NULL when it has not arrived. */
-static const char *head_end(const char *request)
+/* Equal strings, in a time that does not depend on where they differ (a password check). */
+static bool same_secret(const char *given, const char *expected)
 {
-	const char *crlf = strstr(request, "\r\n\r\n");
-	const char *lf = strstr(request, "\n\n");
+	size_t given_length = strlen(given), expected_length = strlen(expected);
+	unsigned char difference = given_length != expected_length;
 
-	if (crlf != NULL && (lf == NULL || crlf < lf))
-		return crlf + 4;
-	return lf != NULL ? lf + 2 : NULL;
+	for (size_t i = 0; i < expected_length; i++)
+		difference |= (unsigned char)(expected[i] ^ given[i < given_length ? i : 0]);
+	return difference == 0 && given_length > 0;
 }
 
-static ssize_t respond(int code, const char *reason, const char *type, const char *body,
-		       size_t body_length, char **response)
+static bool authorised(const struct serve_http *http, struct MHD_Connection *connection)
 {
-	char head[256];
-	int head_length = snprintf(head, sizeof(head),
-				   "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-				   "Connection: close\r\n\r\n",
-				   code, reason, type, body_length);
-	char *buffer;
+	char *password = NULL;
+	char *user;
+	bool ok;
 
-	if (head_length < 0 || (size_t)head_length >= sizeof(head))
-		return -EINVAL;
-	buffer = malloc((size_t)head_length + body_length);
-	if (buffer == NULL)
-		return -ENOMEM;
-	memcpy(buffer, head, (size_t)head_length);
-	memcpy(buffer + head_length, body, body_length);
-	*response = buffer;
-	return (ssize_t)((size_t)head_length + body_length);
+	if (http->user == NULL)
+		return true;
+	user = MHD_basic_auth_get_username_password(connection, &password);
+	ok = user != NULL && password != NULL && same_secret(user, http->user) &&
+	     same_secret(password, http->password);
+	MHD_free(user);
+	MHD_free(password);
+	return ok;
 }
 
-static ssize_t respond_text(int code, const char *reason, const char *text, char **response)
+/* Queue `body` (malloc'ed: freed by libmicrohttpd, or here when it cannot take it). */
+static enum MHD_Result queue(struct MHD_Connection *connection, unsigned code, const char *type,
+			     char *body, size_t length, bool auth_failed)
 {
-	return respond(code, reason, "text/plain; charset=utf-8", text, strlen(text), response);
-}
+	struct MHD_Response *response =
+		MHD_create_response_from_buffer_with_free_callback(length, body, free);
+	enum MHD_Result result;
 
-/* Whether a header line named `name` (case-insensitive) contains `needle`, within the head. */
-static bool header_contains(const char *head, const char *end, const char *name,
-			    const char *needle)
-{
-	size_t name_length = strlen(name);
-
-	for (const char *line = strchr(head, '\n'); line != NULL && line < end;
-	     line = strchr(line + 1, '\n')) {
-		const char *start = line + 1;
-		const char *stop = strchr(start, '\n');
-		if (stop == NULL || stop > end)
-			stop = end;
-		if (strncasecmp(start, name, name_length) != 0 || start[name_length] != ':')
-			continue;
-		if (memmem(start, (size_t)(stop - start), needle, strlen(needle)) != NULL)
-			return true;
+	if (response == NULL) {
+		free(body);
+		return MHD_NO; /* libmicrohttpd closes the connection */
 	}
-	return false;
+	MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (auth_failed)
+		result = MHD_queue_basic_auth_fail_response(connection, AUTH_REALM, response);
+	else
+		result = MHD_queue_response(connection, code, response);
+	MHD_destroy_response(response);
+	return result;
 }
 
-/* Split "METHOD TARGET HTTP/1.x" off the head; false when it is not that shape. */
-static bool request_line(const char *head, char *method, size_t method_size, char *path,
-			 size_t path_size)
+static enum MHD_Result queue_text(struct MHD_Connection *connection, unsigned code,
+				  const char *text, bool auth_failed)
 {
-	const char *space = strchr(head, ' ');
-	const char *second = space != NULL ? strchr(space + 1, ' ') : NULL;
-	const char *line_end = strpbrk(head, "\r\n");
-	size_t method_length, path_length;
+	char *copy = strdup(text);
 
-	if (space == NULL || second == NULL || line_end == NULL || second > line_end)
-		return false;
-	if (strncmp(second + 1, "HTTP/1.", 7) != 0 || line_end - (second + 1) != 8)
-		return false;
-	method_length = (size_t)(space - head);
-	path_length = strcspn(space + 1, " ?");
-	if (method_length == 0 || method_length >= method_size || path_length == 0 ||
-	    path_length >= path_size)
-		return false;
-	memcpy(method, head, method_length);
-	method[method_length] = '\0';
-	memcpy(path, space + 1, path_length);
-	path[path_length] = '\0';
-	return true;
+	if (copy == NULL)
+		return MHD_NO;
+	return queue(connection, code, "text/plain; charset=utf-8", copy, strlen(copy),
+		     auth_failed);
 }
 
-ssize_t serve_http_answer(struct serve_state *state, const char *request, size_t length,
-			  char **response)
+enum MHD_Result serve_http_answer(void *context, struct MHD_Connection *connection,
+				  const char *url, const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size,
+				  void **request_state)
 {
-	const char *end = head_end(request);
-	char method[16];
-	char path[256];
+	struct serve_http *http = context;
+	const char *accept;
 	bool openmetrics;
 	char *body = NULL;
 	size_t body_length = 0;
-	ssize_t result;
 
-	if (strlen(request) != length) /* a NUL byte: not HTTP */
-		return respond_text(400, "Bad Request", "bad request\n", response);
-	if (end == NULL)
-		return -EAGAIN;
-	if (!request_line(request, method, sizeof(method), path, sizeof(path)))
-		return respond_text(400, "Bad Request", "bad request\n", response);
-	if (strcmp(method, "GET") != 0 || strcmp(path, "/metrics") != 0)
-		return respond_text(404, "Not Found", "only GET /metrics is served here\n",
-				    response);
-	openmetrics = header_contains(request, end, "Accept", "application/openmetrics-text");
-	serve_refresh(state);
-	if (serve_render(state, openmetrics, &body, &body_length) < 0)
-		return respond_text(500, "Internal Server Error", "out of memory\n", response);
-	result = respond(200, "OK", openmetrics ? OPENMETRICS_TYPE : PROMETHEUS_TYPE, body,
-			 body_length, response);
-	free(body);
-	return result;
+	(void)version;
+	(void)upload_data;
+	/* Answer on the last call, once the request (a body, which is never read) has been taken
+	 * in whole: an answer queued earlier makes libmicrohttpd close instead of keeping alive. */
+	if (*request_state == NULL) {
+		*request_state = http;
+		return MHD_YES;
+	}
+	if (*upload_data_size > 0) {
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (!authorised(http, connection))
+		return queue_text(connection, MHD_HTTP_UNAUTHORIZED, "authorisation required\n",
+				  true);
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 || strcmp(url, "/metrics") != 0)
+		return queue_text(connection, MHD_HTTP_NOT_FOUND,
+				  "only GET /metrics is served here\n", false);
+	accept = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+					     MHD_HTTP_HEADER_ACCEPT);
+	openmetrics = accept != NULL && strstr(accept, "application/openmetrics-text") != NULL;
+	serve_refresh(http->state);
+	if (serve_render(http->state, openmetrics, &body, &body_length) < 0)
+		return queue_text(connection, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n",
+				  false);
+	return queue(connection, MHD_HTTP_OK, openmetrics ? OPENMETRICS_TYPE : PROMETHEUS_TYPE,
+		     body, body_length, false);
 }

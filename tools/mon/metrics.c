@@ -271,6 +271,7 @@ int serve_render(const struct serve_state *state, bool openmetrics, char **text,
 	write_ring_counters(&writer, state, &ring_energy, 1);
 	write_ring_counters(&writer, state, &ring_power, 2);
 	serve_attribution_render(state, writer.out, openmetrics);
+	serve_slurm_render(state, writer.out, openmetrics);
 	if (openmetrics)
 		fputs("# EOF\n", writer.out);
 	if (ferror(writer.out))

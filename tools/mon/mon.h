@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "haecer/msrd.h"
 #include "shm/ring.h"
@@ -257,6 +258,8 @@ int mon_watch_ring(const struct mon_options *options, int count, char *const *wo
 #define MON_OPT_RESOLUTION 0x200u
 #define MON_OPT_TOP 0x400u
 #define MON_OPT_CGROUP_DEPTH 0x800u
+#define MON_OPT_WEB 0x1000u /* serve --tls-cert, --tls-key, --basic-auth-file */
+#define MON_OPT_SLURM_DIR 0x2000u
 
 /* top --by: whose energy rows show (tools/mon/top_by.c). */
 enum mon_by { MON_BY_PACKAGE, MON_BY_PROCESS, MON_BY_CGROUP, MON_BY_SERVICE };
@@ -276,6 +279,10 @@ struct mon_options {
 	uint64_t resolution_uj;   /* MON_OPT_RESOLUTION: serve's energy resolution, 0 full */
 	uint32_t top;             /* serve --top: process series (SERVE_DEFAULT_TOP) */
 	uint32_t cgroup_depth;    /* serve --cgroup-depth: levels of a cgroup series' path */
+	const char *tls_cert;     /* serve --tls-cert: PEM file; HTTPS with tls_key */
+	const char *tls_key;
+	const char *basic_auth_file; /* serve --basic-auth-file: "USER:PASSWORD" */
+	const char *slurm_dir;    /* serve --slurm-dir: the SPANK plugin's run_dir */
 };
 
 /* top --by process|cgroup|service (tools/mon/top_by.c): an attribution engine over the real
@@ -287,6 +294,24 @@ int mon_top_by_print(struct mon_top_by *view, enum mon_format format, bool *head
 		     double seconds, double interval_s, const double *package_joules,
 		     unsigned packages, bool simulated);
 void mon_top_by_close(struct mon_top_by *view);
+
+/* rank.c: the attribution engine's processes the caller may see (root: all; anyone else: their
+ * own uid's), heaviest first by the last interval's joules or the joules so far; the others'
+ * interval joules in hidden_joules. mon_rank_processes returns the count in order or -ENOMEM. */
+struct attribution;
+struct attribution_process;
+struct mon_rank {
+	const struct attribution_process **order;
+	size_t size;
+	double hidden_joules;
+	double hidden_error_joules;
+};
+enum mon_rank_by { MON_RANK_INTERVAL, MON_RANK_TOTAL };
+bool mon_sees_every_process(void);
+bool mon_may_see_process(uid_t owner);
+long mon_rank_processes(struct mon_rank *rank, const struct attribution *engine,
+			enum mon_rank_by by);
+void mon_rank_free(struct mon_rank *rank);
 
 /* "process", "cgroup" or "service" into by; false for anything else. */
 bool mon_parse_by(const char *text, enum mon_by *by);

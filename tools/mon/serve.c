@@ -1,25 +1,20 @@
 /*
- * tools/mon/serve.c — `haecer-mon serve [--listen HOST:PORT]`: a small HTTP/1.1 server for
- * Prometheus, in one thread around ppoll().
+ * tools/mon/serve.c — `haecer-mon serve [--listen HOST:PORT]`: Prometheus' endpoint, served by
+ * libmicrohttpd (Debian libmicrohttpd-dev) in one thread: its epoll descriptor and serve's
+ * interval share one ppoll() loop, so no lock guards serve_state.
  *
- * Bounded in every direction a client controls: at most MAX_CLIENTS connections (further ones
- * wait in the listen backlog), SERVE_MAX_REQUEST bytes of request head, CLIENT_TIMEOUT_S seconds
- * per connection from accept to the last byte of the answer. Loopback by default; another
- * address is served with a warning, since anyone reaching it sees the readings. SIGINT and
+ * Bounded in every direction a client controls, by libmicrohttpd: at most SERVE_MAX_CONNECTIONS
+ * connections (fewer when the descriptor limit is lower), SERVE_CONNECTION_MEMORY bytes per
+ * connection (a longer request head is answered 431 and closed), SERVE_CLIENT_TIMEOUT_S seconds
+ * of silence per connection; keep-alive for Prometheus, which keeps its connection. An idle or
+ * half-sent request costs one descriptor and a few kilobytes, never the loop's attention, so a
+ * thousand slow clients do not delay a scrape (tests/mon/test_serve_abuse). Loopback by default;
+ * another address is served with a warning, since anyone reaching it sees the readings; TLS
+ * (--tls-cert, --tls-key) and basic auth (--basic-auth-file) are libmicrohttpd's. SIGINT and
  * SIGTERM end it cleanly (exit 0); the address actually bound is printed on stdout first
  * (port 0 picks a free one).
- *
- * Why not libmicrohttpd (Debian libmicrohttpd-dev), judged for issue 15: the server answers one
- * read-only resource, one request per connection, and shares its single poll loop with energy
- * sampling and ring draining; the hand-written part is the request-head parser of http.c (~130
- * lines) and the connection state machine here. libmicrohttpd would replace both but give users
- * nothing they lack today (keep-alive and chunked bodies do not matter at a scrape every 15 s),
- * while adding a dependency and either a second thread touching serve_state or its external-
- * select mode wired into this loop. It becomes clearly better the day serve needs TLS or HTTP
- * authentication for non-loopback addresses (node_exporter's web config): that must not be
- * written by hand, and libmicrohttpd has both (MHD_USE_TLS, basic auth).
  */
-#include "tools/mon/serve.h"
+#include "tools/mon/serve_http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,28 +25,23 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_CLIENTS 32u
-#define CLIENT_TIMEOUT_S 10.0
-#define LISTEN_BACKLOG 64
-
-struct client {
-	int fd;
-	size_t received;
-	char request[SERVE_MAX_REQUEST + 1];
-	char *response;
-	size_t length;
-	size_t sent;
-	double deadline;
-};
+#define LISTEN_BACKLOG 1024
+#define FILE_LIMIT (1u << 20) /* a PEM file or the auth file: far more than either needs */
+#define HTTP_LOG_LINES 20u    /* libmicrohttpd's messages printed before the rest are dropped */
 
 struct server {
 	int listener;
+	struct MHD_Daemon *daemon;
+	struct serve_http http;
+	char *tls_cert;
+	char *tls_key;
+	unsigned log_lines;
 	struct serve_state state;
-	struct client *clients[MAX_CLIENTS];
-	size_t client_count;
 };
 
 /* "HOST:PORT", "[IPV6]:PORT" or ":PORT" (every interface, as node_exporter's --web.listen-address
@@ -122,8 +112,8 @@ static void announce(int fd)
 	}
 	fflush(stdout);
 	if (!is_loopback(&address))
-		fprintf(stderr, "haecer-mon: warning: serving on a non-loopback address: whoever "
-				"reaches it reads these measurements\n");
+		tool_warn("warning: serving on a non-loopback address: whoever reaches it reads "
+			  "these measurements");
 }
 
 static int bind_first(const struct addrinfo *list, int *fd_out)
@@ -187,140 +177,194 @@ static int open_listener(const char *text, int *fd_out)
 	return 0;
 }
 
-static void client_close(struct server *server, size_t index)
+/* The whole of a small file, NUL-terminated and malloc'ed; -errno. */
+static int read_small_file(const char *path, char **text)
 {
-	struct client *client = server->clients[index];
+	FILE *file = fopen(path, "re");
+	char *buffer = NULL;
+	size_t length;
+	int status = 0;
 
-	shutdown(client->fd, SHUT_WR);
-	close(client->fd);
-	free(client->response);
-	free(client);
-	server->clients[index] = server->clients[--server->client_count];
-}
-
-static void accept_clients(struct server *server)
-{
-	while (server->client_count < MAX_CLIENTS) {
-		int fd = accept4(server->listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct client *client;
-		if (fd < 0)
-			return; /* EAGAIN, or a connection that went away before we took it */
-		client = calloc(1, sizeof(*client));
-		if (client == NULL) {
-			close(fd);
-			return;
-		}
-		client->fd = fd;
-		client->deadline = mon_now() + CLIENT_TIMEOUT_S;
-		server->clients[server->client_count++] = client;
+	if (file == NULL)
+		return -errno;
+	buffer = malloc(FILE_LIMIT + 1);
+	if (buffer == NULL) {
+		status = -ENOMEM;
+		goto out;
 	}
-}
-
-static ssize_t too_large(char **response)
-{
-	static const char text[] =
-		"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\n"
-		"Connection: close\r\n\r\n";
-
-	*response = strdup(text);
-	return *response != NULL ? (ssize_t)strlen(text) : -ENOMEM;
-}
-
-/* Read what the client sent; false when the connection is to be closed. */
-static bool client_read(struct server *server, struct client *client)
-{
-	ssize_t got = recv(client->fd, client->request + client->received,
-			   SERVE_MAX_REQUEST - client->received, 0);
-	ssize_t answer;
-
-	if (got < 0)
-		return errno == EAGAIN || errno == EINTR;
-	if (got == 0)
-		return false;
-	client->received += (size_t)got;
-	client->request[client->received] = '\0';
-	answer = serve_http_answer(&server->state, client->request, client->received,
-				   &client->response);
-	if (answer == -EAGAIN && client->received == SERVE_MAX_REQUEST)
-		answer = too_large(&client->response);
-	if (answer == -EAGAIN)
-		return true;
-	if (answer < 0)
-		return false;
-	client->length = (size_t)answer;
-	return true;
-}
-
-/* Send what is left of the answer; false when done or failed. */
-static bool client_write(struct client *client)
-{
-	ssize_t sent = send(client->fd, client->response + client->sent,
-			    client->length - client->sent, MSG_NOSIGNAL);
-
-	if (sent < 0)
-		return errno == EAGAIN || errno == EINTR;
-	client->sent += (size_t)sent;
-	return client->sent < client->length;
-}
-
-static void handle_clients(struct server *server, const struct pollfd *fds, double now)
-{
-	/* Backwards: closing moves the last client into the freed place. */
-	for (size_t i = server->client_count; i-- > 0;) {
-		struct client *client = server->clients[i];
-		bool keep = true;
-		if (fds[i + 1].revents & (POLLERR | POLLHUP | POLLNVAL) && client->response == NULL)
-			keep = false;
-		else if (client->response == NULL && (fds[i + 1].revents & POLLIN))
-			keep = client_read(server, client);
-		else if (client->response != NULL && (fds[i + 1].revents & POLLOUT))
-			keep = client_write(client);
-		if (!keep || now >= client->deadline)
-			client_close(server, i);
+	length = fread(buffer, 1, FILE_LIMIT + 1, file);
+	if (ferror(file) || length > FILE_LIMIT) {
+		status = ferror(file) ? -EIO : -EFBIG;
+		goto out;
 	}
+	buffer[length] = '\0';
+	*text = buffer;
+	buffer = NULL;
+out:
+	free(buffer);
+	fclose(file);
+	return status;
 }
 
-/* Milliseconds until the next tick or client deadline, rounded up. */
-static struct timespec poll_timeout(const struct server *server, double next_tick, double now)
+/* --basic-auth-file: its first line, "USER:PASSWORD" (a file, so the password is in no
+ * process's command line). MON_EXIT_USAGE / MON_EXIT_FAILED (printed) as a negative number. */
+static int load_basic_auth(const char *path, struct serve_http *http)
 {
-	double wait = next_tick - now;
-	struct timespec timeout;
+	char *text = NULL, *colon;
+	int status = read_small_file(path, &text);
 
-	for (size_t i = 0; i < server->client_count; i++)
-		if (server->clients[i]->deadline - now < wait)
-			wait = server->clients[i]->deadline - now;
-	if (wait < 0)
-		wait = 0;
-	timeout.tv_sec = (time_t)wait;
-	timeout.tv_nsec = (long)((wait - floor(wait)) * 1e9);
-	return timeout;
+	if (status < 0)
+		return -mon_fail("cannot read %s: %s", path, strerror(-status));
+	text[strcspn(text, "\r\n")] = '\0';
+	colon = strchr(text, ':');
+	if (colon == NULL || colon == text || colon[1] == '\0') {
+		free(text);
+		return -tool_usage_error("%s must hold one line USER:PASSWORD", path);
+	}
+	*colon = '\0';
+	http->user = text;
+	http->password = strdup(colon + 1);
+	if (http->password == NULL)
+		return -mon_fail("out of memory");
+	return 0;
+}
+
+static int load_web_options(const struct mon_options *options, struct server *server)
+{
+	int status;
+
+	if ((options->tls_cert == NULL) != (options->tls_key == NULL))
+		return -tool_usage_error("--tls-cert and --tls-key go together");
+	if (options->basic_auth_file != NULL) {
+		status = load_basic_auth(options->basic_auth_file, &server->http);
+		if (status < 0)
+			return status;
+	}
+	if (options->tls_cert == NULL)
+		return 0;
+	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+		return -mon_fail("this libmicrohttpd has no TLS");
+	status = read_small_file(options->tls_cert, &server->tls_cert);
+	if (status == 0)
+		status = read_small_file(options->tls_key, &server->tls_key);
+	if (status < 0)
+		return -mon_fail("cannot read --tls-cert or --tls-key: %s", strerror(-status));
+	return 0;
+}
+
+/* libmicrohttpd's own messages (a bad TLS key, the connection limit reached, ...), prefixed and
+ * bounded: a flood of connections must not become a flood of lines. */
+static void http_log(void *context, const char *format, va_list arguments)
+{
+	struct server *server = context;
+	char message[512];
+
+	if (server->log_lines > HTTP_LOG_LINES)
+		return;
+	if (server->log_lines++ == HTTP_LOG_LINES) {
+		tool_warn("http: further messages are not printed");
+		return;
+	}
+	vsnprintf(message, sizeof(message), format, arguments);
+	message[strcspn(message, "\n")] = '\0';
+	tool_warn("http: %s", message);
+}
+
+/* As many connections as the descriptor limit allows (raised to its hard limit), up to
+ * SERVE_MAX_CONNECTIONS, keeping some descriptors for msrd, rings and /proc. */
+static unsigned connection_limit(void)
+{
+	struct rlimit limit;
+	const rlim_t reserve = 64 + SERVE_MAX_RINGS + SERVE_MAX_MSRD_RINGS;
+
+	if (getrlimit(RLIMIT_NOFILE, &limit) < 0)
+		return 64;
+	if (limit.rlim_cur < limit.rlim_max) {
+		limit.rlim_cur = limit.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &limit);
+		getrlimit(RLIMIT_NOFILE, &limit);
+	}
+	if (limit.rlim_cur <= reserve + 16)
+		return 16;
+	return limit.rlim_cur - reserve > SERVE_MAX_CONNECTIONS
+		       ? SERVE_MAX_CONNECTIONS
+		       : (unsigned)(limit.rlim_cur - reserve);
+}
+
+static int start_daemon(struct server *server)
+{
+	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem tls[] = {
+		{ MHD_OPTION_HTTPS_MEM_CERT, 0, server->tls_cert },
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, server->tls_key },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+
+	if (server->tls_cert != NULL)
+		flags |= MHD_USE_TLS;
+	else
+		tls[0].option = MHD_OPTION_END;
+	server->http.state = &server->state;
+	server->daemon = MHD_start_daemon(
+		flags, 0, NULL, NULL, serve_http_answer, &server->http,
+		MHD_OPTION_EXTERNAL_LOGGER, http_log, server, /* first, or the default logs */
+		MHD_OPTION_LISTEN_SOCKET, server->listener,
+		MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
+		MHD_OPTION_CONNECTION_TIMEOUT, SERVE_CLIENT_TIMEOUT_S,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_CONNECTION_MEMORY,
+		MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+	if (server->daemon == NULL)
+		return -mon_fail("cannot start the HTTP server%s",
+				 server->tls_cert != NULL ? " (is the TLS key that of the certificate?)"
+							  : "");
+	return 0;
+}
+
+/* Seconds until libmicrohttpd next has work of its own (a connection's timeout), or `wait`. */
+static double http_wait(struct MHD_Daemon *daemon, double wait)
+{
+	MHD_UNSIGNED_LONG_LONG milliseconds;
+
+	if (MHD_get_timeout(daemon, &milliseconds) == MHD_YES && milliseconds / 1000.0 < wait)
+		return milliseconds / 1000.0;
+	return wait;
 }
 
 static void serve_loop(struct server *server, const sigset_t *wait_mask)
 {
-	struct pollfd fds[MAX_CLIENTS + 1];
+	const union MHD_DaemonInfo *info =
+		MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+	struct pollfd fd = { .fd = info != NULL ? info->epoll_fd : -1, .events = POLLIN };
 	double next_tick = mon_now() + server->state.interval;
 
 	serve_tick(&server->state);
 	while (!mon_stop_requested()) {
-		struct timespec timeout = poll_timeout(server, next_tick, mon_now());
-		double now;
-		fds[0] = (struct pollfd){ .fd = server->listener,
-					  .events = server->client_count < MAX_CLIENTS ? POLLIN : 0 };
-		for (size_t i = 0; i < server->client_count; i++)
-			fds[i + 1] = (struct pollfd){ .fd = server->clients[i]->fd,
-				.events = server->clients[i]->response == NULL ? POLLIN : POLLOUT };
-		if (ppoll(fds, server->client_count + 1, &timeout, wait_mask) < 0 && errno != EINTR)
+		double now = mon_now();
+		double wait = http_wait(server->daemon, fmax(next_tick - now, 0));
+		struct timespec timeout = { .tv_sec = (time_t)wait,
+					    .tv_nsec = (long)((wait - floor(wait)) * 1e9) };
+		if (ppoll(&fd, 1, &timeout, wait_mask) < 0 && errno != EINTR)
 			break;
+		MHD_run(server->daemon);
 		now = mon_now();
-		handle_clients(server, fds, now);
-		if (fds[0].revents & POLLIN)
-			accept_clients(server);
 		if (now >= next_tick) {
 			serve_tick(&server->state);
 			next_tick = fmax(next_tick + server->state.interval, now);
 		}
 	}
+}
+
+static void server_free(struct server *server)
+{
+	if (server->daemon != NULL)
+		MHD_stop_daemon(server->daemon); /* closes the listener it was given */
+	else if (server->listener >= 0)
+		close(server->listener);
+	free(server->http.user);
+	free(server->http.password);
+	free(server->tls_cert);
+	free(server->tls_key);
+	free(server);
 }
 
 int mon_serve_main(const struct mon_options *options, int count, char *const *words)
@@ -337,9 +381,14 @@ int mon_serve_main(const struct mon_options *options, int count, char *const *wo
 	server = calloc(1, sizeof(*server));
 	if (server == NULL)
 		return mon_fail("out of memory");
-	status = open_listener(listen_at, &server->listener);
+	server->listener = -1;
+	status = load_web_options(options, server);
+	if (status == 0)
+		status = open_listener(listen_at, &server->listener);
+	if (status == 0)
+		status = start_daemon(server);
 	if (status < 0) {
-		free(server);
+		server_free(server);
 		return -status;
 	}
 	/* Stop signals arrive only inside ppoll, so none is lost between a check and the wait. */
@@ -355,12 +404,13 @@ int mon_serve_main(const struct mon_options *options, int count, char *const *wo
 			 options->given & MON_OPT_RESOLUTION ? options->resolution_uj
 							    : SERVE_DEFAULT_RESOLUTION_UJ);
 	if (serve_attribution_open(&server->state, options->top, options->cgroup_depth) < 0)
-		fprintf(stderr, "haecer-mon: no per-process energy series: out of memory\n");
+		tool_warn("no per-process energy series: out of memory");
+	if (serve_slurm_open(&server->state, options->slurm_dir != NULL
+						     ? options->slurm_dir
+						     : SERVE_DEFAULT_SLURM_DIR) < 0)
+		tool_warn("no Slurm step series: out of memory");
 	serve_loop(server, &wait_mask);
-	while (server->client_count > 0)
-		client_close(server, server->client_count - 1);
 	serve_state_free(&server->state);
-	close(server->listener);
-	free(server);
+	server_free(server);
 	return MON_EXIT_OK;
 }

@@ -62,6 +62,7 @@ struct serve_state {
 	bool ring_limit_warned;
 	uint32_t ring_limit_uid;   /* the uid the last "past its share" line named */
 	struct serve_attribution *attribution; /* per-process energy; NULL when off */
+	struct serve_slurm *slurm;  /* Slurm steps' energy; NULL when off */
 };
 
 /* collect.c */
@@ -86,13 +87,26 @@ int serve_attribution_open(struct serve_state *state, unsigned top, unsigned dep
 void serve_attribution_close(struct serve_state *state);
 void serve_attribution_tick(struct serve_state *state);
 void serve_attribution_render(const struct serve_state *state, FILE *out, bool openmetrics);
+/* serve_attribution.c: HELP, TYPE (and UNIT) of a counter family in joules; name without
+ * _total. */
+void serve_write_joules_family(FILE *out, bool openmetrics, const char *name, const char *help);
+
+/* serve_slurm.c: Slurm job steps' energy from the SPANK plugin's state files in dir
+ * (--slurm-dir, default SERVE_DEFAULT_SLURM_DIR), read at each tick. */
+#define SERVE_DEFAULT_SLURM_DIR "/run/haecer/slurm"
+int serve_slurm_open(struct serve_state *state, const char *dir);
+void serve_slurm_close(struct serve_state *state);
+void serve_slurm_tick(struct serve_state *state);
+void serve_slurm_render(const struct serve_state *state, FILE *out, bool openmetrics);
+
 /* metrics.c: a label value with \\, \" and \\n escaped. */
 void serve_write_label_value(FILE *out, const char *value);
 
-/* http.c: answer one complete request in `request` (NUL-terminated). Sets *response (malloc'ed)
- * and returns its length, or -ENOMEM; -EAGAIN when the request is not complete yet. */
-ssize_t serve_http_answer(struct serve_state *state, const char *request, size_t length,
-			  char **response);
-#define SERVE_MAX_REQUEST 8192u
+/* serve.c: what bounds a client (libmicrohttpd enforces them). A connection idle this long is
+ * closed; at most this many at once (less when the descriptor limit is lower); a request head
+ * beyond the memory limit is answered 431 and closed. */
+#define SERVE_CLIENT_TIMEOUT_S 10u
+#define SERVE_MAX_CONNECTIONS 4096u
+#define SERVE_CONNECTION_MEMORY 8192u
 
 #endif

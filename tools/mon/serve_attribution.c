@@ -8,6 +8,10 @@
  * from the attribution engine (attribution/attribution.h) fed each tick with the energy-pkg
  * energy msrd counted per package since the previous tick.
  *
+ * Per-process series follow who may see whose processes (rank.c): an exporter run as root (the
+ * operator's) exports every process; one run as another user only that user's processes (the
+ * others' energy stays in the cgroup and unattributed series).
+ *
  * Cardinality is bounded: N process series (a process that leaves the top N loses its series;
  * its energy stays in its cgroup's) and one series per distinct cgroup path cut to D levels
  * (at most SERVE_ATTRIBUTION_MAX_CGROUPS; the rest go to "/"). A cgroup's figure is its live
@@ -41,8 +45,7 @@ struct serve_attribution {
 	double idle_joules;
 	double other_joules;
 	double error_joules;
-	const struct attribution_process **order;
-	size_t order_size;
+	struct mon_rank rank;      /* visible processes by joules so far */
 	size_t top_count;
 	size_t cgroup_count;
 	struct exported_cgroup cgroups[SERVE_ATTRIBUTION_MAX_CGROUPS];
@@ -73,7 +76,7 @@ void serve_attribution_close(struct serve_state *state)
 	if (view == NULL)
 		return;
 	attribution_close(view->engine);
-	free(view->order);
+	mon_rank_free(&view->rank);
 	free(view);
 	state->attribution = NULL;
 }
@@ -133,31 +136,14 @@ static void sum_cgroups(struct serve_attribution *view)
 			view->cgroups[i].joules = view->cgroups[i].sum;
 }
 
-static int heavier(const void *a, const void *b)
-{
-	double left = (*(const struct attribution_process *const *)a)->joules_total;
-	double right = (*(const struct attribution_process *const *)b)->joules_total;
-	return (left < right) - (left > right);
-}
-
-/* The top N processes by joules so far, in view->order. 0 or -ENOMEM. */
+/* The top N visible processes by joules so far, in view->rank. 0 or -ENOMEM. */
 static int order_top(struct serve_attribution *view)
 {
-	const struct attribution_process *processes;
-	size_t count = attribution_processes(view->engine, &processes);
+	long count = mon_rank_processes(&view->rank, view->engine, MON_RANK_TOTAL);
 
-	if (count > view->order_size) {
-		const struct attribution_process **bigger =
-			reallocarray(view->order, count, sizeof(*bigger));
-		if (bigger == NULL)
-			return -ENOMEM;
-		view->order = bigger;
-		view->order_size = count;
-	}
-	for (size_t i = 0; i < count; i++)
-		view->order[i] = &processes[i];
-	qsort(view->order, count, sizeof(*view->order), heavier);
-	view->top_count = count < view->top ? count : view->top;
+	if (count < 0)
+		return (int)count;
+	view->top_count = (size_t)count < view->top ? (size_t)count : view->top;
 	return 0;
 }
 
@@ -211,7 +197,7 @@ void serve_attribution_tick(struct serve_state *state)
 		view->top_count = 0;
 }
 
-static void write_family(FILE *out, bool openmetrics, const char *name, const char *help)
+void serve_write_joules_family(FILE *out, bool openmetrics, const char *name, const char *help)
 {
 	fprintf(out, "# HELP %s%s %s\n", name, openmetrics ? "" : "_total", help);
 	fprintf(out, "# TYPE %s%s counter\n", name, openmetrics ? "" : "_total");
@@ -229,10 +215,10 @@ static void write_processes(FILE *out, const struct serve_attribution *view, boo
 {
 	if (view->top_count == 0)
 		return;
-	write_family(out, openmetrics, "haecer_process_energy_joules",
+	serve_write_joules_family(out, openmetrics, "haecer_process_energy_joules",
 		     "Package energy charged to a process by its CPU time (the top N by energy).");
 	for (size_t i = 0; i < view->top_count; i++) {
-		const struct attribution_process *process = view->order[i];
+		const struct attribution_process *process = view->rank.order[i];
 		fprintf(out, "haecer_process_energy_joules_total{pid=\"%d\",comm=\"",
 			(int)process->pid);
 		serve_write_label_value(out, process->comm);
@@ -248,7 +234,7 @@ static void write_cgroups(FILE *out, const struct serve_attribution *view, bool 
 {
 	if (view->cgroup_count == 0)
 		return;
-	write_family(out, openmetrics, "haecer_cgroup_energy_joules",
+	serve_write_joules_family(out, openmetrics, "haecer_cgroup_energy_joules",
 		     "Package energy charged to a cgroup's processes, exited ones included.");
 	for (size_t i = 0; i < view->cgroup_count; i++) {
 		fputs("haecer_cgroup_energy_joules_total{cgroup=\"", out);
@@ -261,19 +247,19 @@ static void write_cgroups(FILE *out, const struct serve_attribution *view, bool 
 static void write_rest(FILE *out, const struct serve_attribution *view, bool openmetrics,
 		       bool simulated)
 {
-	write_family(out, openmetrics, "haecer_unattributed_energy_joules",
+	serve_write_joules_family(out, openmetrics, "haecer_unattributed_energy_joules",
 		     "Package energy charged to no process: idle CPUs, or other (kernel, "
 		     "short-lived processes).");
 	fputs("haecer_unattributed_energy_joules_total{to=\"idle\"", out);
 	write_value(out, simulated, view->idle_joules);
 	fputs("haecer_unattributed_energy_joules_total{to=\"other\"", out);
 	write_value(out, simulated, view->other_joules);
-	write_family(out, openmetrics, "haecer_attributed_package_energy_joules",
+	serve_write_joules_family(out, openmetrics, "haecer_attributed_package_energy_joules",
 		     "Package energy the attribution has split since the exporter started: "
 		     "cgroups + idle + other.");
 	fputs("haecer_attributed_package_energy_joules_total{domain=\"energy-pkg\"", out);
 	write_value(out, simulated, view->package_joules);
-	write_family(out, openmetrics, "haecer_attribution_error_joules",
+	serve_write_joules_family(out, openmetrics, "haecer_attribution_error_joules",
 		     "The sum of the intervals' bounds on the process/other split.");
 	fputs("haecer_attribution_error_joules_total{kind=\"bound\"", out);
 	write_value(out, simulated, view->error_joules);

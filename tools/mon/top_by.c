@@ -4,6 +4,8 @@
  * attribution engine (attribution/attribution.h: the kernel's CPU time of each process and
  * cgroup, idle and other apart); rows show the TOP_BY_ROWS heaviest, then idle and other, so the
  * watts of a set add up to the package's. A service is a cgroup whose name ends in ".service".
+ * By process, a user other than root sees their own processes by name and everyone else's as
+ * one "[others]" row (rank.c).
  */
 #include "tools/mon/mon.h"
 
@@ -20,8 +22,9 @@ struct mon_top_by {
 	enum mon_by by;
 	struct attribution *engine;
 	struct mon_row row;
-	const void **order; /* rows of the set, heaviest first */
-	size_t order_size;
+	struct mon_rank processes;  /* by process: the visible ones, heaviest first */
+	const struct attribution_cgroup **cgroups; /* by cgroup or service, heaviest first */
+	size_t cgroups_size;
 };
 
 bool mon_parse_by(const char *text, enum mon_by *by)
@@ -59,15 +62,9 @@ void mon_top_by_close(struct mon_top_by *view)
 	if (!view)
 		return;
 	attribution_close(view->engine);
-	free(view->order);
+	mon_rank_free(&view->processes);
+	free(view->cgroups);
 	free(view);
-}
-
-static int heavier_process(const void *a, const void *b)
-{
-	double left = (*(const struct attribution_process *const *)a)->interval_joules;
-	double right = (*(const struct attribution_process *const *)b)->interval_joules;
-	return (left < right) - (left > right);
 }
 
 static int heavier_cgroup(const void *a, const void *b)
@@ -83,29 +80,26 @@ static bool is_service(const char *path)
 	return length > 8 && strcmp(path + length - 8, ".service") == 0;
 }
 
-/* The rows of this set, heaviest first, in view->order; their count or -ENOMEM. */
-static long order_rows(struct mon_top_by *view)
+/* The cgroups (or services) of the set, heaviest first, in view->cgroups; their count or
+ * -ENOMEM. */
+static long order_cgroups(struct mon_top_by *view)
 {
-	const struct attribution_process *processes;
 	const struct attribution_cgroup *cgroups;
-	size_t count = view->by == MON_BY_PROCESS ? attribution_processes(view->engine, &processes)
-						  : attribution_cgroups(view->engine, &cgroups);
-	if (count > view->order_size) {
-		const void **bigger = reallocarray(view->order, count, sizeof(*bigger));
+	size_t count = attribution_cgroups(view->engine, &cgroups);
+	size_t kept = 0;
+
+	if (count > view->cgroups_size) {
+		const struct attribution_cgroup **bigger =
+			reallocarray(view->cgroups, count, sizeof(*bigger));
 		if (!bigger)
 			return -ENOMEM;
-		view->order = bigger;
-		view->order_size = count;
+		view->cgroups = bigger;
+		view->cgroups_size = count;
 	}
-	size_t kept = 0;
-	for (size_t i = 0; i < count; i++) {
-		if (view->by == MON_BY_PROCESS)
-			view->order[kept++] = &processes[i];
-		else if (cgroups[i].seen && (view->by == MON_BY_CGROUP || is_service(cgroups[i].path)))
-			view->order[kept++] = &cgroups[i];
-	}
-	qsort(view->order, kept, sizeof(*view->order),
-	      view->by == MON_BY_PROCESS ? heavier_process : heavier_cgroup);
+	for (size_t i = 0; i < count; i++)
+		if (cgroups[i].seen && (view->by == MON_BY_CGROUP || is_service(cgroups[i].path)))
+			view->cgroups[kept++] = &cgroups[i];
+	qsort(view->cgroups, kept, sizeof(*view->cgroups), heavier_cgroup);
 	return (long)kept;
 }
 
@@ -144,21 +138,27 @@ int mon_top_by_print(struct mon_top_by *view, enum mon_format format, bool *head
 	int ret = attribution_step(view->engine, package_joules, packages, &interval);
 	if (ret < 0 || interval.package_joules <= 0 || interval_s <= 0)
 		return ret < 0 ? ret : 0;
-	long rows = order_rows(view);
+	long rows = view->by == MON_BY_PROCESS
+			    ? mon_rank_processes(&view->processes, view->engine, MON_RANK_INTERVAL)
+			    : order_cgroups(view);
 	if (rows < 0)
 		return (int)rows;
 	for (long i = 0; i < rows && i < (long)TOP_BY_ROWS; i++) {
 		if (view->by == MON_BY_PROCESS) {
-			const struct attribution_process *process = view->order[i];
+			const struct attribution_process *process = view->processes.order[i];
 			print_row(view, format, header_done, seconds, process, NULL,
 				  process->interval_joules / interval_s,
 				  process->error_joules / interval_s, simulated);
 		} else {
-			const struct attribution_cgroup *cgroup = view->order[i];
+			const struct attribution_cgroup *cgroup = view->cgroups[i];
 			print_row(view, format, header_done, seconds, NULL, cgroup->path,
 				  cgroup->interval_joules / interval_s, 0, simulated);
 		}
 	}
+	if (view->by == MON_BY_PROCESS && !mon_sees_every_process())
+		print_row(view, format, header_done, seconds, NULL, "[others]",
+			  view->processes.hidden_joules / interval_s,
+			  view->processes.hidden_error_joules / interval_s, simulated);
 	if (view->by == MON_BY_PROCESS) {
 		print_row(view, format, header_done, seconds, NULL, "[idle]",
 			  interval.idle_joules / interval_s, 0, simulated);

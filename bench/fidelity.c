@@ -441,6 +441,10 @@ int main(void)
 	check(haecer_connect(server.socket_path, &conn), "connect");
 	check(haecer_default_context(&ctx), "context");
 	check(haecer_counter_open_energy(ctx, 0, RAPL_DOMAIN_PKG, &pkg), "energy counter");
+	if (getenv("FIDELITY_FOLLOW_ONLY")) { /* iterating on the load-following part alone */
+		fidelity_follow(conn, pkg, &follow);
+		return msrd_stop(&server) < 0;
+	}
 	set_power(BASE_WATTS);
 	/* Before anything of this process asks for precise edges (regions and estimates do). */
 	precise_edge_cost();

@@ -569,19 +569,28 @@ static void closing_estimate(const struct haecer_counter *energy, struct update_
 /* The power the energy outside the region is counted at, from what was observed around it:
  * before the start update, after the closing one, and over the span between them (the region
  * with its lead and wait). A package's power follows its load (the client's own blocking round
- * trips, msrd's windows, other processes): the lead and the wait ran at none of these for sure,
- * so the middle of their range is taken and the whole spread, beside the largest own doubt, is
- * the doubt (the power outside the region lies in the spread or near it; a tight +- from the
- * power after alone was off by up to 290 times what it stated, issue 23). */
+ * trips, msrd's windows, other processes) and the register shows it only as averages over whole
+ * update intervals: the lead and the wait are parts of intervals, whose power can lie beyond the
+ * averages around them. Under load-following power (issue 23, bench/fidelity) every region that
+ * missed its +- missed it by its wait (the lead, at most a few microseconds after a precise
+ * start, and the update times were each off by microjoules), the wait's power up to 2.2 times
+ * the averages' spread beyond them, and reaching the package's maximum. So the bound is an
+ * interval: the averages' range widened by WIDEN_SPREAD times their spread on each side, cut to
+ * what the package can draw (0 to the domain's maximum); the estimate stays the middle of the
+ * averages (the most likely), the doubt reaches the farther end of the interval, beside the
+ * averages' own doubt. A tight +- from the power after alone was off by up to 290 times what it
+ * stated, from the spread alone up to 4 times. */
+#define WIDEN_SPREAD 2.0
+
 static void outside_power(const struct haecer_energy_region *region,
-			  const struct update_seen *closing, double raw_joules,
+			  const struct update_seen *closing, double raw_joules, double max_per_tick,
 			  const struct power *after, struct power *outside,
 			  struct haecer_energy_result *result)
 {
 	double lo = fmin(region->before_per_tick, after->per_tick);
 	double hi = fmax(region->before_per_tick, after->per_tick);
 	double own = fmax(region->before_doubt_per_tick, after->doubt_per_tick);
-	double span = NAN;
+	double span = NAN, floor, ceiling;
 
 	if (closing->tsc > region->start_update_tsc) {
 		span = raw_joules / (double)(closing->tsc - region->start_update_tsc);
@@ -589,7 +598,12 @@ static void outside_power(const struct haecer_energy_region *region,
 		hi = fmax(hi, span);
 	}
 	outside->per_tick = (lo + hi) / 2.0;
-	outside->doubt_per_tick = (hi - lo) + own;
+	floor = fmax(lo - WIDEN_SPREAD * (hi - lo), 0.0);
+	ceiling = hi + WIDEN_SPREAD * (hi - lo);
+	if (max_per_tick > hi)
+		ceiling = fmin(ceiling, max_per_tick);
+	outside->doubt_per_tick =
+		fmax(ceiling - outside->per_tick, outside->per_tick - floor) + own;
 	result->before_joules_per_tick = region->before_per_tick;
 	result->after_joules_per_tick = after->per_tick;
 	result->span_joules_per_tick = span;
@@ -619,7 +633,9 @@ static void region_result(const struct haecer_counter *energy,
 
 	memset(result, 0, sizeof(*result));
 	result->raw_joules = (double)(closing->after.total - region->start_total) * unit;
-	outside_power(region, closing, result->raw_joules, power, &outside, result);
+	outside_power(region, closing, result->raw_joules,
+		      tsc_hz ? haecer__energy_max_watts(energy) / (double)tsc_hz : 0.0, power,
+		      &outside, result);
 	per_tick = outside.per_tick;
 	result->joules_per_tick = per_tick;
 	result->wait_ticks = closing->tsc > called ? closing->tsc - called : 0;

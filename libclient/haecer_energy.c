@@ -612,8 +612,38 @@ static void outside_power(const struct haecer_energy_region *region,
 		result->doubt_reasons |= HAECER_ENERGY_DOUBT_POWER_CHANGED;
 }
 
+/* The update before the end call, when msrd's page bracketed it sharply (first: the end's
+ * first poll), replaces the closing one when it is nearer the call: the region's energy then
+ * needs the tail from it to the call instead of the wait from the call to the closing update,
+ * and the shorter of the two is the less energy counted at a power nobody observed (on average
+ * a quarter of an update interval instead of a half). Not when no update came inside the region
+ * (the tail would be all of it) or the closing update is that same update (msrd late). */
+static bool nearer_update(const struct haecer_counter *energy,
+			  const struct haecer_energy_region *region, const struct energy_sample *first,
+			  uint64_t called, struct update_seen *closing)
+{
+	struct update_seen previous = { .before = *first, .after = *first, .from_page = true };
+
+	if (first->edge_hi == 0 || first->edge_hi < first->edge_lo ||
+	    first->total == region->start_total || first->total == closing->after.total ||
+	    closing->tsc <= called)
+		return false;
+	previous.bracket = first->edge_hi - first->edge_lo;
+	previous.tsc = first->edge_lo + previous.bracket / 2;
+	if (!sharp(energy, &previous) || previous.tsc >= called ||
+	    previous.tsc <= region->start_update_tsc || called - previous.tsc >= closing->tsc - called)
+		return false;
+	/* SMIs: counted up to the closing update (a region an SMI hit just after its end is
+	 * filtered too: never missed). */
+	previous.after.smi = closing->after.smi;
+	previous.after.smi_exact = closing->after.smi_exact;
+	previous.after.after = closing->after.after;
+	*closing = previous;
+	return true;
+}
+
 static void region_result(const struct haecer_counter *energy,
-			  const struct haecer_energy_region *region, uint64_t called,
+			  const struct haecer_energy_region *region, uint64_t called, bool nearer,
 			  const struct update_seen *closing, const struct power *power,
 			  struct haecer_energy_result *result)
 {
@@ -652,7 +682,7 @@ static void region_result(const struct haecer_counter *energy,
 		(double)(result->wait_ticks + lead + result->tail_ticks) * outside.doubt_per_tick;
 	if (!sharp(energy, closing) && !closing->extrapolated)
 		result->doubt_reasons |= HAECER_ENERGY_DOUBT_BLURRED;
-	if (result->tail_ticks > 0)
+	if (result->tail_ticks > 0 && !nearer)
 		result->doubt_reasons |= HAECER_ENERGY_DOUBT_MSRD_LATE;
 	result->reliable = result->doubt_reasons == 0;
 	result->region_ticks = called - region->start_tsc;
@@ -734,7 +764,9 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 	error = haecer__counter_lock(energy, &ctx);
 	if (error < 0)
 		return error;
-	region_result(energy, region, called, &closing, &power, result);
+	region_result(energy, region, called,
+		      nearer_update(energy, region, &first, called, &closing),
+		      &closing, &power, result);
 	energy->joules_per_tick = power.per_tick;
 	energy->calibrated = true;
 	pthread_mutex_unlock(&ctx->lock);

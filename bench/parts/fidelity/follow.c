@@ -275,7 +275,11 @@ static void follow_condition(struct haecer_counter *pkg, enum follow_condition c
 		       "p95 |%%| %8.2f  worst |err|/stated %7.2f\n", follow_names[c],
 		       (double)follow_ns[l] / 1000.0, cell->count, covered_pct(cell),
 		       abs_pct(cell, 50), abs_pct(cell, 95), cell->worst_ratio);
-		keys->region_coverage_pct = min_or(keys->region_coverage_pct, covered_pct(cell));
+		/* A cell every region of which an SMI hit (10 ms regions on a loaded host) has
+		 * no coverage to take the minimum of: its row says 0 regions. */
+		if (cell->count > 0)
+			keys->region_coverage_pct =
+				min_or(keys->region_coverage_pct, covered_pct(cell));
 		if (cell->worst_ratio > keys->worst_err_over_stated)
 			keys->worst_err_over_stated = cell->worst_ratio;
 		if (c == QUIET_SPIN && follow_ns[l] == 300000)

@@ -623,6 +623,7 @@ static bool nearer_update(const struct haecer_counter *energy,
 			  uint64_t called, struct update_seen *closing)
 {
 	struct update_seen previous = { .before = *first, .after = *first, .from_page = true };
+	uint64_t update = energy->ctx->machine.tsc_hz * UPDATE_NS / 1000000000ull;
 
 	if (first->edge_hi == 0 || first->edge_hi < first->edge_lo ||
 	    first->total == region->start_total || first->total == closing->after.total ||
@@ -632,6 +633,12 @@ static bool nearer_update(const struct haecer_counter *energy,
 	previous.tsc = first->edge_lo + previous.bracket / 2;
 	if (!sharp(energy, &previous) || previous.tsc >= called ||
 	    previous.tsc <= region->start_update_tsc || called - previous.tsc >= closing->tsc - called)
+		return false;
+	/* Only the update right before the closing one, about one interval after the start
+	 * update or later: a page whose bracket is not its total's (a lapsed window, a restart)
+	 * would put the region's end anywhere. */
+	if (closing->tsc - previous.tsc < update / 2 || closing->tsc - previous.tsc > update * 3 / 2 ||
+	    previous.tsc - region->start_update_tsc < update / 2)
 		return false;
 	/* SMIs: counted up to the closing update (a region an SMI hit just after its end is
 	 * filtered too: never missed). */

@@ -567,19 +567,14 @@ static void closing_estimate(const struct haecer_counter *energy, struct update_
 }
 
 /* The power the energy outside the region is counted at, from what was observed around it:
- * before the start update, after the closing one, and over the span between them (the region
- * with its lead and wait). A package's power follows its load (the client's own blocking round
- * trips, msrd's windows, other processes) and the register shows it only as averages over whole
- * update intervals: the lead and the wait are parts of intervals, whose power can lie beyond the
- * averages around them. Under load-following power (issue 23, bench/fidelity) every region that
- * missed its +- missed it by its wait (the lead, at most a few microseconds after a precise
- * start, and the update times were each off by microjoules), the wait's power up to 2.2 times
- * the averages' spread beyond them, and reaching the package's maximum. So the bound is an
- * interval: the averages' range widened by WIDEN_SPREAD times their spread on each side, cut to
- * what the package can draw (0 to the domain's maximum); the estimate stays the middle of the
- * averages (the most likely), the doubt reaches the farther end of the interval, beside the
- * averages' own doubt. A tight +- from the power after alone was off by up to 290 times what it
- * stated, from the spread alone up to 4 times. */
+ * before the start update, after the closing one, and over the span between them. A package's
+ * power follows its load, and the register shows it only as averages over whole update
+ * intervals: the wait is part of an interval, and its power can lie beyond the averages around
+ * it (bench/fidelity under load-following power: every miss was its wait, up to 2.2 times the
+ * averages' spread beyond them, and at the package's maximum). So the bound is an interval: the
+ * averages' range widened by WIDEN_SPREAD times their spread on each side, cut to 0 and the
+ * domain's maximum; the estimate stays the middle of the averages. The spread alone was off by
+ * up to 4 times, the power after alone by up to 290 times what it stated (issue 23). */
 #define WIDEN_SPREAD 2.0
 
 static void outside_power(const struct haecer_energy_region *region,
@@ -612,17 +607,26 @@ static void outside_power(const struct haecer_energy_region *region,
 		result->doubt_reasons |= HAECER_ENERGY_DOUBT_POWER_CHANGED;
 }
 
+/* The lead's power is bounded by what the package can draw (0 to the domain's maximum), not
+ * by the powers observed around the region (region_result). */
+static double lead_doubt_per_tick(const struct haecer_counter *energy, double per_tick,
+				  double doubt_per_tick)
+{
+	double tsc_hz = (double)energy->ctx->machine.tsc_hz;
+	double max_per_tick = tsc_hz > 0.0 ? haecer__energy_max_watts(energy) / tsc_hz : 0.0;
+
+	return fmax(doubt_per_tick, fmax(per_tick, max_per_tick - per_tick));
+}
+
 /* The update before the end call, when msrd's page bracketed it sharply (first: the end's
  * first poll), bounds the region from the other side: its energy is the register up to that
  * update plus the tail from it to the call, and the tail ran the caller's own code, whose power
  * nobody observed apart from the span's average: anything from 0 to the domain's maximum. The
  * region lies in both intervals, the wait's (result) and this one, so in their intersection:
- * where the tail is short (the call came just after an update) this one is the tighter, where
- * the wait is short the wait's. Counting the tail at the observed powers instead (a first try)
- * stated +-55 uJ for a sleeping region 360 uJ off, marked reliable: the tail is not the polling
- * loop those powers were measured on. Only the update right before the closing one, at least
- * half an interval after the start: a page whose bracket is not its total's (a lapsed window,
- * a restart) would put the region's end anywhere. */
+ * where the tail is short this one is the tighter, where the wait is short the wait's (the
+ * tail at the observed polling powers stated +-55 uJ for a region 360 uJ off). Only the update
+ * right before the closing one, half an interval after the start or more: a page whose bracket
+ * is not its total's would put the region's end anywhere. */
 static void intersect_tail(const struct haecer_counter *energy,
 			   const struct haecer_energy_region *region,
 			   const struct energy_sample *first, uint64_t called,
@@ -631,7 +635,7 @@ static void intersect_tail(const struct haecer_counter *energy,
 	struct update_seen previous = { .before = *first, .after = *first, .from_page = true };
 	uint64_t update = energy->ctx->machine.tsc_hz * UPDATE_NS / 1000000000ull;
 	double max_per_tick = haecer__energy_max_watts(energy) / (double)energy->ctx->machine.tsc_hz;
-	double unit = energy->info.unit, raw, lead_j, lo, hi, own_lo, own_hi;
+	double unit = energy->info.unit, raw, lead_j, lead_doubt, lo, hi, own_lo, own_hi;
 
 	if (first->edge_hi == 0 || first->edge_hi < first->edge_lo || max_per_tick <= 0.0 ||
 	    first->total == region->start_total || first->total == closing->after.total)
@@ -644,11 +648,13 @@ static void intersect_tail(const struct haecer_counter *energy,
 		return;
 	raw = (double)(first->total - region->start_total) * unit;
 	lead_j = (double)result->lead_ticks * result->joules_per_tick;
+	lead_doubt = (double)result->lead_ticks *
+		     lead_doubt_per_tick(energy, result->joules_per_tick, 0.0);
 	/* The lead as the wait's bound counts it, the tail and both ends' half brackets at
 	 * anything from 0 to the maximum power, the units. */
-	lo = raw - lead_j - (double)(region->start_bracket / 2 + previous.bracket / 2) *
-				   max_per_tick - 2.0 * unit;
-	hi = raw - lead_j + (double)(called - previous.tsc + previous.bracket / 2 +
+	lo = raw - lead_j - lead_doubt -
+	     (double)(region->start_bracket / 2 + previous.bracket / 2) * max_per_tick - 2.0 * unit;
+	hi = raw - lead_j + lead_doubt + (double)(called - previous.tsc + previous.bracket / 2 +
 				   region->start_bracket / 2) * max_per_tick + 2.0 * unit;
 	own_lo = result->joules - result->uncertainty_joules;
 	own_hi = result->joules + result->uncertainty_joules;
@@ -692,12 +698,16 @@ static void region_result(const struct haecer_counter *energy,
 	result->wait_joules =
 		((double)(result->wait_ticks + lead) - (double)result->tail_ticks) * per_tick;
 	result->joules = result->raw_joules - result->wait_joules;
-	/* The units, the update times' blur at the power (which may be off itself), and the
-	 * power's doubt (its spread around the region and its own) over the whole wait, lead and
-	 * tail it is counted for. */
+	/* The units, the update times' blur at the power (which may be off itself), the power's
+	 * doubt (its spread around the region and its own) over the wait and tail it is counted
+	 * for, and over the lead anything the package can draw: the lead is the start's return
+	 * path, not the polling loop the powers were measured on, and a preempted client makes it
+	 * milliseconds of other processes' power (bench/fidelity, one other busy process: leads of
+	 * 0.9-5 ms off by up to 11.6 mJ). A lead of a few microseconds costs little this way. */
 	result->uncertainty_joules =
 		2.0 * unit + (double)blur * (per_tick + outside.doubt_per_tick) +
-		(double)(result->wait_ticks + lead + result->tail_ticks) * outside.doubt_per_tick;
+		(double)(result->wait_ticks + result->tail_ticks) * outside.doubt_per_tick +
+		(double)lead * lead_doubt_per_tick(energy, per_tick, outside.doubt_per_tick);
 	if (!sharp(energy, closing) && !closing->extrapolated)
 		result->doubt_reasons |= HAECER_ENERGY_DOUBT_BLURRED;
 	if (result->tail_ticks > 0)

@@ -300,7 +300,6 @@ void haecer__energy_lease_renew(struct haecer_counter *counter)
 {
 	struct haecer_context *ctx = counter->ctx;
 	uint64_t now = haecer__monotonic_raw_ns();
-
 	int error;
 
 	if (haecer__energy_virtual_time(ctx) ||

@@ -32,6 +32,8 @@
  * trips then grow and so do the short-region errors; the table shows the median round trip.
  *
  * FIDELITY_VERBOSE=PCT prints every region off by more than PCT % (its parts and stated +-).
+ * In the load-following part it prints every region beyond its +-, its error split into lead,
+ * wait and update times. FIDELITY_FOLLOW_ONLY=1 runs only the load-following part.
  *
  * Then the same under load-following power (no trace; bench/parts/fidelity/follow.c): coverage,
  * the share of results within their own stated +-, for regions, register differences and

@@ -13,9 +13,9 @@
  *    one in 20 beyond 3x it, and every result beyond 3x marked (reliable false, with its
  *    reasons). bench/fidelity measured 95.5-100 % within 1x per length and condition and
  *    none beyond 1.8x (2026-11-29, host load 130-500), the gcc build of this test 40 of 40
- *    within 1x; an ASan build under that load had 34 of 40 within 1x and two 1 ms regions at
- *    4.2x and 6.4x (both marked POWER_CHANGED, their +- tight: not yet explained), so the
- *    test's bounds leave room for ASan and a loaded host, where single results stray (the simulator samples clients' load every
+ *    within 1x, an ASan build 40 of 40 (an earlier version that counted the tail at the
+ *    polling powers had two at 4.2x and 6.4x under ASan); the test's bounds leave room for
+ *    ASan and a loaded host, where single results stray (the simulator samples clients' load every
  *    1 ms, the rest of the host in 50 ms windows of /proc/stat). SMI-disturbed regions are
  *    skipped, as callers are told to.
  */

@@ -565,15 +565,12 @@ static void closing_estimate(const struct haecer_counter *energy, struct update_
 	closing->anchor_bracket = sharp_one->bracket;
 }
 
-/* The power the energy outside the region is counted at, from what was observed around it:
- * before the start update, after the closing one, and over the span between them. A package's
- * power follows its load, and the register shows it only as averages over whole update
- * intervals: the wait is part of an interval, and its power can lie beyond the averages around
- * it (bench/fidelity under load-following power: every miss was its wait, up to 2.2 times the
- * averages' spread beyond them, and at the package's maximum). So the bound is an interval: the
- * averages' range widened by WIDEN_SPREAD times their spread on each side, cut to 0 and the
- * domain's maximum; the estimate stays the middle of the averages. The spread alone was off by
- * up to 4 times, the power after alone by up to 290 times what it stated (issue 23). */
+/* The power outside the region, from the averages observed before the start update, after
+ * the closing one and over the span. The register shows only whole intervals' averages, and
+ * the wait's power can lie beyond them (bench/fidelity: every miss was its wait, up to 2.2
+ * spreads beyond, or at the maximum). So the bound is an interval: their range widened by
+ * WIDEN_SPREAD spreads on each side, cut to 0 and the domain's maximum (all of that when they
+ * disagree); the estimate is their middle (the spread alone was off by up to 4x its +-). */
 #define WIDEN_SPREAD 2.0
 
 static void outside_power(const struct haecer_energy_region *region,
@@ -592,16 +589,18 @@ static void outside_power(const struct haecer_energy_region *region,
 		hi = fmax(hi, span);
 	}
 	outside->per_tick = (lo + hi) / 2.0;
-	floor = fmax(lo - WIDEN_SPREAD * (hi - lo), 0.0);
+	result->power_changed = hi - lo > 2.0 * own;
+	/* Averages that disagree: the power moved faster than the register shows (quiet host:
+	 * waits ran at the maximum with every average near half of it). */
+	floor = result->power_changed ? 0.0 : fmax(lo - WIDEN_SPREAD * (hi - lo), 0.0);
 	ceiling = hi + WIDEN_SPREAD * (hi - lo);
 	if (max_per_tick > hi)
-		ceiling = fmin(ceiling, max_per_tick);
+		ceiling = result->power_changed ? max_per_tick : fmin(ceiling, max_per_tick);
 	outside->doubt_per_tick =
 		fmax(ceiling - outside->per_tick, outside->per_tick - floor) + own;
 	result->before_joules_per_tick = region->before_per_tick;
 	result->after_joules_per_tick = after->per_tick;
 	result->span_joules_per_tick = span;
-	result->power_changed = hi - lo > 2.0 * own;
 	if (result->power_changed)
 		result->doubt_reasons |= HAECER_ENERGY_DOUBT_POWER_CHANGED;
 }

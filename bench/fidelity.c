@@ -32,6 +32,8 @@
  * trips then grow and so do the short-region errors; the table shows the median round trip.
  *
  * FIDELITY_VERBOSE=PCT prints every region off by more than PCT % (its parts and stated +-).
+ * In the load-following part it prints every region beyond its +-, its error split into lead,
+ * wait and update times. FIDELITY_FOLLOW_ONLY=1 runs only the load-following part.
  *
  * Then the same under load-following power (no trace; bench/parts/fidelity/follow.c): coverage,
  * the share of results within their own stated +-, for regions, register differences and
@@ -433,6 +435,10 @@ int main(void)
 	check(haecer_connect(server.socket_path, &conn), "connect");
 	check(haecer_default_context(&ctx), "context");
 	check(haecer_counter_open_energy(ctx, 0, RAPL_DOMAIN_PKG, &pkg), "energy counter");
+	if (getenv("FIDELITY_FOLLOW_ONLY")) { /* iterating on the load-following part alone */
+		fidelity_follow(conn, pkg, &follow);
+		return msrd_stop(&server) < 0;
+	}
 	set_power(BASE_WATTS);
 	/* Before anything of this process asks for precise edges (regions and estimates do). */
 	precise_edge_cost();

@@ -47,10 +47,6 @@
 #define CALIBRATION_UPDATES 4u
 #define CALIBRATION_MAX_UPDATES 1000u
 #define POLL_OPS 3
-/* The registers update "approximately every 1 ms" (SDM vol. 3B 14.9.3); the thesis saw them
- * within +-20 us of that (seed 001 2.3.2). */
-#define UPDATE_NS 1000000ull
-#define UPDATE_LATE_NS 50000ull
 /* How many updates a region end waits for sharp ones before it takes what it has. */
 #define SHARP_TRIES 8u
 #define WAIT_UPDATES_MAX 32u
@@ -373,35 +369,6 @@ int haecer__energy_check_counter(struct haecer_counter *counter)
 	return error;
 }
 
-/* How far the power energy / span can be from the truth when the span's two ends are each
- * known to half a bracket (halves: the two halves together) and the energy to one unit at each
- * end (a register floors what it counts): the larger distance to the highest power those allow,
- * (energy + unit) / (span - halves), and to the lowest, (energy - unit) / (span + halves). The
- * first-order doubt, power x halves / span, understates the high side, and badly when the
- * brackets are a sizeable part of the span: under valgrind (brackets of 0.5-1 ms over 1.5 ms)
- * 20 W was read at a constant 30 W with 7 W stated. Brackets that leave no span allow any
- * power up to the domain's maximum (max_power, in the same units; 0 when unknown). */
-double haecer__power_doubt(double energy, double unit, double span, double halves,
-			  double max_power)
-{
-	double power = energy / span;
-	double high = halves < span ? (energy + unit) / (span - halves) : HUGE_VAL;
-	double low = energy > unit ? (energy - unit) / (span + halves) : 0.0;
-
-	if (max_power > 0.0)
-		high = fmin(high, fmax(max_power, power));
-	return fmax(high - power, power - low);
-}
-
-/* The domain's maximum power in watts (PKG_POWER_INFO or msrd's default), 0 when unknown. */
-double haecer__energy_max_watts(const struct haecer_counter *counter)
-{
-	unsigned domain = counter->rapl_domain;
-
-	return domain < HAECER_RAPL_DOMAINS ?
-		       (double)counter->ctx->machine.rapl_max_power_mw[domain] / 1000.0 : 0.0;
-}
-
 /* Energy per TSC tick between two seen updates, and how far off it can be (power_doubt): each
  * update time is known to half its bracket, each total to one unit. A wide bracket (a window
  * that missed, a preempted poll) makes a wide doubt, never a silent one. */
@@ -547,7 +514,7 @@ static void closing_estimate(const struct haecer_counter *energy, struct update_
 			     const struct update_seen *sharp_one, bool power_sharp,
 			     double per_tick)
 {
-	double update_ticks = (double)energy->ctx->machine.tsc_hz * (double)UPDATE_NS / 1e9;
+	double update_ticks = (double)energy->ctx->machine.tsc_hz * (double)RAPL_UPDATE_NS / 1e9;
 	double updates;
 	uint64_t back, lo, hi;
 
@@ -569,22 +536,23 @@ static void closing_estimate(const struct haecer_counter *energy, struct update_
 	closing->anchor_bracket = sharp_one->bracket;
 }
 
-/* The power the energy outside the region is counted at, from what was observed around it:
- * before the start update, after the closing one, and over the span between them (the region
- * with its lead and wait). A package's power follows its load (the client's own blocking round
- * trips, msrd's windows, other processes): the lead and the wait ran at none of these for sure,
- * so the middle of their range is taken and the whole spread, beside the largest own doubt, is
- * the doubt (the power outside the region lies in the spread or near it; a tight +- from the
- * power after alone was off by up to 290 times what it stated, issue 23). */
+/* The power outside the region, from the averages observed before the start update, after
+ * the closing one and over the span. The register shows only whole intervals' averages, and
+ * the wait's power can lie beyond them (bench/fidelity: every miss was its wait, up to 2.2
+ * spreads beyond, or at the maximum). So the bound is an interval: their range widened by
+ * WIDEN_SPREAD spreads on each side, cut to 0 and the domain's maximum (all of that when they
+ * disagree); the estimate is their middle (the spread alone was off by up to 4x its +-). */
+#define WIDEN_SPREAD 2.0
+
 static void outside_power(const struct haecer_energy_region *region,
-			  const struct update_seen *closing, double raw_joules,
+			  const struct update_seen *closing, double raw_joules, double max_per_tick,
 			  const struct power *after, struct power *outside,
 			  struct haecer_energy_result *result)
 {
 	double lo = fmin(region->before_per_tick, after->per_tick);
 	double hi = fmax(region->before_per_tick, after->per_tick);
 	double own = fmax(region->before_doubt_per_tick, after->doubt_per_tick);
-	double span = NAN;
+	double span = NAN, floor, ceiling;
 
 	if (closing->tsc > region->start_update_tsc) {
 		span = raw_joules / (double)(closing->tsc - region->start_update_tsc);
@@ -592,13 +560,79 @@ static void outside_power(const struct haecer_energy_region *region,
 		hi = fmax(hi, span);
 	}
 	outside->per_tick = (lo + hi) / 2.0;
-	outside->doubt_per_tick = (hi - lo) + own;
+	result->power_changed = hi - lo > 2.0 * own;
+	/* Averages that disagree: the power moved faster than the register shows (quiet host:
+	 * waits ran at the maximum with every average near half of it). */
+	floor = result->power_changed ? 0.0 : fmax(lo - WIDEN_SPREAD * (hi - lo), 0.0);
+	ceiling = hi + WIDEN_SPREAD * (hi - lo);
+	if (max_per_tick > hi)
+		ceiling = result->power_changed ? max_per_tick : fmin(ceiling, max_per_tick);
+	outside->doubt_per_tick =
+		fmax(ceiling - outside->per_tick, outside->per_tick - floor) + own;
 	result->before_joules_per_tick = region->before_per_tick;
 	result->after_joules_per_tick = after->per_tick;
 	result->span_joules_per_tick = span;
-	result->power_changed = hi - lo > 2.0 * own;
 	if (result->power_changed)
 		result->doubt_reasons |= HAECER_ENERGY_DOUBT_POWER_CHANGED;
+}
+
+/* The lead's power is bounded by what the package can draw (0 to the domain's maximum), not
+ * by the powers observed around the region (region_result). */
+static double lead_doubt_per_tick(const struct haecer_counter *energy, double per_tick,
+				  double doubt_per_tick)
+{
+	double tsc_hz = (double)energy->ctx->machine.tsc_hz;
+	double max_per_tick = tsc_hz > 0.0 ? haecer__energy_max_watts(energy) / tsc_hz : 0.0;
+
+	return fmax(doubt_per_tick, fmax(per_tick, max_per_tick - per_tick));
+}
+
+/* The update before the end call, when msrd's page bracketed it sharply (first: the end's
+ * first poll), bounds the region from the other side: its energy is the register up to that
+ * update plus the tail from it to the call, and the tail ran the caller's own code, whose power
+ * nobody observed apart from the span's average: anything from 0 to the domain's maximum. The
+ * region lies in both intervals, the wait's (result) and this one, so in their intersection:
+ * where the tail is short this one is the tighter, where the wait is short the wait's (the
+ * tail at the observed polling powers stated +-55 uJ for a region 360 uJ off). Only the update
+ * right before the closing one, half an interval after the start or more: a page whose bracket
+ * is not its total's would put the region's end anywhere. */
+static void intersect_tail(const struct haecer_counter *energy,
+			   const struct haecer_energy_region *region,
+			   const struct energy_sample *first, uint64_t called,
+			   const struct update_seen *closing, struct haecer_energy_result *result)
+{
+	struct update_seen previous = { .before = *first, .after = *first, .from_page = true };
+	uint64_t update = energy->ctx->machine.tsc_hz * RAPL_UPDATE_NS / 1000000000ull;
+	double max_per_tick = haecer__energy_max_watts(energy) / (double)energy->ctx->machine.tsc_hz;
+	double unit = energy->info.unit, raw, lead_j, lead_doubt, lo, hi, own_lo, own_hi;
+
+	if (first->edge_hi == 0 || first->edge_hi < first->edge_lo || max_per_tick <= 0.0 ||
+	    first->total == region->start_total || first->total == closing->after.total)
+		return;
+	previous.bracket = first->edge_hi - first->edge_lo;
+	previous.tsc = first->edge_lo + previous.bracket / 2;
+	if (!sharp(energy, &previous) || previous.tsc >= called ||
+	    previous.tsc - region->start_update_tsc < update / 2 || closing->tsc <= previous.tsc ||
+	    closing->tsc - previous.tsc < update / 2 || closing->tsc - previous.tsc > update * 3 / 2)
+		return;
+	raw = (double)(first->total - region->start_total) * unit;
+	lead_j = (double)result->lead_ticks * result->joules_per_tick;
+	lead_doubt = (double)result->lead_ticks *
+		     lead_doubt_per_tick(energy, result->joules_per_tick, 0.0);
+	/* The lead as the wait's bound counts it, the tail and both ends' half brackets at
+	 * anything from 0 to the maximum power, the units. */
+	lo = raw - lead_j - lead_doubt -
+	     (double)(region->start_bracket / 2 + previous.bracket / 2) * max_per_tick - 2.0 * unit;
+	hi = raw - lead_j + lead_doubt + (double)(called - previous.tsc + previous.bracket / 2 +
+				   region->start_bracket / 2) * max_per_tick + 2.0 * unit;
+	own_lo = result->joules - result->uncertainty_joules;
+	own_hi = result->joules + result->uncertainty_joules;
+	if (hi <= own_lo || lo >= own_hi)
+		return; /* disjoint: one of them does not hold; keep the wider wait's */
+	lo = fmax(lo, own_lo);
+	hi = fmin(hi, own_hi);
+	result->joules = (lo + hi) / 2.0;
+	result->uncertainty_joules = (hi - lo) / 2.0;
 }
 
 static void region_result(const struct haecer_counter *energy,
@@ -613,7 +647,7 @@ static void region_result(const struct haecer_counter *energy,
 	/* How far each update estimate can be off: half its bracket (the gap between its two
 	 * polls, or msrd's bracket on a page with precise edges); counted back, the jitter of
 	 * two updates and the half bracket of the one counted from. */
-	uint64_t jitter = energy->ctx->machine.tsc_hz * UPDATE_LATE_NS / 1000000000ull;
+	uint64_t jitter = energy->ctx->machine.tsc_hz * RAPL_UPDATE_LATE_NS / 1000000000ull;
 	uint64_t blur = (closing->extrapolated ? jitter + closing->anchor_bracket / 2
 					       : closing->bracket / 2) +
 			region->start_bracket / 2;
@@ -622,7 +656,9 @@ static void region_result(const struct haecer_counter *energy,
 
 	memset(result, 0, sizeof(*result));
 	result->raw_joules = (double)(closing->after.total - region->start_total) * unit;
-	outside_power(region, closing, result->raw_joules, power, &outside, result);
+	outside_power(region, closing, result->raw_joules,
+		      tsc_hz ? haecer__energy_max_watts(energy) / (double)tsc_hz : 0.0, power,
+		      &outside, result);
 	per_tick = outside.per_tick;
 	result->joules_per_tick = per_tick;
 	result->wait_ticks = closing->tsc > called ? closing->tsc - called : 0;
@@ -631,12 +667,16 @@ static void region_result(const struct haecer_counter *energy,
 	result->wait_joules =
 		((double)(result->wait_ticks + lead) - (double)result->tail_ticks) * per_tick;
 	result->joules = result->raw_joules - result->wait_joules;
-	/* The units, the update times' blur at the power (which may be off itself), and the
-	 * power's doubt (its spread around the region and its own) over the whole wait, lead and
-	 * tail it is counted for. */
+	/* The units, the update times' blur at the power (which may be off itself), the power's
+	 * doubt (its spread around the region and its own) over the wait and tail it is counted
+	 * for, and over the lead anything the package can draw: the lead is the start's return
+	 * path, not the polling loop the powers were measured on, and a preempted client makes it
+	 * milliseconds of other processes' power (bench/fidelity, one other busy process: leads of
+	 * 0.9-5 ms off by up to 11.6 mJ). A lead of a few microseconds costs little this way. */
 	result->uncertainty_joules =
 		2.0 * unit + (double)blur * (per_tick + outside.doubt_per_tick) +
-		(double)(result->wait_ticks + lead + result->tail_ticks) * outside.doubt_per_tick;
+		(double)(result->wait_ticks + result->tail_ticks) * outside.doubt_per_tick +
+		(double)lead * lead_doubt_per_tick(energy, per_tick, outside.doubt_per_tick);
 	if (!sharp(energy, closing) && !closing->extrapolated)
 		result->doubt_reasons |= HAECER_ENERGY_DOUBT_BLURRED;
 	if (result->tail_ticks > 0)
@@ -724,62 +764,10 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 	if (error < 0)
 		return error;
 	region_result(energy, region, called, &closing, &power, result);
+	intersect_tail(energy, region, &first, called, &closing, result);
 	energy->joules_per_tick = power.per_tick;
 	energy->calibrated = true;
 	pthread_mutex_unlock(&ctx->lock);
 	haecer__energy_cost_result(region, &cost, result);
-	return 0;
-}
-
-/* ---- the per-domain counters of startEnergyRead / endEnergyRead ---- */
-
-static bool serves(const struct haecer_counter *counter, unsigned domain, uint32_t cpu)
-{
-	const struct event_rapl_domain *facts = event_db_rapl_domain(domain);
-	const struct haecer_context *ctx = counter->ctx;
-
-	if (!counter->region_counter || counter->info.counter_address != facts->energy_msr)
-		return false;
-	if (facts->scope == EVENT_RAPL_CORE)
-		return counter->info.cpu == cpu;
-	return counter->info.package == ctx->machine.cpu_package[cpu];
-}
-
-static struct haecer_counter *find_region_counter(struct haecer_context *ctx, unsigned domain,
-						  uint32_t cpu)
-{
-	struct haecer_counter *found = NULL;
-
-	pthread_mutex_lock(&ctx->lock);
-	for (struct haecer_counter *counter = ctx->counters; counter != NULL && found == NULL;
-	     counter = counter->next)
-		if (serves(counter, domain, cpu))
-			found = counter;
-	pthread_mutex_unlock(&ctx->lock);
-	return found;
-}
-
-int haecer__region_counter(struct haecer_context *ctx, unsigned domain,
-			   struct haecer_counter **out)
-{
-	struct haecer_counter *counter;
-	uint32_t cpu;
-	int error;
-
-	if (event_db_rapl_domain(domain) == NULL)
-		return haecer__fail(-EINVAL, "RAPL domain %u does not exist", domain);
-	error = haecer_context_current_cpu(ctx, &cpu);
-	if (error < 0)
-		return error;
-	counter = find_region_counter(ctx, domain, cpu);
-	if (counter == NULL) {
-		error = haecer_counter_open_energy(ctx, (int)cpu, domain, &counter);
-		if (error < 0)
-			return error;
-		pthread_mutex_lock(&ctx->lock);
-		counter->region_counter = true;
-		pthread_mutex_unlock(&ctx->lock);
-	}
-	*out = counter;
 	return 0;
 }

@@ -13,10 +13,6 @@
 #include <time.h>
 #include <x86intrin.h>
 
-/* The registers update "approximately every 1 ms" (SDM vol. 3B 14.9.3); the thesis saw them
- * within +-20 us of that (seed 001 2.3.2). */
-#define UPDATE_NS 1000000ull
-#define UPDATE_LATE_NS 50000ull
 /* haecer_counter_read_energy extrapolates only from updates bracketed at least this well: a
  * bracket's half is in the estimate's stated doubt, at the power and in the power's own doubt,
  * so a wider bracket costs a wider doubt, not a wrong value. At 50 us, a quarter of the
@@ -67,8 +63,8 @@ static bool estimate_now(const struct haecer_counter *counter,
 	 * whole update wide), an interval of about one update (+-20 %), and a reading that is the
 	 * page's own total. */
 	if (2 * half > ESTIMATE_BRACKET_MAX_NS || 2 * previous_half > ESTIMATE_BRACKET_MAX_NS ||
-	    edge <= previous || edge - previous > UPDATE_NS * 6 / 5 ||
-	    edge - previous < UPDATE_NS * 4 / 5 ||
+	    edge <= previous || edge - previous > RAPL_UPDATE_NS * 6 / 5 ||
+	    edge - previous < RAPL_UPDATE_NS * 4 / 5 ||
 	    (value & RAPL_ENERGY_COUNTER_MASK) != (page->total & RAPL_ENERGY_COUNTER_MASK))
 		return false;
 	seconds = (double)(edge - previous) / 1e9;
@@ -176,7 +172,7 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 	 * power of that moment, which a load that changes within milliseconds puts well above the
 	 * average (test_energy_accuracy's scripted load: 1.35 updates at the average power). */
 	watts = max_watts;
-	if (dated && previous_ns && at > previous_ns && at - previous_ns >= 10 * UPDATE_NS &&
+	if (dated && previous_ns && at > previous_ns && at - previous_ns >= 10 * RAPL_UPDATE_NS &&
 	    value >= previous_value)
 		watts = (double)(value - previous_value) * counter->info.unit /
 			((double)(at - previous_ns) / 1e9);
@@ -187,7 +183,7 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 	 * msrd's sample behind it was, or the round trip) at the domain's maximum power. An
 	 * update interval alone was exceeded by up to 21x under load-following power on a loaded
 	 * host, where msrd's page samples were late (issue 23). */
-	out->age_max_ns = UPDATE_NS + UPDATE_LATE_NS + doubt;
+	out->age_max_ns = RAPL_UPDATE_NS + RAPL_UPDATE_LATE_NS + doubt;
 	out->update_joules = fmax(max_watts, watts) * (double)out->age_max_ns / 1e9 +
 			     counter->info.unit;
 	out->watts_estimated = watts;
@@ -204,4 +200,33 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 			(double)out->update_age_ns / 1e9;
 	}
 	return 0;
+}
+
+/* How far the power energy / span can be from the truth when the span's two ends are each
+ * known to half a bracket (halves: the two halves together) and the energy to one unit at each
+ * end (a register floors what it counts): the larger distance to the highest power those allow,
+ * (energy + unit) / (span - halves), and to the lowest, (energy - unit) / (span + halves). The
+ * first-order doubt, power x halves / span, understates the high side, and badly when the
+ * brackets are a sizeable part of the span: under valgrind (brackets of 0.5-1 ms over 1.5 ms)
+ * 20 W was read at a constant 30 W with 7 W stated. Brackets that leave no span allow any
+ * power up to the domain's maximum (max_power, in the same units; 0 when unknown). */
+double haecer__power_doubt(double energy, double unit, double span, double halves,
+			  double max_power)
+{
+	double power = energy / span;
+	double high = halves < span ? (energy + unit) / (span - halves) : HUGE_VAL;
+	double low = energy > unit ? (energy - unit) / (span + halves) : 0.0;
+
+	if (max_power > 0.0)
+		high = fmin(high, fmax(max_power, power));
+	return fmax(high - power, power - low);
+}
+
+/* The domain's maximum power in watts (PKG_POWER_INFO or msrd's default), 0 when unknown. */
+double haecer__energy_max_watts(const struct haecer_counter *counter)
+{
+	unsigned domain = counter->rapl_domain;
+
+	return domain < HAECER_RAPL_DOMAINS ?
+		       (double)counter->ctx->machine.rapl_max_power_mw[domain] / 1000.0 : 0.0;
 }

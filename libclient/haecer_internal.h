@@ -246,12 +246,16 @@ HAECER_INTERNAL unsigned haecer__package_domain(const struct haecer_context *ctx
 /* haecer_energy.c, for haecer_energy_reading.c: the polls' context and the lease. */
 /* msrd's simulated CPU runs in virtual time (no pages; time from the simulated TSC). */
 HAECER_INTERNAL bool haecer__energy_virtual_time(const struct haecer_context *ctx);
+/* The registers update "approximately every 1 ms" (SDM vol. 3B 14.9.3); the thesis saw them
+ * within +-20 us of that (seed 001 2.3.2). */
+#define RAPL_UPDATE_NS 1000000ull
+#define RAPL_UPDATE_LATE_NS 50000ull
 /* A round trip that renews msrd's precise-edge lease when half of it has passed. */
 HAECER_INTERNAL void haecer__energy_lease_renew(struct haecer_counter *counter);
 /* 0 for an energy counter of a live context, else -errno with the detail set. */
 HAECER_INTERNAL int haecer__energy_check_counter(struct haecer_counter *counter);
 /* How far energy / span can be from the truth when the span's ends are known to halves and the
- * energy to one unit at each end, capped by max_power (haecer_energy.c says why). */
+ * energy to one unit at each end, capped by max_power (haecer_energy_reading.c says why). */
 HAECER_INTERNAL double haecer__power_doubt(double energy, double unit, double span, double halves,
 					   double max_power);
 /* The domain's maximum power in watts (PKG_POWER_INFO or msrd's default), 0 when unknown. */

@@ -4,19 +4,20 @@
  * SIM_ENERGY_AT at the region's ends.
  *
  *  - A region whose wait runs across a power step (imposed at 10 W, stepped to 40 W just before
- *    the end call) is marked (power_changed, not reliable) and its +- still holds (within 3x):
- *    the power after the closing update alone is not the wait's; a result must never state a
+ *    the end call) is marked (power_changed, not reliable) and its +- holds (within 1x): the
+ *    power after the closing update alone is not the wait's, and the +- is an interval over
+ *    the powers observed around the region, not their spread; a result must never state a
  *    tight +- that does not hold.
  *  - Sleeping regions (the client blocked in the kernel, the power following it down, the
- *    library's polling around the region busy): at least 70 % within their stated +-, and
- *    every result beyond 3x it marked (reliable false, with its reasons). bench/fidelity
- *    measured 90-100 % within 1x per length and one result in about 150 at 3.3x (2026-11-29,
- *    loaded host); asserting its
- *    targets (95 %, all within 3x) on ~40 regions would fail one run in a few, so the test
- *    holds the method to what it reliably does and the benchmark reports coverage. The
- *    simulator's load sampling (1 ms for clients, 50 ms windows of /proc/stat for the rest)
- *    and a loaded test host make single results stray. SMI-disturbed regions are skipped, as
- *    callers are told to.
+ *    library's polling around the region busy): at least 80 % within their stated +-, at most
+ *    one in 20 beyond 3x it, and every result beyond 3x marked (reliable false, with its
+ *    reasons). bench/fidelity measured 95.5-100 % within 1x per length and condition and
+ *    none beyond 1.8x (2026-11-29, host load 130-500), the gcc build of this test 40 of 40
+ *    within 1x, an ASan build 40 of 40 (an earlier version that counted the tail at the
+ *    polling powers had two at 4.2x and 6.4x under ASan); the test's bounds leave room for
+ *    ASan and a loaded host, where single results stray (the simulator samples clients' load every
+ *    1 ms, the rest of the host in 50 ms windows of /proc/stat). SMI-disturbed regions are
+ *    skipped, as callers are told to.
  */
 #include <errno.h>
 #include <math.h>
@@ -118,7 +119,7 @@ static void test_energy_step_in_the_wait_is_marked(void **state)
 		assert_true(result.power_changed);
 		assert_false(result.reliable);
 		assert_true(result.doubt_reasons & HAECER_ENERGY_DOUBT_POWER_CHANGED);
-		assert_true(fabs(error) <= 3.0 * result.uncertainty_joules);
+		assert_true(fabs(error) <= result.uncertainty_joules);
 		checked++;
 	}
 	assert_true(checked >= 3);
@@ -170,12 +171,9 @@ static void test_energy_sleeping_regions_covered(void **state)
 	}
 	fprintf(stderr, "%u of %u sleeping regions within their stated +-\n", within, checked);
 	assert_true(checked >= 10);
-	/* How many lie beyond 3x is printed, not bounded: the method's ± is not yet a bound under
-	 * load-following power (issue 23's target, none beyond 3x, is not met: fresh-clone ASan
-	 * runs had 2 of 40, at 3.05x and 4.66x, and one at 20x), but each such result was marked
-	 * (asserted above). */
 	fprintf(stderr, "%u beyond 3x their stated +-, every one marked not reliable\n", beyond3);
-	assert_true(within * 10 >= checked * 7);
+	assert_true(beyond3 * 20 <= checked);
+	assert_true(within * 100 >= checked * 80);
 	close_pkg(conn, ctx, pkg);
 }
 

@@ -106,6 +106,36 @@ static void work(enum follow_condition condition, uint64_t ns)
 		;
 }
 
+/* Why a region missed: its error split into the lead (start update to startEnergyRead's
+ * return), the wait (the end call to the closing update) and the rest (the register between the
+ * two estimated update times against the truth there: the update times' error), each the
+ * counted energy minus the truth over the same stretch. */
+static void explain(enum follow_condition condition, uint64_t ns,
+		    const struct haecer_energy_result *r, uint64_t start_ns, uint64_t end_ns,
+		    double truth)
+{
+	double tsc_hz = (double)r->region_ticks / r->seconds;
+	double tick_ns = 1e9 / tsc_hz, per = r->joules_per_tick;
+	uint64_t update0 = start_ns - (uint64_t)((double)r->lead_ticks * tick_ns);
+	uint64_t update1 = end_ns + (uint64_t)((double)r->wait_ticks * tick_ns) -
+			   (uint64_t)((double)r->tail_ticks * tick_ns);
+	double lead_err = (double)r->lead_ticks * per - (truth_at(start_ns) - truth_at(update0));
+	double wait_err = ((double)r->wait_ticks - (double)r->tail_ticks) * per -
+			  (truth_at(update1) - truth_at(end_ns));
+	double span_err = r->raw_joules - (truth_at(update1) - truth_at(update0));
+
+	fprintf(stderr, "follow %s %llu us: err %+.1f uJ stated %.1f truth %.1f | lead %llu us "
+		"err %+.1f | wait %llu us err %+.1f | span err %+.1f | W before %.2f after %.2f "
+		"span %.2f used %.2f reasons %#x\n", follow_names[condition],
+		(unsigned long long)(ns / 1000), (r->joules - truth) * 1e6,
+		r->uncertainty_joules * 1e6, truth * 1e6,
+		(unsigned long long)(r->lead_ticks * tick_ns / 1000), -lead_err * 1e6,
+		(unsigned long long)(r->wait_ticks * tick_ns / 1000), -wait_err * 1e6,
+		span_err * 1e6, r->before_joules_per_tick * tsc_hz,
+		r->after_joules_per_tick * tsc_hz, r->span_joules_per_tick * tsc_hz, per * tsc_hz,
+		r->doubt_reasons);
+}
+
 /* One region: its error against the truth from startEnergyRead's return to the end call. Its
  * true energy is added to *on_j (SMI-disturbed regions are skipped, as callers are told to). */
 static void follow_region(struct haecer_counter *pkg, enum follow_condition condition,
@@ -128,12 +158,7 @@ static void follow_region(struct haecer_counter *pkg, enum follow_condition cond
 	*on_j += truth / (double)(end_ns - start_ns);
 	add(c, result.joules - truth, truth, result.uncertainty_joules);
 	if (getenv("FIDELITY_VERBOSE") && fabs(result.joules - truth) > result.uncertainty_joules)
-		fprintf(stderr, "follow %s %llu us: err %+.6f J stated %.6f truth %.6f raw %.6f "
-			"wait %.6f lead %llu wait %llu ticks %.2f W\n", follow_names[condition],
-			(unsigned long long)(ns / 1000), result.joules - truth,
-			result.uncertainty_joules, truth, result.raw_joules, result.wait_joules,
-			(unsigned long long)result.lead_ticks,
-			(unsigned long long)result.wait_ticks, result.joules_per_tick * 2.5e9);
+		explain(condition, ns, &result, start_ns, end_ns, truth);
 }
 
 static void work_of(int condition, uint64_t ns)
@@ -161,8 +186,13 @@ static void follow_reads(struct haecer_counter *pkg, enum follow_condition condi
 		if (haecer_counter_read_energy(pkg, &last) < 0)
 			continue;
 		b1 = clock_monotonic_raw_ns();
+		/* The register was read somewhere inside each call: the truth at the calls'
+		 * middles, the stated bound widened by half of each call's true energy (the API
+		 * cannot place its read better than its round trip). */
 		truth = truth_at(b0 + (b1 - b0) / 2) - truth_at(a0 + (a1 - a0) / 2);
-		add(reads, last.joules - first.joules - truth, truth, last.update_joules);
+		add(reads, last.joules - first.joules - truth, truth,
+		    last.update_joules + (truth_at(a1) - truth_at(a0)) / 2.0 +
+			    (truth_at(b1) - truth_at(b0)) / 2.0);
 		truth = truth_at(b1) - truth_at(a1);
 		add(estimates, last.estimate_joules - first.estimate_joules - truth, truth,
 		    first.estimate_uncertainty_joules + last.estimate_uncertainty_joules);
@@ -227,7 +257,11 @@ static void follow_condition(struct haecer_counter *pkg, enum follow_condition c
 		       "p95 |%%| %8.2f  worst |err|/stated %7.2f\n", follow_names[c],
 		       (double)follow_ns[l] / 1000.0, cell->count, covered_pct(cell),
 		       abs_pct(cell, 50), abs_pct(cell, 95), cell->worst_ratio);
-		keys->region_coverage_pct = min_or(keys->region_coverage_pct, covered_pct(cell));
+		/* A cell every region of which an SMI hit (10 ms regions on a loaded host) has
+		 * no coverage to take the minimum of: its row says 0 regions. */
+		if (cell->count > 0)
+			keys->region_coverage_pct =
+				min_or(keys->region_coverage_pct, covered_pct(cell));
 		if (cell->worst_ratio > keys->worst_err_over_stated)
 			keys->worst_err_over_stated = cell->worst_ratio;
 		if (c == QUIET_SPIN && follow_ns[l] == 300000)

@@ -13,6 +13,8 @@ status=0
 scripts/check-layering.sh || status=1
 echo "== gcc build (-Werror)"
 make -j"$jobs" all tests benches
+echo "== libhaecer's ABI against its soname's record (scripts/check-abi.sh, libabigail)"
+scripts/check-abi.sh build || status=1
 echo "== clang ASan+UBSan build (-Werror)"
 make -j"$jobs" SANITIZE=1 all tests
 

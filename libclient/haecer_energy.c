@@ -631,8 +631,12 @@ static void intersect_tail(const struct haecer_counter *energy,
 		return; /* disjoint: one of them does not hold; keep the wider wait's */
 	lo = fmax(lo, own_lo);
 	hi = fmin(hi, own_hi);
-	result->joules = (lo + hi) / 2.0;
-	result->uncertainty_joules = (hi - lo) / 2.0;
+	/* The estimate stays the wait's (the power observed around the region), moved only as far
+	 * as needed into the intersection, and the +- reaches both of its ends: the middle of an
+	 * interval that is anything the package can draw is a worse estimate than the observed
+	 * power (bench/fidelity, quiet host: 300 us regions' p95 error 18 % -> 84 % with it). */
+	result->joules = fmin(fmax(result->joules, lo), hi);
+	result->uncertainty_joules = fmax(result->joules - lo, hi - result->joules);
 }
 
 static void region_result(const struct haecer_counter *energy,

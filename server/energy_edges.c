@@ -499,11 +499,15 @@ void energy_edges_set(struct msrd *server, const bool *wanted)
 	struct energy_state *energy = &server->energy;
 	bool on = false;
 	uint64_t now = clock_monotonic_raw_ns();
+	uint32_t before = 0, after = 0;
 
 	for (uint32_t i = 0; i < energy->count; i++) {
 		struct energy_edge_model *model = &energy->counters[i].edge;
 		bool want = wanted != NULL && wanted[i] &&
 			    !backend_sim_virtual_time(server->backend);
+
+		before += model->wanted;
+		after += want;
 
 		if (want && !model->wanted && model->locked && now > model->anchor_ns &&
 		    now - model->anchor_ns < EDGE_KEEP_GRID_NS) {
@@ -528,6 +532,11 @@ void energy_edges_set(struct msrd *server, const bool *wanted)
 	 * msrd at debug). */
 	if (on != energy->edges_on && on)
 		log_debug("energy pages: precise edges on");
+	/* Which registers: a holder's windows run only for the entries it read (issue 28), and
+	 * tests/server/test_energy_edges_entries checks that through this line. */
+	if (on && after != before)
+		log_debug("energy pages: precise edges for %u of %u registers", after,
+			  energy->count);
 	if (on != energy->edges_on && !on) {
 		uint64_t windows = 0, sharp = 0;
 

@@ -404,6 +404,46 @@ static void test_listen_every_interface(void **state)
 	free(err);
 }
 
+/* Started without --listen, serve listens on loopback only (127.0.0.1:9464, the port
+ * registered for OpenTelemetry's Prometheus exporter, tools/mon/serve.h): nobody off the host
+ * reaches it unless asked, and it does not warn. Skipped when that port is taken already
+ * (another exporter on the host, or a serve of a parallel test run). */
+#define DEFAULT_PORT 9464u
+static void test_listen_loopback_by_default(void **state)
+{
+	const char *arguments[] = { "serve", NULL };
+	struct sockaddr_in address = { .sin_family = AF_INET, .sin_port = htons(DEFAULT_PORT) };
+	struct http_reply reply;
+	struct proc serve;
+	char line[128], *err = NULL;
+	int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), bound;
+
+	(void)state;
+	address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(probe >= 0);
+	bound = bind(probe, (const struct sockaddr *)&address, sizeof(address));
+	close(probe);
+	if (bound < 0)
+		skip(); /* port DEFAULT_PORT in use on this host */
+	mon_start(&serve, server.socket_path, arguments);
+	serve_test_running = serve.pid;
+	if (!read_line(serve.out, line, sizeof(line), MON_TEST_TIMEOUT_MS)) {
+		/* Taken between the probe and serve's own bind: skip; any other end fails. */
+		serve_test_running = 0;
+		assert_int_not_equal(proc_finish(&serve, NULL, &err, MON_TEST_TIMEOUT_MS), 0);
+		assert_non_null(strstr(err, "in use"));
+		free(err);
+		skip();
+	}
+	assert_string_equal(line, "listening on 127.0.0.1:9464");
+	http_get(DEFAULT_PORT, "/metrics", NULL, &reply);
+	assert_int_equal(reply.code, 200);
+	free(reply.text);
+	serve_stop(&serve, &err);
+	assert_null(strstr(err, "non-loopback"));
+	free(err);
+}
+
 /* The Slurm plugin's step files (tools/mon/serve_slurm.c): a root-owned one is exported with
  * its labels, one owned by another uid is not (anyone could invent jobs), and none is read
  * from a directory others may write. */
@@ -446,6 +486,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_listen_every_interface, serve_teardown),
+		cmocka_unit_test_teardown(test_listen_loopback_by_default, serve_teardown),
 		cmocka_unit_test_teardown(test_formats, serve_teardown),
 		cmocka_unit_test_teardown(test_only_get_metrics, serve_teardown),
 		cmocka_unit_test_teardown(test_rings_come_and_go, serve_teardown),

@@ -639,28 +639,6 @@ static void intersect_tail(const struct haecer_counter *energy,
 	result->uncertainty_joules = fmax(result->joules - lo, hi - result->joules);
 }
 
-/* Whatever the method states, the region drew between nothing and the domain's maximum power
- * over its own time: a +- wider than that (a short region beside a wait whose power nobody
- * observed) is cut to that range, and the estimate is the middle of what is left, as the
- * lead's and the wait's bounds are. The maximum gets one energy unit and 1 % on top for the
- * clocks' reading around the region. */
-static void bound_by_maximum(const struct haecer_counter *energy,
-			     struct haecer_energy_result *result)
-{
-	double tsc_hz = (double)energy->ctx->machine.tsc_hz;
-	double most = haecer__energy_max_watts(energy) * (double)result->region_ticks / tsc_hz;
-	double lo = fmax(result->joules - result->uncertainty_joules, 0.0);
-	double hi = result->joules + result->uncertainty_joules;
-
-	if (tsc_hz <= 0.0 || most <= 0.0)
-		return;
-	hi = fmin(hi, most * 1.01 + energy->info.unit);
-	if (hi <= lo)
-		return; /* the method and the maximum disagree: keep the method's, it is marked */
-	result->joules = (lo + hi) / 2.0;
-	result->uncertainty_joules = (hi - lo) / 2.0;
-}
-
 static void region_result(const struct haecer_counter *energy,
 			  const struct haecer_energy_region *region, uint64_t called,
 			  const struct update_seen *closing, const struct power *power,
@@ -791,7 +769,6 @@ int haecer_energy_end(struct haecer_counter *energy, struct haecer_energy_region
 		return error;
 	region_result(energy, region, called, &closing, &power, result);
 	intersect_tail(energy, region, &first, called, &closing, result);
-	bound_by_maximum(energy, result);
 	energy->joules_per_tick = power.per_tick;
 	energy->calibrated = true;
 	pthread_mutex_unlock(&ctx->lock);

@@ -5,8 +5,7 @@
  * holding 1 J and die 1's 3 J. serve used to read one CPU a package and so published die 0's
  * 1 J as the package; now haecer_energy_joules_total of the package is both dies' 4 J, and
  * haecer_die_energy_joules_total gives each die's own (a separate family, so summing the first
- * by package never counts a die twice). A single-die package has no die series
- * (tests/mon/test_serve.c's machine).
+ * by package never counts a die twice; serve writes it only for packages of several dies).
  */
 #include <sys/stat.h>
 

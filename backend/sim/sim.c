@@ -346,8 +346,15 @@ static uint64_t sim_observe(struct sim *sim, bool register_access)
 
 /* ---- RAPL ---- */
 
+#define FEMTOJOULES_PER_MICROJOULE 1000000000u
+
+/* Whole register units in the energy up to the last update (a unit code: 2^-e J, or 2^e uJ). */
 static uint64_t domain_units(const struct sim_domain *domain)
 {
+	if (rapl_unit_code_is_microjoule(domain->exponent))
+		return (uint64_t)(domain->update_fj /
+				  ((sim_u128)FEMTOJOULES_PER_MICROJOULE
+				   << (domain->exponent & RAPL_UNIT_CODE_MICROJOULE_MAX_E)));
 	return (uint64_t)((domain->update_fj << domain->exponent) / FEMTOJOULES_PER_JOULE);
 }
 

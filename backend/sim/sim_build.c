@@ -28,9 +28,14 @@ static uint64_t watts_to_microwatts(double watts)
 	return (uint64_t)llround(watts * 1e6);
 }
 
+/* The domain's unit code, as the kernel's drivers decide it from the unit register
+ * (hw/rapl_quirks.h: Silvermont/Airmont count 2^ESU uJ), unless the model fixes it. */
 static uint32_t domain_exponent(const struct sim_model *model, const struct sim_model_domain *d)
 {
-	return d->energy_exponent ? *d->energy_exponent : RAPL_UNIT_ENERGY(model->rapl->unit);
+	if (d->energy_exponent)
+		return *d->energy_exponent;
+	return rapl_unit_code_of(cpu_vendor_is_intel(model->vendor), model->family, model->model,
+				 (int)d->domain, model->rapl->unit);
 }
 
 static uint64_t domain_phase(const struct sim *sim, enum rapl_domain kind)

@@ -18,6 +18,8 @@
 #include "backend/backend.h"
 #include "backend/sim/sim_load.h"
 #include "backend/sim/sim_model.h"
+#include "hw/rapl_quirks.h"
+#include "hw/vendor.h"
 
 #define SIM_NS_PER_SECOND 1000000000ull
 #define SIM_UPDATE_NS 1000000ull      /* ideal: RAPL energy registers change every 1 ms */
@@ -71,7 +73,7 @@ struct sim_history_entry {
 struct sim_domain {
 	enum rapl_domain kind;
 	uint32_t index;         /* position in sim->domains: selects its jitter */
-	uint32_t exponent;      /* J = units * 2^-exponent */
+	uint32_t exponent;      /* unit code: J = units * 2^-exponent, or 2^(e & 31) uJ at 0x80 | e */
 	uint64_t idle_uw;
 	uint64_t span_uw;       /* max - idle */
 	uint32_t first_cpu;     /* CPUs first_cpu .. first_cpu + cpus - 1 drive this domain */

@@ -1,6 +1,7 @@
 /*
  * tools/mon/collect.c — what `haecer-mon serve` exports: msrd's 64-bit energy totals per RAPL
- * domain and package (a multi-die package's dies summed), and the latest readings of every ring the caller may monitor.
+ * domain and package (a multi-die package's dies summed), and the latest readings of every
+ * ring the caller may monitor.
  *
  * Energy totals never wrap (msrd extends the 32-bit registers), so they are Prometheus counters
  * as they are. Power is the energy of the last complete window of at least one interval, so a

@@ -121,9 +121,11 @@ void sim_domain_set_power(const struct sim *sim, struct sim_domain *domain)
 
 	if (domain->traced)
 		return;
-	for (uint32_t i = domain->first_cpu; i < domain->first_cpu + domain->cpus; i++) {
+	for (uint32_t i = domain->first_cpu; i < domain->first_cpu + domain->span; i++) {
 		const struct sim_cpu *cpu = &sim->cpus[i];
 
+		if (cpu->domain[domain->kind] != domain->index)
+			continue;
 		weighted += (sim_u128)cpu->load * (domain->clocked ? cpu->power_q : SIM_POWER_ONE);
 	}
 	span = (sim_u128)domain->span_uw * weighted /

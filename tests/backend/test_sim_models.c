@@ -146,6 +146,7 @@ static void test_bad_models(void **state)
 		GOOD_HEADER "rapl:\n  unit: 0xA1003\n  domains:\n"
 			    "    - {domain: pkg, idle_watts: 3, max_watts: 2}\n",
 		GOOD_HEADER "registers:\n  - {address: 0x10, value: 0}\n", /* TSC is simulated */
+		GOOD_HEADER "dies_per_package: 3\n",            /* 2 cores cannot be 3 dies */
 		"vendor: CyrixInstead\nmodel_name: x\nfamily: 6\nmodel: 1\nstepping: 0\n"
 		"packages: 1\ncpus_per_package: 1\nthreads_per_core: 1\n"
 		"core_hz: 1000000000\ntsc_hz: 1000000000\n",

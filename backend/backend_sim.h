@@ -50,7 +50,7 @@ struct sim_energy_truth {
 	uint64_t last_update_ns;    /* time of that update */
 	unsigned __int128 femtojoules; /* exact: energy since the start in 1e-15 J (= µW * ns) */
 	uint64_t power_microwatts;  /* current power: idle + (max - idle) * mean load */
-	uint32_t energy_exponent;   /* unit of the register: 2^-energy_exponent J */
+	uint32_t energy_exponent;   /* unit code of the register: 2^-e J (Atom: 0x80 | e, 2^e uJ) */
 	uint64_t smi_count;         /* SMIs since the start (also on models without
 				     * MSR_SMI_COUNT) */
 };

@@ -16,6 +16,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "hw/rapl_quirks.h"
+#include "hw/vendor.h"
+
 static const char *sysfs_root(const struct backend_options *options)
 {
 	return options->sysfs_root ? options->sysfs_root : options->dev_root;
@@ -87,6 +90,26 @@ static struct msr_backend *try_backend(const struct backend_options *options,
 	return backend;
 }
 
+/* Granite Rapids' PSYS is TPMI's (hw/rapl_quirks.h): no MSR backend has it, powercap does when
+ * the kernel has a psys zone, and one msrd serves every energy domain from one backend. */
+static void report_psys(const struct backend_options *options, const struct machine_info *info,
+			FILE *out)
+{
+	char why[512];
+	struct msr_backend *powercap;
+	bool zone;
+
+	if (!rapl_psys_without_msr(cpu_vendor_is_intel(info->vendor), info->family, info->model))
+		return;
+	powercap = try_backend(options, BACKEND_POWERCAP, why, sizeof(why));
+	zone = powercap && ((powercap->info.rapl_domains | powercap->info.rapl_dormant_domains) &
+			    (1u << RAPL_DOMAIN_PSYS));
+	backend_close(powercap);
+	fprintf(out, "energy-psys: no MSR-side source on this model (it is in TPMI); psys: use "
+		"--backend powercap (%s)\n", zone ? "the kernel's psys zone is there"
+					      : "no psys zone in sys/class/powercap here");
+}
+
 static void report_energy(const struct backend_options *options, FILE *out)
 {
 	static const enum backend_kind order[] = { BACKEND_MSR, BACKEND_MSR_SAFE,
@@ -99,12 +122,15 @@ static void report_energy(const struct backend_options *options, FILE *out)
 						     backend->info.rapl_dormant_domains
 					   : 0;
 
-		backend_close(backend);
 		if (domains) {
 			fprintf(out, "energy (RAPL): %s (domain mask %#x)\n",
 				backend_kind_name(order[i]), domains);
+			if (order[i] != BACKEND_POWERCAP)
+				report_psys(options, &backend->info, out);
+			backend_close(backend);
 			return;
 		}
+		backend_close(backend);
 		/* powercap's reason names itself already; the device backends' name a path. */
 		snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s%s%s",
 			 i ? "; " : "", order[i] == BACKEND_POWERCAP ? "" : backend_kind_name(order[i]),

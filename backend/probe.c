@@ -222,8 +222,7 @@ static bool psys_without_msr(const struct machine_info *info)
 	if (!rapl_psys_without_msr(cpu_vendor_is_intel(info->vendor), info->family, info->model))
 		return false;
 	log_info("backend: Granite Rapids: the platform energy (energy-psys) has no MSR-side "
-		 "source (it is in TPMI); msrd --backend powercap serves it from the kernel's psys "
-		 "zone");
+		 "source (it is in TPMI); psys: use --backend powercap (the kernel's psys zone)");
 	return true;
 }
 

@@ -121,9 +121,11 @@ void sim_domain_set_power(const struct sim *sim, struct sim_domain *domain)
 
 	if (domain->traced)
 		return;
-	for (uint32_t i = domain->first_cpu; i < domain->first_cpu + domain->cpus; i++) {
+	for (uint32_t i = domain->first_cpu; i < domain->first_cpu + domain->span; i++) {
 		const struct sim_cpu *cpu = &sim->cpus[i];
 
+		if (cpu->domain[domain->kind] != domain->index)
+			continue;
 		weighted += (sim_u128)cpu->load * (domain->clocked ? cpu->power_q : SIM_POWER_ONE);
 	}
 	span = (sim_u128)domain->span_uw * weighted /
@@ -346,8 +348,15 @@ static uint64_t sim_observe(struct sim *sim, bool register_access)
 
 /* ---- RAPL ---- */
 
+#define FEMTOJOULES_PER_MICROJOULE 1000000000u
+
+/* Whole register units in the energy up to the last update (a unit code: 2^-e J, or 2^e uJ). */
 static uint64_t domain_units(const struct sim_domain *domain)
 {
+	if (rapl_unit_code_is_microjoule(domain->exponent))
+		return (uint64_t)(domain->update_fj /
+				  ((sim_u128)FEMTOJOULES_PER_MICROJOULE
+				   << (domain->exponent & RAPL_UNIT_CODE_MICROJOULE_MAX_E)));
 	return (uint64_t)((domain->update_fj << domain->exponent) / FEMTOJOULES_PER_JOULE);
 }
 

@@ -28,9 +28,14 @@ static uint64_t watts_to_microwatts(double watts)
 	return (uint64_t)llround(watts * 1e6);
 }
 
+/* The domain's unit code, as the kernel's drivers decide it from the unit register
+ * (hw/rapl_quirks.h: Silvermont/Airmont count 2^ESU uJ), unless the model fixes it. */
 static uint32_t domain_exponent(const struct sim_model *model, const struct sim_model_domain *d)
 {
-	return d->energy_exponent ? *d->energy_exponent : RAPL_UNIT_ENERGY(model->rapl->unit);
+	if (d->energy_exponent)
+		return *d->energy_exponent;
+	return rapl_unit_code_of(cpu_vendor_is_intel(model->vendor), model->family, model->model,
+				 (int)d->domain, model->rapl->unit);
 }
 
 static uint64_t domain_phase(const struct sim *sim, enum rapl_domain kind)
@@ -44,56 +49,100 @@ static uint64_t domain_phase(const struct sim *sim, enum rapl_domain kind)
 	return 0;
 }
 
-/* One instance per package (per core for AMD's core energy); each CPU learns its instances. */
+static uint32_t dies_of(const struct sim_model *model)
+{
+	return model->dies_per_package > 1 ? model->dies_per_package : 1;
+}
+
+/* One instance of `config` driven by the CPUs among first .. first + span - 1 that `member`
+ * says are its own (a die's, a package's or a core's); each of them learns it. */
+static int add_domain(struct sim *sim, const struct sim_model_domain *config, uint32_t first,
+		      uint32_t span, bool (*member)(const struct sim_cpu *, uint32_t), uint32_t id)
+{
+	struct sim_domain *domain = &sim->domains[sim->domain_count];
+
+	*domain = (struct sim_domain){
+		.kind = config->domain,
+		.index = sim->domain_count,
+		.phase_ns = domain_phase(sim, config->domain),
+		.exponent = domain_exponent(sim->model, config),
+		.idle_uw = watts_to_microwatts(config->idle_watts),
+		.span_uw = watts_to_microwatts(config->max_watts) -
+			   watts_to_microwatts(config->idle_watts),
+		.first_cpu = first,
+		.span = span,
+		.clocked = config->domain != RAPL_DOMAIN_DRAM && config->domain != RAPL_DOMAIN_PP1,
+		.t = sim->start_ns,
+		.law = { .seg_t0 = sim->start_ns, .from_uw = UINT64_MAX },
+		.history = calloc(SIM_HISTORY, sizeof(struct sim_history_entry)),
+	};
+	if (!domain->history)
+		return -ENOMEM;
+	for (uint32_t cpu = first; cpu < first + span; cpu++) {
+		if (!member(&sim->cpus[cpu], id))
+			continue;
+		sim->cpus[cpu].domain[config->domain] = domain->index;
+		domain->cpus++;
+	}
+	sim->domain_count++;
+	sim_domain_set_power(sim, domain);
+	sim_rough_last_update(sim, domain, sim->start_ns, &domain->update_ns);
+	return 0;
+}
+
+static bool any_cpu(const struct sim_cpu *cpu, uint32_t id)
+{
+	(void)cpu;
+	(void)id;
+	return true;
+}
+
+static bool of_die(const struct sim_cpu *cpu, uint32_t die)
+{
+	return cpu->die == die;
+}
+
+/* One instance per package, or per die where the model has several a package (Intel: RAPL is
+ * die-scope there), per core for AMD's core energy; each CPU learns its instances. */
 static int build_domains(struct sim *sim)
 {
 	const struct sim_model *model = sim->model;
-	uint32_t threads = model->threads_per_core, count = 0;
+	uint32_t threads = model->threads_per_core, dies = dies_of(model), count = 0;
+	int ret = 0;
 
 	if (!model->rapl)
 		return 0;
 	for (unsigned i = 0; i < model->rapl->domains_count; i++) {
 		bool per_core = model->rapl->domains[i].domain == RAPL_DOMAIN_AMD_CORE;
 
-		count += per_core ? sim->cpu_count / threads : model->packages;
+		count += per_core ? sim->cpu_count / threads : model->packages * dies;
 	}
 	sim->domains = calloc(count, sizeof(*sim->domains));
 	if (!sim->domains)
 		return -ENOMEM;
-	for (unsigned i = 0; i < model->rapl->domains_count; i++) {
+	for (unsigned i = 0; i < model->rapl->domains_count && ret == 0; i++) {
 		const struct sim_model_domain *config = &model->rapl->domains[i];
-		bool per_core = config->domain == RAPL_DOMAIN_AMD_CORE;
-		uint32_t group = per_core ? threads : model->cpus_per_package;
 
-		for (uint32_t first = 0; first < sim->cpu_count; first += group) {
-			struct sim_domain *domain = &sim->domains[sim->domain_count];
-
-			*domain = (struct sim_domain){
-				.kind = config->domain,
-				.index = sim->domain_count,
-				.phase_ns = domain_phase(sim, config->domain),
-				.exponent = domain_exponent(model, config),
-				.idle_uw = watts_to_microwatts(config->idle_watts),
-				.span_uw = watts_to_microwatts(config->max_watts) -
-					   watts_to_microwatts(config->idle_watts),
-				.first_cpu = first,
-				.cpus = group,
-				.clocked = config->domain != RAPL_DOMAIN_DRAM &&
-					   config->domain != RAPL_DOMAIN_PP1,
-				.t = sim->start_ns,
-				.law = { .seg_t0 = sim->start_ns, .from_uw = UINT64_MAX },
-				.history = calloc(SIM_HISTORY, sizeof(struct sim_history_entry)),
-			};
-			if (!domain->history)
-				return -ENOMEM;
-			sim->domain_count++;
-			sim_domain_set_power(sim, domain);
-			sim_rough_last_update(sim, domain, sim->start_ns, &domain->update_ns);
-			for (uint32_t cpu = first; cpu < first + group; cpu++)
-				sim->cpus[cpu].domain[config->domain] = domain->index;
+		if (config->domain == RAPL_DOMAIN_AMD_CORE) {
+			for (uint32_t first = 0; first < sim->cpu_count && ret == 0; first += threads)
+				ret = add_domain(sim, config, first, threads, any_cpu, 0);
+			continue;
 		}
+		for (uint32_t die = 0; die < model->packages * dies && ret == 0; die++)
+			ret = add_domain(sim, config, die / dies * model->cpus_per_package,
+					 model->cpus_per_package, of_die, die);
 	}
-	return 0;
+	return ret;
+}
+
+/* Linux numbers the threads of a core n and n + cores of the package (sim_clock.c); a die holds
+ * an equal run of the package's cores. */
+static uint32_t die_of_cpu(const struct sim_model *model, uint32_t cpu)
+{
+	uint32_t cores = model->cpus_per_package / model->threads_per_core;
+	uint32_t core = cpu % model->cpus_per_package % cores;
+
+	return cpu / model->cpus_per_package * dies_of(model) + core / (cores / dies_of(model));
 }
 
 static int build_cpus(struct sim *sim)
@@ -111,6 +160,7 @@ static int build_cpus(struct sim *sim)
 		cpu->clock_q = SIM_CLOCK_ONE;
 		cpu->power_q = SIM_POWER_ONE;
 		cpu->package = i / model->cpus_per_package;
+		cpu->die = die_of_cpu(model, i);
 		cpu->source = sim->virtual_time ? SIM_LOAD_FIXED : SIM_LOAD_HOST;
 		for (uint32_t kind = 0; kind < RAPL_DOMAIN_COUNT; kind++)
 			cpu->domain[kind] = SIM_NO_DOMAIN;
@@ -176,8 +226,12 @@ static void fill_info(struct sim *sim, const char *name)
 		memcpy(info->cpuid_0a, model->cpuid_0a, sizeof(info->cpuid_0a));
 	info->cpu_count = sim->cpu_count;
 	info->package_count = model->packages;
-	for (uint32_t cpu = 0; cpu < sim->cpu_count; cpu++)
+	for (uint32_t cpu = 0; cpu < sim->cpu_count; cpu++) {
 		info->cpu_package[cpu] = (uint16_t)sim->cpus[cpu].package;
+		info->cpu_die[cpu] = (uint16_t)sim->cpus[cpu].die;
+	}
+	if (dies_of(model) > 1)
+		info->die_count = model->packages * dies_of(model);
 	fill_rapl_info(sim, info);
 	info->tsc_hz = model->tsc_hz;
 	info->tsc_source = TSC_SOURCE_SIMULATED;

@@ -18,6 +18,8 @@
 #include "backend/backend.h"
 #include "backend/sim/sim_load.h"
 #include "backend/sim/sim_model.h"
+#include "hw/rapl_quirks.h"
+#include "hw/vendor.h"
 
 #define SIM_NS_PER_SECOND 1000000000ull
 #define SIM_UPDATE_NS 1000000ull      /* ideal: RAPL energy registers change every 1 ms */
@@ -71,11 +73,13 @@ struct sim_history_entry {
 struct sim_domain {
 	enum rapl_domain kind;
 	uint32_t index;         /* position in sim->domains: selects its jitter */
-	uint32_t exponent;      /* J = units * 2^-exponent */
+	uint32_t exponent;      /* unit code: J = units * 2^-exponent, or 2^(e & 31) uJ at 0x80 | e */
 	uint64_t idle_uw;
 	uint64_t span_uw;       /* max - idle */
-	uint32_t first_cpu;     /* CPUs first_cpu .. first_cpu + cpus - 1 drive this domain */
-	uint32_t cpus;
+	uint32_t first_cpu;     /* its CPUs are among first_cpu .. first_cpu + span - 1 */
+	uint32_t span;          /* (those whose domain[kind] is this one: a die's CPUs are two
+				 * runs of its package's when threads share a core) */
+	uint32_t cpus;          /* how many CPUs drive this domain */
 	bool clocked;           /* a busy CPU's share grows with its clock (not DRAM, not PP1) */
 	bool traced;            /* a power trace sets the power, not the load */
 	struct sim_power_law law;
@@ -106,6 +110,7 @@ struct sim_cpu {
 	uint32_t load;
 	enum sim_load_source source;
 	uint32_t package;
+	uint32_t die;           /* dense (package, die) index; the package when one die each */
 	uint32_t domain[RAPL_DOMAIN_COUNT]; /* index into sim->domains, or SIM_NO_DOMAIN */
 	int64_t tsc_offset;
 	uint64_t evtsel[SIM_MAX_GP_COUNTERS];

@@ -161,6 +161,8 @@ static const cyaml_schema_field_t model_fields[] = {
 			 cpus_per_package),
 	CYAML_FIELD_UINT("threads_per_core", CYAML_FLAG_DEFAULT, struct sim_model,
 			 threads_per_core),
+	CYAML_FIELD_UINT("dies_per_package", CYAML_FLAG_OPTIONAL, struct sim_model,
+			 dies_per_package),
 	CYAML_FIELD_UINT("core_hz", CYAML_FLAG_DEFAULT, struct sim_model, core_hz),
 	CYAML_FIELD_UINT("tsc_hz", CYAML_FLAG_DEFAULT, struct sim_model, tsc_hz),
 	{
@@ -364,6 +366,12 @@ static const char *check_topology(const struct sim_model *model)
 	if (model->threads_per_core < 1 || model->threads_per_core > 8 ||
 	    model->cpus_per_package % model->threads_per_core != 0)
 		return "threads_per_core: must be 1..8 and divide cpus_per_package";
+	if (model->dies_per_package > 8 ||
+	    (model->dies_per_package > 1 &&
+	     ((model->cpus_per_package / model->threads_per_core) % model->dies_per_package != 0 ||
+	      sim_model_is_amd(model) || (model->clock && model->clock->power_limit))))
+		return "dies_per_package: at most 8, dividing the cores, Intel only, without "
+		       "clock.power_limit (PL1 is per package)";
 	if (model->core_hz < 1000000 || model->core_hz > 20000000000ull)
 		return "core_hz: must be 1 MHz..20 GHz";
 	if (model->tsc_hz < 1000000 || model->tsc_hz > 20000000000ull)

@@ -97,6 +97,7 @@ struct sim_model {
 	unsigned packages;
 	unsigned cpus_per_package;
 	unsigned threads_per_core;
+	unsigned dies_per_package;  /* 0 or 1: one; more: RAPL per die (Cascade Lake-AP) */
 	uint64_t core_hz;
 	uint64_t tsc_hz;
 	uint32_t *cpuid_0a;         /* 4 values, NULL on parts without Intel arch perfmon */

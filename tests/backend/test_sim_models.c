@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "hw/rapl_quirks.h"
 #include "tests/backend/backend_test.h"
 
 static void test_list_models(void **state)
@@ -15,14 +16,16 @@ static void test_list_models(void **state)
 	char names[8][32];
 
 	(void)state;
-	assert_int_equal(backend_sim_list_models(test_models_dir(), names, 8), 4);
-	assert_string_equal(names[0], "sandybridge");
-	assert_string_equal(names[1], "skylake-sp");
-	assert_string_equal(names[2], "zen3");
-	assert_string_equal(names[3], "zen4");
+	assert_int_equal(backend_sim_list_models(test_models_dir(), names, 8), 6);
+	assert_string_equal(names[0], "baytrail");
+	assert_string_equal(names[1], "cascadelake-ap");
+	assert_string_equal(names[2], "sandybridge");
+	assert_string_equal(names[3], "skylake-sp");
+	assert_string_equal(names[4], "zen3");
+	assert_string_equal(names[5], "zen4");
 	assert_int_equal(backend_sim_list_models(test_models_dir(), names, 1), 1);
 	setenv("HAECER_MODELS_DIR", test_models_dir(), 1);
-	assert_int_equal(backend_sim_list_models(NULL, names, 8), 4);
+	assert_int_equal(backend_sim_list_models(NULL, names, 8), 6);
 	unsetenv("HAECER_MODELS_DIR");
 	assert_int_equal(backend_sim_list_models("/nonexistent/models", names, 8), -ENOENT);
 }
@@ -101,6 +104,35 @@ static int open_model(const char *dir, const char *name)
 	"clock: {turbo_mhz: " bins ", min_mhz: 800, noise_mhz: 30, noise_interval_us: 500, " \
 	"power_exponent: 2.0}\n"
 
+/* Bay Trail (06_37) counts energy in 2^ESU uJ, as the kernel's rapl_check_unit_atom has it: the
+ * unit register 0x505 is 32 uJ a count (code 0x85), and the simulated register moves by the
+ * ground truth's energy in 32 uJ counts (0.5 W idle for 1 s: 15 625), not in 2^-5 J ones. */
+static void test_baytrail_atom_unit(void **state)
+{
+	struct msr_backend *backend = open_virtual_sim("baytrail", 0);
+	struct sim_energy_truth truth;
+	struct machine_info info;
+	uint64_t before, after;
+
+	(void)state;
+	assert_int_equal(backend_machine_info(backend, &info), 0);
+	assert_int_equal(info.model, 0x37);
+	assert_int_equal(info.cpu_count, 4);
+	assert_int_equal(info.tsc_hz, 1460000000u);
+	assert_int_equal(info.rapl_power_unit, 0x505);
+	assert_int_equal(info.rapl_energy_exponent[RAPL_DOMAIN_PKG], 0x85);
+	assert_int_equal(info.rapl_energy_exponent[RAPL_DOMAIN_PP0], 0x85);
+	assert_true(rapl_unit_code_joules(0x85) == 32e-6);
+	before = read_or_die(backend, 0, MSR_PKG_ENERGY_STATUS);
+	assert_int_equal(backend_sim_advance(backend, NS_PER_S), 0);
+	after = read_or_die(backend, 0, MSR_PKG_ENERGY_STATUS);
+	assert_int_equal(backend_sim_energy_truth(backend, 0, RAPL_DOMAIN_PKG, &truth), 0);
+	assert_int_equal(truth.energy_exponent, 0x85);
+	assert_int_equal(after, truth.units_at_update);
+	assert_true(after - before >= 15625 - 20 && after - before <= 15625 + 20);
+	backend_close(backend);
+}
+
 static void test_bad_models(void **state)
 {
 	static const char *const bad[] = {
@@ -114,6 +146,7 @@ static void test_bad_models(void **state)
 		GOOD_HEADER "rapl:\n  unit: 0xA1003\n  domains:\n"
 			    "    - {domain: pkg, idle_watts: 3, max_watts: 2}\n",
 		GOOD_HEADER "registers:\n  - {address: 0x10, value: 0}\n", /* TSC is simulated */
+		GOOD_HEADER "dies_per_package: 3\n",            /* 2 cores cannot be 3 dies */
 		"vendor: CyrixInstead\nmodel_name: x\nfamily: 6\nmodel: 1\nstepping: 0\n"
 		"packages: 1\ncpus_per_package: 1\nthreads_per_core: 1\n"
 		"core_hz: 1000000000\ntsc_hz: 1000000000\n",
@@ -157,6 +190,7 @@ int main(void)
 		cmocka_unit_test(test_list_models),
 		cmocka_unit_test(test_cpuid_facts),
 		cmocka_unit_test(test_bad_models),
+		cmocka_unit_test(test_baytrail_atom_unit),
 	};
 
 	test_quiet_logs();

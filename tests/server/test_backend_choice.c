@@ -209,6 +209,34 @@ static void test_probe(void **state)
 	free(root);
 }
 
+/* Granite Rapids (06_AD) on the msr backend: PSYS has no MSR-side source, and --probe and the
+ * log (backend/probe.c) point to powercap, whose psys zone the tree has (one msrd serves one backend's energy). */
+static void test_probe_granite_rapids_psys(void **state)
+{
+	char *root = new_root(), *out = NULL, msrd_path[PATH_MAX];
+	const char *argv[] = { msrd_path, "--probe", "--dev-root", root, NULL };
+
+	(void)state;
+	make_tree(root, true, false);
+	tree_put_cpuid(root, 0, 1, 0x000A06D1u, 0, 0, 0);
+	tree_put_msr(root, 0, "msr", 0x606, STANDIN_SNB_ENERGY_UNIT);
+	tree_put_msr(root, 0, "msr", 0x611, 1000);
+	tree_put_msr(root, 0, "msr", 0x64D, 5000); /* readable, yet not Granite Rapids' PSYS */
+	tree_write_text(root, "sys/class/powercap/intel-rapl:1/name", "psys\n");
+	tree_write_text(root, "sys/class/powercap/intel-rapl:1/max_energy_range_uj",
+			"262143328850\n");
+	tree_write_text(root, "sys/class/powercap/intel-rapl:1/energy_uj", "7000000\n");
+	snprintf(msrd_path, sizeof(msrd_path), "%s/msrd", harness_build_dir());
+	assert_int_equal(harness_run(argv, &out, NULL), 0);
+	assert_non_null(strstr(out, "energy (RAPL): msr ("));
+	assert_non_null(strstr(out, "energy-psys: no MSR-side source on this model (it is in "
+				    "TPMI); psys: use --backend powercap (the kernel's psys zone "
+				    "is there)\n"));
+	free(out);
+	harness_remove_tree(root);
+	free(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -217,6 +245,7 @@ int main(void)
 		cmocka_unit_test(test_auto_without_anything_fails),
 		cmocka_unit_test(test_encoding_against_format),
 		cmocka_unit_test(test_probe),
+		cmocka_unit_test(test_probe_granite_rapids_psys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

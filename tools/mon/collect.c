@@ -1,6 +1,7 @@
 /*
  * tools/mon/collect.c — what `haecer-mon serve` exports: msrd's 64-bit energy totals per RAPL
- * domain and package, and the latest readings of every ring the caller may monitor.
+ * domain and package (a multi-die package's dies summed), and the latest readings of every
+ * ring the caller may monitor.
  *
  * Energy totals never wrap (msrd extends the 32-bit registers), so they are Prometheus counters
  * as they are. Power is the energy of the last complete window of at least one interval, so a
@@ -53,21 +54,39 @@ void serve_state_free(struct serve_state *state)
 
 /* ---- energy ---- */
 
-/* Every (domain, package) the machine has, each read on the first CPU of its package. */
+/* The entry of (name, package) already found, else a new one; NULL when full. */
+static struct serve_domain *domain_of(struct serve_state *state, const char *name,
+				      uint32_t package)
+{
+	for (size_t i = 0; i < state->domain_count; i++)
+		if (strcmp(state->domains[i].name, name) == 0 && state->domains[i].package == package)
+			return &state->domains[i];
+	if (state->domain_count == SERVE_MAX_DOMAINS)
+		return NULL;
+	return &state->domains[state->domain_count++];
+}
+
+/* Every (domain, package) the machine has, each die of a multi-die package read on a CPU of
+ * that die (RAPL is die-scope there; the package is the sum). */
 static void find_domains(struct serve_state *state, const struct haecer_machine_info *machine)
 {
 	struct mon_energy_domain found[SERVE_MAX_DOMAINS];
-	size_t count = mon_energy_domains(machine, found, SERVE_MAX_DOMAINS);
+	size_t count = mon_energy_dies(machine, found, SERVE_MAX_DOMAINS);
 
 	state->domain_count = 0;
-	for (size_t i = 0; i < count; i++)
-		state->domains[state->domain_count++] = (struct serve_domain){
-			.name = found[i].name,
-			.package = found[i].package,
-			.cpu = found[i].cpu,
-			.address = found[i].address,
-			.exponent = found[i].exponent,
-		};
+	for (size_t i = 0; i < count; i++) {
+		struct serve_domain *domain = domain_of(state, found[i].name, found[i].package);
+		if (domain == NULL || domain->die_count == SERVE_MAX_DIES)
+			continue;
+		if (domain->die_count == 0)
+			*domain = (struct serve_domain){
+				.name = found[i].name,
+				.package = found[i].package,
+				.address = found[i].address,
+				.exponent = found[i].exponent,
+			};
+		domain->cpus[domain->die_count++] = found[i].cpu;
+	}
 }
 
 static void drop_connection(struct serve_state *state, int status)
@@ -156,6 +175,22 @@ static void sample_domain(struct serve_domain *domain, uint64_t total, double no
 	domain->window_start = now;
 }
 
+/* The domain's total: its dies' totals, each rounded to the resolution, summed. */
+static int read_domain(struct serve_state *state, struct serve_domain *domain, uint64_t *sum)
+{
+	*sum = 0;
+	for (size_t die = 0; die < domain->die_count; die++) {
+		uint64_t total;
+		int status = haecer_energy_read(state->conn, domain->cpus[die], domain->address,
+						NULL, &total);
+		if (status < 0)
+			return status;
+		domain->die_totals[die] = publishable(state, domain, total);
+		*sum += domain->die_totals[die];
+	}
+	return 0;
+}
+
 static void sample_energy(struct serve_state *state)
 {
 	state->energy_sampled_at = mon_now();
@@ -165,8 +200,7 @@ static void sample_energy(struct serve_state *state)
 		int status;
 		if (domain->refused || state->energy_status != 0)
 			continue;
-		status = haecer_energy_read(state->conn, domain->cpu, domain->address, NULL,
-					    &total);
+		status = read_domain(state, domain, &total);
 		if (status == -EOPNOTSUPP) {
 			state->energy_status = status;
 			tool_warn("msrd does not provide energy totals "
@@ -177,8 +211,7 @@ static void sample_energy(struct serve_state *state)
 		} else if (status < 0) {
 			note_refusal(domain, state->conn, status);
 		} else {
-			sample_domain(domain, publishable(state, domain, total), mon_now(),
-				      state->interval);
+			sample_domain(domain, total, mon_now(), state->interval);
 		}
 	}
 }

@@ -57,10 +57,9 @@ static bool first_cpu_of(const struct haecer_machine_info *machine, uint32_t pac
 /* Entries of one domain of one package: one per die of the package when energy is per die
  * (Intel multi-die packages: HAECER_MACHINE_DIES), else one. */
 static size_t package_entries(const struct haecer_machine_info *machine, enum rapl_domain domain,
-			      uint32_t package, bool per_die, struct mon_energy_domain *out,
-			      size_t max)
+			      uint32_t package, struct mon_energy_domain *out, size_t max)
 {
-	bool dies = per_die && (machine->flags & HAECER_MACHINE_DIES);
+	bool dies = (machine->flags & HAECER_MACHINE_DIES) != 0;
 	uint32_t cpus = machine->cpu_count < HAECER_MAX_CPUS ? machine->cpu_count
 							       : HAECER_MAX_CPUS;
 	size_t count = 0;
@@ -82,8 +81,8 @@ static size_t package_entries(const struct haecer_machine_info *machine, enum ra
 	return count;
 }
 
-static size_t energy_entries(const struct haecer_machine_info *machine, bool per_die,
-			     struct mon_energy_domain *out, size_t max)
+size_t mon_energy_dies(const struct haecer_machine_info *machine, struct mon_energy_domain *out,
+		       size_t max)
 {
 	size_t count = 0;
 
@@ -92,7 +91,7 @@ static size_t energy_entries(const struct haecer_machine_info *machine, bool per
 		if (!(machine->rapl_domains & (1u << domain)))
 			continue;
 		for (uint32_t package = 0; package < machine->package_count; package++) {
-			count += package_entries(machine, domain, package, per_die, out + count,
+			count += package_entries(machine, domain, package, out + count,
 						 max - count);
 			/* PSYS is the platform's: one, read through the first package. */
 			if (!rapl_registers[reg].per_package)
@@ -100,16 +99,4 @@ static size_t energy_entries(const struct haecer_machine_info *machine, bool per
 		}
 	}
 	return count;
-}
-
-size_t mon_energy_domains(const struct haecer_machine_info *machine,
-			  struct mon_energy_domain *out, size_t max)
-{
-	return energy_entries(machine, false, out, max);
-}
-
-size_t mon_energy_dies(const struct haecer_machine_info *machine, struct mon_energy_domain *out,
-		       size_t max)
-{
-	return energy_entries(machine, true, out, max);
 }

@@ -48,6 +48,12 @@ static const struct family energy_joules = {
 	"haecer_energy_joules", true, "joules",
 	"Energy of a RAPL domain since msrd began sampling it (msrd's 64-bit total)."
 };
+/* A separate family, so summing haecer_energy_joules by package never counts a die twice. */
+static const struct family die_energy_joules = {
+	"haecer_die_energy_joules", true, "joules",
+	"Energy of a RAPL domain of one die of a multi-die package (Cascade Lake-AP); "
+	"haecer_energy_joules is their sum."
+};
 static const struct family power_watts = {
 	"haecer_power_watts", false, "watts",
 	"Average power of a RAPL domain over the last sampling window."
@@ -167,6 +173,24 @@ static void domain_labels(const struct serve_domain *domain, struct labels *labe
 	label(labels, "package", "%u", domain->package);
 }
 
+/* Each die's own total, only for packages whose dies have their own registers. */
+static void write_die_energy(struct writer *writer, const struct serve_state *state)
+{
+	struct labels labels;
+
+	for (size_t i = 0; i < state->domain_count; i++) {
+		const struct serve_domain *domain = &state->domains[i];
+		if (domain->die_count < 2 || !domain->have_total || domain->refused)
+			continue;
+		for (size_t die = 0; die < domain->die_count; die++) {
+			domain_labels(domain, &labels);
+			label(&labels, "die", "%zu", die);
+			sample_double(writer, &die_energy_joules, &labels,
+				      mon_joules(domain->die_totals[die], domain->exponent));
+		}
+	}
+}
+
 static void write_energy(struct writer *writer, const struct serve_state *state)
 {
 	struct labels labels;
@@ -185,6 +209,7 @@ static void write_energy(struct writer *writer, const struct serve_state *state)
 		if (domain->have_watts && !domain->refused)
 			sample_double(writer, &power_watts, &labels, domain->watts);
 	}
+	write_die_energy(writer, state);
 }
 
 static void ring_labels(const struct serve_ring *ring, struct labels *labels)

@@ -100,23 +100,20 @@ int mon_energy_delta(uint64_t previous, uint64_t value, uint64_t *delta);
 /* Joules = units * 2^-exponent. */
 double mon_joules(uint64_t units, int exponent);
 
-/* A RAPL domain of one package, as serve and top read it: on the first CPU of the package. */
+/* A RAPL domain of one package (or die), as serve and top read it: on a CPU of it. */
 struct mon_energy_domain {
 	unsigned domain;           /* enum rapl_domain */
 	const char *name;          /* perf's: energy-pkg, energy-cores, ... */
 	uint32_t package;
-	uint32_t die;              /* mon_energy_dies: the die (HAECER_MACHINE_DIES), else package */
+	uint32_t die;              /* the die (HAECER_MACHINE_DIES), else the package */
 	uint32_t cpu;
 	uint32_t address;          /* its energy-status register */
 	int exponent;              /* J = units * 2^-exponent */
 };
 
-/* Every (domain, package) the machine has, at most max; the count. */
-size_t mon_energy_domains(const struct haecer_machine_info *machine,
-			  struct mon_energy_domain *out, size_t max);
-/* The same, one entry per die where an Intel package has several (Cascade Lake-AP: RAPL is
- * die-scope, each die's registers read through a CPU of that die): a package's figure is the
- * sum of its dies' entries. */
+/* Every (domain, package) the machine has, at most max; the count: one entry per die where an
+ * Intel package has several (Cascade Lake-AP: RAPL is die-scope, each die's registers read
+ * through a CPU of that die), so a package's figure is the sum of its dies' entries. */
 size_t mon_energy_dies(const struct haecer_machine_info *machine, struct mon_energy_domain *out,
 		       size_t max);
 

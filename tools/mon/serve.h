@@ -13,14 +13,18 @@
  * (configs/policies/coarse-energy.yaml), whatever the exporter's own grant. */
 #define SERVE_DEFAULT_RESOLUTION_UJ 1000000u
 #define SERVE_MAX_DOMAINS 64u
+#define SERVE_MAX_DIES 8u         /* dies a package (Cascade Lake-AP: 2) */
 #define SERVE_MAX_RINGS 256u      /* rings producers made, shared fairly between their uids */
 #define SERVE_MAX_MSRD_RINGS 64u  /* rings msrd fills for schedules, followed besides */
 
-/* One RAPL domain of one package, read through msrd's 64-bit energy totals. */
+/* One RAPL domain of one package, read through msrd's 64-bit energy totals: the sum of its
+ * dies' totals where RAPL is die-scope (Cascade Lake-AP), each die read through a CPU of it. */
 struct serve_domain {
 	const char *name;          /* label: perf's energy-pkg, energy-cores, ... */
 	uint32_t package;
-	uint32_t cpu;              /* a CPU of that package, to read it on */
+	size_t die_count;          /* 1 unless the package's dies have their own registers */
+	uint32_t cpus[SERVE_MAX_DIES]; /* a CPU of each die (of the package), to read it on */
+	uint64_t die_totals[SERVE_MAX_DIES]; /* each die's own total, as published */
 	uint32_t address;          /* its energy-status register */
 	int exponent;              /* J = units * 2^-exponent */
 	bool refused;              /* msrd refused it (policy, no such register): left out */

@@ -1,0 +1,98 @@
+/*
+ * haecer-mon serve on a multi-die package: the stand-in Cascade Lake-AP of
+ * tests/server/test_energy_dies.c (06_55 stepping 7, one package of four CPUs, CPUs 0-1 on die 0
+ * and 2-3 on die 1, RAPL die-scope as the kernel's rapl.c has it), die 0's PKG_ENERGY_STATUS
+ * holding 1 J and die 1's 3 J. serve used to read one CPU a package and so published die 0's
+ * 1 J as the package; now haecer_energy_joules_total of the package is both dies' 4 J, and
+ * haecer_die_energy_joules_total gives each die's own (a separate family, so summing the first
+ * by package never counts a die twice; serve writes it only for packages of several dies).
+ */
+#include <sys/stat.h>
+
+#include "tests/mon/serve_test.h"
+
+#include "harness/standin_tree.h"
+#include "hw/msr.h"
+#include "tests/lib/msrd_group.h"
+
+#define JOULE STANDIN_SNB_JOULE /* unit register 0xA0E03: 2^-14 J */
+#define CPUS 4u
+
+static const char policy[] =
+	"version: 1\n"
+	"default: deny\n"
+	"msrs:\n"
+	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"
+	"  - {name: PKG_ENERGY_STATUS, address: 0x611, read: true, set: rapl}\n"
+	"rules:\n"
+	"  - match: {uid: 0}\n"
+	"    allow: [rapl]\n";
+
+static struct msrd_server server;
+static char tree[PATH_MAX + 16];
+static const char *const arguments[] = { "--backend", "msr", "--dev-root", tree, NULL };
+
+static uint32_t die_of(unsigned cpu)
+{
+	return cpu < 2 ? 0 : 1;
+}
+
+#define PACKAGE_SERIES "haecer_energy_joules_total{domain=\"energy-pkg\",package=\"0\"}"
+#define DIE_SERIES(die) \
+	"haecer_die_energy_joules_total{domain=\"energy-pkg\",package=\"0\",die=\"" die "\"}"
+
+static void test_serve_sums_dies(void **state)
+{
+	struct proc serve;
+	unsigned port;
+	double package = NAN;
+	struct http_reply reply = { 0 };
+
+	(void)state;
+	port = serve_start(&serve, server.socket_path, "100");
+	for (int round = 0; round < 300 && isnan(package); round++) {
+		free(reply.text);
+		http_get(port, "/metrics", NULL, &reply);
+		assert_int_equal(reply.code, 200);
+		package = sample_value(reply.body, PACKAGE_SERIES);
+		if (isnan(package))
+			usleep(20000);
+	}
+	assert_float_equal(package, 4.0, 1e-9); /* 1 J + 3 J, not die 0's 1 J */
+	assert_float_equal(sample_value(reply.body, DIE_SERIES("0")), 1.0, 1e-9);
+	assert_float_equal(sample_value(reply.body, DIE_SERIES("1")), 3.0, 1e-9);
+	free(reply.text);
+	serve_stop(&serve, NULL);
+}
+
+static int prepare(const struct msrd_server *prepared)
+{
+	char path[96];
+
+	snprintf(tree, sizeof(tree), "%s/root", prepared->dir);
+	mkdir(tree, 0755);
+	for (unsigned cpu = 0; cpu < CPUS; cpu++) {
+		uint32_t energy = (uint32_t)((die_of(cpu) ? 3 : 1) * JOULE);
+
+		tree_put_msr(tree, cpu, "msr", 0x606, STANDIN_SNB_ENERGY_UNIT);
+		tree_put_msr(tree, cpu, "msr", MSR_PKG_POWER_INFO, 1600); /* 200 W in eighths */
+		tree_put_msr(tree, cpu, "msr", MSR_PKG_ENERGY_STATUS, energy);
+		tree_put_cpuid(tree, cpu, 0, 0x16, 0x756e6547, 0x6c65746e, 0x49656e69);
+		tree_put_cpuid(tree, cpu, 1, 0x00050657, 0, 0, 0); /* 06_55 stepping 7 */
+		snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%u/topology/physical_package_id",
+			 cpu);
+		tree_write_text(tree, path, "0\n");
+		snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%u/topology/die_id", cpu);
+		tree_write_text(tree, path, "%u\n", die_of(cpu));
+	}
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_serve_sums_dies, serve_teardown),
+	};
+
+	return MSRD_RUN_GROUP_PREPARED(&server, policy, prepare, arguments, NULL, tests);
+}

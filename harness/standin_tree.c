@@ -100,3 +100,24 @@ void tree_prepare_sandybridge_rapl(const char *dir, char *root, size_t size, uin
 	snprintf(root, size, "%s/root", dir);
 	tree_put_sandybridge_rapl(root, pkg_energy);
 }
+
+void tree_put_two_die_package(const char *root, uint32_t die0_energy, uint32_t die1_energy)
+{
+	char path[96];
+
+	mkdir(root, 0755);
+	for (unsigned cpu = 0; cpu < STANDIN_TWO_DIE_CPUS; cpu++) {
+		uint32_t die = standin_two_die_of(cpu);
+
+		tree_put_msr(root, cpu, "msr", 0x606, STANDIN_SNB_ENERGY_UNIT);
+		tree_put_msr(root, cpu, "msr", 0x614, 1600); /* 200 W in eighths */
+		tree_put_msr(root, cpu, "msr", 0x611, die ? die1_energy : die0_energy);
+		tree_put_cpuid(root, cpu, 0, 0x16, 0x756e6547, 0x6c65746e, 0x49656e69);
+		tree_put_cpuid(root, cpu, 1, 0x00050657, 0, 0, 0); /* 06_55 stepping 7 */
+		snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%u/topology/physical_package_id",
+			 cpu);
+		tree_write_text(root, path, "0\n");
+		snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%u/topology/die_id", cpu);
+		tree_write_text(root, path, "%u\n", die);
+	}
+}

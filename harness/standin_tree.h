@@ -47,4 +47,15 @@ void tree_put_sandybridge_rapl(const char *root, uint32_t pkg_energy);
  * prepare step of a test running msrd's msr backend on it. */
 void tree_prepare_sandybridge_rapl(const char *dir, char *root, size_t size, uint32_t pkg_energy);
 
+/* A Cascade Lake-AP package of two dies (06_55 stepping 7, one package, die_id 0 for CPUs 0 and
+ * 1 and 1 for CPUs 2 and 3: RAPL is per die), at `root`: every CPU's msr file holds the unit
+ * register, PKG_POWER_INFO (200 W) and its die's PKG_ENERGY_STATUS, die 0 `die0_energy` and die 1
+ * `die1_energy` (in 2^-14 J), and the topology files say each CPU's package and die. */
+#define STANDIN_TWO_DIE_CPUS 4u
+void tree_put_two_die_package(const char *root, uint32_t die0_energy, uint32_t die1_energy);
+static inline uint32_t standin_two_die_of(unsigned cpu)
+{
+	return cpu < 2 ? 0 : 1;
+}
+
 #endif

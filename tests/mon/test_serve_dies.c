@@ -7,7 +7,6 @@
  * haecer_die_energy_joules_total gives each die's own (a separate family, so summing the first
  * by package never counts a die twice; serve writes it only for packages of several dies).
  */
-#include <sys/stat.h>
 
 #include "tests/mon/serve_test.h"
 
@@ -16,7 +15,6 @@
 #include "tests/lib/msrd_group.h"
 
 #define JOULE STANDIN_SNB_JOULE /* unit register 0xA0E03: 2^-14 J */
-#define CPUS 4u
 
 static const char policy[] =
 	"version: 1\n"
@@ -31,11 +29,6 @@ static const char policy[] =
 static struct msrd_server server;
 static char tree[PATH_MAX + 16];
 static const char *const arguments[] = { "--backend", "msr", "--dev-root", tree, NULL };
-
-static uint32_t die_of(unsigned cpu)
-{
-	return cpu < 2 ? 0 : 1;
-}
 
 #define PACKAGE_SERIES "haecer_energy_joules_total{domain=\"energy-pkg\",package=\"0\"}"
 #define DIE_SERIES(die) \
@@ -67,24 +60,8 @@ static void test_serve_sums_dies(void **state)
 
 static int prepare(const struct msrd_server *prepared)
 {
-	char path[96];
-
 	snprintf(tree, sizeof(tree), "%s/root", prepared->dir);
-	mkdir(tree, 0755);
-	for (unsigned cpu = 0; cpu < CPUS; cpu++) {
-		uint32_t energy = (uint32_t)((die_of(cpu) ? 3 : 1) * JOULE);
-
-		tree_put_msr(tree, cpu, "msr", 0x606, STANDIN_SNB_ENERGY_UNIT);
-		tree_put_msr(tree, cpu, "msr", MSR_PKG_POWER_INFO, 1600); /* 200 W in eighths */
-		tree_put_msr(tree, cpu, "msr", MSR_PKG_ENERGY_STATUS, energy);
-		tree_put_cpuid(tree, cpu, 0, 0x16, 0x756e6547, 0x6c65746e, 0x49656e69);
-		tree_put_cpuid(tree, cpu, 1, 0x00050657, 0, 0, 0); /* 06_55 stepping 7 */
-		snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%u/topology/physical_package_id",
-			 cpu);
-		tree_write_text(tree, path, "0\n");
-		snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%u/topology/die_id", cpu);
-		tree_write_text(tree, path, "%u\n", die_of(cpu));
-	}
+	tree_put_two_die_package(tree, (uint32_t)JOULE, (uint32_t)(3 * JOULE));
 	return 0;
 }
 

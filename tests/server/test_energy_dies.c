@@ -29,7 +29,7 @@
 #include "harness/standin_tree.h"
 
 #define JOULE STANDIN_SNB_JOULE /* unit register 0xA0E03: 2^-14 J */
-#define CPUS 4u
+#define CPUS STANDIN_TWO_DIE_CPUS
 
 static const char policy[] =
 	"version: 1\n"
@@ -48,7 +48,7 @@ static const char *const arguments[] = { "--backend", "msr", "--dev-root", tree,
 
 static uint32_t die_of(unsigned cpu)
 {
-	return cpu < 2 ? 0 : 1;
+	return standin_two_die_of(cpu);
 }
 
 static void test_each_die_its_own_total(void **state)
@@ -107,24 +107,8 @@ static void test_stat_sums_dies(void **state)
 
 static int prepare(const struct msrd_server *prepared)
 {
-	char path[96];
-
 	snprintf(tree, sizeof(tree), "%s/root", prepared->dir);
-	mkdir(tree, 0755);
-	for (unsigned cpu = 0; cpu < CPUS; cpu++) {
-		uint32_t energy = (uint32_t)((die_of(cpu) ? 3 : 1) * JOULE);
-
-		tree_put_msr(tree, cpu, "msr", 0x606, STANDIN_SNB_ENERGY_UNIT);
-		tree_put_msr(tree, cpu, "msr", MSR_PKG_POWER_INFO, 1600); /* 200 W in eighths */
-		tree_put_msr(tree, cpu, "msr", MSR_PKG_ENERGY_STATUS, energy);
-		tree_put_cpuid(tree, cpu, 0, 0x16, 0x756e6547, 0x6c65746e, 0x49656e69);
-		tree_put_cpuid(tree, cpu, 1, 0x00050657, 0, 0, 0); /* 06_55 stepping 7 */
-		snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%u/topology/physical_package_id",
-			 cpu);
-		tree_write_text(tree, path, "0\n");
-		snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%u/topology/die_id", cpu);
-		tree_write_text(tree, path, "%u\n", die_of(cpu));
-	}
+	tree_put_two_die_package(tree, (uint32_t)JOULE, (uint32_t)(3 * JOULE));
 	return 0;
 }
 

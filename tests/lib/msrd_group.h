@@ -41,6 +41,8 @@ int msrd_run_group_prepared(struct msrd_server *server, const char *policy,
  * HAECER default context finds it. 0 or -1. */
 int msrd_start_sim(struct msrd_server *server, const char *policy, const char *model,
 		   const char *script, const char *const *extra);
+/* A load script that keeps every simulated CPU fully busy (for an hour). */
+#define FULL_LOAD_SCRIPT "# full load\n3600000 1.0\n"
 
 /* One msrd_start_sim around one cmocka group with *sim connected to it (simulator control);
  * after the group *sim and the HAECER default context are closed and msrd must stop cleanly.

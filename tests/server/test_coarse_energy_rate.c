@@ -26,6 +26,7 @@
 #include "haecer/msrd.h"
 #include "shm/energy_page.h"
 #include "harness/msrd_harness.h"
+#include "tests/lib/msrd_group.h"
 #include "tests/lib/test_check.h"
 
 #define COARSE_UID 4281
@@ -241,18 +242,9 @@ static void test_pages_and_round_trips(void **state)
 
 static int setup(void **state)
 {
-	struct haecer_conn *root;
-
 	(void)state;
-	if (msrd_start(&server, policy, NULL) != 0)
-		return -1;
-	if (haecer_connect(server.socket_path, &root) != 0)
-		return -1;
 	/* Full load: a register unit passes in microseconds, so every fresh value is new. */
-	if (haecer_sim_set_load(root, -1, 1.0) != 0)
-		return -1;
-	haecer_close(root);
-	return 0;
+	return msrd_start_sim(&server, policy, "sandybridge", FULL_LOAD_SCRIPT, NULL) == 0 ? 0 : -1;
 }
 
 static int teardown(void **state)

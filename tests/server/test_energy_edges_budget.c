@@ -26,6 +26,7 @@
 #include "haecer/msrd.h"
 #include "shm/energy_page.h"
 #include "harness/msrd_harness.h"
+#include "tests/lib/msrd_group.h"
 #include "harness/process_figures.h"
 #include "tests/lib/test_check.h"
 
@@ -136,18 +137,8 @@ static void test_windows_stay_within_their_cpu_bound(void **state)
 
 static int setup(void **state)
 {
-	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge", NULL };
-	struct haecer_conn *root;
-
 	(void)state;
-	if (msrd_start(&server, policy, arguments) != 0)
-		return -1;
-	if (haecer_connect(server.socket_path, &root) != 0)
-		return -1;
-	if (haecer_sim_set_load(root, -1, 1.0) != 0)
-		return -1;
-	haecer_close(root);
-	return 0;
+	return msrd_start_sim(&server, policy, "sandybridge", FULL_LOAD_SCRIPT, NULL) == 0 ? 0 : -1;
 }
 
 static int teardown(void **state)

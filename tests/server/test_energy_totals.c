@@ -34,7 +34,7 @@ static const char policy[] =
 	"  - {match: {uid: 0}, allow: [rapl], capabilities: [sim_control]}\n";
 
 /* Every CPU busy, for ever (the script repeats). */
-static const char load_script[] = "# full load\n3600000 1.0\n";
+static const char load_script[] = FULL_LOAD_SCRIPT;
 
 static struct msrd_server server;
 static struct haecer_conn *conn;

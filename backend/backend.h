@@ -25,9 +25,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "haecer/machine_fields.h"
 #include "hw/msr.h"
 
-#define MACHINE_MAX_CPUS 1024u
+#define MACHINE_MAX_CPUS HAECER_MAX_CPUS
 
 enum backend_kind {
 	BACKEND_AUTO = 0,
@@ -61,42 +62,29 @@ struct backend_options {
 				       * NULL */
 };
 
-/* What the machine offers, from CPUID and the unit registers (real or simulated). */
+/* What the machine offers, from CPUID and the unit registers (real or simulated): the fields
+ * every client is told (<haecer/machine_fields.h> lists them, msrd's MACHINE_INFO reply copies
+ * them from the list), then what only msrd needs. The client's flags are derived from the
+ * fields below (server/msrd.c), so the list's flags are left out. */
 struct machine_info {
-	char vendor[16];            /* CPUID leaf 0: "GenuineIntel", "AuthenticAMD" */
-	char model_name[64];        /* human-readable, e.g. "Intel Core i5-2520M (Sandy Bridge)" */
-	char sim_model[32];         /* model file name when simulated, "" otherwise */
-	uint32_t family;            /* display family (base + extended) */
-	uint32_t model;             /* display model (base + extended << 4) */
-	uint32_t stepping;
-	uint32_t cpuid_0a[4];       /* leaf 0xA: eax, ebx, ecx, edx (zeros on AMD) */
-	uint32_t cpu_count;
-	uint32_t package_count;
-	uint16_t cpu_package[MACHINE_MAX_CPUS]; /* package of each CPU */
+	HAECER_MACHINE_MEMBERS_BUT_FLAGS
 	/* Dies: Intel RAPL is die-scope (the kernel's rapl.c; powercap's package-%d-die-%d zones):
 	 * a package of several dies (Cascade Lake-AP, 06_55 with two dies a socket) has one set of
 	 * energy registers per die. die_count counts (package, die) pairs densely; 0 or
 	 * package_count when every package is one die (then cpu_die is not used). */
 	uint32_t die_count;
-	uint16_t cpu_die[MACHINE_MAX_CPUS];     /* dense (package, die) index of each CPU */
 	/* Hybrid parts (CPUID 07H EDX[15]: Alder/Raptor/Meteor Lake): each CPU's core type
-	 * (enum cpu_core_type of hw/core_type.h, CPUID 1AH read on that CPU, or sysfs's
-	 * cpu_core/cpu_atom lists) and its own counters (leaf 23H sub-leaf 1 on Meteor Lake and
-	 * later, else that CPU's leaf 0AH; v5's fixed bitmap honoured). Not hybrid: every CPU
+	 * (cpu_core_type: enum cpu_core_type of hw/core_type.h, CPUID 1AH read on that CPU, or
+	 * sysfs's cpu_core/cpu_atom lists) and its own counters (leaf 23H sub-leaf 1 on Meteor Lake
+	 * and later, else that CPU's leaf 0AH; v5's fixed bitmap honoured). Not hybrid: every CPU
 	 * has cpuid_0a's counters and type 0. */
 	bool hybrid;
-	uint8_t cpu_core_type[MACHINE_MAX_CPUS];
 	uint32_t cpu_gp_mask[MACHINE_MAX_CPUS];    /* bit i: IA32_PMCi exists on this CPU */
 	uint32_t cpu_fixed_mask[MACHINE_MAX_CPUS]; /* bit i: IA32_FIXED_CTRi exists on it */
-	uint32_t rapl_domains;      /* bit (1 << enum rapl_domain) per domain that exists */
 	/* Domains whose status register reads but holds 0 at start (PP1 on a machine whose
 	 * graphics has not run yet): not reported as existing, as the kernel does, but kept by
 	 * msrd like the others, since the register may start counting at any time. */
 	uint32_t rapl_dormant_domains;
-	uint64_t rapl_power_unit;   /* raw value of the RAPL unit register (0 when no RAPL) */
-	uint8_t rapl_energy_exponent[RAPL_DOMAIN_COUNT]; /* J = count * 2^-exponent, per domain */
-	uint32_t rapl_max_power_mw[RAPL_DOMAIN_COUNT];   /* upper bound for wrap deadlines */
-	uint64_t tsc_hz;            /* 0 when no source gave it */
 	uint8_t tsc_source;         /* enum tsc_source of hw/msr.h */
 	int8_t tsc_invariant;       /* CPUID 0x80000007 EDX[8]: 1, 0, or -1 when unreadable */
 	char hypervisor[13];        /* CPUID 0x40000000's signature when CPUID 1 ECX[31] says a
@@ -108,6 +96,7 @@ struct machine_info {
 	bool simulated;
 	bool sim_virtual_time;      /* simulated time moves only when a client advances it */
 };
+_Static_assert(RAPL_DOMAIN_COUNT <= HAECER_RAPL_DOMAINS, "every RAPL domain has its slot");
 
 /* One register access of a batch. */
 struct msr_op {

@@ -5,6 +5,7 @@
 #include "libclient/msrd_conn.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,6 +25,16 @@ const char *haecer_tsc_source_name(unsigned source)
 	return tsc_source_name(source);
 }
 
+/* The message's fields into the public struct's: both are spelled from the one list of
+ * <haecer/machine_fields.h>, so every field has its type, size and place in both. */
+#define COPY_FIELD(name, ...)                                                                 \
+	_Static_assert(sizeof(out->name) == sizeof(info.name) &&                              \
+			       offsetof(struct haecer_machine_info, name) ==                  \
+				       offsetof(struct wire_machine_info, name),              \
+		       #name " differs");                                                     \
+	memcpy(&out->name, &info.name, sizeof(out->name));
+#define COPY_TYPED(type, name, ...) COPY_FIELD(name)
+
 int haecer_machine_info(struct haecer_conn *conn, struct haecer_machine_info *out)
 {
 	struct wire_writer writer = haecer__begin(conn);
@@ -36,27 +47,9 @@ int haecer_machine_info(struct haecer_conn *conn, struct haecer_machine_info *ou
 		return status;
 	if (wire_get_machine_info(reply.payload, reply.length, &info) < 0)
 		return -EPROTO;
-	_Static_assert(sizeof(*out) == sizeof(info), "haecer_machine_info mirrors the wire form");
-	memset(out, 0, sizeof(*out));
-	memcpy(out->vendor, info.vendor, sizeof(out->vendor));
-	memcpy(out->model_name, info.model_name, sizeof(out->model_name));
-	memcpy(out->sim_model, info.sim_model, sizeof(out->sim_model));
-	out->family = info.family;
-	out->model = info.model;
-	out->stepping = info.stepping;
-	memcpy(out->cpuid_0a, info.cpuid_0a, sizeof(out->cpuid_0a));
-	out->cpu_count = info.cpu_count;
-	out->package_count = info.package_count;
-	out->rapl_domains = info.rapl_domains;
-	out->flags = info.flags;
-	out->rapl_power_unit = info.rapl_power_unit;
-	out->tsc_hz = info.tsc_hz;
-	memcpy(out->rapl_energy_exponent, info.rapl_energy_exponent,
-	       sizeof(out->rapl_energy_exponent));
-	memcpy(out->rapl_max_power_mw, info.rapl_max_power_mw, sizeof(out->rapl_max_power_mw));
-	memcpy(out->cpu_package, info.cpu_package, sizeof(uint16_t) * info.cpu_count);
-	memcpy(out->cpu_core_type, info.cpu_core_type, info.cpu_count);
-	memcpy(out->cpu_die, info.cpu_die, sizeof(uint16_t) * info.cpu_count);
+	_Static_assert(sizeof(*out) == sizeof(info), "haecer_machine_info is the wire form");
+	HAECER_MACHINE_FIELDS(COPY_FIELD, COPY_TYPED, COPY_TYPED, COPY_FIELD, COPY_FIELD,
+			      COPY_TYPED)
 	return 0;
 }
 

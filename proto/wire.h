@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "haecer/machine_fields.h"
 #include "proto/wire_ops.h"
 
 #define WIRE_VERSION 1u
@@ -29,7 +30,7 @@
 #define WIRE_MAX_PAYLOAD (WIRE_MAX_FRAME - WIRE_HEADER_SIZE)
 #define WIRE_MAX_BATCH_OPS 1024u
 #define WIRE_MAX_DETAIL 200u        /* error replies: at most this many bytes of text */
-#define WIRE_MAX_CPUS 1024u
+#define WIRE_MAX_CPUS HAECER_MAX_CPUS /* the per-CPU arrays of MACHINE_INFO */
 #define WIRE_MAX_RING_COUNTERS 16u
 #define WIRE_NAME_MAX 32u
 
@@ -185,42 +186,27 @@ struct wire_hello_reply {
 };
 #define WIRE_HELLO_REPLY_SIZE 72u
 
-/* MACHINE_INFO reply: fixed part, then cpu_count u16 package numbers, then (WIRE_MACHINE_HYBRID)
- * cpu_count u8 core types, then (WIRE_MACHINE_DIES) cpu_count u16 dense (package, die) numbers. */
-#define WIRE_RAPL_DOMAINS 8u
+/* MACHINE_INFO reply: the fields of <haecer/machine_fields.h> in its order, each little-endian
+ * (text NUL-padded to its size), the per-CPU arrays last: cpu_count u16 package numbers, then
+ * (WIRE_MACHINE_HYBRID) cpu_count u8 core types, then (WIRE_MACHINE_DIES) cpu_count u16 dense
+ * (package, die) numbers. The flags are the public HAECER_MACHINE_* bits. */
+#define WIRE_RAPL_DOMAINS HAECER_RAPL_DOMAINS
 struct wire_machine_info {
-	char vendor[16];
-	char model_name[64];
-	char sim_model[WIRE_NAME_MAX];
-	uint32_t family;
-	uint32_t model;
-	uint32_t stepping;
-	uint32_t cpuid_0a[4];
-	uint32_t cpu_count;
-	uint32_t package_count;
-	uint32_t rapl_domains;
-	uint32_t flags;                /* WIRE_MACHINE_* */
-	uint64_t rapl_power_unit;
-	uint64_t tsc_hz;
-	uint8_t rapl_energy_exponent[WIRE_RAPL_DOMAINS];
-	uint32_t rapl_max_power_mw[WIRE_RAPL_DOMAINS];
-	uint16_t cpu_package[WIRE_MAX_CPUS];
-	uint8_t cpu_core_type[WIRE_MAX_CPUS]; /* on the wire only with WIRE_MACHINE_HYBRID */
-	uint16_t cpu_die[WIRE_MAX_CPUS];      /* on the wire only with WIRE_MACHINE_DIES */
+	HAECER_MACHINE_MEMBERS
 };
-#define WIRE_MACHINE_HAS_SMI_COUNT 0x1u
-#define WIRE_MACHINE_HYBRID 0x10u       /* a u8 core type per CPU follows the packages */
-#define WIRE_MACHINE_VIRTUAL 0x40u      /* CPUID 1 ECX[31]: a hypervisor runs msrd (model_name
-					 * names it) */
-#define WIRE_MACHINE_DIES 0x20u         /* then a u16 die per CPU: Intel packages of several
-					 * dies, whose energy registers are per die */
-#define WIRE_MACHINE_PMC_FULL_WIDTH 0x2u
-#define WIRE_MACHINE_SIMULATED 0x4u
+#define WIRE_MACHINE_HAS_SMI_COUNT HAECER_MACHINE_HAS_SMI_COUNT
+#define WIRE_MACHINE_PMC_FULL_WIDTH HAECER_MACHINE_PMC_FULL_WIDTH
+#define WIRE_MACHINE_SIMULATED HAECER_MACHINE_SIMULATED
+#define WIRE_MACHINE_VIRTUAL_TIME HAECER_MACHINE_VIRTUAL_TIME
+#define WIRE_MACHINE_HYBRID HAECER_MACHINE_HYBRID
+#define WIRE_MACHINE_DIES HAECER_MACHINE_DIES
+#define WIRE_MACHINE_VIRTUAL HAECER_MACHINE_VIRTUAL
 #define WIRE_MACHINE_TSC_SOURCE_SHIFT 8    /* bits 11:8: where tsc_hz came from (enum
 					    * tsc_source of hw/msr.h), 0 unknown */
 #define WIRE_MACHINE_TSC_SOURCE_MASK 0xF00u
-#define WIRE_MACHINE_VIRTUAL_TIME 0x8u /* simulated time moves only by SIM_ADVANCE */
-#define WIRE_MACHINE_INFO_FIXED_SIZE 212u
+#define WIRE_MACHINE_INFO_FIXED_SIZE 212u  /* what the list's fields but the per-CPU ones take */
+/* The largest MACHINE_INFO payload (every per-CPU array present). */
+#define WIRE_MACHINE_INFO_MAX_SIZE (WIRE_MACHINE_INFO_FIXED_SIZE + 5u * WIRE_MAX_CPUS)
 
 struct wire_read_request {
 	uint32_t cpu;

@@ -108,48 +108,41 @@ static bool energy_per_die(const struct machine_info *machine)
 	return !cpu_vendor_is_amd(machine->vendor) && machine->die_count > machine->package_count;
 }
 
+/* What the flags of MACHINE_INFO say, from msrd's own fields. */
+static uint32_t machine_flags(const struct machine_info *machine)
+{
+	return (machine->has_smi_count ? WIRE_MACHINE_HAS_SMI_COUNT : 0) |
+	       (machine->pmc_full_width_writes ? WIRE_MACHINE_PMC_FULL_WIDTH : 0) |
+	       (machine->simulated ? WIRE_MACHINE_SIMULATED : 0) |
+	       (((uint32_t)machine->tsc_source << WIRE_MACHINE_TSC_SOURCE_SHIFT) &
+		WIRE_MACHINE_TSC_SOURCE_MASK) |
+	       (machine->sim_virtual_time ? WIRE_MACHINE_VIRTUAL_TIME : 0) |
+	       (machine->hybrid ? WIRE_MACHINE_HYBRID : 0) |
+	       (energy_per_die(machine) ? WIRE_MACHINE_DIES : 0) |
+	       (machine->hypervisor[0] ? WIRE_MACHINE_VIRTUAL : 0);
+}
+
+/* Every field of <haecer/machine_fields.h> from msrd's description to the message's: both
+ * structs are spelled from that list, so each field has the same type and size in both. */
+#define COPY_FIELD(name, ...)                                                              \
+	_Static_assert(sizeof(wire.name) == sizeof(machine->name), #name " differs");      \
+	memcpy(&wire.name, &machine->name, sizeof(wire.name));
+#define COPY_TYPED(type, name, ...) COPY_FIELD(name)
+#define SKIP_FIELD(...)
+
 static int encode_machine_info(struct msrd *server)
 {
 	const struct machine_info *machine = &server->machine;
 	static struct wire_machine_info wire;
 	struct wire_writer writer;
-	size_t room = WIRE_MACHINE_INFO_FIXED_SIZE + 5u * WIRE_MAX_CPUS;
 
-	memset(&wire, 0, sizeof(wire));
-	memcpy(wire.vendor, machine->vendor, sizeof(wire.vendor));
-	memcpy(wire.model_name, machine->model_name, sizeof(wire.model_name));
-	memcpy(wire.sim_model, machine->sim_model, sizeof(wire.sim_model));
-	wire.family = machine->family;
-	wire.model = machine->model;
-	wire.stepping = machine->stepping;
-	memcpy(wire.cpuid_0a, machine->cpuid_0a, sizeof(wire.cpuid_0a));
-	wire.cpu_count = machine->cpu_count <= WIRE_MAX_CPUS ? machine->cpu_count : WIRE_MAX_CPUS;
-	wire.package_count = machine->package_count;
-	wire.rapl_domains = machine->rapl_domains;
-	wire.flags = (machine->has_smi_count ? WIRE_MACHINE_HAS_SMI_COUNT : 0) |
-		     (machine->pmc_full_width_writes ? WIRE_MACHINE_PMC_FULL_WIDTH : 0) |
-		     (machine->simulated ? WIRE_MACHINE_SIMULATED : 0) |
-		     (((uint32_t)machine->tsc_source << WIRE_MACHINE_TSC_SOURCE_SHIFT) &
-		      WIRE_MACHINE_TSC_SOURCE_MASK) |
-		     (machine->sim_virtual_time ? WIRE_MACHINE_VIRTUAL_TIME : 0) |
-		     (machine->hybrid ? WIRE_MACHINE_HYBRID : 0) |
-		     (energy_per_die(machine) ? WIRE_MACHINE_DIES : 0) |
-		     (machine->hypervisor[0] ? WIRE_MACHINE_VIRTUAL : 0);
-	wire.rapl_power_unit = machine->rapl_power_unit;
-	wire.tsc_hz = machine->tsc_hz;
-	for (size_t i = 0; i < RAPL_DOMAIN_COUNT && i < WIRE_RAPL_DOMAINS; i++) {
-		wire.rapl_energy_exponent[i] = machine->rapl_energy_exponent[i];
-		wire.rapl_max_power_mw[i] = machine->rapl_max_power_mw[i];
-	}
-	for (uint32_t cpu = 0; cpu < wire.cpu_count; cpu++) {
-		wire.cpu_package[cpu] = machine->cpu_package[cpu];
-		wire.cpu_core_type[cpu] = machine->cpu_core_type[cpu];
-		wire.cpu_die[cpu] = machine->cpu_die[cpu];
-	}
-	server->machine_reply = malloc(room);
+	HAECER_MACHINE_FIELDS(COPY_FIELD, COPY_TYPED, COPY_TYPED, COPY_FIELD, SKIP_FIELD,
+			      COPY_TYPED)
+	wire.flags = machine_flags(machine);
+	server->machine_reply = malloc(WIRE_MACHINE_INFO_MAX_SIZE);
 	if (server->machine_reply == NULL)
 		return -ENOMEM;
-	wire_writer_init(&writer, server->machine_reply, room);
+	wire_writer_init(&writer, server->machine_reply, WIRE_MACHINE_INFO_MAX_SIZE);
 	wire_put_machine_info(&writer, &wire);
 	server->machine_reply_length = writer.used;
 	return 0;

@@ -189,6 +189,61 @@ static void test_variable_messages(void **state)
 	assert_int_equal(wire_get_batch_op(buffer, 0, &op_out), -EINVAL);
 }
 
+/* MACHINE_INFO as <haecer/machine_fields.h> lists it: every field comes back as it went, the
+ * per-CPU arrays the flags announce follow the fixed part, and the fixed fields keep the byte
+ * offsets protocol v1 gave them (a reordered list would move tsc_hz and the RAPL arrays). */
+static void test_machine_info_fields(void **state)
+{
+	static struct wire_machine_info machine, machine_out;
+	struct wire_writer writer;
+	uint64_t tsc_hz;
+	uint32_t max_power;
+	size_t length;
+
+	(void)state;
+	snprintf(machine.vendor, sizeof(machine.vendor), "AuthenticAMD");
+	snprintf(machine.model_name, sizeof(machine.model_name), "a model");
+	snprintf(machine.sim_model, sizeof(machine.sim_model), "zen4");
+	machine.family = 0x19;
+	machine.model = 0x61;
+	machine.stepping = 2;
+	machine.cpuid_0a[3] = 0xdead;
+	machine.cpu_count = 3;
+	machine.package_count = 2;
+	machine.rapl_domains = 0x5;
+	machine.flags = WIRE_MACHINE_HYBRID | WIRE_MACHINE_DIES | WIRE_MACHINE_SIMULATED;
+	machine.rapl_power_unit = 0xa1003;
+	machine.tsc_hz = 2400000000ull;
+	machine.rapl_energy_exponent[7] = 16;
+	machine.rapl_max_power_mw[7] = 123456;
+	for (uint32_t cpu = 0; cpu < 3; cpu++) {
+		machine.cpu_package[cpu] = (uint16_t)(cpu / 2);
+		machine.cpu_core_type[cpu] = cpu == 0 ? 0x40 : 0x20;
+		machine.cpu_die[cpu] = (uint16_t)(cpu + 7);
+	}
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_machine_info(&writer, &machine);
+	length = writer.used;
+	assert_int_equal(length, WIRE_MACHINE_INFO_FIXED_SIZE + 3 * (2 + 1 + 2));
+	memcpy(&tsc_hz, buffer + 164, sizeof(tsc_hz));
+	assert_true(tsc_hz == machine.tsc_hz);
+	memcpy(&max_power, buffer + 180 + 7 * 4, sizeof(max_power));
+	assert_int_equal(max_power, 123456);
+	assert_int_equal(buffer[WIRE_MACHINE_INFO_FIXED_SIZE + 3 * 2 + 0], 0x40); /* core types */
+	CHECK_EXACT(wire_get_machine_info, length, &machine_out);
+	assert_memory_equal(&machine_out, &machine, sizeof(machine));
+
+	/* Without the flags, only the packages are on the wire, and the rest decodes as 0. */
+	machine.flags = 0;
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_machine_info(&writer, &machine);
+	assert_int_equal(writer.used, WIRE_MACHINE_INFO_FIXED_SIZE + 3 * 2);
+	CHECK_EXACT(wire_get_machine_info, writer.used, &machine_out);
+	assert_int_equal(machine_out.cpu_die[2], 0);
+	assert_int_equal(machine_out.cpu_core_type[0], 0);
+	assert_int_equal(machine_out.cpu_package[2], 1);
+}
+
 static void test_resource_messages(void **state)
 {
 	static struct wire_slot_ids ids, ids_out;
@@ -355,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_fixed_messages),
 		cmocka_unit_test(test_variable_messages),
+		cmocka_unit_test(test_machine_info_fields),
 		cmocka_unit_test(test_resource_messages),
 		cmocka_unit_test(test_status_codes),
 		cmocka_unit_test(test_op_table),

@@ -30,13 +30,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <haecer/machine_fields.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define HAECER_DEFAULT_SOCKET "/run/haecer/msrd.sock"
 #define HAECER_SOCKET_ENV "HAECER_SOCKET"
-#define HAECER_MAX_CPUS 1024u
 #define HAECER_NAME_MAX 32u
 #define HAECER_RING_MAX_COUNTERS 16u
 
@@ -106,12 +107,8 @@ const char *haecer_msrd_strerror(int negative_errno);
 
 /* ---- machine ---- */
 
-#define HAECER_RAPL_DOMAINS 8u
-#define HAECER_MACHINE_HAS_SMI_COUNT 0x1u
-#define HAECER_MACHINE_PMC_FULL_WIDTH 0x2u
-#define HAECER_MACHINE_SIMULATED 0x4u
-/* Bits 11:8 of flags: where tsc_hz came from (haecer_tsc_source_name). */
-#define HAECER_MACHINE_TSC_SOURCE(flags) (((flags) >> 8) & 0xFu)
+/* HAECER_MACHINE_* (what flags says), HAECER_MAX_CPUS and HAECER_RAPL_DOMAINS are in
+ * <haecer/machine_fields.h>, which lists the fields of struct haecer_machine_info. */
 #define HAECER_TSC_UNKNOWN 0u
 #define HAECER_TSC_SIMULATED 1u
 #define HAECER_TSC_CPUID_15 2u
@@ -123,41 +120,14 @@ const char *haecer_msrd_strerror(int negative_errno);
 
 /* "CPUID 0x15", "MSR_PLATFORM_INFO", "calibration against CLOCK_MONOTONIC_RAW", ... (static). */
 const char *haecer_tsc_source_name(unsigned source);
-#define HAECER_MACHINE_VIRTUAL_TIME 0x8u /* simulated time moves only by SIM_ADVANCE requests */
-/* A hybrid part (Alder/Raptor/Meteor Lake): cpu_core_type says each CPU's kind, whose counters
- * and model-specific event encodings differ (libpfm4's adl_glc for P-cores, adl_grt for
- * E-cores). */
-#define HAECER_MACHINE_HYBRID 0x10u
-/* Intel packages of several dies (Cascade Lake-AP): RAPL energy is per die, and cpu_die says
- * each CPU's die (numbered densely over the machine); read a package's energy through a CPU of
- * each of its dies and sum them. Without the flag, one die a package. */
-#define HAECER_MACHINE_DIES 0x20u
-/* A hypervisor runs msrd (CPUID 1 ECX[31]); model_name ends ", VM under SIG" with
- * its CPUID 0x40000000 signature ("KVMKVMKVM", "VMwareVMware"). */
-#define HAECER_MACHINE_VIRTUAL 0x40u
 #define HAECER_CORE_TYPE_ATOM 0x20u /* E-core (CPUID 0x1A EAX[31:24]) */
 #define HAECER_CORE_TYPE_CORE 0x40u /* P-core */
 
+/* What the machine is: the fields <haecer/machine_fields.h> lists, in its order, with what
+ * each holds (vendor, model_name, family/model/stepping, cpu_count, flags, the RAPL units, tsc_hz,
+ * and each CPU's package, core type and die). */
 struct haecer_machine_info {
-	char vendor[16];            /* CPUID leaf 0: "GenuineIntel", "AuthenticAMD" */
-	char model_name[64];
-	char sim_model[HAECER_NAME_MAX]; /* model name when simulated, "" otherwise */
-	uint32_t family;
-	uint32_t model;
-	uint32_t stepping;
-	uint32_t cpuid_0a[4];       /* leaf 0xA: eax, ebx, ecx, edx */
-	uint32_t cpu_count;
-	uint32_t package_count;
-	uint32_t rapl_domains;      /* bit (1 << enum rapl_domain of hw/msr.h) per domain */
-	uint32_t flags;             /* HAECER_MACHINE_* */
-	uint64_t rapl_power_unit;   /* raw RAPL unit register */
-	uint64_t tsc_hz;
-	/* J = count * 2^-exponent; 0x80 | e (Silvermont/Airmont): J = count * 2^e * 10^-6 */
-	uint8_t rapl_energy_exponent[HAECER_RAPL_DOMAINS];
-	uint32_t rapl_max_power_mw[HAECER_RAPL_DOMAINS];
-	uint16_t cpu_package[HAECER_MAX_CPUS];
-	uint8_t cpu_core_type[HAECER_MAX_CPUS]; /* HAECER_CORE_TYPE_*, 0 when not hybrid */
-	uint16_t cpu_die[HAECER_MAX_CPUS];      /* HAECER_MACHINE_DIES: the CPU's die */
+	HAECER_MACHINE_MEMBERS
 };
 
 int haecer_machine_info(struct haecer_conn *conn, struct haecer_machine_info *out);

@@ -131,6 +131,15 @@ static void wire_seeds(void)
 	wire_put_energy_reading(&writer, 5, 1ull << 33);
 	save("wire", "energy-reply", frame, finish(&writer, WIRE_OP_ENERGY_READ, WIRE_FLAG_REPLY));
 	start(&writer);
+	wire_put_energy_grant_request(&writer, &(struct wire_energy_grant_request){ 0x611, 0 });
+	save("wire", "energy-grant", frame, finish(&writer, WIRE_OP_ENERGY_GRANT, 0));
+	start(&writer);
+	wire_put_energy_grant(&writer, &(struct wire_energy_grant){
+		0x611, WIRE_ENERGY_GRANT_COARSE | WIRE_ENERGY_GRANT_POLICY_COARSE, 1000, 2000,
+		1000000, 5000000 });
+	save("wire", "energy-grant-reply", frame,
+	     finish(&writer, WIRE_OP_ENERGY_GRANT, WIRE_FLAG_REPLY));
+	start(&writer);
 	wire_put_batch_run(&writer, 1, 2);
 	save("wire", "batch-run", frame, finish(&writer, WIRE_OP_BATCH_RUN, 0));
 	start(&writer);

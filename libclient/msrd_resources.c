@@ -171,6 +171,35 @@ int haecer_energy_page_request(struct haecer_conn *conn, uint32_t address, uint3
 	return 0;
 }
 
+int haecer_energy_grant(struct haecer_conn *conn, uint32_t address,
+			struct haecer_energy_grant *out)
+{
+	struct wire_energy_grant_request request = { .address = address };
+	struct wire_writer writer = haecer__begin(conn);
+	struct wire_energy_grant grant;
+	struct haecer_reply reply;
+	int status;
+
+	wire_put_energy_grant_request(&writer, &request);
+	status = haecer__call_checked(conn, WIRE_OP_ENERGY_GRANT, &writer, &reply);
+	if (status < 0)
+		return status;
+	if (wire_get_energy_grant(reply.payload, reply.length, &grant) < 0)
+		return -EPROTO;
+	_Static_assert(HAECER_ENERGY_GRANT_COARSE == WIRE_ENERGY_GRANT_COARSE &&
+			       HAECER_ENERGY_GRANT_POLICY_COARSE == WIRE_ENERGY_GRANT_POLICY_COARSE,
+		       "the public flags are the wire's");
+	*out = (struct haecer_energy_grant){
+		.address = grant.address,
+		.flags = grant.flags,
+		.min_interval_ms = grant.min_interval_ms,
+		.policy_min_interval_ms = grant.policy_min_interval_ms,
+		.resolution_uj = grant.resolution_uj,
+		.policy_resolution_uj = grant.policy_resolution_uj,
+	};
+	return 0;
+}
+
 /* ---- registered batches and schedules ---- */
 
 int haecer_batch_register(struct haecer_conn *conn, const struct haecer_msr_op *ops, size_t count,

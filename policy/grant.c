@@ -394,6 +394,26 @@ int policy_energy_limit(const struct policy_grant *grant, uint32_t address,
 	return 1;
 }
 
+int policy_coarse_energy(const struct policy *policy, struct policy_energy_limit *limit)
+{
+	struct policy_energy_limit coarsest = { 0 };
+	bool found = false;
+
+	for (size_t i = 0; policy != NULL && i < policy->rule_count; i++) {
+		const struct policy_rule *rule = &policy->rules[i];
+		if (!rule->coarse_energy)
+			continue;
+		found = true;
+		if (rule->energy.min_interval_ms > coarsest.min_interval_ms)
+			coarsest.min_interval_ms = rule->energy.min_interval_ms;
+		if (rule->energy.resolution_uj > coarsest.resolution_uj)
+			coarsest.resolution_uj = rule->energy.resolution_uj;
+	}
+	if (found && limit != NULL)
+		*limit = coarsest;
+	return found ? 1 : 0;
+}
+
 void policy_perf_grant(const struct policy_grant *grant, struct policy_perf *out)
 {
 	static const struct policy_perf none;

@@ -145,6 +145,12 @@ bool policy_allows_sim_control(const struct policy_grant *grant);
 int policy_energy_limit(const struct policy_grant *grant, uint32_t address,
 			struct policy_energy_limit *limit);
 
+/* The policy's coarse setting: 1 and *limit filled with the coarsest of its rules' energy
+ * limits (the longest min_interval_ms and the largest resolution_uj, each over every rule with
+ * an energy limit), what anyone republishing energy to users the policy does not trust should
+ * not go below; 0 when no rule limits energy. */
+int policy_coarse_energy(const struct policy *policy, struct policy_energy_limit *limit);
+
 /* The highest rate (Hz) at which msrd samples energy registers for energy pages
  * (energy_page: {max_rate_hz}); POLICY_ENERGY_PAGE_DEFAULT_HZ when the policy does not say. */
 #define POLICY_ENERGY_PAGE_DEFAULT_HZ 1000u

@@ -368,6 +368,28 @@ struct wire_energy_page {
 };
 #define WIRE_ENERGY_PAGE_REPLY_SIZE 40u /* five u32, u32 reserved (0), two u64 */
 
+/* ENERGY_GRANT: u32 address (an energy-status register msrd keeps a total for), u32 flags (0).
+ * Reply: how finely this connection's uid may read it, and the coarse setting of the running
+ * policy (the coarsest interval and resolution of its rules' energy limits), which an exporter
+ * that republishes energy to anyone applies at least. Refused (DENIED) when the uid may not read
+ * the register at all. */
+struct wire_energy_grant_request {
+	uint32_t address;
+	uint32_t flags;                /* none defined; must be 0 */
+};
+#define WIRE_ENERGY_GRANT_REQUEST_SIZE 8u
+#define WIRE_ENERGY_GRANT_COARSE 0x1u        /* the caller's grant is coarse: its setting follows */
+#define WIRE_ENERGY_GRANT_POLICY_COARSE 0x2u /* the policy has a coarse setting: it follows */
+struct wire_energy_grant {
+	uint32_t address;
+	uint32_t flags;                /* WIRE_ENERGY_GRANT_* */
+	uint32_t min_interval_ms;      /* the caller's, when coarse; else 0 */
+	uint32_t policy_min_interval_ms; /* the policy's coarse setting; 0 when none */
+	uint64_t resolution_uj;        /* the caller's, when coarse; else 0 */
+	uint64_t policy_resolution_uj; /* the policy's coarse setting; 0 when none */
+};
+#define WIRE_ENERGY_GRANT_SIZE 32u     /* four u32, two u64 */
+
 /* ---- the perf_event broker ---- */
 
 /* PERF_OPEN: what perf_event_open(2) would be given: the event (type as in
@@ -507,6 +529,12 @@ int wire_get_energy_page_request(const void *payload, size_t length,
 void wire_put_energy_page(struct wire_writer *writer, const struct wire_energy_page *message);
 /* -EINVAL for unknown flags or a non-zero reserved word. */
 int wire_get_energy_page(const void *payload, size_t length, struct wire_energy_page *out);
+void wire_put_energy_grant_request(struct wire_writer *writer,
+				   const struct wire_energy_grant_request *message);
+int wire_get_energy_grant_request(const void *payload, size_t length,
+				  struct wire_energy_grant_request *out);
+void wire_put_energy_grant(struct wire_writer *writer, const struct wire_energy_grant *message);
+int wire_get_energy_grant(const void *payload, size_t length, struct wire_energy_grant *out);
 
 int wire_get_u32_payload(const void *payload, size_t length, uint32_t *value);
 void wire_put_batch_run(struct wire_writer *writer, uint32_t handle, uint32_t count);

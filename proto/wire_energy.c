@@ -1,6 +1,6 @@
 /*
  * proto/wire_energy.c — payload encoders and decoders of the energy totals (ENERGY_READ and
- * the energy page's requests).
+ * the energy page's requests, ENERGY_GRANT).
  * Decoders as in wire_messages.c: bounded by the payload length, exact-length (-EBADMSG).
  */
 #include "proto/wire.h"
@@ -81,6 +81,63 @@ int wire_get_energy_page(const void *payload, size_t length, struct wire_energy_
 		return status;
 	if (reserved != 0 ||
 	    (out->flags & ~(WIRE_ENERGY_PAGE_COARSE | WIRE_ENERGY_PAGE_PRECISE)) != 0)
+		return -EINVAL;
+	return 0;
+}
+
+void wire_put_energy_grant_request(struct wire_writer *writer,
+				   const struct wire_energy_grant_request *message)
+{
+	wire_put_u32(writer, message->address);
+	wire_put_u32(writer, message->flags);
+}
+
+int wire_get_energy_grant_request(const void *payload, size_t length,
+				  struct wire_energy_grant_request *out)
+{
+	struct wire_reader reader;
+	int status;
+
+	wire_reader_init(&reader, payload, length);
+	out->address = wire_get_u32(&reader);
+	out->flags = wire_get_u32(&reader);
+	status = wire_reader_finish(&reader);
+	if (status < 0)
+		return status;
+	return out->flags != 0 ? -EINVAL : 0;
+}
+
+void wire_put_energy_grant(struct wire_writer *writer, const struct wire_energy_grant *message)
+{
+	wire_put_u32(writer, message->address);
+	wire_put_u32(writer, message->flags);
+	wire_put_u32(writer, message->min_interval_ms);
+	wire_put_u32(writer, message->policy_min_interval_ms);
+	wire_put_u64(writer, message->resolution_uj);
+	wire_put_u64(writer, message->policy_resolution_uj);
+}
+
+int wire_get_energy_grant(const void *payload, size_t length, struct wire_energy_grant *out)
+{
+	struct wire_reader reader;
+	int status;
+
+	wire_reader_init(&reader, payload, length);
+	out->address = wire_get_u32(&reader);
+	out->flags = wire_get_u32(&reader);
+	out->min_interval_ms = wire_get_u32(&reader);
+	out->policy_min_interval_ms = wire_get_u32(&reader);
+	out->resolution_uj = wire_get_u64(&reader);
+	out->policy_resolution_uj = wire_get_u64(&reader);
+	status = wire_reader_finish(&reader);
+	if (status < 0)
+		return status;
+	/* A flag nobody knows, or a setting the flags do not announce, is not this message. */
+	if ((out->flags & ~(WIRE_ENERGY_GRANT_COARSE | WIRE_ENERGY_GRANT_POLICY_COARSE)) != 0 ||
+	    (!(out->flags & WIRE_ENERGY_GRANT_COARSE) &&
+	     (out->min_interval_ms | out->resolution_uj) != 0) ||
+	    (!(out->flags & WIRE_ENERGY_GRANT_POLICY_COARSE) &&
+	     (out->policy_min_interval_ms | out->policy_resolution_uj) != 0))
 		return -EINVAL;
 	return 0;
 }

@@ -36,9 +36,11 @@
 	X(SLOT_CONTROL, 0x0042, ALWAYS)                                                 \
 	X(SLOT_READ, 0x0043, ALWAYS)                                                    \
 	X(SLOT_FREE, 0x0044, ALWAYS)                                                    \
-	/* 0x0050-0x005f: 64-bit energy totals; ENERGY_PAGE a read-only page of them */ \
+	/* 0x0050-0x005f: 64-bit energy totals; ENERGY_PAGE a read-only page of them; */ \
+	/* ENERGY_GRANT how finely the caller may read them (and the policy's coarse) */  \
 	X(ENERGY_READ, 0x0050, NEVER)                                                   \
 	X(ENERGY_PAGE, 0x0051, NEVER)                                                   \
+	X(ENERGY_GRANT, 0x0052, NEVER)                                                  \
 	/* 0x0060-0x006f: registered batches and schedules */                          \
 	X(BATCH_REGISTER, 0x0060, NEVER)                                                \
 	X(BATCH_RUN, 0x0061, BY_PAYLOAD)                                                \

@@ -489,6 +489,7 @@ typedef void dispatch_handler(struct client *client, const struct wire_header *h
 #define handler_SLOT_FREE slots_handle_free
 #define handler_ENERGY_READ handle_read
 #define handler_ENERGY_PAGE energy_pages_handle_request
+#define handler_ENERGY_GRANT energy_grant_handle_request
 #define handler_BATCH_REGISTER handles_handle_register
 #define handler_BATCH_RUN handles_handle_run
 #define handler_BATCH_RELEASE handles_handle_release

@@ -158,4 +158,9 @@ void energy_sample_some(struct msrd *server, const bool *wanted);
  * the register changed since the sampler's previous read (pages are not published). */
 bool energy_sample_counter(struct msrd *server, struct energy_counter *counter, uint32_t cpu);
 
+/* ENERGY_GRANT (energy_grant.c): the caller's grant for an energy register and the policy's
+ * coarse setting. */
+void energy_grant_handle_request(struct client *client, const struct wire_header *header,
+				 const uint8_t *payload, size_t length);
+
 #endif

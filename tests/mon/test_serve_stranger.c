@@ -7,6 +7,12 @@
  *   - every total it gets is whole joules (the default --resolution-uj, the shipped coarse
  *     policy's 1 J), not msrd's 2^-16 J units;
  *   - it still sees the total move (the cache is refreshed each interval).
+ * The policy gives uid 65533 a coarse grant of 5 J and 2 s, so the running policy's coarse
+ * setting is coarser than serve's own default (1 J, 1 s): serve asks msrd for it
+ * (haecer_energy_grant) and, where --resolution-uj and --interval do not say, publishes no finer
+ * than it, saying so on standard error at start:
+ *   - with --interval given, the totals are multiples of 5 J (not just whole joules);
+ *   - with neither, its log says 2 s and 5 J, and a scrape shows a multiple of 5 J.
  */
 #include "tests/mon/serve_test.h"
 
@@ -18,8 +24,14 @@
 #define INTERVAL_MS 200u
 #define SPAN_MS 1500u
 #define MAX_VALUES 1024
+#define POLICY_RESOLUTION_J 5.0
 
 static struct msrd_server server;
+static const char policy[] =
+	MON_TEST_POLICY
+	"  - match: {uid: 65533}\n"
+	"    allow: [rapl]\n"
+	"    energy: {min_interval_ms: 2000, resolution_uj: 5000000}\n";
 
 static const char package[] =
 	"haecer_energy_joules_total{domain=\"energy-pkg\",package=\"0\",simulated=\"1\"}";
@@ -74,17 +86,44 @@ static void test_stranger_scraping_fast(void **state)
 	assert_true(scrape->count >= 2);
 	assert_true(scrape->count - 1 <= SPAN_MS / INTERVAL_MS + 1);
 	for (unsigned i = 0; i < scrape->count; i++)
-		assert_true(scrape->values[i] == floor(scrape->values[i]));
+		assert_true(scrape->values[i] / POLICY_RESOLUTION_J ==
+			    floor(scrape->values[i] / POLICY_RESOLUTION_J));
 	munmap(scrape, sizeof(*scrape));
+}
+
+/* No --interval, no --resolution-uj: the running policy's coarse setting, logged at start. */
+static void test_policy_setting_by_default(void **state)
+{
+	const char *arguments[] = { "serve", "--listen", "127.0.0.1:0", NULL };
+	struct http_reply reply;
+	struct proc serve;
+	unsigned port;
+	double value;
+	char *err;
+
+	(void)state;
+	port = serve_start_arguments(&serve, server.socket_path, arguments);
+	http_get(port, "/metrics", NULL, &reply);
+	assert_int_equal(reply.code, 200);
+	value = sample_value(reply.body, package);
+	free(reply.text);
+	serve_stop(&serve, &err);
+	print_message("total %.6f J; serve said: %s", value, err);
+	assert_false(isnan(value));
+	assert_true(value / POLICY_RESOLUTION_J == floor(value / POLICY_RESOLUTION_J));
+	assert_non_null(strstr(err, "energy totals at most once per 2 s, rounded down to 5 J "
+				    "(no finer than the running policy's coarse setting"));
+	free(err);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_stranger_scraping_fast, serve_teardown),
+		cmocka_unit_test_teardown(test_policy_setting_by_default, serve_teardown),
 	};
 	const char *arguments[] = { "--backend", "sim", NULL };
 
 	signal(SIGPIPE, SIG_IGN);
-	return MSRD_RUN_GROUP(&server, MON_TEST_POLICY, arguments, NULL, tests);
+	return MSRD_RUN_GROUP(&server, policy, arguments, NULL, tests);
 }

@@ -244,6 +244,37 @@ static void test_machine_info_fields(void **state)
 	assert_int_equal(machine_out.cpu_package[2], 1);
 }
 
+/* ENERGY_GRANT: exact lengths, and no setting the flags do not announce. */
+static void test_energy_grant_messages(void **state)
+{
+	struct wire_energy_grant_request request = { 0x611, 0 }, request_out;
+	struct wire_energy_grant grant = { 0x611, WIRE_ENERGY_GRANT_COARSE |
+					   WIRE_ENERGY_GRANT_POLICY_COARSE, 1000, 2000, 1000000,
+					   5000000 }, grant_out;
+	struct wire_writer writer;
+
+	(void)state;
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_energy_grant_request(&writer, &request);
+	assert_int_equal(writer.used, WIRE_ENERGY_GRANT_REQUEST_SIZE);
+	CHECK_EXACT(wire_get_energy_grant_request, writer.used, &request_out);
+	assert_int_equal(request_out.address, 0x611);
+	buffer[4] = 1; /* flags: none defined */
+	assert_int_equal(wire_get_energy_grant_request(buffer, writer.used, &request_out), -EINVAL);
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_energy_grant(&writer, &grant);
+	assert_int_equal(writer.used, WIRE_ENERGY_GRANT_SIZE);
+	CHECK_EXACT(wire_get_energy_grant, writer.used, &grant_out);
+	assert_memory_equal(&grant_out, &grant, sizeof(grant));
+	buffer[4] = WIRE_ENERGY_GRANT_POLICY_COARSE; /* a coarse interval, but a full grant */
+	assert_int_equal(wire_get_energy_grant(buffer, writer.used, &grant_out), -EINVAL);
+	buffer[4] = WIRE_ENERGY_GRANT_COARSE; /* a policy setting it does not announce */
+	assert_int_equal(wire_get_energy_grant(buffer, writer.used, &grant_out), -EINVAL);
+	buffer[4] = 0x7; /* a flag nobody knows */
+	assert_int_equal(wire_get_energy_grant(buffer, writer.used, &grant_out), -EINVAL);
+}
+
 static void test_resource_messages(void **state)
 {
 	static struct wire_slot_ids ids, ids_out;
@@ -411,6 +442,7 @@ int main(void)
 		cmocka_unit_test(test_fixed_messages),
 		cmocka_unit_test(test_variable_messages),
 		cmocka_unit_test(test_machine_info_fields),
+		cmocka_unit_test(test_energy_grant_messages),
 		cmocka_unit_test(test_resource_messages),
 		cmocka_unit_test(test_status_codes),
 		cmocka_unit_test(test_op_table),

@@ -16,6 +16,8 @@
 #include "tools/mon/serve.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +105,68 @@ static bool connection_broken(int status)
 	       status == -EBADMSG;
 }
 
+/* Log the energy setting in use, once and again whenever it changes (a reconnect to an msrd
+ * with another policy). */
+static void say_setting(struct serve_state *state, double interval, uint64_t resolution_uj,
+			const char *why)
+{
+	if (state->setting_said && interval == state->interval &&
+	    resolution_uj == state->resolution_uj)
+		return;
+	state->interval = interval;
+	state->resolution_uj = resolution_uj;
+	state->setting_said = true;
+	tool_warn("serve: energy totals at most once per %g s, rounded down to %g J (%s)", interval,
+		  resolution_uj / 1e6, why);
+}
+
+/* Raise *interval and *resolution_uj, where the options left them to the policy, to the running
+ * policy's coarse setting as msrd tells it (ENERGY_GRANT); `why` says what came of it. */
+static void raise_to_policy(struct serve_state *state, double *interval, uint64_t *resolution_uj,
+			    char *why, size_t size)
+{
+	struct haecer_energy_grant grant;
+	int status = haecer_energy_grant(state->conn, state->domains[0].address, &grant);
+
+	if (status < 0) {
+		snprintf(why, size, "serve's default: msrd did not say the policy's coarse "
+			 "setting: %s", haecer_conn_error(state->conn)[0] != '\0'
+			 ? haecer_conn_error(state->conn) : strerror(-status));
+		return;
+	}
+	if (!(grant.flags & HAECER_ENERGY_GRANT_POLICY_COARSE)) {
+		snprintf(why, size, "serve's default: the running policy has no coarse setting");
+		return;
+	}
+	if (state->interval_by_policy)
+		*interval = fmax(*interval, grant.policy_min_interval_ms / 1000.0);
+	if (state->resolution_by_policy && grant.policy_resolution_uj > *resolution_uj)
+		*resolution_uj = grant.policy_resolution_uj;
+	snprintf(why, size, "no finer than the running policy's coarse setting, %g s and %g J%s",
+		 grant.policy_min_interval_ms / 1000.0, grant.policy_resolution_uj / 1e6,
+		 !state->interval_by_policy ? "; the interval as --interval says"
+		 : !state->resolution_by_policy ? "; the resolution as --resolution-uj says" : "");
+}
+
+/* Where --interval / --resolution-uj did not say: serve's defaults, raised to the running
+ * policy's coarse setting, so that whoever reaches the endpoint learns no more than the
+ * policy's coarse users may, whatever the exporter's own grant. */
+static void apply_policy_setting(struct serve_state *state)
+{
+	double interval = state->interval_by_policy ? SERVE_DEFAULT_INTERVAL_MS / 1000.0
+						    : state->interval;
+	uint64_t resolution = state->resolution_by_policy ? SERVE_DEFAULT_RESOLUTION_UJ
+							  : state->resolution_uj;
+	char why[192] = "as configured";
+
+	if (state->interval_by_policy || state->resolution_by_policy) {
+		if (state->domain_count == 0)
+			return; /* no energy to publish, nothing to ask */
+		raise_to_policy(state, &interval, &resolution, why, sizeof(why));
+	}
+	say_setting(state, interval, resolution, why);
+}
+
 static void connect_msrd(struct serve_state *state)
 {
 	struct haecer_machine_info *machine = calloc(1, sizeof(*machine));
@@ -125,6 +189,7 @@ static void connect_msrd(struct serve_state *state)
 	state->simulated = (machine->flags & HAECER_MACHINE_SIMULATED) != 0;
 	state->energy_status = 0;
 	find_domains(state, machine);
+	apply_policy_setting(state);
 out:
 	free(machine);
 }

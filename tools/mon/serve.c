@@ -403,6 +403,8 @@ int mon_serve_main(const struct mon_options *options, int count, char *const *wo
 	serve_state_init(&server->state, options->socket_path, interval_ms / 1000.0,
 			 options->given & MON_OPT_RESOLUTION ? options->resolution_uj
 							    : SERVE_DEFAULT_RESOLUTION_UJ);
+	server->state.interval_by_policy = !(options->given & MON_OPT_INTERVAL);
+	server->state.resolution_by_policy = !(options->given & MON_OPT_RESOLUTION);
 	if (serve_attribution_open(&server->state, options->top, options->cgroup_depth) < 0)
 		tool_warn("no per-process energy series: out of memory");
 	if (serve_slurm_open(&server->state, options->slurm_dir != NULL

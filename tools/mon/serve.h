@@ -9,8 +9,9 @@
 
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:9464"
 #define SERVE_DEFAULT_INTERVAL_MS 1000u
-/* What the exporter publishes by default: 1 J, the resolution of the shipped coarse policy
- * (configs/policies/coarse-energy.yaml), whatever the exporter's own grant. */
+/* What the exporter publishes by default, whatever its own grant: 1 J and one value per
+ * second (the shipped coarse policy's, configs/policies/coarse-energy.yaml), or the running
+ * policy's coarse setting where that is coarser (msrd says it: haecer_energy_grant). */
 #define SERVE_DEFAULT_RESOLUTION_UJ 1000000u
 #define SERVE_MAX_DOMAINS 64u
 #define SERVE_MAX_DIES 8u         /* dies a package (Cascade Lake-AP: 2) */
@@ -54,6 +55,9 @@ struct serve_state {
 	const char *socket_path;
 	double interval;           /* seconds: energy sampling and ring discovery */
 	uint64_t resolution_uj;    /* energy totals rounded down to this; 0: msrd's own */
+	bool interval_by_policy;   /* no --interval: the policy's coarse one, at least the default */
+	bool resolution_by_policy; /* no --resolution-uj: likewise */
+	bool setting_said;         /* the interval and resolution in use were logged */
 	double energy_sampled_at;  /* mon_now() of the last energy sample: one per interval */
 	struct haecer_conn *conn;  /* NULL while msrd cannot be reached */
 	bool msrd_warned;

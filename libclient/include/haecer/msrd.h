@@ -275,6 +275,26 @@ int haecer_energy_page_open(struct haecer_conn *conn, uint32_t address, uint32_t
 int haecer_energy_page_request(struct haecer_conn *conn, uint32_t address, uint32_t rate_hz,
 			       uint32_t flags, struct haecer_energy_page_info *info, int *fd);
 
+/* How finely this connection's uid may read the energy-status register `address` (one msrd
+ * keeps a total for), and the running policy's coarse setting: the coarsest interval and
+ * resolution of its rules' energy limits (configs/policies/coarse-energy.yaml: 1000 ms, 1 J).
+ * A program that republishes energy to users the policy does not trust (haecer-mon serve)
+ * should publish nothing finer than the policy's coarse setting, whatever its own grant.
+ * -EPERM the uid may not read the register at all (no grant, full or coarse); -EINVAL no energy
+ * register msrd keeps a total for; -EOPNOTSUPP an msrd that predates ENERGY_GRANT. */
+#define HAECER_ENERGY_GRANT_COARSE 0x1u        /* this uid's grant is coarse (else full) */
+#define HAECER_ENERGY_GRANT_POLICY_COARSE 0x2u /* the policy has a coarse setting */
+struct haecer_energy_grant {
+	uint32_t address;
+	uint32_t flags;                  /* HAECER_ENERGY_GRANT_* */
+	uint32_t min_interval_ms;        /* this uid's, when coarse: one fresh value per interval */
+	uint32_t policy_min_interval_ms; /* the policy's coarse setting, 0 when it has none */
+	uint64_t resolution_uj;          /* this uid's, when coarse: readings rounded down to it */
+	uint64_t policy_resolution_uj;   /* the policy's coarse setting, 0 when it has none */
+};
+int haecer_energy_grant(struct haecer_conn *conn, uint32_t address,
+			struct haecer_energy_grant *out);
+
 /* ---- perf events msrd opens for the caller (its perf_event broker) ---- */
 
 /* What perf_event_open(2) would be given (see perf_event_open(2) for type and config; the

@@ -4,15 +4,13 @@
  * at all, scrapes GET /metrics as fast as it can for SPAN_MS:
  *   - it gets at most one fresh package total per --interval: distinct values - 1 <=
  *     span/interval + 1 (before: a fresh msrd read per scrape, every RAPL update);
- *   - every total it gets is whole joules (the default --resolution-uj, the shipped coarse
- *     policy's 1 J), not msrd's 2^-16 J units;
+ *   - every total it gets is a multiple of the running policy's coarse resolution, not msrd's
+ *     2^-16 J units: the policy gives uid 65533 a coarse grant of 5 J and 2 s, coarser than
+ *     serve's own default (1 J, 1 s), and serve, with no --resolution-uj, asks msrd for the
+ *     policy's coarse setting (haecer_energy_grant) and publishes no finer than it;
  *   - it still sees the total move (the cache is refreshed each interval).
- * The policy gives uid 65533 a coarse grant of 5 J and 2 s, so the running policy's coarse
- * setting is coarser than serve's own default (1 J, 1 s): serve asks msrd for it
- * (haecer_energy_grant) and, where --resolution-uj and --interval do not say, publishes no finer
- * than it, saying so on standard error at start:
- *   - with --interval given, the totals are multiples of 5 J (not just whole joules);
- *   - with neither, its log says 2 s and 5 J, and a scrape shows a multiple of 5 J.
+ * With neither --interval nor --resolution-uj, serve says on standard error at start that it
+ * applied 2 s and 5 J, the policy's coarse setting, and a scrape shows a multiple of 5 J.
  */
 #include "tests/mon/serve_test.h"
 
@@ -122,8 +120,11 @@ int main(void)
 		cmocka_unit_test_teardown(test_stranger_scraping_fast, serve_teardown),
 		cmocka_unit_test_teardown(test_policy_setting_by_default, serve_teardown),
 	};
-	const char *arguments[] = { "--backend", "sim", NULL };
+	struct haecer_conn *sim;
 
 	signal(SIGPIPE, SIG_IGN);
-	return MSRD_RUN_GROUP(&server, policy, arguments, NULL, tests);
+	/* Fully loaded (35 W), so that the total crosses many 5 J steps in SPAN_MS: at the model's
+	 * idle 4 W a scraper might see one step only. */
+	return msrd_run_sim_group(&server, policy, "sandybridge", FULL_LOAD_SCRIPT, NULL, &sim,
+				  "test_serve_stranger", tests, sizeof(tests) / sizeof(tests[0]));
 }

@@ -212,6 +212,8 @@ struct wire_machine_info {
 #define WIRE_MACHINE_HYBRID 0x10u       /* a u8 core type per CPU follows the packages */
 #define WIRE_MACHINE_VIRTUAL 0x40u      /* CPUID 1 ECX[31]: a hypervisor runs msrd (model_name
 					 * names it) */
+#define WIRE_MACHINE_TSC_INVARIANT 0x80u /* CPUID 80000007H EDX[8]: the TSC runs at tsc_hz in
+					   * every P- and C-state (clear: not, or not known) */
 #define WIRE_MACHINE_DIES 0x20u         /* then a u16 die per CPU: Intel packages of several
 					 * dies, whose energy registers are per die */
 #define WIRE_MACHINE_PMC_FULL_WIDTH 0x2u

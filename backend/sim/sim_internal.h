@@ -41,6 +41,7 @@ typedef unsigned __int128 sim_u128;
 struct sim_progress {
 	sim_u128 busy;
 	sim_u128 core;
+	uint64_t smis;          /* SMIs the machine has taken (sim_rough.c), busy or not */
 };
 
 /* A counter that advances with its CPU's busy time (or core cycles) at `rate` events per busy
@@ -51,6 +52,7 @@ struct sim_counter {
 	uint64_t rate;          /* 0 while the counter does not count */
 	uint64_t mask;          /* 2^width - 1 */
 	bool core_clock;        /* counts with the core clock, not the reference one */
+	bool smis;              /* counts SMIs (AMD PMCx02B), one each while rate is not 0 */
 };
 
 /* Power of a domain from seg_t0 on: from_uw, moving linearly to to_uw over seg_len ns (a ramp of
@@ -132,6 +134,7 @@ struct sim_event_rate {
 	uint8_t umask;
 	uint64_t rate;
 	bool reference;         /* counts with the reference clock (REF_XCLK), not the core's */
+	bool smis;              /* counts SMIs received, not a rate (AMD PMCx02B) */
 };
 
 /* Performance-monitoring configuration derived from CPUID 0xA (or the AMD model's core counters)

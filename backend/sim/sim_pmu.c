@@ -9,7 +9,9 @@
  * ideal CPU, the turbo bin of its active cores plus noise on the rough one); reference cycles =
  * busy time * TSC Hz (REF_XCLK: busy time * ref_xclk_hz); instructions = core cycles * model IPC; LLC references/misses, branches and branch misses and the
  * model's extra events = instructions * per_kinst / 1000. On AMD the events are 0x76 (cycles not
- * in halt), 0xC0 (retired instructions), 0xC2 / 0xC3 (retired / mispredicted branches). A counter whose control selects only
+ * in halt), 0xC0 (retired instructions), 0xC2 / 0xC3 (retired / mispredicted branches), and
+ * 0x2B (SMIs received: one per simulated SMI, as MSR_SMI_COUNT counts them on Intel, idle or
+ * busy, with either the USR or the OS filter). A counter whose control selects only
  * USR (or only OS) counts the model's user_share (or 1 - user_share) of that. CMASK, INV, EDGE
  * and the PMI bits are accepted and stored but do not change what is counted. Unknown events,
  * architectural events CPUID 0xA.EBX marks unavailable, and those past the EBX vector length of
@@ -35,6 +37,8 @@
 #define PERFEVTSEL_IN_TX (1ull << 32)
 #define PERFEVTSEL_IN_TXCP (1ull << 33)
 #define IN_TXCP_COUNTER 2u               /* the one event select that has IN_TXCP */
+/* AMD PPR for family 17h/19h, PMCx02B LsSmiRx: SMIs received. */
+#define AMD_EVENT_SMI_RECEIVED 0x2Bu
 
 static uint64_t width_mask(uint32_t width)
 {
@@ -45,6 +49,8 @@ static uint64_t width_mask(uint32_t width)
  * core_hz (the actual clock's cycles, SIM_CLOCK_ONE a clock of core_hz). */
 static uint64_t events_at(const struct sim_counter *counter, struct sim_progress progress)
 {
+	if (counter->smis)
+		return counter->rate ? progress.smis : 0;
 	/* Truncation to 64 bits is harmless: only differences modulo 2^64 are used. */
 	if (counter->core_clock)
 		return (uint64_t)(progress.core * counter->rate /
@@ -132,6 +138,9 @@ static int configure_amd_events(struct sim_pmu *pmu, const struct sim_model_pmu 
 			 per_kinst_rate(instructions, rates->branches_per_kinst));
 	ret |= add_event(pmu, 0, -1, 0xC3, 0x00,
 			 per_kinst_rate(instructions, rates->branch_misses_per_kinst));
+	ret |= add_event(pmu, 0, -1, AMD_EVENT_SMI_RECEIVED, 0x00, 1);
+	if (ret == 0)
+		pmu->events[pmu->event_count - 1].smis = true;
 	ret |= add_model_events(pmu, rates);
 	return ret ? -ENOMEM : 0;
 }
@@ -295,6 +304,13 @@ static uint64_t event_rate(const struct sim_pmu *pmu, uint64_t evtsel)
 	return known ? known->rate : 0;
 }
 
+static bool gp_counts_smis(const struct sim_pmu *pmu, const struct sim_cpu *cpu, uint32_t index)
+{
+	const struct sim_event_rate *known = event_of(pmu, cpu->evtsel[index]);
+
+	return known && known->smis;
+}
+
 static bool gp_core_clock(const struct sim_pmu *pmu, const struct sim_cpu *cpu, uint32_t index)
 {
 	const struct sim_event_rate *known = event_of(pmu, cpu->evtsel[index]);
@@ -310,6 +326,9 @@ static uint64_t gp_rate(const struct sim_pmu *pmu, const struct sim_cpu *cpu, ui
 		return 0;
 	if ((pmu->version >= 2 || pmu->perfmon_v2) && !(cpu->global_ctrl & (1ull << index)))
 		return 0;
+	/* An SMI is taken in neither user nor OS mode: counted with either filter. */
+	if (gp_counts_smis(pmu, cpu, index))
+		return (evtsel & (PERFEVTSEL_USR | PERFEVTSEL_OS)) ? 1 : 0;
 	return share_of(pmu, event_rate(pmu, evtsel), evtsel & PERFEVTSEL_USR,
 			evtsel & PERFEVTSEL_OS);
 }
@@ -340,6 +359,7 @@ static void counters_reprogram(struct sim *sim, struct sim_cpu *cpu, struct sim_
 			cpu->global_status |= 1ull << i;
 		cpu->gp[i].rate = gp_rate(pmu, cpu, i);
 		cpu->gp[i].core_clock = gp_core_clock(pmu, cpu, i);
+		cpu->gp[i].smis = gp_counts_smis(pmu, cpu, i);
 	}
 	for (uint32_t i = 0; i < cpu->fixed_count; i++) {
 		if (counter_rebase(&cpu->fixed[i], busy))

@@ -3,7 +3,8 @@
  * CPUID (dev/cpu/N/cpuid, or the instruction), packages from sysfs topology, which RAPL domains
  * exist and their units (as the kernel's rapl drivers decide it), the TSC frequency, and what the
  * PMU offers (full-width counter writes, SMI count, the NMI watchdog's counter). The simulated CPU
- * describes itself (sim/).
+ * describes itself (sim/), but its CPUID, which it answers per CPU, is read here by the same
+ * rules as a real one (backend_probe_simulated: core types, TSC rate, invariant TSC).
  */
 #include "backend/backend_internal.h"
 #include "common/clock.h"

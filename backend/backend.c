@@ -93,6 +93,7 @@ static int open_sim_backend(const struct backend_options *options, struct msr_ba
 	}
 	backend->info = *sim_machine_info(backend->sim);
 	backend->cpu_count = backend->info.cpu_count;
+	backend_probe_simulated(backend);
 	*out = backend;
 	return 0;
 }

@@ -109,10 +109,15 @@ void backend_run_one_by_one(struct msr_backend *backend, struct msr_op *ops, siz
 
 /* Fill backend->info for a device backend: CPUID, packages, RAPL, TSC, what the PMU offers. */
 void backend_probe_machine(struct msr_backend *backend, const char *dev_root);
-/* CPUID `leaf`/`subleaf` as CPU `cpu` answers it, from dev/cpu/N/cpuid (a stand-in file holds
+/* What the simulated CPU says of itself through its CPUID, read as on a machine: on Intel each
+ * CPU's core type and counters (backend_probe_core_types) and the TSC rate where its CPUID 0x15
+ * gives one; invariant TSC. The rest of backend->info is the model's. */
+void backend_probe_simulated(struct msr_backend *backend);
+/* CPUID `leaf`/`subleaf` as CPU `cpu` answers it: the simulated CPU's answer, or from
+ * dev/cpu/N/cpuid (a stand-in file holds
  * 16-byte records at 16 * ((subleaf << 32) | leaf)): 0, or -ENOENT without the device. */
-int backend_read_cpuid_on(const char *dev_root, uint32_t cpu, uint32_t leaf, uint32_t subleaf,
-			  uint32_t regs[4]);
+int backend_read_cpuid_on(const struct msr_backend *backend, const char *dev_root, uint32_t cpu,
+			  uint32_t leaf, uint32_t subleaf, uint32_t regs[4]);
 
 /* ---- standin_allowlist.c ---- */
 
@@ -129,6 +134,7 @@ uint64_t backend_standin_allowlist_apply(const struct msr_backend *backend, uint
 
 /* Intel: info->hybrid, and each CPU's core type and counter bitmaps (backend.h). Needs vendor,
  * cpuid_0a and cpu_count filled in. */
-void backend_probe_core_types(const char *dev_root, struct machine_info *info);
+void backend_probe_core_types(const struct msr_backend *backend, const char *dev_root,
+			      struct machine_info *info);
 
 #endif

@@ -3,7 +3,8 @@
  * CPUID (dev/cpu/N/cpuid, or the instruction), packages from sysfs topology, which RAPL domains
  * exist and their units (as the kernel's rapl drivers decide it), the TSC frequency, and what the
  * PMU offers (full-width counter writes, SMI count, the NMI watchdog's counter). The simulated CPU
- * describes itself (sim/).
+ * describes itself (sim/), but its CPUID, which it answers per CPU, is read here by the same
+ * rules as a real one (backend_probe_simulated: core types, TSC rate, invariant TSC).
  */
 #include "backend/backend_internal.h"
 #include "common/clock.h"
@@ -19,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/sim/sim.h"
 #include "common/log.h"
 #include "hw/rapl_quirks.h"
 #include "hw/vendor.h"
@@ -32,15 +34,18 @@
 /* The cpuid driver reads 16 bytes (eax, ebx, ecx, edx) at offset (subleaf << 32) | leaf. Its
  * offsets are keys, so neighbouring leaves cannot share a regular file: a stand-in file holds
  * 16-byte records at offset 16 * ((subleaf << 32) | leaf) instead. -ENOENT without the device. */
-int backend_read_cpuid_on(const char *dev_root, uint32_t cpu, uint32_t leaf, uint32_t subleaf,
-			  uint32_t regs[4])
+int backend_read_cpuid_on(const struct msr_backend *backend, const char *dev_root, uint32_t cpu,
+			  uint32_t leaf, uint32_t subleaf, uint32_t regs[4])
 {
 	char path[PATH_MAX];
 	uint64_t key = ((uint64_t)subleaf << 32) | leaf;
 	struct stat st;
 	ssize_t got;
-	int fd, ret = backend_root_path(path, sizeof(path), dev_root, "dev/cpu/%u/cpuid", cpu);
+	int fd, ret;
 
+	if (backend->sim)
+		return sim_cpuid(backend->sim, cpu, leaf, subleaf, regs);
+	ret = backend_root_path(path, sizeof(path), dev_root, "dev/cpu/%u/cpuid", cpu);
 	fd = ret == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	if (fd < 0)
 		return -ENOENT;
@@ -52,12 +57,14 @@ int backend_read_cpuid_on(const char *dev_root, uint32_t cpu, uint32_t leaf, uin
 	return ret;
 }
 
-/* A leaf the same on every CPU: CPU 0's device, or the instruction wherever we run. */
-static int read_cpuid(const char *dev_root, uint32_t leaf, uint32_t regs[4])
+/* A leaf the same on every CPU: CPU 0's device, or the instruction wherever we run (never on
+ * the simulated CPU, which answers for itself). */
+static int read_cpuid(const struct msr_backend *backend, const char *dev_root, uint32_t leaf,
+		      uint32_t regs[4])
 {
-	int ret = backend_read_cpuid_on(dev_root, 0, leaf, 0, regs);
+	int ret = backend_read_cpuid_on(backend, dev_root, 0, leaf, 0, regs);
 
-	if (ret == -ENOENT) {
+	if (ret == -ENOENT && !backend->sim) {
 		__cpuid_count(leaf, 0, regs[0], regs[1], regs[2], regs[3]);
 		return 0;
 	}
@@ -79,11 +86,12 @@ static void decode_signature(uint32_t eax, struct machine_info *info)
 
 /* The hypervisor's vendor signature (leaf 0x40000000 EBX, ECX, EDX; the convention KVM, Xen,
  * Hyper-V and VMware follow), "?" when the leaf cannot be read. */
-static void probe_hypervisor(const char *dev_root, struct machine_info *info)
+static void probe_hypervisor(const struct msr_backend *backend, const char *dev_root,
+			     struct machine_info *info)
 {
 	uint32_t regs[4];
 
-	if (read_cpuid(dev_root, 0x40000000u, regs) < 0) {
+	if (read_cpuid(backend, dev_root, 0x40000000u, regs) < 0) {
 		strcpy(info->hypervisor, "?");
 		return;
 	}
@@ -95,10 +103,11 @@ static void probe_hypervisor(const char *dev_root, struct machine_info *info)
 		strcpy(info->hypervisor, "?");
 }
 
-static int probe_cpuid(const char *dev_root, struct machine_info *info)
+static int probe_cpuid(const struct msr_backend *backend, const char *dev_root,
+		       struct machine_info *info)
 {
 	uint32_t regs[4];
-	int ret = read_cpuid(dev_root, 0, regs);
+	int ret = read_cpuid(backend, dev_root, 0, regs);
 
 	if (ret < 0)
 		return ret;
@@ -106,17 +115,17 @@ static int probe_cpuid(const char *dev_root, struct machine_info *info)
 	memcpy(info->vendor + 4, &regs[3], 4);
 	memcpy(info->vendor + 8, &regs[2], 4);
 	info->vendor[12] = '\0';
-	if (regs[0] >= 1 && read_cpuid(dev_root, 1, regs) == 0) {
+	if (regs[0] >= 1 && read_cpuid(backend, dev_root, 1, regs) == 0) {
 		decode_signature(regs[0], info);
 		if (regs[2] >> 31)
-			probe_hypervisor(dev_root, info);
+			probe_hypervisor(backend, dev_root, info);
 	}
-	if (cpu_vendor_is_intel(info->vendor) && read_cpuid(dev_root, 0, regs) == 0 &&
+	if (cpu_vendor_is_intel(info->vendor) && read_cpuid(backend, dev_root, 0, regs) == 0 &&
 	    regs[0] >= 0xA)
-		ret = read_cpuid(dev_root, 0xA, info->cpuid_0a);
+		ret = read_cpuid(backend, dev_root, 0xA, info->cpuid_0a);
 	if (cpu_vendor_is_amd(info->vendor) &&
-	    read_cpuid(dev_root, 0x80000000u, regs) == 0 && regs[0] >= CPUID_AMD_EXT_PERFMON &&
-	    regs[0] < 0x8000FFFFu && read_cpuid(dev_root, CPUID_AMD_EXT_PERFMON, regs) == 0)
+	    read_cpuid(backend, dev_root, 0x80000000u, regs) == 0 && regs[0] >= CPUID_AMD_EXT_PERFMON &&
+	    regs[0] < 0x8000FFFFu && read_cpuid(backend, dev_root, CPUID_AMD_EXT_PERFMON, regs) == 0)
 		info->amd_perfmon_v2 = CPUID_AMD_EXT_PERFMON_V2(regs[0]) != 0;
 	snprintf(info->model_name, sizeof(info->model_name), "%s family 0x%X model 0x%X%s%s",
 		 info->vendor, info->family, info->model,
@@ -303,30 +312,43 @@ static uint64_t sdm_crystal_hz(uint32_t model)
 	}
 }
 
+/* What CPUID 0x15 alone says of an Intel TSC: crystal x EBX / EAX, or the SDM's crystal of the
+ * model x that ratio where ECX gives no crystal; 0 when it says nothing. */
+static uint64_t cpuid_15_tsc_hz(const struct msr_backend *backend, const char *dev_root,
+				const struct machine_info *info, uint32_t max_leaf, uint8_t *source)
+{
+	uint32_t regs[4];
+
+	if (max_leaf < 0x15 || read_cpuid(backend, dev_root, 0x15, regs) < 0 || !regs[0] || !regs[1])
+		return 0;
+	if (regs[2]) {
+		*source = TSC_SOURCE_CPUID_15;
+		return (uint64_t)regs[2] * regs[1] / regs[0];
+	}
+	if (info->family == 6 && sdm_crystal_hz(info->model) != 0) {
+		*source = TSC_SOURCE_CRYSTAL_TABLE;
+		return sdm_crystal_hz(info->model) * regs[1] / regs[0];
+	}
+	return 0;
+}
+
 static uint64_t intel_tsc_hz(const struct msr_backend *backend, const char *dev_root,
 			     const struct machine_info *info, uint8_t *source)
 {
 	uint32_t regs[4], max_leaf;
 	uint64_t platform, hz;
 
-	if (read_cpuid(dev_root, 0, regs) < 0)
+	if (read_cpuid(backend, dev_root, 0, regs) < 0)
 		return 0;
 	max_leaf = regs[0];
-	if (max_leaf >= 0x15 && read_cpuid(dev_root, 0x15, regs) == 0 && regs[0] && regs[1] &&
-	    regs[2]) {
-		*source = TSC_SOURCE_CPUID_15;
-		return (uint64_t)regs[2] * regs[1] / regs[0];
-	}
-	if (max_leaf >= 0x15 && regs[0] && regs[1] && info->family == 6 &&
-	    sdm_crystal_hz(info->model) != 0) {
-		*source = TSC_SOURCE_CRYSTAL_TABLE;
-		return sdm_crystal_hz(info->model) * regs[1] / regs[0];
-	}
+	hz = cpuid_15_tsc_hz(backend, dev_root, info, max_leaf, source);
+	if (hz != 0)
+		return hz;
 	/* 0x15 without the crystal on another model: a calibration is better than 0x16's base
 	 * (within a MHz; the kernel too calibrates when it derived the crystal from 0x16). */
 	if (max_leaf >= 0x16 && (hz = calibrated_tsc_hz(backend, source)) != 0)
 		return hz;
-	if (max_leaf >= 0x16 && read_cpuid(dev_root, 0x16, regs) == 0 && (regs[0] & 0xFFFF)) {
+	if (max_leaf >= 0x16 && read_cpuid(backend, dev_root, 0x16, regs) == 0 && (regs[0] & 0xFFFF)) {
 		*source = TSC_SOURCE_CPUID_16;
 		return (uint64_t)(regs[0] & 0xFFFF) * 1000000u;
 	}
@@ -380,12 +402,12 @@ static uint64_t calibrated_tsc_hz(const struct msr_backend *backend, uint8_t *so
 
 /* Invariant TSC (Intel SDM vol. 3B 18.17.1; AMD APM vol. 3 CPUID Fn8000_0007 EDX[8]
  * TscInvariant): 1, 0, or -1 when the leaf cannot be read. */
-static int8_t tsc_invariant(const char *dev_root)
+static int8_t tsc_invariant(const struct msr_backend *backend, const char *dev_root)
 {
 	uint32_t regs[4];
 
-	if (read_cpuid(dev_root, 0x80000000u, regs) < 0 || regs[0] < 0x80000007u ||
-	    read_cpuid(dev_root, 0x80000007u, regs) < 0)
+	if (read_cpuid(backend, dev_root, 0x80000000u, regs) < 0 || regs[0] < 0x80000007u ||
+	    read_cpuid(backend, dev_root, 0x80000007u, regs) < 0)
 		return -1;
 	return (regs[3] >> 8) & 1;
 }
@@ -403,11 +425,29 @@ static void probe_tsc(const struct msr_backend *backend, const char *dev_root,
 				   : 0;
 	if (info->tsc_hz == 0)
 		info->tsc_hz = calibrated_tsc_hz(backend, &info->tsc_source);
-	info->tsc_invariant = tsc_invariant(dev_root);
+	info->tsc_invariant = tsc_invariant(backend, dev_root);
 	if (info->tsc_invariant == 0)
 		log_warnx("backend: the TSC is not invariant (CPUID 0x80000007 EDX[8] clear): its "
 			  "rate follows the core's P-state and halts in deep C-states, so seconds "
 			  "and watts msrd and libhaecer derive from it are wrong");
+}
+
+void backend_probe_simulated(struct msr_backend *backend)
+{
+	struct machine_info *info = &backend->info;
+	uint32_t regs[4];
+	uint64_t hz;
+	uint8_t source = TSC_SOURCE_UNKNOWN;
+
+	if (cpu_vendor_is_intel(info->vendor)) {
+		backend_probe_core_types(backend, NULL, info);
+		if (read_cpuid(backend, NULL, 0, regs) == 0 &&
+		    (hz = cpuid_15_tsc_hz(backend, NULL, info, regs[0], &source)) != 0) {
+			info->tsc_hz = hz;
+			info->tsc_source = source;
+		}
+	}
+	info->tsc_invariant = tsc_invariant(backend, NULL);
 }
 
 /* kernel.nmi_watchdog: "1" when the hard-lockup detector holds a cycles counter. */
@@ -432,12 +472,12 @@ void backend_probe_machine(struct msr_backend *backend, const char *dev_root)
 	struct machine_info *info = &backend->info;
 	uint64_t capabilities;
 
-	if (probe_cpuid(dev_root, info) < 0)
+	if (probe_cpuid(backend, dev_root, info) < 0)
 		log_warnx("backend: CPUID could not be read; vendor and model are unknown");
 	info->cpu_count = backend->cpu_count;
 	probe_packages(dev_root, info);
 	if (cpu_vendor_is_intel(info->vendor))
-		backend_probe_core_types(dev_root, info);
+		backend_probe_core_types(backend, dev_root, info);
 	probe_rapl(backend, info);
 	probe_tsc(backend, dev_root, info);
 	info->nmi_watchdog = nmi_watchdog_on(dev_root);

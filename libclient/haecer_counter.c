@@ -598,15 +598,19 @@ int haecer_counter_reset(struct haecer_counter *counter)
 void haecer_counter_free(struct haecer_counter *counter)
 {
 	struct haecer_context *ctx;
+	struct haecer_counter *smi;
 
 	if (haecer__counter_lock(counter, &ctx) < 0)
 		return;
 	/* A failure leaves the slot to msrd, which frees it when the connection ends. */
 	if (counter->info.kind != HAECER_COUNTER_ENERGY && counter->info.kind != HAECER_COUNTER_PERF)
 		haecer_slot_free(ctx->conn, counter->slot.id);
+	smi = counter->smi_counter; /* an AMD energy counter's SMI counter goes with it */
 	haecer__ring_detach(counter);
 	haecer__counter_release(counter);
 	pthread_mutex_unlock(&ctx->lock);
+	if (smi != NULL)
+		haecer_counter_free(smi);
 }
 
 int haecer_counter_info(const struct haecer_counter *counter, struct haecer_counter_info *out)

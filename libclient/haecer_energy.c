@@ -23,9 +23,10 @@
  * being the doubt. A bracket wider than PAGE_SHARP_NS (a window that missed) is treated like a
  * blurred round-trip detection. HAECER_ENERGY_EXACT (or no page) keeps the round trips.
  *
- * SMIs (seed 001 2.1.2.6): MSR_SMI_COUNT, read in every poll where the model has it and the
- * policy grants it, counts them exactly; a region an SMI hit says so (smi_count > 0) and callers
- * filter it. Without the register (AMD, or refused) the count is unknown (HAECER_SMI_UNKNOWN):
+ * SMIs (seed 001 2.1.2.6): MSR_SMI_COUNT (on AMD a counter of PMCx02B; haecer_energy_smi.c),
+ * read in every poll where the model has it and the policy grants it, counts them exactly; a
+ * region an SMI hit says so (smi_count > 0) and callers filter it. Without it (refused, or no
+ * counter free) the count is unknown (HAECER_SMI_UNKNOWN):
  * the seed's TSC-gap test assumes a tight rdtsc loop, and a poll here takes far longer than an
  * SMI's 300-400 k cycles would stand out from.
  *
@@ -101,11 +102,8 @@ static void plan_poll(const struct haecer_counter *counter, struct poll_plan *pl
 	plan->ops[plan->count++] = (struct haecer_msr_op){
 		.kind = ctx->energy_totals ? HAECER_MSR_ENERGY_READ : HAECER_MSR_READ,
 		.cpu = cpu, .address = counter->info.counter_address};
-	if ((ctx->machine.flags & HAECER_MACHINE_HAS_SMI_COUNT) && !counter->smi_unreadable) {
-		plan->smi = (int)plan->count;
-		plan->ops[plan->count++] = (struct haecer_msr_op){
-			.kind = HAECER_MSR_READ, .cpu = cpu, .address = MSR_SMI_COUNT};
-	}
+	if (haecer__smi_op(counter, &plan->ops[plan->count]))
+		plan->smi = (int)plan->count++;
 	if (haecer__energy_virtual_time(ctx)) {
 		plan->tsc = (int)plan->count;
 		plan->ops[plan->count++] = (struct haecer_msr_op){
@@ -319,13 +317,11 @@ void haecer__energy_lease_renew(struct haecer_counter *counter)
 static void smi_poll(struct haecer_counter *counter, struct energy_sample *sample)
 {
 	const struct haecer_context *ctx = counter->ctx;
-	struct haecer_msr_op op = { .kind = HAECER_MSR_READ, .cpu = counter->info.cpu,
-				    .address = MSR_SMI_COUNT };
+	struct haecer_msr_op op;
 	struct haecer_context *locked;
 	int error;
 
-	if (sample->smi_exact || !(ctx->machine.flags & HAECER_MACHINE_HAS_SMI_COUNT) ||
-	    counter->smi_unreadable)
+	if (sample->smi_exact || !haecer__smi_op(counter, &op))
 		return;
 	error = haecer__counter_lock(counter, &locked);
 	if (error < 0)
@@ -461,6 +457,8 @@ int haecer_energy_start(struct haecer_counter *energy, struct haecer_energy_regi
 		return haecer__fail(-EINVAL, "no region");
 	region->active = false;
 	error = haecer__energy_check_counter(energy);
+	if (error == 0)
+		haecer__smi_prepare(energy);
 	/* Polls from the energy page carry no SMI count: it is read by round trip before the
 	 * wait for the start update (after it, the round trip would stand between the update
 	 * and the region: a lead of tens of microseconds at a guessed power). An SMI during the
@@ -694,9 +692,10 @@ static void region_result(const struct haecer_counter *energy,
 	result->last_poll_tsc = closing->after.after;
 	result->end_tsc = called;
 	result->smi_count_exact = closing->after.smi_exact;
-	/* MSR_SMI_COUNT is 32 bits wide; counted from the start update to the closing one. */
+	/* Counted from the start update to the closing one. */
 	result->smi_count = closing->after.smi_exact ?
-				    (uint32_t)(closing->after.smi - region->start_smi) :
+				    haecer__smi_between(energy, region->start_smi,
+							closing->after.smi) :
 				    HAECER_SMI_UNKNOWN;
 	result->tsc_source = HAECER_MACHINE_TSC_SOURCE(energy->ctx->machine.flags);
 	result->simulated = energy->ctx->simulated;

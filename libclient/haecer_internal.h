@@ -110,7 +110,10 @@ struct haecer_counter {
 	bool region_counter;        /* opened by startEnergyRead, freed with the context */
 	bool calibrated;
 	double joules_per_tick;
-	bool smi_unreadable;        /* the policy refuses MSR_SMI_COUNT: the SMI count is unknown */
+	bool smi_unreadable;        /* the policy refuses MSR_SMI_COUNT (or the AMD counter of
+				     * PMCx02B): the SMI count is unknown */
+	struct haecer_counter *smi_counter; /* AMD energy regions: PMCx02B on the counter's CPU
+					     * (haecer_energy_smi.c), or NULL */
 	unsigned rapl_domain;       /* energy counters: enum rapl_domain of hw/msr.h */
 	uint64_t typical_gap;       /* energy regions: ticks between two polls, moving average */
 	/* msrd's totals start again from the register when msrd restarts: the counter's value
@@ -254,6 +257,17 @@ HAECER_INTERNAL bool haecer__energy_virtual_time(const struct haecer_context *ct
 HAECER_INTERNAL void haecer__energy_lease_renew(struct haecer_counter *counter);
 /* 0 for an energy counter of a live context, else -errno with the detail set. */
 HAECER_INTERNAL int haecer__energy_check_counter(struct haecer_counter *counter);
+
+/* ---- haecer_energy_smi.c: where a region's SMI count comes from ---- */
+/* AMD: open the counter of PMCx02B on the energy counter's CPU once (without the context's
+ * lock held); a refusal leaves the SMI count unknown. Nothing to do on Intel. */
+HAECER_INTERNAL void haecer__smi_prepare(struct haecer_counter *energy);
+/* The read of the SMI count for a poll's batch: false when it cannot be known. */
+HAECER_INTERNAL bool haecer__smi_op(const struct haecer_counter *energy,
+				    struct haecer_msr_op *op);
+/* SMIs between two readings of that count, modulo its register's width. */
+HAECER_INTERNAL uint32_t haecer__smi_between(const struct haecer_counter *energy, uint64_t from,
+					     uint64_t to);
 /* How far energy / span can be from the truth when the span's ends are known to halves and the
  * energy to one unit at each end, capped by max_power (haecer_energy_reading.c says why). */
 HAECER_INTERNAL double haecer__power_doubt(double energy, double unit, double span, double halves,

@@ -201,6 +201,7 @@ struct wire_machine_info {
 #define WIRE_MACHINE_HYBRID HAECER_MACHINE_HYBRID
 #define WIRE_MACHINE_DIES HAECER_MACHINE_DIES
 #define WIRE_MACHINE_VIRTUAL HAECER_MACHINE_VIRTUAL
+#define WIRE_MACHINE_TSC_INVARIANT HAECER_MACHINE_TSC_INVARIANT
 #define WIRE_MACHINE_TSC_SOURCE_SHIFT 8    /* bits 11:8: where tsc_hz came from (enum
 					    * tsc_source of hw/msr.h), 0 unknown */
 #define WIRE_MACHINE_TSC_SOURCE_MASK 0xF00u

@@ -119,7 +119,8 @@ static uint32_t machine_flags(const struct machine_info *machine)
 	       (machine->sim_virtual_time ? WIRE_MACHINE_VIRTUAL_TIME : 0) |
 	       (machine->hybrid ? WIRE_MACHINE_HYBRID : 0) |
 	       (energy_per_die(machine) ? WIRE_MACHINE_DIES : 0) |
-	       (machine->hypervisor[0] ? WIRE_MACHINE_VIRTUAL : 0);
+	       (machine->hypervisor[0] ? WIRE_MACHINE_VIRTUAL : 0) |
+	       (machine->tsc_invariant == 1 ? WIRE_MACHINE_TSC_INVARIANT : 0);
 }
 
 /* Every field of <haecer/machine_fields.h> from msrd's description to the message's: both
@@ -170,8 +171,9 @@ static int open_backend(struct msrd *server)
 		return status;
 	}
 	if (server->machine.tsc_hz != 0)
-		log_notice("TSC %.3f GHz, from %s", (double)server->machine.tsc_hz / 1e9,
-			   tsc_source_name(server->machine.tsc_source));
+		log_notice("TSC %.3f GHz, from %s%s", (double)server->machine.tsc_hz / 1e9,
+			   tsc_source_name(server->machine.tsc_source),
+			   server->machine.tsc_invariant == 1 ? ", invariant" : "");
 	else
 		log_warnx("TSC frequency unknown (no CPUID 0x15/0x16, MSR_PLATFORM_INFO or AMD P0 "
 			  "frequency, and calibration failed): clients get no seconds for regions");

@@ -45,7 +45,8 @@ struct sim_progress sim_cpu_progress_at(struct sim *sim, struct sim_cpu *cpu, ui
 		cpu->busy += delta;
 		cpu->t = t;
 	}
-	return (struct sim_progress){ .busy = cpu->busy, .core = cpu->core };
+	return (struct sim_progress){ .busy = cpu->busy, .core = cpu->core,
+				      .smis = sim_rough_smi_count(sim, cpu->t) };
 }
 
 /* Energy of the law from its start to seg_t0 + x (x <= seg_len for a ramp); differences of it

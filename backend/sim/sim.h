@@ -25,6 +25,10 @@ void sim_close(struct sim *sim);
 const struct machine_info *sim_machine_info(const struct sim *sim);
 
 int sim_read(struct sim *sim, uint32_t cpu, uint32_t address, uint64_t *value);
+/* CPUID `leaf`/`subleaf` as simulated CPU `cpu` answers it (sim_cpuid.c): 0, or -ENXIO for a
+ * CPU beyond the model. */
+int sim_cpuid(const struct sim *sim, uint32_t cpu, uint32_t leaf, uint32_t subleaf,
+	      uint32_t regs[4]);
 int sim_write(struct sim *sim, uint32_t cpu, uint32_t address, uint64_t value);
 
 int sim_now(struct sim *sim, uint64_t *now_ns);

@@ -148,6 +148,7 @@ static uint32_t die_of_cpu(const struct sim_model *model, uint32_t cpu)
 static int build_cpus(struct sim *sim)
 {
 	const struct sim_model *model = sim->model;
+	const struct sim_model_core_type *type;
 
 	sim->cpu_count = model->packages * model->cpus_per_package;
 	sim->cpus = calloc(sim->cpu_count, sizeof(*sim->cpus));
@@ -164,6 +165,8 @@ static int build_cpus(struct sim *sim)
 		cpu->source = sim->virtual_time ? SIM_LOAD_FIXED : SIM_LOAD_HOST;
 		for (uint32_t kind = 0; kind < RAPL_DOMAIN_COUNT; kind++)
 			cpu->domain[kind] = SIM_NO_DOMAIN;
+		type = sim_core_type_of(model, i % model->cpus_per_package);
+		cpu->core_type = type ? (uint8_t)type->core_type : 0;
 		sim_pmu_reset_cpu(sim, cpu);
 	}
 	return 0;

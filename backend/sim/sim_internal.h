@@ -41,6 +41,7 @@ typedef unsigned __int128 sim_u128;
 struct sim_progress {
 	sim_u128 busy;
 	sim_u128 core;
+	uint64_t smis;          /* SMIs the machine has taken (sim_rough.c), busy or not */
 };
 
 /* A counter that advances with its CPU's busy time (or core cycles) at `rate` events per busy
@@ -51,6 +52,7 @@ struct sim_counter {
 	uint64_t rate;          /* 0 while the counter does not count */
 	uint64_t mask;          /* 2^width - 1 */
 	bool core_clock;        /* counts with the core clock, not the reference one */
+	bool smis;              /* counts SMIs (AMD PMCx02B), one each while rate is not 0 */
 };
 
 /* Power of a domain from seg_t0 on: from_uw, moving linearly to to_uw over seg_len ns (a ramp of
@@ -113,6 +115,10 @@ struct sim_cpu {
 	uint32_t die;           /* dense (package, die) index; the package when one die each */
 	uint32_t domain[RAPL_DOMAIN_COUNT]; /* index into sim->domains, or SIM_NO_DOMAIN */
 	int64_t tsc_offset;
+	uint8_t core_type;      /* CPUID 1AH's on a hybrid part (sim_cpuid.c), else 0 */
+	uint32_t gp_count;      /* counters this CPU has: the core type's, else leaf 0AH's */
+	uint32_t fixed_count;
+	uint32_t slots_per_cycle; /* fixed counter 3 (TOPDOWN.SLOTS) a core cycle */
 	uint64_t evtsel[SIM_MAX_GP_COUNTERS];
 	struct sim_counter gp[SIM_MAX_GP_COUNTERS];
 	struct sim_counter fixed[SIM_MAX_FIXED_COUNTERS];
@@ -128,6 +134,7 @@ struct sim_event_rate {
 	uint8_t umask;
 	uint64_t rate;
 	bool reference;         /* counts with the reference clock (REF_XCLK), not the core's */
+	bool smis;              /* counts SMIs received, not a rate (AMD PMCx02B) */
 };
 
 /* Performance-monitoring configuration derived from CPUID 0xA (or the AMD model's core counters)
@@ -142,7 +149,7 @@ struct sim_pmu {
 	bool tsx;               /* IN_TX / IN_TXCP writable (SDM 18.3.6.5) */
 	uint32_t arch_events_length; /* CPUID.0AH:EAX[31:24]: EBX bits beyond it enumerate nothing */
 	uint64_t perf_capabilities;
-	uint64_t evtsel_valid, fixed_ctrl_valid, global_ctrl_valid, ovf_ctrl_valid;
+	uint64_t evtsel_valid, fixed_ctrl_valid, global_ctrl_valid;
 	uint64_t cycles_rate, ref_cycles_rate, instructions_rate;
 	uint64_t ref_xclk_rate;  /* event 3CH/01H */
 	uint32_t user_permille;
@@ -250,6 +257,11 @@ struct sim {
 	uint64_t power_started;
 	uint64_t next_power_change;
 };
+
+/* ---- sim_cpuid.c ---- */
+/* The core type entry of CPU `index` of a package, or NULL on a part that is not hybrid. */
+const struct sim_model_core_type *sim_core_type_of(const struct sim_model *model,
+						   uint32_t index);
 
 /* Busy time and core cycles of `cpu` brought up to `t` (SMIs run nothing: their time is not
  * busy). */

@@ -173,6 +173,10 @@ static const cyaml_schema_field_t model_fields[] = {
 						   uint32_t, &cpuid_entry, 4),
 		},
 	},
+	CYAML_FIELD_SEQUENCE("core_types", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct sim_model, core_types, &sim_model_core_type_entry, 0, 4),
+	CYAML_FIELD_SEQUENCE("cpuid", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, struct sim_model,
+			     cpuid, &sim_model_cpuid_entry, 0, 64),
 	CYAML_FIELD_UINT("perf_capabilities", CYAML_FLAG_OPTIONAL, struct sim_model,
 			 perf_capabilities),
 	CYAML_FIELD_UINT("core_counters", CYAML_FLAG_OPTIONAL, struct sim_model, core_counters),
@@ -524,7 +528,7 @@ static const char *check_perfmon(const struct sim_model *model)
 	    (CPUID_0A_EDX_FIXED_COUNTERS(edx) > SIM_MAX_FIXED_COUNTERS ||
 	     (CPUID_0A_EDX_FIXED_COUNTERS(edx) &&
 	      (CPUID_0A_EDX_FIXED_WIDTH(edx) < 32 || CPUID_0A_EDX_FIXED_WIDTH(edx) > 64))))
-		return "cpuid_0a: at most 3 fixed counters of width 32..64";
+		return "cpuid_0a: at most 4 fixed counters of width 32..64";
 	return NULL;
 }
 
@@ -610,6 +614,8 @@ static const char *check_model(const struct sim_model *model)
 		problem = check_rough(model);
 	if (!problem)
 		problem = check_clock(model);
+	if (!problem)
+		problem = sim_model_check_cpuid(model);
 	return problem;
 }
 

@@ -10,11 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cyaml/cyaml.h>
+
 #include "hw/msr.h"
 
 #define SIM_MODEL_NAME_MAX 31u /* machine_info.sim_model holds 32 bytes */
 #define SIM_MAX_GP_COUNTERS 8u
-#define SIM_MAX_FIXED_COUNTERS 3u
+#define SIM_MAX_FIXED_COUNTERS 4u /* 0-2, and 3 (TOPDOWN.SLOTS) on Golden Cove P-cores */
 
 struct sim_model_domain {
 	enum rapl_domain domain;
@@ -45,6 +47,25 @@ struct sim_model_pmu {
 	double branch_misses_per_kinst;
 	struct sim_model_event *events;
 	unsigned events_count;
+};
+
+/* One kind of core of a hybrid part (Alder Lake): the next `cpus` CPUs of each package, in
+ * order, answer CPUID 1AH with `core_type` and have these counters, whatever the common leaf 0AH
+ * (the model's cpuid_0a) says. */
+struct sim_model_core_type {
+	unsigned core_type;         /* CPUID 1AH EAX[31:24]: 0x40 Intel Core, 0x20 Intel Atom */
+	unsigned cpus;
+	unsigned gp_counters;
+	unsigned fixed_counters;    /* 4: fixed counter 3 is TOPDOWN.SLOTS */
+	unsigned slots_per_cycle;   /* what fixed counter 3 counts a core cycle (pipeline width) */
+};
+
+/* A CPUID leaf the model answers as listed (CPUID 15H, 16H, 80000007H, ...); leaves 0, 1, 7,
+ * 0AH, 1AH and 80000000H follow from the rest of the model unless listed. */
+struct sim_model_cpuid_leaf {
+	uint32_t leaf;
+	uint32_t subleaf;
+	uint32_t *regs;             /* eax, ebx, ecx, edx */
 };
 
 struct sim_model_register {
@@ -100,7 +121,12 @@ struct sim_model {
 	unsigned dies_per_package;  /* 0 or 1: one; more: RAPL per die (Cascade Lake-AP) */
 	uint64_t core_hz;
 	uint64_t tsc_hz;
-	uint32_t *cpuid_0a;         /* 4 values, NULL on parts without Intel arch perfmon */
+	uint32_t *cpuid_0a;         /* 4 values, NULL on parts without Intel arch perfmon; on a
+				     * hybrid part what every CPU answers: the common counters */
+	struct sim_model_core_type *core_types; /* hybrid parts, else NULL */
+	unsigned core_types_count;
+	struct sim_model_cpuid_leaf *cpuid;
+	unsigned cpuid_count;
 	uint64_t perf_capabilities; /* IA32_PERF_CAPABILITIES; 0 = the MSR does not exist */
 	bool *tsx;                  /* CPUID.07H:EBX reports HLE or RTM; NULL = as the part shipped
 				     * (sim_model_has_tsx) */
@@ -134,6 +160,12 @@ int sim_model_find_dir(const char *models_dir, char *dir, size_t dir_size);
 void sim_model_describe_search(const char *models_dir, char *out, size_t size);
 
 bool sim_model_is_amd(const struct sim_model *model);
+
+/* sim_cpuid.c: the schema of `core_types` and `cpuid` entries, and their check (NULL
+ * when they are fine, else what is wrong). */
+extern const cyaml_schema_value_t sim_model_core_type_entry;
+extern const cyaml_schema_value_t sim_model_cpuid_entry;
+const char *sim_model_check_cpuid(const struct sim_model *model);
 
 /* Whether the part has Intel TSX (HLE or RTM in CPUID.07H:EBX), which makes IN_TX and IN_TXCP
  * (IA32_PERFEVTSELx bits 32 and 33) writable: the model's `tsx`, or else whether this family 6

@@ -9,7 +9,9 @@
  * ideal CPU, the turbo bin of its active cores plus noise on the rough one); reference cycles =
  * busy time * TSC Hz (REF_XCLK: busy time * ref_xclk_hz); instructions = core cycles * model IPC; LLC references/misses, branches and branch misses and the
  * model's extra events = instructions * per_kinst / 1000. On AMD the events are 0x76 (cycles not
- * in halt), 0xC0 (retired instructions), 0xC2 / 0xC3 (retired / mispredicted branches). A counter whose control selects only
+ * in halt), 0xC0 (retired instructions), 0xC2 / 0xC3 (retired / mispredicted branches), and
+ * 0x2B (SMIs received: one per simulated SMI, as MSR_SMI_COUNT counts them on Intel, idle or
+ * busy, with either the USR or the OS filter). A counter whose control selects only
  * USR (or only OS) counts the model's user_share (or 1 - user_share) of that. CMASK, INV, EDGE
  * and the PMI bits are accepted and stored but do not change what is counted. Unknown events,
  * architectural events CPUID 0xA.EBX marks unavailable, and those past the EBX vector length of
@@ -35,6 +37,8 @@
 #define PERFEVTSEL_IN_TX (1ull << 32)
 #define PERFEVTSEL_IN_TXCP (1ull << 33)
 #define IN_TXCP_COUNTER 2u               /* the one event select that has IN_TXCP */
+/* AMD PPR for family 17h/19h, PMCx02B LsSmiRx: SMIs received. */
+#define AMD_EVENT_SMI_RECEIVED 0x2Bu
 
 static uint64_t width_mask(uint32_t width)
 {
@@ -45,6 +49,8 @@ static uint64_t width_mask(uint32_t width)
  * core_hz (the actual clock's cycles, SIM_CLOCK_ONE a clock of core_hz). */
 static uint64_t events_at(const struct sim_counter *counter, struct sim_progress progress)
 {
+	if (counter->smis)
+		return counter->rate ? progress.smis : 0;
 	/* Truncation to 64 bits is harmless: only differences modulo 2^64 are used. */
 	if (counter->core_clock)
 		return (uint64_t)(progress.core * counter->rate /
@@ -132,6 +138,9 @@ static int configure_amd_events(struct sim_pmu *pmu, const struct sim_model_pmu 
 			 per_kinst_rate(instructions, rates->branches_per_kinst));
 	ret |= add_event(pmu, 0, -1, 0xC3, 0x00,
 			 per_kinst_rate(instructions, rates->branch_misses_per_kinst));
+	ret |= add_event(pmu, 0, -1, AMD_EVENT_SMI_RECEIVED, 0x00, 1);
+	if (ret == 0)
+		pmu->events[pmu->event_count - 1].smis = true;
 	ret |= add_model_events(pmu, rates);
 	return ret ? -ENOMEM : 0;
 }
@@ -177,7 +186,6 @@ static void configure_valid_bits(struct sim_pmu *pmu)
 		pmu->fixed_ctrl_valid |= nibble << (i * FIXED_CTR_CTRL_BITS_PER_COUNTER);
 	pmu->global_ctrl_valid = width_mask(pmu->gp_count) |
 				 (width_mask(pmu->fixed_count) << GLOBAL_CTRL_FIXED_SHIFT);
-	pmu->ovf_ctrl_valid = pmu->global_ctrl_valid | OVF_CTRL_EXTRA_BITS;
 }
 
 int sim_pmu_configure(struct sim *sim)
@@ -228,9 +236,24 @@ void sim_pmu_free(struct sim *sim)
 	sim->pmu.events = NULL;
 }
 
+/* The counters a CPU has: its core type's on a hybrid part (whose leaf 0AH gives only the
+ * common ones), else the part's. */
+static void cpu_counter_counts(const struct sim *sim, struct sim_cpu *cpu)
+{
+	const struct sim_model *model = sim->model;
+	const struct sim_model_core_type *type =
+		sim_core_type_of(model, (uint32_t)(cpu - sim->cpus) % model->cpus_per_package);
+
+	cpu->gp_count = type ? type->gp_counters : sim->pmu.gp_count;
+	cpu->fixed_count = type ? type->fixed_counters : sim->pmu.fixed_count;
+	cpu->slots_per_cycle = type ? type->slots_per_cycle : 0;
+}
+
 void sim_pmu_reset_cpu(const struct sim *sim, struct sim_cpu *cpu)
 {
 	const struct sim_pmu *pmu = &sim->pmu;
+
+	cpu_counter_counts(sim, cpu);
 
 	for (uint32_t i = 0; i < SIM_MAX_GP_COUNTERS; i++)
 		cpu->gp[i] = (struct sim_counter){ .mask = pmu->gp_mask, .core_clock = true };
@@ -239,7 +262,7 @@ void sim_pmu_reset_cpu(const struct sim *sim, struct sim_cpu *cpu)
 	/* At reset the GP enable bits of PERF_GLOBAL_CTRL are set, so software that only knows
 	 * PERFEVTSEL.EN still counts (SDM 18.2.2). AMD's PerfCntrGlobalCtl starts clear, as Linux
 	 * leaves it while perf is idle: PERF_CTL.EN alone then counts nothing. */
-	cpu->global_ctrl = pmu->version >= 2 ? width_mask(pmu->gp_count) : 0;
+	cpu->global_ctrl = pmu->version >= 2 ? width_mask(cpu->gp_count) : 0;
 	/* SDM vol. 3B 14.2: APERF counts at the actual clock, MPERF at the TSC's fixed rate, both
 	 * only in C0 (here: while busy). */
 	cpu->aperf = (struct sim_counter){ .mask = UINT64_MAX, .rate = sim->model->core_hz,
@@ -281,6 +304,13 @@ static uint64_t event_rate(const struct sim_pmu *pmu, uint64_t evtsel)
 	return known ? known->rate : 0;
 }
 
+static bool gp_counts_smis(const struct sim_pmu *pmu, const struct sim_cpu *cpu, uint32_t index)
+{
+	const struct sim_event_rate *known = event_of(pmu, cpu->evtsel[index]);
+
+	return known && known->smis;
+}
+
 static bool gp_core_clock(const struct sim_pmu *pmu, const struct sim_cpu *cpu, uint32_t index)
 {
 	const struct sim_event_rate *known = event_of(pmu, cpu->evtsel[index]);
@@ -296,15 +326,20 @@ static uint64_t gp_rate(const struct sim_pmu *pmu, const struct sim_cpu *cpu, ui
 		return 0;
 	if ((pmu->version >= 2 || pmu->perfmon_v2) && !(cpu->global_ctrl & (1ull << index)))
 		return 0;
+	/* An SMI is taken in neither user nor OS mode: counted with either filter. */
+	if (gp_counts_smis(pmu, cpu, index))
+		return (evtsel & (PERFEVTSEL_USR | PERFEVTSEL_OS)) ? 1 : 0;
 	return share_of(pmu, event_rate(pmu, evtsel), evtsel & PERFEVTSEL_USR,
 			evtsel & PERFEVTSEL_OS);
 }
 
 static uint64_t fixed_rate(const struct sim_pmu *pmu, const struct sim_cpu *cpu, uint32_t index)
 {
-	/* Fixed counter 0 counts instructions, 1 core cycles, 2 reference cycles. */
+	/* Fixed counter 0 counts instructions, 1 core cycles, 2 reference cycles, 3 (Golden Cove)
+	 * TOPDOWN.SLOTS: the pipeline's width each core cycle. */
 	const uint64_t rates[SIM_MAX_FIXED_COUNTERS] = { pmu->instructions_rate, pmu->cycles_rate,
-							 pmu->ref_cycles_rate };
+							 pmu->ref_cycles_rate,
+							 pmu->cycles_rate * cpu->slots_per_cycle };
 	uint64_t nibble = cpu->fixed_ctrl >> (index * FIXED_CTR_CTRL_BITS_PER_COUNTER);
 	uint64_t rate = rates[index];
 
@@ -319,13 +354,14 @@ static void counters_reprogram(struct sim *sim, struct sim_cpu *cpu, struct sim_
 {
 	const struct sim_pmu *pmu = &sim->pmu;
 
-	for (uint32_t i = 0; i < pmu->gp_count; i++) {
+	for (uint32_t i = 0; i < cpu->gp_count; i++) {
 		if (counter_rebase(&cpu->gp[i], busy))
 			cpu->global_status |= 1ull << i;
 		cpu->gp[i].rate = gp_rate(pmu, cpu, i);
 		cpu->gp[i].core_clock = gp_core_clock(pmu, cpu, i);
+		cpu->gp[i].smis = gp_counts_smis(pmu, cpu, i);
 	}
-	for (uint32_t i = 0; i < pmu->fixed_count; i++) {
+	for (uint32_t i = 0; i < cpu->fixed_count; i++) {
 		if (counter_rebase(&cpu->fixed[i], busy))
 			cpu->global_status |= 1ull << (GLOBAL_CTRL_FIXED_SHIFT + i);
 		cpu->fixed[i].rate = fixed_rate(pmu, cpu, i);
@@ -364,16 +400,16 @@ static int intel_read(struct sim *sim, struct sim_cpu *cpu, uint32_t address, ui
 	const struct sim_pmu *pmu = &sim->pmu;
 	uint32_t index;
 
-	if (msr_index_in(address, MSR_IA32_PERFEVTSEL0, pmu->gp_count, &index)) {
+	if (msr_index_in(address, MSR_IA32_PERFEVTSEL0, cpu->gp_count, &index)) {
 		*value = cpu->evtsel[index];
 		return 0;
 	}
-	if (msr_index_in(address, MSR_IA32_PMC0, pmu->gp_count, &index) ||
-	    (pmu->full_width_writes && msr_index_in(address, MSR_IA32_A_PMC0, pmu->gp_count, &index))) {
+	if (msr_index_in(address, MSR_IA32_PMC0, cpu->gp_count, &index) ||
+	    (pmu->full_width_writes && msr_index_in(address, MSR_IA32_A_PMC0, cpu->gp_count, &index))) {
 		*value = sim_counter_value(&cpu->gp[index], sim_cpu_progress_at(sim, cpu, sim->now));
 		return 0;
 	}
-	if (msr_index_in(address, MSR_IA32_FIXED_CTR0, pmu->fixed_count, &index)) {
+	if (msr_index_in(address, MSR_IA32_FIXED_CTR0, cpu->fixed_count, &index)) {
 		*value = sim_counter_value(&cpu->fixed[index], sim_cpu_progress_at(sim, cpu, sim->now));
 		return 0;
 	}
@@ -509,6 +545,24 @@ static int write_counter(struct sim *sim, struct sim_cpu *cpu, struct sim_counte
 	return 0;
 }
 
+/* The bits of IA32_PERF_GLOBAL_CTRL this CPU's counters have (a hybrid part's P-core more than
+ * the common leaf 0AH says). */
+static uint64_t global_ctrl_valid(const struct sim_cpu *cpu)
+{
+	return width_mask(cpu->gp_count) | (width_mask(cpu->fixed_count) << GLOBAL_CTRL_FIXED_SHIFT);
+}
+
+/* IA32_FIXED_CTR_CTRL: the part's field of a fixed counter, for each the CPU has. */
+static uint64_t fixed_ctrl_valid(const struct sim_pmu *pmu, const struct sim_cpu *cpu)
+{
+	uint64_t field = pmu->fixed_ctrl_valid & ((1ull << FIXED_CTR_CTRL_BITS_PER_COUNTER) - 1);
+	uint64_t valid = 0;
+
+	for (uint32_t i = 0; i < cpu->fixed_count; i++)
+		valid |= field << (i * FIXED_CTR_CTRL_BITS_PER_COUNTER);
+	return valid;
+}
+
 static int write_global(struct sim *sim, struct sim_cpu *cpu, uint32_t address, uint64_t value)
 {
 	const struct sim_pmu *pmu = &sim->pmu;
@@ -517,13 +571,14 @@ static int write_global(struct sim *sim, struct sim_cpu *cpu, uint32_t address, 
 		return -ENOENT;
 	switch (address) {
 	case MSR_IA32_FIXED_CTR_CTRL:
-		return write_control(sim, cpu, &cpu->fixed_ctrl, pmu->fixed_ctrl_valid, value);
+		return write_control(sim, cpu, &cpu->fixed_ctrl, fixed_ctrl_valid(pmu, cpu), value);
 	case MSR_IA32_PERF_GLOBAL_CTRL:
-		return write_control(sim, cpu, &cpu->global_ctrl, pmu->global_ctrl_valid, value);
+		return write_control(sim, cpu, &cpu->global_ctrl, global_ctrl_valid(cpu), value);
 	case MSR_IA32_PERF_GLOBAL_STATUS:
 		return -EIO; /* read-only */
 	case MSR_IA32_PERF_GLOBAL_OVF_CTRL:
-		return clear_global_status(sim, cpu, pmu->ovf_ctrl_valid, value);
+		return clear_global_status(sim, cpu, global_ctrl_valid(cpu) | OVF_CTRL_EXTRA_BITS,
+					   value);
 	default:
 		return -ENOENT;
 	}
@@ -544,19 +599,19 @@ static int intel_write(struct sim *sim, struct sim_cpu *cpu, uint32_t address, u
 	const struct sim_pmu *pmu = &sim->pmu;
 	uint32_t index;
 
-	if (msr_index_in(address, MSR_IA32_PERFEVTSEL0, pmu->gp_count, &index))
+	if (msr_index_in(address, MSR_IA32_PERFEVTSEL0, cpu->gp_count, &index))
 		return write_control(sim, cpu, &cpu->evtsel[index], evtsel_valid(pmu, index), value);
-	if (msr_index_in(address, MSR_IA32_PMC0, pmu->gp_count, &index)) {
+	if (msr_index_in(address, MSR_IA32_PMC0, cpu->gp_count, &index)) {
 		/* Legacy alias: bits 31:0 written, sign-extended to the counter width. */
 		return write_counter(sim, cpu, &cpu->gp[index], 1ull << index,
 				     (uint64_t)(int64_t)(int32_t)value);
 	}
-	if (pmu->full_width_writes && msr_index_in(address, MSR_IA32_A_PMC0, pmu->gp_count, &index)) {
+	if (pmu->full_width_writes && msr_index_in(address, MSR_IA32_A_PMC0, cpu->gp_count, &index)) {
 		if (value & ~pmu->gp_mask)
 			return -EIO;
 		return write_counter(sim, cpu, &cpu->gp[index], 1ull << index, value);
 	}
-	if (msr_index_in(address, MSR_IA32_FIXED_CTR0, pmu->fixed_count, &index)) {
+	if (msr_index_in(address, MSR_IA32_FIXED_CTR0, cpu->fixed_count, &index)) {
 		if (value & ~pmu->fixed_mask)
 			return -EIO;
 		return write_counter(sim, cpu, &cpu->fixed[index],

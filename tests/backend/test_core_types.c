@@ -2,6 +2,8 @@
  * Hybrid core types without msrd (backend/probe_cores.c), on stand-in trees of two CPUs:
  * - Meteor Lake (06_AA) with CPUID leaf 23H: each CPU's counters come from its sub-leaf 1
  *   bitmaps (P-core: 8 general-purpose, fixed 0-2; E-core: 6, fixed 0-2), not from leaf 0AH;
+ * - Alder Lake (06_97) without it: leaf 0AH gives every CPU the common 6 + 3 counters, and a
+ *   P-core gets the 2 + 1 more it has (as Linux gives cpu_core);
  * - a hybrid part whose second CPU has no cpuid device: the core types come from the kernel's
  *   sys/devices/cpu_core/cpus and cpu_atom/cpus lists, every CPU keeping CPU 0's leaf 0AH.
  */
@@ -55,6 +57,28 @@ static void test_leaf_23_bitmaps(void **state)
 	assert_int_equal(info.cpu_fixed_mask[1], 0x7);
 }
 
+/* Alder Lake (06_97) without leaf 23H: every CPU's leaf 0AH gives only the common counters (6
+ * general-purpose, 3 fixed), as the part does; a P-core has 2 and 1 more (Linux's cpu_core). */
+static void test_common_leaf_0a(void **state)
+{
+	char *root = make_temp_dir();
+	struct machine_info info;
+
+	(void)state;
+	for (unsigned cpu = 0; cpu < 2; cpu++) {
+		put_common(root, cpu);
+		tree_put_cpuid(root, cpu, 1, 0x00090672, 0, 0, 0);          /* 06_97 */
+		tree_put_cpuid(root, cpu, 0xA, 0x07300605, 0, 0, (48u << 5) | 3u);
+		tree_put_cpuid(root, cpu, 0x1A, cpu == 0 ? 0x40000000u : 0x20000000u, 0, 0, 0);
+	}
+	info = standin_machine_info(root);
+	assert_true(info.hybrid);
+	assert_int_equal(info.cpu_gp_mask[0], 0xFF);
+	assert_int_equal(info.cpu_fixed_mask[0], 0xF);
+	assert_int_equal(info.cpu_gp_mask[1], 0x3F);
+	assert_int_equal(info.cpu_fixed_mask[1], 0x7);
+}
+
 static void test_sysfs_lists_without_cpuid(void **state)
 {
 	char *root = make_temp_dir();
@@ -76,6 +100,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_leaf_23_bitmaps),
+		cmocka_unit_test(test_common_leaf_0a),
 		cmocka_unit_test(test_sysfs_lists_without_cpuid),
 	};
 

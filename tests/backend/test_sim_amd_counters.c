@@ -2,7 +2,8 @@
  * The Zen 3 model's core counters (AMD PPR for family 19h): six PERF_CTL/PERF_CTR pairs at
  * 0xC0010200 + 2x with the legacy 0xC0010000..7 aliases of the first four, 12-bit event selects
  * (bits 35:32 extend bits 7:0), counting only while En and USR/OS are set, 48-bit wrap, reserved
- * bits refused as #GP (EIO). Rates: cycles = busy time * 3.8 GHz, instructions = cycles * 1.8.
+ * bits refused as #GP (EIO). Rates: cycles = busy time * 3.8 GHz, instructions = cycles * 1.8;
+ * PMCx02B counts the simulated SMIs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -97,12 +98,42 @@ static void test_width_and_reserved_bits(void **state)
 	assert_int_equal(backend_read(backend, 0, MSR_IA32_PMC0, &value), -EIO);
 }
 
+/* PMCx02B (SMIs received) counts the simulated SMIs, as MSR_SMI_COUNT does on Intel: every one
+ * the machine takes, on an idle CPU too, with either mode filter, nothing while disabled. A
+ * variant of the model takes one SMI every 100 ms. */
+static void test_smi_received(void **state)
+{
+	char *dir = make_temp_dir();
+	struct msr_backend *smi_backend;
+	struct sim_energy_truth before, after;
+	uint64_t counted;
+
+	(void)state;
+	write_variant_model(dir, "zen3-smi", "zen3", NULL, 0, "smi_period_ms: 100\n");
+	smi_backend = open_virtual_sim_in(dir, "zen3-smi");
+	assert_int_equal(backend_write(smi_backend, 3, CTL(1), 0x2B | PERFEVTSEL_EN |
+				       PERFEVTSEL_OS), 0);
+	assert_int_equal(backend_write(smi_backend, 3, CTL(2), 0x2B | PERFEVTSEL_EN), 0);
+	assert_int_equal(backend_sim_energy_truth(smi_backend, 0, RAPL_DOMAIN_AMD_PKG, &before), 0);
+	counted = read_or_die(smi_backend, 3, CTR(1));
+	assert_int_equal(backend_sim_advance(smi_backend, 1000 * NS_PER_MS), 0);
+	counted = read_or_die(smi_backend, 3, CTR(1)) - counted;
+	assert_int_equal(backend_sim_energy_truth(smi_backend, 0, RAPL_DOMAIN_AMD_PKG, &after), 0);
+	assert_true(after.smi_count - before.smi_count >= 9 &&
+		    after.smi_count - before.smi_count <= 11);
+	assert_int_equal(counted, after.smi_count - before.smi_count);
+	assert_int_equal(read_or_die(smi_backend, 3, CTR(2)), 0);
+	backend_close(smi_backend);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counting),
 		cmocka_unit_test(test_legacy_aliases),
 		cmocka_unit_test(test_width_and_reserved_bits),
+		cmocka_unit_test(test_smi_received),
 	};
 
 	test_quiet_logs();

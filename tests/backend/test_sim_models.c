@@ -13,19 +13,21 @@
 
 static void test_list_models(void **state)
 {
-	char names[8][32];
+	char names[10][32];
 
 	(void)state;
-	assert_int_equal(backend_sim_list_models(test_models_dir(), names, 8), 6);
-	assert_string_equal(names[0], "baytrail");
-	assert_string_equal(names[1], "cascadelake-ap");
-	assert_string_equal(names[2], "sandybridge");
-	assert_string_equal(names[3], "skylake-sp");
-	assert_string_equal(names[4], "zen3");
-	assert_string_equal(names[5], "zen4");
+	assert_int_equal(backend_sim_list_models(test_models_dir(), names, 10), 8);
+	assert_string_equal(names[0], "alderlake");
+	assert_string_equal(names[1], "baytrail");
+	assert_string_equal(names[2], "cascadelake-ap");
+	assert_string_equal(names[3], "sandybridge");
+	assert_string_equal(names[4], "skylake-client");
+	assert_string_equal(names[5], "skylake-sp");
+	assert_string_equal(names[6], "zen3");
+	assert_string_equal(names[7], "zen4");
 	assert_int_equal(backend_sim_list_models(test_models_dir(), names, 1), 1);
 	setenv("HAECER_MODELS_DIR", test_models_dir(), 1);
-	assert_int_equal(backend_sim_list_models(NULL, names, 8), 6);
+	assert_int_equal(backend_sim_list_models(NULL, names, 10), 8);
 	unsetenv("HAECER_MODELS_DIR");
 	assert_int_equal(backend_sim_list_models("/nonexistent/models", names, 8), -ENOENT);
 }

@@ -1,7 +1,8 @@
 /*
- * Hybrid Alder Lake (06_97): a stand-in of two P-cores (CPUs 0-1, CPUID 1AH core type 40H, leaf
- * 0AH: 8 general-purpose counters) and two E-cores (CPUs 2-3, core type 20H, 6 counters), each
- * CPU answering its own CPUID through dev/cpu/N/cpuid, with CPUID 07H EDX[15] (hybrid) set.
+ * Hybrid Alder Lake (06_97): a stand-in of two P-cores (CPUs 0-1, CPUID 1AH core type 40H) and
+ * two E-cores (CPUs 2-3, core type 20H), each CPU answering its own CPUID through
+ * dev/cpu/N/cpuid, with CPUID 07H EDX[15] (hybrid) set, and leaf 0AH as the part gives it on
+ * every CPU: only the common 6 general-purpose counters (Linux adds cpu_core's 2 more).
  * msrd reads each CPU's type and counters (backend/probe_cores.c): a P-core lends all 8
  * counters and an E-core 6 (msrd used to take CPU 0's count for every CPU); MACHINE_INFO names
  * each CPU's type; the library encodes a model-specific event for an E-core from libpfm4's
@@ -112,7 +113,7 @@ static void test_event_table_per_core_type(void **state)
 
 static void put_cpu(unsigned cpu)
 {
-	uint32_t gp = is_e_core(cpu) ? E_CORE_COUNTERS : P_CORE_COUNTERS;
+	uint32_t gp = E_CORE_COUNTERS; /* the common counters, on every CPU */
 	char path[96];
 
 	tree_put_msr(tree, cpu, "msr", 0x4C8, 0); /* the file spans every PMU register (zeros) */

@@ -46,6 +46,9 @@
 /* A hypervisor runs msrd (CPUID 1 ECX[31]); model_name ends ", VM under SIG" with
  * its CPUID 0x40000000 signature ("KVMKVMKVM", "VMwareVMware"). */
 #define HAECER_MACHINE_VIRTUAL 0x40u
+/* CPUID 80000007H EDX[8]: the TSC is invariant, ticking at tsc_hz in every P- and C-state.
+ * Clear: it is not (msrd's log says so), or CPUID could not say. */
+#define HAECER_MACHINE_TSC_INVARIANT 0x80u
 /* Bits 11:8 of flags: where tsc_hz came from (haecer_tsc_source_name). */
 #define HAECER_MACHINE_TSC_SOURCE(flags) (((flags) >> 8) & 0xFu)
 

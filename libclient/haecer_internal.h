@@ -183,6 +183,13 @@ HAECER_INTERNAL int haecer__perf_read_locked(struct haecer_counter *counter, uin
 /* PERF_EVENT_IOC_ENABLE / _DISABLE / _RESET for HAECER_SLOT_ENABLE / _DISABLE / _RESET. */
 HAECER_INTERNAL int haecer__perf_control(struct haecer_counter *counter, uint16_t action);
 
+/* ---- msrd_perf.c ---- */
+
+/* A reading from its count and times: scaled by enabled / running when the kernel multiplexed
+ * the event (running below enabled). */
+HAECER_INTERNAL void haecer__perf_value(uint64_t raw, uint64_t time_enabled,
+					uint64_t time_running, struct haecer_perf_value *out);
+
 /* ---- haecer_read.c ---- */
 
 /* Fold a raw hardware reading into the counter's 64-bit value (lock held). */
@@ -237,6 +244,9 @@ HAECER_INTERNAL void haecer__rdpmc_close(struct haecer_context *ctx);
 /* The raw counter with RDPMC (lock held): 0, or -ENOENT when it cannot be read directly now
  * (not allowed, simulated CPU, the thread is not on the counter's CPU): make the round trip. */
 HAECER_INTERNAL int haecer__rdpmc_read(struct haecer_counter *counter, uint64_t *raw);
+/* The RDPMC instruction itself: counter `index` (2^30 + n: fixed counter n) of this CPU. Only
+ * where the kernel lets this process execute it (CR4.PCE), or it faults. */
+HAECER_INTERNAL uint64_t haecer__rdpmc_counter(uint32_t index);
 
 /* ---- haecer_energy.c ---- */
 

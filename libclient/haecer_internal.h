@@ -41,6 +41,8 @@ struct read_set {
 	struct haecer_msr_op energy_ops[HAECER_READ_MAX];
 	size_t energy_of[HAECER_READ_MAX];
 	size_t energy_count;
+	size_t perf_of[HAECER_READ_MAX];    /* counter index of each perf event (read()) */
+	size_t perf_count;
 };
 
 /* An energy page the context asked msrd for (haecer_page.c). */

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <setjmp.h>
@@ -33,7 +34,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -41,9 +44,11 @@
 #include "haecer/msrd.h"
 #include "tests/lib/msrd_group.h"
 #include "harness/msrd_harness.h"
+#include "harness/tool_argv.h"
 #include "tests/lib/test_check.h"
 
 #define NOBODY 65534
+#define MSR_USER 65533 /* granted the msr PMU too */
 #define MAX_OPEN 6
 #define PAGES 256
 #define PARANOID "/proc/sys/kernel/perf_event_paranoid"
@@ -55,7 +60,9 @@ static const char policy[] =
 	"  - match: {uid: 0}\n"
 	"    perf: {events: [software, msr], scope: cpu, max_open: 4096}\n"
 	"  - match: {uid: 65534}\n"
-	"    perf: {events: [software], scope: own, max_open: 6}\n";
+	"    perf: {events: [software], scope: own, max_open: 6}\n"
+	"  - match: {uid: 65533}\n"
+	"    perf: {events: [software, msr], scope: own, max_open: 6}\n";
 
 static struct msrd_server server;
 static struct haecer_conn *root_conn;
@@ -68,13 +75,37 @@ static struct haecer_perf_spec software(uint64_t config)
 					  .cpu = -1 };
 }
 
-static uint64_t count_of(int fd)
+/* The event's count into *count: false when read() failed or its times are not what the
+ * kernel gives a counting event: enabled > 0, running <= enabled, scaled exactly when running
+ * fell behind (never for software events: the kernel does not multiplex them), and unscaled
+ * the value is the raw count. */
+static bool read_count(int fd, uint64_t *count)
 {
 	struct haecer_perf_value value = { 0 };
 
-	if (haecer_perf_read(fd, &value) < 0)
-		return UINT64_MAX;
-	return value.value;
+	if (haecer_perf_read(fd, &value) < 0 || value.time_enabled == 0 ||
+	    value.time_running > value.time_enabled ||
+	    value.scaled != (value.time_running < value.time_enabled) ||
+	    (!value.scaled && value.value != value.raw)) {
+		fprintf(stderr, "perf event %d: value %llu raw %llu enabled %llu running %llu "
+			"scaled %d\n", fd, (unsigned long long)value.value,
+			(unsigned long long)value.raw, (unsigned long long)value.time_enabled,
+			(unsigned long long)value.time_running, value.scaled);
+		return false;
+	}
+	*count = value.value;
+	return true;
+}
+
+/* What one read() gives, checked as read_count does; with equal times (a software event's)
+ * not scaled. */
+static bool unscaled(int fd)
+{
+	struct haecer_perf_value value = { 0 };
+	uint64_t count;
+
+	return read_count(fd, &count) && haecer_perf_read(fd, &value) == 0 &&
+	       value.time_running == value.time_enabled && !value.scaled;
 }
 
 static void fault_pages(void)
@@ -129,21 +160,22 @@ static int counts_own_events(struct haecer_conn *conn)
 	CHECK_EQ(open, 1);
 	for (int i = 0; i < 20; i++)
 		usleep(100);
-	CHECK(count_of(switch_fd) >= 20);
+	CHECK(read_count(switch_fd, &after) && after >= 20);
+	CHECK(unscaled(switch_fd));
 	CHECK_EQ(haecer_perf_open(conn, &faults, &fault_fd, &open), 0);
 	CHECK_EQ(open, 2);
-	before = count_of(fault_fd);
+	CHECK(read_count(fault_fd, &before));
 	fault_pages();
-	CHECK(count_of(fault_fd) - before >= PAGES);
+	CHECK(read_count(fault_fd, &after) && after - before >= PAGES);
+	CHECK(unscaled(fault_fd));
 	/* Across a migration: the event follows the thread. */
 	CHECK_EQ(pin_to(0), 0);
-	before = count_of(fault_fd);
+	CHECK(read_count(fault_fd, &before));
 	fault_pages();
 	CHECK_EQ(pin_to(1), 0);
 	CHECK_EQ(sched_getcpu(), 1);
 	fault_pages();
-	after = count_of(fault_fd);
-	CHECK(after - before >= 2 * PAGES);
+	CHECK(read_count(fault_fd, &after) && after - before >= 2 * PAGES);
 	close(switch_fd);
 	close(fault_fd);
 	return 0;
@@ -313,16 +345,16 @@ static void test_restart(void **state)
 {
 	struct haecer_perf_spec spec = software(PERF_COUNT_SW_PAGE_FAULTS);
 	struct haecer_conn *old = root_conn;
-	uint64_t before;
+	uint64_t before, after;
 	int fd = -1;
 
 	(void)state;
 	spec.tid = 0;
 	assert_int_equal(haecer_perf_open(root_conn, &spec, &fd, NULL), 0);
 	assert_int_equal(msrd_stop(&server), 0);
-	before = count_of(fd);
+	assert_true(read_count(fd, &before));
 	fault_pages();
-	assert_true(count_of(fd) - before >= PAGES);
+	assert_true(read_count(fd, &after) && after - before >= PAGES);
 	close(fd);
 	assert_true(haecer_perf_open(old, &spec, &fd, NULL) < 0);
 	haecer_close(old);

@@ -251,16 +251,140 @@ static int counter_api(void)
 	return 0;
 }
 
+/* ---- scope: the client's own threads, one event each ---- */
+
+struct second_thread {
+	struct haecer_conn *conn;
+	int fd;
+	int error;
+	uint64_t counted;
+};
+
+/* Faults pages before and after opening an event on itself: only the later ones are its. */
+static void *second_thread_run(void *argument)
+{
+	struct second_thread *job = argument;
+	struct haecer_perf_spec spec = software(PERF_COUNT_SW_PAGE_FAULTS);
+	uint64_t before = 0, after = 0;
+
+	fault_pages();
+	spec.tid = (int)gettid();
+	job->error = haecer_perf_open(job->conn, &spec, &job->fd, NULL);
+	if (job->error == 0 && read_count(job->fd, &before)) {
+		fault_pages();
+		if (read_count(job->fd, &after))
+			job->counted = after - before;
+	}
+	return NULL;
+}
+
+/* A pid-scoped event counts the one thread it was opened on (perf_event_open's pid is a
+ * thread id; msrd sets no inherit): the process's event (tid 0) does not count a second
+ * thread, which opens its own (tid = its gettid()); that one, after its thread exited, does not
+ * count the first. */
+static int counts_per_thread(struct haecer_conn *conn)
+{
+	struct haecer_perf_spec spec = software(PERF_COUNT_SW_PAGE_FAULTS);
+	struct second_thread job = { .conn = conn, .fd = -1 };
+	uint64_t before, after, frozen;
+	pthread_t thread;
+	int fd;
+
+	CHECK_EQ(haecer_perf_open(conn, &spec, &fd, NULL), 0);
+	CHECK(read_count(fd, &before));
+	CHECK_EQ(pthread_create(&thread, NULL, second_thread_run, &job), 0);
+	CHECK_EQ(pthread_join(thread, NULL), 0);
+	CHECK(read_count(fd, &after));
+	CHECK(after - before < PAGES); /* its 2 * PAGES faults are not the main thread's */
+	CHECK_EQ(job.error, 0);
+	CHECK(job.counted >= PAGES);
+	CHECK(read_count(job.fd, &frozen));
+	fault_pages();
+	CHECK(read_count(job.fd, &after) && after == frozen);
+	close(job.fd);
+	close(fd);
+	return 0;
+}
+
+/* Never an event on another process: a thread of root's process (the test's own), a process
+ * of the same uid (a child of this one). */
+static int refused_other_processes(struct haecer_conn *conn, pid_t root_thread)
+{
+	struct haecer_perf_spec spec = software(PERF_COUNT_SW_TASK_CLOCK);
+	pid_t child;
+	int fd = -1, status;
+
+	spec.tid = (int)root_thread;
+	CHECK_EQ(haecer_perf_open(conn, &spec, &fd, NULL), -EPERM);
+	CHECK(strstr(haecer_conn_error(conn), "only on the client's own threads") != NULL);
+	child = fork();
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	CHECK(child > 0);
+	spec.tid = (int)child;
+	status = haecer_perf_open(conn, &spec, &fd, NULL);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	CHECK_EQ(status, -EPERM);
+	CHECK(strstr(haecer_conn_error(conn), "own threads") != NULL);
+	CHECK_EQ(fd, -1);
+	return 0;
+}
+
+/* ---- the mmap page ---- */
+
+/* A software event has no hardware counter (index 0, no cap_user_rdpmc): the mapped read is
+ * read(), and says so. The page's times, read under its seqlock, trail read()'s while the
+ * event counts (the kernel writes them at schedule-in), and are read()'s exactly once it is
+ * disabled and reset (the kernel writes the page on reset). */
+static int reads_mapped_page(struct haecer_conn *conn)
+{
+	struct haecer_perf_spec spec = software(PERF_COUNT_SW_PAGE_FAULTS);
+	struct haecer_perf_value value = { 0 };
+	struct haecer_perf_map *map;
+	uint64_t enabled, running;
+	unsigned path = 0;
+	char why[200] = "";
+	int fd;
+
+	CHECK_EQ(haecer_perf_open(conn, &spec, &fd, NULL), 0);
+	CHECK_EQ(haecer_perf_map(fd, 0, &map), 0);
+	fault_pages();
+	CHECK_EQ(haecer_perf_read_mapped(map, &value, &path, why, sizeof(why)), 0);
+	CHECK_EQ(path, HAECER_PERF_PATH_READ);
+	CHECK(strstr(why, "read(): the event's mmap page") != NULL);
+	CHECK(value.value >= PAGES && value.time_enabled > 0 && !value.scaled);
+	CHECK_EQ(haecer_perf_map_times(map, &enabled, &running), 0);
+	CHECK_EQ(haecer_perf_read(fd, &value), 0);
+	CHECK(running <= enabled && enabled <= value.time_enabled);
+	CHECK_EQ(ioctl(fd, PERF_EVENT_IOC_DISABLE, 0), 0);
+	CHECK_EQ(ioctl(fd, PERF_EVENT_IOC_RESET, 0), 0);
+	CHECK_EQ(haecer_perf_map_times(map, &enabled, &running), 0);
+	CHECK_EQ(haecer_perf_read(fd, &value), 0);
+	CHECK(enabled > 0);
+	CHECK_EQ(enabled, value.time_enabled);
+	CHECK_EQ(running, value.time_running);
+	haecer_perf_unmap(map);
+	close(fd);
+	return 0;
+}
+
 static int as_nobody(void *argument)
 {
 	struct haecer_perf_spec spec = software(PERF_COUNT_SW_TASK_CLOCK);
 	struct haecer_conn *conn;
 	int fd = -1;
 
-	(void)argument;
 	CHECK_EQ(haecer_connect(server.socket_path, &conn), 0);
 	CHECK_EQ(counts_own_events(conn), 0);
 	CHECK_EQ(refused_what_is_not_granted(conn), 0);
+	haecer_close(conn);
+	CHECK_EQ(haecer_connect(server.socket_path, &conn), 0);
+	CHECK_EQ(counts_per_thread(conn), 0);
+	CHECK_EQ(refused_other_processes(conn, *(const pid_t *)argument), 0);
+	CHECK_EQ(reads_mapped_page(conn), 0);
 	haecer_close(conn);
 	CHECK_EQ(counter_api(), 0);
 	/* The first connection's events counted back when it closed. */
@@ -274,10 +398,42 @@ static int as_nobody(void *argument)
 	return 0;
 }
 
+/* A thread of root's process (this one) that waits until its pipe closes. */
+struct root_thread {
+	int tids[2], wait[2];
+	pthread_t thread;
+};
+
+static void *root_thread_run(void *argument)
+{
+	struct root_thread *root = argument;
+	pid_t tid = gettid();
+	char byte;
+
+	if (write(root->tids[1], &tid, sizeof(tid)) != (ssize_t)sizeof(tid))
+		return NULL;
+	while (read(root->wait[0], &byte, 1) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
 static void test_unprivileged_client(void **state)
 {
+	struct root_thread root;
+	pid_t root_tid = 0;
+
 	(void)state;
-	assert_int_equal(run_as(NOBODY, NOBODY, NULL, 0, as_nobody, NULL), 0);
+	assert_int_equal(pipe(root.tids), 0);
+	assert_int_equal(pipe(root.wait), 0);
+	assert_int_equal(pthread_create(&root.thread, NULL, root_thread_run, &root), 0);
+	assert_int_equal(read(root.tids[0], &root_tid, sizeof(root_tid)), sizeof(root_tid));
+	assert_int_not_equal(root_tid, getpid());
+	assert_int_equal(run_as(NOBODY, NOBODY, NULL, 0, as_nobody, &root_tid), 0);
+	close(root.wait[1]);
+	assert_int_equal(pthread_join(root.thread, NULL), 0);
+	close(root.wait[0]);
+	close(root.tids[0]);
+	close(root.tids[1]);
 	assert_true(msrd_log_contains(&server, "cap_perfmon"));
 }
 

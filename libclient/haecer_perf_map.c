@@ -92,7 +92,7 @@ int haecer_perf_map(int fd, int tid, struct haecer_perf_map **out)
 		munmap(page, (size_t)page_size);
 		return -ENOMEM;
 	}
-	*map = (struct haecer_perf_map){ .fd = fd, .tid = tid == 0 ? (int)gettid() : tid,
+	*map = (struct haecer_perf_map){ .fd = fd, .tid = tid == 0 ? (int)getpid() : tid,
 					 .page = page, .bytes = (size_t)page_size };
 	*out = map;
 	return 0;

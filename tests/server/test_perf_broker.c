@@ -437,6 +437,139 @@ static void test_unprivileged_client(void **state)
 	assert_true(msrd_log_contains(&server, "cap_perfmon"));
 }
 
+/* ---- the msr PMU: tsc ---- */
+
+/* Uid 65533, granted the msr PMU on its own threads: the kernel refuses it msr/tsc/ itself;
+ * through msrd the event, found by perf's name in sysfs, counts the thread's TSC ticks (1 ms
+ * of spinning: at least 100000 of them at any TSC rate above 100 MHz), unscaled. It has no
+ * hardware counter either (index 0): the mapped read is read(). */
+static int as_msr_user(void *argument)
+{
+	struct haecer_perf_spec spec;
+	struct haecer_perf_value value = { 0 };
+	struct perf_event_attr attr = { .size = sizeof(attr) };
+	struct haecer_perf_map *map;
+	struct haecer_conn *conn;
+	uint64_t before, after;
+	unsigned path = 0;
+	int fd;
+
+	(void)argument;
+	CHECK_EQ(haecer_perf_event_by_name("msr/tsc/", &spec), 0);
+	CHECK_EQ(spec.type, msr_pmu_type());
+	CHECK_EQ(spec.config, 0); /* events/tsc: event=0x00, format/event: config:0-63 */
+	CHECK_EQ(haecer_perf_event_by_name("msr/no-such-event/", &spec), -ENOENT);
+	CHECK_EQ(haecer_perf_event_by_name("msr/tsc/", &spec), 0);
+	attr.type = spec.type;
+	CHECK(syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0) < 0);
+	CHECK_EQ(haecer_connect(server.socket_path, &conn), 0);
+	CHECK_EQ(haecer_perf_open(conn, &spec, &fd, NULL), 0);
+	CHECK(read_count(fd, &before));
+	harness_spin_ns(1000000);
+	CHECK(read_count(fd, &after) && after - before >= 100000);
+	CHECK(unscaled(fd));
+	CHECK_EQ(haecer_perf_map(fd, 0, &map), 0);
+	CHECK_EQ(haecer_perf_read_mapped(map, &value, &path, NULL, 0), 0);
+	CHECK_EQ(path, HAECER_PERF_PATH_READ);
+	CHECK(value.value > after);
+	haecer_perf_unmap(map);
+	close(fd);
+	haecer_close(conn);
+	return 0;
+}
+
+static void test_msr_tsc(void **state)
+{
+	(void)state;
+	assert_int_equal(run_as(MSR_USER, MSR_USER, NULL, 0, as_msr_user, NULL), 0);
+}
+
+/* ---- haecer-stat -e through the broker ---- */
+
+#define STAT_ARGS 40u
+
+/* haecer-stat --socket msrd's -e events -- /bin/sleep 0.02: its exit status; *err its report. */
+static int run_stat(const char *events, char **err)
+{
+	const char *const stat_arguments[] = { "-e", events, "--", "/bin/sleep", "0.02", NULL };
+	static char tool[PATH_MAX];
+	const char *argv[STAT_ARGS];
+	char *out = NULL;
+	int status;
+
+	snprintf(tool, sizeof(tool), "%s/haecer-stat", harness_build_dir());
+	harness_tool_argv(argv, STAT_ARGS, tool, server.socket_path, stat_arguments);
+	status = harness_run(argv, &out, err);
+	free(out);
+	return status;
+}
+
+/* The line of the report that names `event`, or NULL. */
+static const char *report_line(const char *report, const char *event, char *line, size_t size)
+{
+	const char *at = strstr(report, event);
+	const char *start = at, *end;
+
+	if (at == NULL)
+		return NULL;
+	while (start > report && start[-1] != '\n')
+		start--;
+	end = strchr(at, '\n');
+	snprintf(line, size, "%.*s", (int)((end != NULL ? end : at + strlen(at)) - start), start);
+	return line;
+}
+
+/* The count a report line starts with, perf's thousands separators dropped. */
+static unsigned long long leading_count(const char *line)
+{
+	unsigned long long count = 0;
+
+	while (*line == ' ')
+		line++;
+	for (; (*line >= '0' && *line <= '9') || *line == ','; line++)
+		if (*line != ',')
+			count = count * 10 + (unsigned)(*line - '0');
+	return count;
+}
+
+/* Nobody's policy grants only its own threads: haecer-stat counts CPU-wide, so it is refused
+ * with the policy's reason (perf stat's exit 129), the command not run. */
+static int stat_as_nobody(void *argument)
+{
+	char *err = NULL;
+	int status = run_stat("cs", &err);
+
+	(void)argument;
+	CHECK_EQ(status, 129);
+	CHECK(err != NULL && strstr(err, "cannot count 'cs'") != NULL);
+	CHECK(strstr(err, "CPU-wide perf events not granted") != NULL);
+	free(err);
+	return 0;
+}
+
+/* Root's policy grants software and msr events CPU-wide: haecer-stat counts perf's names
+ * through msrd's broker on msrd --backend perf, and says so beside each figure. */
+static void test_stat_named_events(void **state)
+{
+	char *err = NULL, line[512];
+	unsigned long long switches = 0, ticks = 0;
+
+	(void)state;
+	assert_int_equal(run_stat("context-switches,msr/tsc/", &err), 0);
+	assert_non_null(err);
+	assert_non_null(strstr(err, "msrd backend perf"));
+	assert_non_null(report_line(err, "context-switches", line, sizeof(line)));
+	assert_non_null(strstr(line, "# perf broker"));
+	switches = leading_count(line);
+	assert_true(switches >= 1); /* sleep itself switches out */
+	assert_non_null(report_line(err, "msr/tsc/", line, sizeof(line)));
+	assert_non_null(strstr(line, "# perf broker"));
+	ticks = leading_count(line);
+	assert_true(ticks >= 2000000); /* 20 ms of a TSC above 100 MHz */
+	free(err);
+	assert_int_equal(run_as(NOBODY, NOBODY, NULL, 0, stat_as_nobody, NULL), 0);
+}
+
 /* ---- msrd's own descriptors ---- */
 
 /* How many descriptors pid holds; *first_free (may be NULL) the lowest number it does not. */
@@ -555,6 +688,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unprivileged_client),
+		cmocka_unit_test(test_msr_tsc),
+		cmocka_unit_test(test_stat_named_events),
 		cmocka_unit_test(test_descriptors),
 		cmocka_unit_test(test_restart),
 	};

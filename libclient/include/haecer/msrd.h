@@ -374,8 +374,9 @@ int haecer_perf_read(int fd, struct haecer_perf_value *out);
 #define HAECER_PERF_PATH_READ 2u    /* read() of the descriptor */
 struct haecer_perf_map;
 /* Map the first page of event `fd` (the caller keeps fd open, and closes it after unmapping);
- * tid: the thread the event counts (gettid(); 0: the calling thread; -1: a CPU-wide event,
- * never read with RDPMC). -errno of mmap, -ENOMEM. */
+ * tid: the thread the event counts, as its haecer_perf_spec said (0: the process's main
+ * thread, getpid(); a thread's gettid()); -1: a CPU-wide event, never read with RDPMC.
+ * -errno of mmap, -ENOMEM. */
 int haecer_perf_map(int fd, int tid, struct haecer_perf_map **out);
 void haecer_perf_unmap(struct haecer_perf_map *map);
 int haecer_perf_read_mapped(struct haecer_perf_map *map, struct haecer_perf_value *out,

@@ -144,6 +144,7 @@ struct haecer_counter {
 	uint64_t exact_ns;          /* when the round trip returned */
 	bool wants_precise;         /* regions and read_energy: ask for the page's precise edges */
 	int perf_fd;                /* HAECER_COUNTER_PERF: the event msrd handed over */
+	struct haecer_perf_map *perf_map; /* ... and its mmap page (RDPMC where allowed), or NULL */
 };
 
 /* ---- haecer_context.c ---- */

@@ -270,7 +270,8 @@ int haecer_counter_open_energy(struct haecer_context *ctx, int cpu, unsigned dom
 			       struct haecer_counter **out);
 
 /* A perf event msrd's broker opens for this process (haecer_perf_open of <haecer/msrd.h>: the
- * policy's `perf:` grant decides), read with haecer_counter_read like any counter (read() of
+ * policy's `perf:` grant decides), read with haecer_counter_read like any counter (from its
+ * mmap page with RDPMC where the kernel allows it, as haecer_perf_read_mapped, else read() of
  * its descriptor: the value scaled by time_enabled / time_running when multiplexed, which
  * haecer_counter_info's `scaled` then says); enable, disable and reset act on the event. In a
  * read set it is read() right after msrd's reads of the others (HAECER_READ_SYNCHRONIZED

@@ -5,8 +5,13 @@
  * As uid 65534 (nobody), whose policy grants software events on its own threads, at most 6:
  *   - perf_event_open itself is refused by the kernel (so what follows is the broker's doing);
  *   - it counts its own context switches and page faults through msrd's descriptors (read():
- *     value, time_enabled, time_running), and keeps counting across a CPU migration
- *     (sched_setaffinity between reads: the count follows the thread);
+ *     value, time_enabled > 0, time_running <= time_enabled, equal and not scaled), and keeps
+ *     counting across a CPU migration (sched_setaffinity between reads: the count follows
+ *     the thread);
+ *   - an event counts the thread it was opened on: not a second thread, which opens its own
+ *     by gettid(); a thread of root's process and a same-uid child process are refused;
+ *   - the event's mmap page: the mapped read is read() (no cap_user_rdpmc, index 0) and says
+ *     so; the page's seqlocked times trail read()'s and equal them after disable and reset;
  *   - it is refused, with -EPERM, what the policy does not grant (the msr PMU, CPU-wide,
  *     sampling) and an event on another process (its parent, root's; pid 1);
  *   - the kernel's own refusal comes back as a clear error (a software event that does not
@@ -14,6 +19,9 @@
  *   - the counter API does the same (haecer_counter_open_perf, haecer_counter_read, reset);
  *   - the 7th event is refused with -ENOSPC (the policy's max_open), and after its connection
  *     closed the uid can open events again (nothing stays counted in msrd).
+ * As uid 65533, granted the msr PMU: msr/tsc/ (by perf's name, from this kernel's sysfs)
+ * through msrd, a growing count. As root: haecer-stat -e context-switches,msr/tsc/ counts both
+ * through the broker and says "perf broker"; as nobody (scope own) it is refused them.
  * As root: msrd holds as many descriptors after handing out 1000 events as before, and with
  * its RLIMIT_NOFILE lowered to what it holds the kernel's EMFILE is a clear -ENOSPC.
  * Then msrd restarts: a descriptor handed out before keeps counting (the kernel holds the

@@ -377,6 +377,8 @@ void haecer__counter_release(struct haecer_counter *counter)
 	struct haecer_context *ctx = counter->ctx;
 
 	/* The event is this process's alone: msrd kept no copy. */
+	haecer_perf_unmap(counter->perf_map);
+	counter->perf_map = NULL;
 	if (counter->info.kind == HAECER_COUNTER_PERF && counter->perf_fd >= 0)
 		close(counter->perf_fd);
 	counter->perf_fd = -1;

@@ -41,6 +41,8 @@ struct read_set {
 	struct haecer_msr_op energy_ops[HAECER_READ_MAX];
 	size_t energy_of[HAECER_READ_MAX];
 	size_t energy_count;
+	size_t perf_of[HAECER_READ_MAX];    /* counter index of each perf event (read()) */
+	size_t perf_count;
 };
 
 /* An energy page the context asked msrd for (haecer_page.c). */
@@ -145,6 +147,7 @@ struct haecer_counter {
 	uint64_t exact_ns;          /* when the round trip returned */
 	bool wants_precise;         /* regions and read_energy: ask for the page's precise edges */
 	int perf_fd;                /* HAECER_COUNTER_PERF: the event msrd handed over */
+	struct haecer_perf_map *perf_map; /* ... and its mmap page (RDPMC where allowed), or NULL */
 };
 
 /* ---- haecer_context.c ---- */
@@ -185,6 +188,13 @@ HAECER_INTERNAL int haecer__counter_lock(const struct haecer_counter *counter,
 HAECER_INTERNAL int haecer__perf_read_locked(struct haecer_counter *counter, uint64_t *value);
 /* PERF_EVENT_IOC_ENABLE / _DISABLE / _RESET for HAECER_SLOT_ENABLE / _DISABLE / _RESET. */
 HAECER_INTERNAL int haecer__perf_control(struct haecer_counter *counter, uint16_t action);
+
+/* ---- msrd_perf.c ---- */
+
+/* A reading from its count and times: scaled by enabled / running when the kernel multiplexed
+ * the event (running below enabled). */
+HAECER_INTERNAL void haecer__perf_value(uint64_t raw, uint64_t time_enabled,
+					uint64_t time_running, struct haecer_perf_value *out);
 
 /* ---- haecer_read.c ---- */
 
@@ -240,6 +250,9 @@ HAECER_INTERNAL void haecer__rdpmc_close(struct haecer_context *ctx);
 /* The raw counter with RDPMC (lock held): 0, or -ENOENT when it cannot be read directly now
  * (not allowed, simulated CPU, the thread is not on the counter's CPU): make the round trip. */
 HAECER_INTERNAL int haecer__rdpmc_read(struct haecer_counter *counter, uint64_t *raw);
+/* The RDPMC instruction itself: counter `index` (2^30 + n: fixed counter n) of this CPU. Only
+ * where the kernel lets this process execute it (CR4.PCE), or it faults. */
+HAECER_INTERNAL uint64_t haecer__rdpmc_counter(uint32_t index);
 
 /* ---- haecer_energy.c ---- */
 

@@ -1,7 +1,8 @@
 /*
  * libclient/haecer_perf_counter.c — counters whose event msrd's perf broker opened
  * (haecer_counter_open_perf): the kernel counts (following the thread across CPUs, scaling
- * when it multiplexes), the library reads the descriptor msrd handed over.
+ * when it multiplexes), the library reads the descriptor msrd handed over, from its mmap page
+ * with RDPMC where the kernel allows it (haecer_perf_map.c), else with read().
  */
 #include "libclient/haecer_internal.h"
 
@@ -14,7 +15,10 @@
 int haecer__perf_read_locked(struct haecer_counter *counter, uint64_t *value)
 {
 	struct haecer_perf_value reading;
-	int error = haecer_perf_read(counter->perf_fd, &reading);
+	unsigned path;
+	int error = counter->perf_map != NULL
+			    ? haecer_perf_read_mapped(counter->perf_map, &reading, &path, NULL, 0)
+			    : haecer_perf_read(counter->perf_fd, &reading);
 
 	if (error < 0)
 		return haecer__fail(error, "reading perf event %s", counter->info.name);
@@ -73,6 +77,10 @@ int haecer_counter_open_perf(struct haecer_context *ctx, const struct haecer_per
 		goto out;
 	}
 	describe(counter, spec);
+	/* Without its page (mmap refused) the counter is read with read() alone. */
+	if (haecer_perf_map(counter->perf_fd, spec->flags & HAECER_PERF_CPU_WIDE ? -1 : spec->tid,
+			    &counter->perf_map) < 0)
+		counter->perf_map = NULL;
 	error = haecer__perf_read_locked(counter, &value);
 out:
 	if (error < 0 && counter != NULL)

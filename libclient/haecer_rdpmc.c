@@ -140,7 +140,7 @@ void haecer__rdpmc_close(struct haecer_context *ctx)
 	*rdpmc = (struct haecer_rdpmc){ .perf_fd = -1 };
 }
 
-static uint64_t rdpmc_instruction(uint32_t index)
+uint64_t haecer__rdpmc_counter(uint32_t index)
 {
 	uint32_t low, high;
 
@@ -158,7 +158,7 @@ int haecer__rdpmc_read(struct haecer_counter *counter, uint64_t *raw)
 		return -ENOENT;
 	index = counter->slot.kind == HAECER_SLOT_FIXED ? RDPMC_FIXED | counter->slot.index
 							: counter->slot.index;
-	*raw = rdpmc_instruction(index);
+	*raw = haecer__rdpmc_counter(index);
 	return 0;
 }
 

@@ -267,9 +267,6 @@ static int check_set(struct haecer_counter *const *counters, size_t count,
 		if (counters[i] == NULL || counters[i]->ctx != ctx)
 			return haecer__fail(-EINVAL, "counter %zu of the set is invalid, freed, or "
 					    "of another context", i);
-		if (counters[i]->info.kind == HAECER_COUNTER_PERF)
-			return haecer__fail(-EOPNOTSUPP, "counter %zu of the set is a perf event: "
-					    "read it with haecer_counter_read", i);
 	}
 	return 0;
 }
@@ -280,8 +277,13 @@ static void plan_set(struct haecer_counter *const *counters, size_t count, struc
 
 	set->slot_count = 0;
 	set->energy_count = 0;
+	set->perf_count = 0;
 	for (size_t i = 0; i < count; i++) {
 		const struct haecer_counter *counter = counters[i];
+		if (counter->info.kind == HAECER_COUNTER_PERF) {
+			set->perf_of[set->perf_count++] = i;
+			continue;
+		}
 		if (counter->info.kind != HAECER_COUNTER_ENERGY) {
 			set->slot_of[set->slot_count] = i;
 			set->slot_ids[set->slot_count++] = counter->slot.id;
@@ -344,6 +346,10 @@ static int finish_set(struct haecer_counter *const *counters, const struct read_
 		values[set->energy_of[i]] = haecer__fold_energy(counters[set->energy_of[i]], op->value,
 							totals ? &op->total : NULL);
 	}
+	/* The broker's events are the kernel's: one read() each, right after msrd's reads. */
+	for (size_t i = 0; i < set->perf_count && error == 0; i++)
+		error = haecer__perf_read_locked(counters[set->perf_of[i]],
+						 &values[set->perf_of[i]]);
 	return error;
 }
 

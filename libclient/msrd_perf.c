@@ -3,6 +3,7 @@
  * request, the descriptor it hands back, and reading it with its enabled/running times; and the
  * names of msrd's backends, which outputs print beside their figures.
  */
+#include "libclient/haecer_internal.h"
 #include "libclient/msrd_conn.h"
 
 #include <errno.h>
@@ -51,13 +52,19 @@ int haecer_perf_read(int fd, struct haecer_perf_value *out)
 		return -errno;
 	if (got != (ssize_t)sizeof(values))
 		return -EIO;
-	out->raw = values[0];
-	out->time_enabled = values[1];
-	out->time_running = values[2];
-	out->scaled = values[2] != 0 && values[2] < values[1];
-	out->value = out->scaled ? (uint64_t)((unsigned __int128)values[0] * values[1] / values[2])
-				 : values[0];
+	haecer__perf_value(values[0], values[1], values[2], out);
 	return 0;
+}
+
+void haecer__perf_value(uint64_t raw, uint64_t time_enabled, uint64_t time_running,
+			struct haecer_perf_value *out)
+{
+	out->raw = raw;
+	out->time_enabled = time_enabled;
+	out->time_running = time_running;
+	out->scaled = time_running != 0 && time_running < time_enabled;
+	out->value = out->scaled ? (uint64_t)((unsigned __int128)raw * time_enabled / time_running)
+				 : raw;
 }
 
 const char *haecer_backend_name(uint16_t backend)

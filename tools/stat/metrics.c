@@ -32,11 +32,20 @@ static bool parse_hex(const char *text, unsigned long max, unsigned long *out)
 	return true;
 }
 
-/* One event on one model CPU, by whichever kind of name it is. */
+/* One event on one model CPU, by whichever kind of name it is. perf's software events and
+ * PMU events ("context-switches", "msr/tsc/") are the kernel's: msrd's perf broker opens them
+ * CPU-wide on the CPU, as haecer-stat counts everything (the policy must grant scope cpu). */
 static int open_event(struct haecer_context *ctx, const char *name, uint32_t cpu,
 		      struct haecer_counter **out)
 {
+	struct haecer_perf_spec spec;
 	unsigned long number;
+
+	if (haecer_perf_event_by_name(name, &spec) == 0) {
+		spec.flags = HAECER_PERF_CPU_WIDE;
+		spec.cpu = (int)cpu;
+		return haecer_counter_open_perf(ctx, &spec, out);
+	}
 
 	/* perf's generic names (with :u / :k), libpfm4's and the architectural ones are the
 	 * library's named events. */
@@ -99,6 +108,7 @@ static void keep_counter(struct stat_metric *metric, const struct haecer_machine
 	metric->cpus[metric->count] = info.cpu;
 	metric->packages[metric->count] = info.package;
 	metric->dies[metric->count] = stat_die_in_package(machine, info.cpu);
+	metric->brokered = info.kind == HAECER_COUNTER_PERF;
 	metric->counters[metric->count++] = counter;
 }
 

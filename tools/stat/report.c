@@ -398,6 +398,8 @@ static void comment(const struct stat_session *session, const struct stat_metric
 			snprintf(out, size, "# %9.2f  insn per cycle", summary->mean / other.mean);
 	} else if (metric == cycles && session->scope.cpu_count == 1 && seconds > 0) {
 		snprintf(out, size, "# %9.3f GHz", summary->mean / seconds / 1e9);
+	} else if (metric->brokered) {
+		snprintf(out, size, "# %s", STAT_PERF_BROKER);
 	}
 }
 
@@ -632,6 +634,8 @@ static void json_metric(FILE *out, const struct stat_options *options,
 		metric->kind == STAT_METRIC_ENERGY ? "J" : "events", states[metric->state],
 		metric->state == STAT_COUNTED ? "true" : "false");
 	fprintf(out, ", \"counters\": %zu, \"wanted\": %zu", metric->count, metric->wanted);
+	if (metric->brokered)
+		fprintf(out, ", \"source\": \"%s\"", STAT_PERF_BROKER);
 	if (metric->reason[0] != '\0') {
 		fprintf(out, ", \"reason\": ");
 		json_write_string(out, metric->reason);

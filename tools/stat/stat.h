@@ -28,6 +28,8 @@
 #define STAT_MAX_RUNS 100000u
 #define STAT_NAME_MAX 160u
 #define STAT_REASON_MAX 320u
+/* What the report says of a figure msrd's perf broker counted. */
+#define STAT_PERF_BROKER "perf broker"
 
 /* ---- options (args.c) ---- */
 
@@ -88,6 +90,7 @@ struct stat_metric {
 	char name[STAT_NAME_MAX];         /* "energy-pkg", "instructions", a libpfm4 name */
 	enum stat_metric_kind kind;
 	enum stat_state state;
+	bool brokered;                    /* perf events msrd's perf broker opened */
 	char reason[STAT_REASON_MAX];     /* why not counted, or why only on some CPUs */
 	struct haecer_counter **counters; /* one per CPU or package counted */
 	double *units;                    /* per counter: joules per count, or 1 */

@@ -270,10 +270,12 @@ int haecer_counter_open_energy(struct haecer_context *ctx, int cpu, unsigned dom
 			       struct haecer_counter **out);
 
 /* A perf event msrd's broker opens for this process (haecer_perf_open of <haecer/msrd.h>: the
- * policy's `perf:` grant decides), read with haecer_counter_read like any counter (read() of
+ * policy's `perf:` grant decides), read with haecer_counter_read like any counter (from its
+ * mmap page with RDPMC where the kernel allows it, as haecer_perf_read_mapped, else read() of
  * its descriptor: the value scaled by time_enabled / time_running when multiplexed, which
- * haecer_counter_info's `scaled` then says); enable, disable and reset act on the event. It
- * cannot be part of a read set (-EOPNOTSUPP there). Errors as haecer_perf_open's. */
+ * haecer_counter_info's `scaled` then says); enable, disable and reset act on the event. In a
+ * read set it is read() right after msrd's reads of the others (HAECER_READ_SYNCHRONIZED
+ * does not stop it). Errors as haecer_perf_open's. */
 int haecer_counter_open_perf(struct haecer_context *ctx, const struct haecer_perf_spec *spec,
 			     struct haecer_counter **out);
 

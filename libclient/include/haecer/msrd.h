@@ -334,6 +334,13 @@ struct haecer_perf_spec {
 int haecer_perf_open(struct haecer_conn *conn, const struct haecer_perf_spec *spec, int *fd,
 		     uint32_t *open);
 
+/* perf's name of an event into *spec (type, config, config1; the rest 0, cpu -1): a software
+ * event ("context-switches", "cs", "page-faults", "task-clock", ...) or a PMU's event as perf
+ * writes it, "msr/tsc/", "msr/event=0x1/", resolved from the PMU's sysfs type, events/ and
+ * format/ files (under $HAECER_SYSFS_ROOT when set). -ENOENT no such event or PMU; -EINVAL or
+ * -ERANGE a term the PMU's format cannot hold. Whether msrd opens it is the policy's word. */
+int haecer_perf_event_by_name(const char *name, struct haecer_perf_spec *spec);
+
 /* One read() of a brokered event: value scaled by time_enabled / time_running when the kernel
  * multiplexed it (scaled true; raw keeps the count as read). -errno of read(), or -EIO for a
  * short read (the descriptor is not such an event). */
@@ -345,6 +352,30 @@ struct haecer_perf_value {
 	bool scaled;
 };
 int haecer_perf_read(int fd, struct haecer_perf_value *out);
+
+/* A brokered event read from its mmap page (perf_event_open(2), "MMAP layout") without a
+ * system call where the kernel allows it: the page says cap_user_rdpmc and a non-zero index
+ * (the event is on a hardware counter now) and the caller is the thread the event counts;
+ * then the count is the page's offset plus RDPMC of that counter, its times the page's
+ * (extrapolated to now when the page says cap_user_time). Otherwise — a software event (index
+ * 0), a kernel or VM without RDPMC for user space, another thread, a CPU-wide event — it is
+ * read() (haecer_perf_read). *path says which (HAECER_PERF_PATH_*), why (may be NULL) why. */
+#define HAECER_PERF_PATH_RDPMC 1u   /* the mmap page and RDPMC: no system call */
+#define HAECER_PERF_PATH_READ 2u    /* read() of the descriptor */
+struct haecer_perf_map;
+/* Map the first page of event `fd` (the caller keeps fd open, and closes it after unmapping);
+ * tid: the thread the event counts, as its haecer_perf_spec said (0: the process's main
+ * thread, getpid(); a thread's gettid()); -1: a CPU-wide event, never read with RDPMC.
+ * -errno of mmap, -ENOMEM. */
+int haecer_perf_map(int fd, int tid, struct haecer_perf_map **out);
+void haecer_perf_unmap(struct haecer_perf_map *map);
+int haecer_perf_read_mapped(struct haecer_perf_map *map, struct haecer_perf_value *out,
+			    unsigned *path, char *why, size_t why_size);
+/* The page's own time_enabled / time_running, read under its seqlock (extrapolated to now when
+ * the event is on a counter and the page says cap_user_time). The kernel writes them when the
+ * event is scheduled in or reset, so without cap_user_time they trail read()'s. */
+int haecer_perf_map_times(const struct haecer_perf_map *map, uint64_t *time_enabled,
+			  uint64_t *time_running);
 
 /* In batches (haecer_msr_batch, haecer_batch_register/run): kind HAECER_MSR_ENERGY_READ gives
  * value = raw and total = the 64-bit total; kind HAECER_MSR_SLOT_READ reads slot `address`

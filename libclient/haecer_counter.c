@@ -46,6 +46,7 @@ struct event_request {
 	uint64_t fixed_field;       /* its 4-bit FIXED_CTR_CTRL field */
 	bool programmable;          /* a programmable counter may count it */
 	uint64_t evtsel;            /* with this PERFEVTSEL / PERF_CTL value */
+	int generic;                /* perf's generic name of this architectural event, or -1 */
 };
 
 /* Without a privilege level a counter would count nothing: then it counts both. HAECER_FLAG_PIN
@@ -97,6 +98,7 @@ static void request_init(struct event_request *request, const char *name)
 	memset(request, 0, sizeof(*request));
 	snprintf(request->name, sizeof(request->name), "%s", name);
 	request->fixed = -1;
+	request->generic = -1;
 }
 
 /* ---- taking a slot from msrd ---- */
@@ -224,6 +226,48 @@ static int counter_on(struct haecer_context *ctx, int cpu, struct haecer_counter
 	return haecer__counter_new(ctx, counter);
 }
 
+/* The request as the perf event msrd's broker opens (haecer_perf_core.c): perf's generic
+ * event for a generic name, the programmable encoding placed per the core PMU's format, else
+ * the fixed counter's generic event. */
+static int brokered_spec(const struct haecer_context *ctx, uint32_t cpu, uint32_t flags,
+			 const struct event_request *request, struct haecer_perf_spec *spec)
+{
+	uint32_t core_type = ctx->machine.cpu_core_type[cpu];
+	uint32_t levels = event_flags(flags) & (HAECER_FLAG_USR | HAECER_FLAG_OS);
+
+	if (request->generic >= 0)
+		return haecer__perf_generic_spec((unsigned)request->generic, levels, core_type, cpu,
+						 spec);
+	if (request->programmable)
+		return haecer__perf_core_spec(request->evtsel, core_type, cpu, spec);
+	return haecer__perf_fixed_spec((unsigned)request->fixed, levels, core_type, cpu, spec);
+}
+
+/* Through msrd's perf broker, CPU-wide on the counter's CPU as a slot would count. */
+static int open_brokered(struct haecer_context *ctx, int cpu, uint32_t flags,
+			 const struct event_request *request, struct haecer_counter **out)
+{
+	struct haecer_perf_spec spec;
+	uint32_t model_cpu;
+	int host_cpu;
+	int error;
+
+	pthread_mutex_lock(&ctx->lock);
+	error = haecer__resolve_cpu(ctx, cpu, &model_cpu, &host_cpu);
+	pthread_mutex_unlock(&ctx->lock);
+	if (error == 0)
+		error = brokered_spec(ctx, model_cpu, flags, request, &spec);
+	if (error == 0)
+		error = haecer__counter_open_perf_named(ctx, &spec, request->name, out);
+	if (error == 0 && (flags & HAECER_FLAG_PIN))
+		error = haecer__pin_to(host_cpu, NULL);
+	if (error < 0 && *out != NULL) {
+		haecer_counter_free(*out);
+		*out = NULL;
+	}
+	return error;
+}
+
 static int open_event(struct haecer_context *ctx, int cpu, uint32_t flags,
 		      const struct event_request *request, struct haecer_counter **out)
 {
@@ -234,6 +278,8 @@ static int open_event(struct haecer_context *ctx, int cpu, uint32_t flags,
 	int host_cpu;
 	int error;
 
+	if (haecer__counters_brokered(ctx))
+		return open_brokered(ctx, cpu, flags, request, out);
 	pthread_mutex_lock(&ctx->lock);
 	error = counter_on(ctx, cpu, &counter, &model_cpu, &host_cpu);
 	if (error < 0)
@@ -335,8 +381,10 @@ static int check_open_arguments(struct haecer_context *ctx, struct haecer_counte
 	return 0;
 }
 
-int haecer_counter_open_arch(struct haecer_context *ctx, int cpu, unsigned arch_event,
-			     uint32_t flags, uint8_t cmask, struct haecer_counter **out)
+/* generic: asked by perf's generic name (cycles, instructions, ...), which the perf broker
+ * opens as perf's generic event (PERF_TYPE_HARDWARE) when no cmask is asked for. */
+static int open_arch(struct haecer_context *ctx, int cpu, unsigned arch_event, uint32_t flags,
+		     uint8_t cmask, bool generic, struct haecer_counter **out)
 {
 	const struct event_arch_event *arch = event_db_arch_event(arch_event);
 	struct event_request request;
@@ -351,7 +399,15 @@ int haecer_counter_open_arch(struct haecer_context *ctx, int cpu, unsigned arch_
 	error = request_arch(ctx, arch_event, event_flags(flags), cmask, &request);
 	if (error < 0)
 		return error;
+	if (generic && cmask == 0)
+		request.generic = (int)arch_event;
 	return open_event(ctx, cpu, flags, &request, out);
+}
+
+int haecer_counter_open_arch(struct haecer_context *ctx, int cpu, unsigned arch_event,
+			     uint32_t flags, uint8_t cmask, struct haecer_counter **out)
+{
+	return open_arch(ctx, cpu, arch_event, flags, cmask, false, out);
 }
 
 int haecer_counter_open_fixed(struct haecer_context *ctx, int cpu, unsigned fixed,
@@ -464,7 +520,7 @@ int haecer_counter_open_named(struct haecer_context *ctx, int cpu, const char *n
 	if (error < 0)
 		return error;
 	if (error > 0)
-		return haecer_counter_open_arch(ctx, cpu, generic, flags, cmask, out);
+		return open_arch(ctx, cpu, generic, flags, cmask, true, out);
 	index = event_db_arch_event_by_name(name);
 	if (index >= 0)
 		return haecer_counter_open_arch(ctx, cpu, (unsigned)index, flags, cmask, out);

@@ -189,6 +189,36 @@ HAECER_INTERNAL int haecer__perf_read_locked(struct haecer_counter *counter, uin
 /* PERF_EVENT_IOC_ENABLE / _DISABLE / _RESET for HAECER_SLOT_ENABLE / _DISABLE / _RESET. */
 HAECER_INTERNAL int haecer__perf_control(struct haecer_counter *counter, uint16_t action);
 
+/* ---- haecer_perf_names.c ---- */
+
+/* The type number of PMU (/sys/bus/event_source/devices/PMU/type, under $HAECER_SYSFS_ROOT):
+ * 0, or -ENOENT when sysfs has no such PMU. */
+HAECER_INTERNAL int haecer__perf_pmu_type(const char *pmu, uint32_t *type);
+
+/* ---- haecer_perf_core.c ---- */
+
+/* msrd's counters come from its perf broker (HELLO: HAECER_FEATURE_PERF, no _SLOTS). */
+HAECER_INTERNAL bool haecer__counters_brokered(const struct haecer_context *ctx);
+/* A core-PMU event counting CPU-wide on `cpu` through the broker, from the event database's
+ * PERFEVTSEL / PERF_CTL encoding (levels from its USR/OS bits), placed per the core PMU of the
+ * CPU's core type (HAECER_CORE_TYPE_*, 0 when not hybrid) by its sysfs format files;
+ * PERF_TYPE_RAW in the x86 layout without one. -errno with the detail set. */
+HAECER_INTERNAL int haecer__perf_core_spec(uint64_t evtsel, uint32_t core_type, uint32_t cpu,
+					   struct haecer_perf_spec *spec);
+/* perf's generic hardware event of an architectural event (PERF_TYPE_HARDWARE), levels
+ * HAECER_FLAG_USR / _OS; on a hybrid part the core PMU's type in config's upper half. */
+HAECER_INTERNAL int haecer__perf_generic_spec(unsigned arch_index, uint32_t levels,
+					      uint32_t core_type, uint32_t cpu,
+					      struct haecer_perf_spec *spec);
+/* The same for fixed counters 0-2; -EOPNOTSUPP for the others. */
+HAECER_INTERNAL int haecer__perf_fixed_spec(unsigned fixed, uint32_t levels, uint32_t core_type,
+					    uint32_t cpu, struct haecer_perf_spec *spec);
+/* haecer_counter_open_perf with the counter named `name` (NULL: perf:TYPE/CONFIG/) and its
+ * package and core type from the machine when CPU-wide. */
+HAECER_INTERNAL int haecer__counter_open_perf_named(struct haecer_context *ctx,
+						    const struct haecer_perf_spec *spec,
+						    const char *name, struct haecer_counter **out);
+
 /* ---- msrd_perf.c ---- */
 
 /* A reading from its count and times: scaled by enabled / running when the kernel multiplexed

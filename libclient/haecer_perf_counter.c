@@ -5,6 +5,7 @@
  * with RDPMC where the kernel allows it (haecer_perf_map.c), else with read().
  */
 #include "libclient/haecer_internal.h"
+#include "hw/core_type.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -41,15 +42,25 @@ int haecer__perf_control(struct haecer_counter *counter, uint16_t action)
 	return 0;
 }
 
-static void describe(struct haecer_counter *counter, const struct haecer_perf_spec *spec)
+static void describe(struct haecer_counter *counter, const struct haecer_perf_spec *spec,
+		     const char *name)
 {
+	const struct haecer_machine_info *machine = &counter->ctx->machine;
 	struct haecer_counter_info *info = &counter->info;
 
-	snprintf(info->name, sizeof(info->name), "perf:%u/%#llx/", spec->type,
-		 (unsigned long long)spec->config);
+	if (name != NULL)
+		snprintf(info->name, sizeof(info->name), "%s", name);
+	else
+		snprintf(info->name, sizeof(info->name), "perf:%u/%#llx/", spec->type,
+			 (unsigned long long)spec->config);
 	info->kind = HAECER_COUNTER_PERF;
 	info->cpu = spec->cpu < 0 ? 0 : (uint32_t)spec->cpu;
 	info->package = -1;
+	/* A CPU-wide event is that CPU's, as a counter slot is. */
+	if ((spec->flags & HAECER_PERF_CPU_WIDE) && info->cpu < machine->cpu_count) {
+		info->package = (int)machine->cpu_package[info->cpu];
+		info->core_type = cpu_core_type_name(machine->cpu_core_type[info->cpu]);
+	}
 	info->width = 64;
 	info->unit = 1.0;
 	info->unit_name = "events";
@@ -59,6 +70,13 @@ static void describe(struct haecer_counter *counter, const struct haecer_perf_sp
 
 int haecer_counter_open_perf(struct haecer_context *ctx, const struct haecer_perf_spec *spec,
 			     struct haecer_counter **out)
+{
+	return haecer__counter_open_perf_named(ctx, spec, NULL, out);
+}
+
+int haecer__counter_open_perf_named(struct haecer_context *ctx,
+				    const struct haecer_perf_spec *spec, const char *name,
+				    struct haecer_counter **out)
 {
 	struct haecer_counter *counter = NULL;
 	uint64_t value;
@@ -76,7 +94,7 @@ int haecer_counter_open_perf(struct haecer_context *ctx, const struct haecer_per
 		haecer__fail_msrd(ctx, error, "opening a perf event through msrd");
 		goto out;
 	}
-	describe(counter, spec);
+	describe(counter, spec, name);
 	/* Without its page (mmap refused) the counter is read with read() alone. */
 	if (haecer_perf_map(counter->perf_fd, spec->flags & HAECER_PERF_CPU_WIDE ? -1 : spec->tid,
 			    &counter->perf_map) < 0)

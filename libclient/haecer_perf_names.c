@@ -119,14 +119,28 @@ static int apply_terms(const char *pmu, char *terms, struct haecer_perf_spec *sp
 	return 0;
 }
 
+/* The PMU's type number (DEVICES/pmu/type): 0, or -ENOENT without one, -EINVAL garbage. */
+int haecer__perf_pmu_type(const char *pmu, uint32_t *type)
+{
+	char text[16], *end;
+	long number;
+
+	if (read_pmu_file(pmu, "type", text, sizeof(text)) < 0)
+		return -ENOENT;
+	number = strtol(text, &end, 10);
+	if (end == text || number < 0 || number > UINT32_MAX)
+		return -EINVAL;
+	*type = (uint32_t)number;
+	return 0;
+}
+
 /* "pmu/terms/" (the closing slash optional, as perf has it). */
 static int pmu_event(const char *name, struct haecer_perf_spec *spec)
 {
-	char pmu[PMU_NAME_MAX], terms[TERMS_MAX], type[16];
+	char pmu[PMU_NAME_MAX], terms[TERMS_MAX];
 	const char *slash = strchr(name, '/');
 	size_t length = strlen(name);
-	char *end;
-	long number;
+	int error;
 
 	if (slash == NULL || slash == name || (size_t)(slash - name) >= sizeof(pmu) ||
 	    length - (size_t)(slash - name) >= sizeof(terms))
@@ -136,14 +150,10 @@ static int pmu_event(const char *name, struct haecer_perf_spec *spec)
 	snprintf(terms, sizeof(terms), "%s", slash + 1);
 	if (terms[0] != '\0' && terms[strlen(terms) - 1] == '/')
 		terms[strlen(terms) - 1] = '\0';
-	if (strchr(pmu, '.') != NULL || strchr(terms, '/') != NULL || terms[0] == '\0' ||
-	    read_pmu_file(pmu, "type", type, sizeof(type)) < 0)
+	if (strchr(pmu, '.') != NULL || strchr(terms, '/') != NULL || terms[0] == '\0')
 		return -ENOENT;
-	number = strtol(type, &end, 10);
-	if (end == type || number < 0 || number > UINT32_MAX)
-		return -EINVAL;
-	spec->type = (uint32_t)number;
-	return apply_terms(pmu, terms, spec, 0);
+	error = haecer__perf_pmu_type(pmu, &spec->type);
+	return error < 0 ? error : apply_terms(pmu, terms, spec, 0);
 }
 
 int haecer_perf_event_by_name(const char *name, struct haecer_perf_spec *spec)

@@ -409,7 +409,8 @@ struct wire_energy_grant {
  * so a profiler's child asks for itself before it execs the program. */
 #define WIRE_PERF_PROFILE 0x8u
 #define WIRE_PERF_PROFILE_STACK 0x10u
-#define WIRE_PERF_FLAGS 0x1Fu
+#define WIRE_PERF_EXCLUDE_USER 0x20u /* count the kernel only (a counter's OS-only level) */
+#define WIRE_PERF_FLAGS 0x3Fu
 struct wire_perf_open {
 	uint32_t type;
 	uint32_t flags;

@@ -86,7 +86,10 @@ static uint64_t client_features(const struct client *client)
 	if (backend_kind(client->server->backend) == BACKEND_SIM &&
 	    policy_allows_sim_control(client->grant))
 		features |= WIRE_FEATURE_SIM_CONTROL;
-	if (client->server->slots.gp_count + client->server->slots.fixed_count > 0)
+	/* Slots need a backend that programs counters: on perf, powercap or a read-only msr
+	 * device the counters come from the perf broker instead (libhaecer then uses it). */
+	if (client->server->slots.gp_count + client->server->slots.fixed_count > 0 &&
+	    backend_programs_pmcs(client->server->backend))
 		features |= WIRE_FEATURE_SLOTS;
 	if (perf_broker_enabled(client->server))
 		features |= WIRE_FEATURE_PERF;

@@ -68,7 +68,8 @@ static uint32_t event_class(const struct msrd *server, uint32_t type)
 	if (type == PERF_TYPE_SOFTWARE)
 		return POLICY_PERF_SOFTWARE;
 	if (type == PERF_TYPE_HARDWARE || type == PERF_TYPE_HW_CACHE || type == PERF_TYPE_RAW ||
-	    (int)type == pmu_type(server, "cpu"))
+	    (int)type == pmu_type(server, "cpu") || (int)type == pmu_type(server, "cpu_core") ||
+	    (int)type == pmu_type(server, "cpu_atom"))
 		return POLICY_PERF_CORE;
 	if ((int)type == pmu_type(server, "msr"))
 		return POLICY_PERF_MSR;
@@ -85,13 +86,15 @@ static bool refuse(struct client *client, const struct wire_header *header, uint
 }
 
 /* The named PMU whose format files describe an event type, or NULL (software events have none;
- * raw events are the core PMU's). */
+ * raw events are the core PMU's: cpu, or a hybrid part's P-core PMU, which the kernel gives
+ * PERF_TYPE_RAW). */
 static const char *pmu_of_type(const struct msrd *server, uint32_t type)
 {
-	static const char *const named[] = { "msr", "power", "cpu" };
+	static const char *const named[] = { "msr", "power", "cpu", "cpu_core", "cpu_atom" };
 
 	if (type == PERF_TYPE_RAW)
-		return "cpu";
+		return pmu_type(server, "cpu") < 0 && pmu_type(server, "cpu_core") >= 0 ? "cpu_core"
+											  : "cpu";
 	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
 		if ((int)type == pmu_type(server, named[i]))
 			return named[i];
@@ -259,6 +262,7 @@ static int open_event(const struct wire_perf_open *request, pid_t tid)
 		.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
 		.disabled = (request->flags & WIRE_PERF_DISABLED) != 0,
 		.exclude_kernel = (request->flags & WIRE_PERF_EXCLUDE_KERNEL) != 0,
+		.exclude_user = (request->flags & WIRE_PERF_EXCLUDE_USER) != 0,
 	};
 	bool cpu_wide = (request->flags & WIRE_PERF_CPU_WIDE) != 0;
 
@@ -273,9 +277,16 @@ static int open_event(const struct wire_perf_open *request, pid_t tid)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-/* What the kernel's refusal means for the client. */
-static const char *kernel_hint(int error)
+/* What the kernel's refusal means for the client. A core-PMU event the kernel does not know
+ * (ENOENT) means the kernel has no core PMU at all when sysfs lists none: a VM without a
+ * virtual PMU, or a kernel without one for this CPU. */
+static const char *kernel_hint(const struct msrd *server, const struct wire_perf_open *request,
+			       int error)
 {
+	if (error == -ENOENT && event_class(server, request->type) == POLICY_PERF_CORE &&
+	    pmu_type(server, "cpu") < 0 && pmu_type(server, "cpu_core") < 0)
+		return "the kernel has no core PMU here (no sys/bus/event_source/devices/cpu: a VM "
+		       "without a virtual PMU?), so no hardware event can be counted";
 	switch (error) {
 	case -EACCES:
 	case -EPERM:
@@ -306,7 +317,8 @@ static void reply_kernel_error(struct client *client, const struct wire_header *
 		 (unsigned long long)request->config, strerror(-error));
 	client_reply_error(client, header->op, header->request_id, status,
 			   "perf_event_open(type %u config %#llx): %s; %s", request->type,
-			   (unsigned long long)request->config, strerror(-error), kernel_hint(error));
+			   (unsigned long long)request->config, strerror(-error),
+			   kernel_hint(client->server, request, error));
 }
 
 static void reply_opened(struct client *client, const struct wire_header *header,

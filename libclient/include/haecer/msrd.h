@@ -312,6 +312,7 @@ int haecer_energy_grant(struct haecer_conn *conn, uint32_t address,
  * clock. _STACK adds user registers and stack copies (DWARF unwinding). */
 #define HAECER_PERF_PROFILE 0x8u
 #define HAECER_PERF_PROFILE_STACK 0x10u
+#define HAECER_PERF_EXCLUDE_USER 0x20u /* the kernel's level only (exclude_user) */
 struct haecer_perf_spec {
 	uint32_t type;
 	uint32_t flags;            /* HAECER_PERF_* */

@@ -20,8 +20,8 @@
  *   - the 7th event is refused with -ENOSPC (the policy's max_open), and after its connection
  *     closed the uid can open events again (nothing stays counted in msrd).
  * As uid 65533, granted the msr PMU: msr/tsc/ (by perf's name, from this kernel's sysfs)
- * through msrd, a growing count. As root: haecer-stat -e context-switches,msr/tsc/ counts both
- * through the broker and says "perf broker"; as nobody (scope own) it is refused them.
+ * through msrd, a growing count. (Hardware events and haecer-stat over the broker:
+ * server/test_perf_broker_tools.)
  * As root: msrd holds as many descriptors after handing out 1000 events as before, and with
  * its RLIMIT_NOFILE lowered to what it holds the kernel's EMFILE is a clear -ENOSPC.
  * Then msrd restarts: a descriptor handed out before keeps counting (the kernel holds the
@@ -52,7 +52,6 @@
 #include "haecer/msrd.h"
 #include "tests/lib/msrd_group.h"
 #include "harness/msrd_harness.h"
-#include "harness/tool_argv.h"
 #include "tests/lib/test_check.h"
 
 #define NOBODY 65534
@@ -202,6 +201,13 @@ static int refused_what_is_not_granted(struct haecer_conn *conn)
 	CHECK_EQ(haecer_perf_open(conn, &spec, &fd, NULL), -EPERM);
 	spec = software(PERF_COUNT_SW_TASK_CLOCK);
 	spec.sample_period = 100000;
+	CHECK_EQ(haecer_perf_open(conn, &spec, &fd, NULL), -EPERM);
+	CHECK(strstr(haecer_conn_error(conn), "perf sampling not granted") != NULL);
+	spec.flags = HAECER_PERF_PROFILE; /* haecer-prof's sampling event: the same refusal */
+	CHECK_EQ(haecer_perf_open(conn, &spec, &fd, NULL), -EPERM);
+	CHECK(strstr(haecer_conn_error(conn), "perf sampling not granted") != NULL);
+	spec = software(PERF_COUNT_SW_TASK_CLOCK);
+	spec.type = PERF_TYPE_HARDWARE; /* the core class is not nobody's */
 	CHECK_EQ(haecer_perf_open(conn, &spec, &fd, NULL), -EPERM);
 	spec = software(PERF_COUNT_SW_TASK_CLOCK);
 	spec.tid = (int)getppid(); /* root's test process */
@@ -498,92 +504,6 @@ static void test_msr_tsc(void **state)
 	assert_int_equal(run_as(MSR_USER, MSR_USER, NULL, 0, as_msr_user, NULL), 0);
 }
 
-/* ---- haecer-stat -e through the broker ---- */
-
-#define STAT_ARGS 40u
-
-/* haecer-stat --socket msrd's -e events -- /bin/sleep 0.02: its exit status; *err its report. */
-static int run_stat(const char *events, char **err)
-{
-	const char *const stat_arguments[] = { "-e", events, "--", "/bin/sleep", "0.02", NULL };
-	static char tool[PATH_MAX];
-	const char *argv[STAT_ARGS];
-	char *out = NULL;
-	int status;
-
-	snprintf(tool, sizeof(tool), "%s/haecer-stat", harness_build_dir());
-	harness_tool_argv(argv, STAT_ARGS, tool, server.socket_path, stat_arguments);
-	status = harness_run(argv, &out, err);
-	free(out);
-	return status;
-}
-
-/* The line of the report that names `event`, or NULL. */
-static const char *report_line(const char *report, const char *event, char *line, size_t size)
-{
-	const char *at = strstr(report, event);
-	const char *start = at, *end;
-
-	if (at == NULL)
-		return NULL;
-	while (start > report && start[-1] != '\n')
-		start--;
-	end = strchr(at, '\n');
-	snprintf(line, size, "%.*s", (int)((end != NULL ? end : at + strlen(at)) - start), start);
-	return line;
-}
-
-/* The count a report line starts with, perf's thousands separators dropped. */
-static unsigned long long leading_count(const char *line)
-{
-	unsigned long long count = 0;
-
-	while (*line == ' ')
-		line++;
-	for (; (*line >= '0' && *line <= '9') || *line == ','; line++)
-		if (*line != ',')
-			count = count * 10 + (unsigned)(*line - '0');
-	return count;
-}
-
-/* Nobody's policy grants only its own threads: haecer-stat counts CPU-wide, so it is refused
- * with the policy's reason (perf stat's exit 129), the command not run. */
-static int stat_as_nobody(void *argument)
-{
-	char *err = NULL;
-	int status = run_stat("cs", &err);
-
-	(void)argument;
-	CHECK_EQ(status, 129);
-	CHECK(err != NULL && strstr(err, "cannot count 'cs'") != NULL);
-	CHECK(strstr(err, "CPU-wide perf events not granted") != NULL);
-	free(err);
-	return 0;
-}
-
-/* Root's policy grants software and msr events CPU-wide: haecer-stat counts perf's names
- * through msrd's broker on msrd --backend perf, and says so beside each figure. */
-static void test_stat_named_events(void **state)
-{
-	char *err = NULL, line[512];
-	unsigned long long switches = 0, ticks = 0;
-
-	(void)state;
-	assert_int_equal(run_stat("context-switches,msr/tsc/", &err), 0);
-	assert_non_null(err);
-	assert_non_null(strstr(err, "msrd backend perf"));
-	assert_non_null(report_line(err, "context-switches", line, sizeof(line)));
-	assert_non_null(strstr(line, "# perf broker"));
-	switches = leading_count(line);
-	assert_true(switches >= 1); /* sleep itself switches out */
-	assert_non_null(report_line(err, "msr/tsc/", line, sizeof(line)));
-	assert_non_null(strstr(line, "# perf broker"));
-	ticks = leading_count(line);
-	assert_true(ticks >= 2000000); /* 20 ms of a TSC above 100 MHz */
-	free(err);
-	assert_int_equal(run_as(NOBODY, NOBODY, NULL, 0, stat_as_nobody, NULL), 0);
-}
-
 /* ---- msrd's own descriptors ---- */
 
 /* How many descriptors pid holds; *first_free (may be NULL) the lowest number it does not. */
@@ -703,7 +623,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unprivileged_client),
 		cmocka_unit_test(test_msr_tsc),
-		cmocka_unit_test(test_stat_named_events),
 		cmocka_unit_test(test_descriptors),
 		cmocka_unit_test(test_restart),
 	};

@@ -59,14 +59,18 @@ int stat_list(const struct stat_options *options)
 		/* Listed when this CPU has it: opened once on CPU 0, which also tells whether msrd's
 		 * policy grants it. */
 		struct haecer_counter *probe = NULL;
+		struct haecer_counter_info info = { 0 };
 		const char *event = haecer_generic_event_name(i);
 		int error = haecer_counter_open_named(ctx, 0, event, HAECER_FLAGS_DEFAULT,
 						      HAECER_CMASK_NONE, &probe);
 		if (error == -EOPNOTSUPP || error == -ENOENT)
-			continue;
+			continue; /* also: msrd's broker, and the kernel has no core PMU */
+		if (error == 0)
+			haecer_counter_info(probe, &info);
 		haecer_counter_free(probe);
-		entry(event, error == 0 ? "Hardware event"
-					: "Hardware event, not counted here: msrd's policy");
+		entry(event, error < 0 ? "Hardware event, not counted here: msrd's policy"
+			     : info.kind == HAECER_COUNTER_PERF ? "Hardware event, " STAT_PERF_BROKER
+								: "Hardware event");
 	}
 	printf("\n");
 	for (unsigned domain = 0; domain < HAECER_RAPL_DOMAINS; domain++) {

@@ -5,7 +5,10 @@
  * CAP_PERFMON) since no register backend programs the counters; without either it still fails
  * (a production msrd never invents values). `msrd --probe` says per event class which backend
  * serves it and what is missing, and `haecer-stat list` names the backend. The perf broker
- * checks an encoding against the PMU's sysfs format files (stand-in power PMU) first.
+ * checks an encoding against the PMU's sysfs format files (stand-in power PMU) first. On a
+ * stand-in Tiger Lake with the kernel's Intel core-PMU format files, the counter API's events
+ * (perf's cycles, an architectural event, a libpfm4 name with inv and cmask) reach the real
+ * kernel through the broker as the exact attr perf would give (the kernel's refusal names it).
  */
 #include <errno.h>
 #include <limits.h>
@@ -19,6 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "haecer/haecer.h"
 #include "haecer/msrd.h"
 #include "harness/msrd_harness.h"
 #include "harness/standin_tree.h"
@@ -38,7 +42,7 @@ static const char policy_cpu_wide[] =
 	"default: deny\n"
 	"rules:\n"
 	"  - match: {uid: 0}\n"
-	"    perf: {events: [software, power], scope: cpu}\n";
+	"    perf: {events: [software, power, core], scope: cpu}\n";
 
 /* An Intel CPU (stand-in CPUID), one package; with `zones` a package-0 powercap zone; with
  * `perf` the kernel's perf_event, an msr PMU (tsc, aperf) and a power PMU (energy-pkg). */
@@ -179,6 +183,60 @@ static void test_encoding_against_format(void **state)
 	free(root);
 }
 
+/* The counter API through the broker on a stand-in Tiger Lake (dev-root CPUID, leaf 0xA of
+ * perfmon v5) with the kernel's Intel core-PMU format files: msrd --backend perf offers no
+ * slots, so the library encodes each event as perf would and msrd hands it to the real
+ * kernel, whose refusal (no PMU of type 4 here) names the exact attr it was given: perf's
+ * cycles PERF_TYPE_HARDWARE config 0; the architectural LLC misses (2E/41) type 4 config
+ * 0x412e; libpfm4's UOPS_ISSUED:ANY with inv and cmask 1 (perf's uops_issued.stall_cycles)
+ * 0x180010e, when the installed libpfm4 has the model's table. */
+static void test_core_events_through_broker(void **state)
+{
+	static const char *const format[][2] = {
+		{ "event", "config:0-7" }, { "umask", "config:8-15" }, { "edge", "config:18" },
+		{ "inv", "config:23" },    { "cmask", "config:24-31" },
+	};
+	char *root = new_root(), path[128];
+	const char *arguments[] = { "--backend", "perf", "--dev-root", root, NULL };
+	struct haecer_counter *counter = NULL;
+	struct haecer_context *ctx;
+	struct haecer_conn *conn;
+	struct msrd_server server;
+	int error;
+
+	(void)state;
+	make_tree(root, false, true);
+	tree_put_cpuid(root, 0, 0xA, 0x08300805u, 0, 0, 0x00008604u);
+	tree_write_text(root, "sys/bus/event_source/devices/cpu/type", "4\n");
+	for (size_t i = 0; i < sizeof(format) / sizeof(format[0]); i++) {
+		snprintf(path, sizeof(path), "sys/bus/event_source/devices/cpu/format/%s",
+			 format[i][0]);
+		tree_write_text(root, path, "%s\n", format[i][1]);
+	}
+	setenv(HAECER_SYSFS_ROOT_ENV, root, 1);
+	assert_int_equal(msrd_start(&server, policy_cpu_wide, arguments), 0);
+	assert_int_equal(haecer_context_open(server.socket_path, &ctx), 0);
+	assert_int_equal(haecer_connect(server.socket_path, &conn), 0);
+	assert_false(haecer_server_info(conn)->features & HAECER_FEATURE_SLOTS);
+	assert_true(haecer_server_info(conn)->features & HAECER_FEATURE_PERF);
+	haecer_close(conn);
+	assert_true(haecer_counter_open_named(ctx, 0, "cycles", 0, 0, &counter) < 0);
+	assert_non_null(strstr(haecer_error_detail(), "perf_event_open(type 0 config 0)"));
+	error = haecer_counter_open_arch(ctx, 0, HAECER_ARCH_LL_CACHE_MISSES, 0, 0, &counter);
+	assert_true(error < 0);
+	assert_non_null(strstr(haecer_error_detail(), "perf_event_open(type 4 config 0x412e)"));
+	error = haecer_counter_open_named(ctx, 0, "UOPS_ISSUED:ANY", HAECER_FLAG_INV, 1, &counter);
+	fprintf(stderr, "UOPS_ISSUED:ANY:i:c=1: %s\n", haecer_error_detail());
+	assert_true(error < 0);
+	if (error != -EOPNOTSUPP) /* libpfm4 without the model's table */
+		assert_non_null(strstr(haecer_error_detail(), "type 4 config 0x180010e)"));
+	haecer_context_close(ctx);
+	unsetenv(HAECER_SYSFS_ROOT_ENV);
+	assert_int_equal(msrd_stop(&server), 0);
+	harness_remove_tree(root);
+	free(root);
+}
+
 static void test_probe(void **state)
 {
 	char *root = new_root(), *out = NULL, msrd_path[PATH_MAX];
@@ -244,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_auto_takes_perf),
 		cmocka_unit_test(test_auto_without_anything_fails),
 		cmocka_unit_test(test_encoding_against_format),
+		cmocka_unit_test(test_core_events_through_broker),
 		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_probe_granite_rapids_psys),
 	};

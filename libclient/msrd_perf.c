@@ -9,6 +9,14 @@
 #include <errno.h>
 #include <unistd.h>
 
+_Static_assert(HAECER_PERF_CPU_WIDE == WIRE_PERF_CPU_WIDE &&
+		       HAECER_PERF_EXCLUDE_KERNEL == WIRE_PERF_EXCLUDE_KERNEL &&
+		       HAECER_PERF_DISABLED == WIRE_PERF_DISABLED &&
+		       HAECER_PERF_PROFILE == WIRE_PERF_PROFILE &&
+		       HAECER_PERF_PROFILE_STACK == WIRE_PERF_PROFILE_STACK &&
+		       HAECER_PERF_EXCLUDE_USER == WIRE_PERF_EXCLUDE_USER,
+	       "the public perf flags are the wire's");
+
 int haecer_perf_open(struct haecer_conn *conn, const struct haecer_perf_spec *spec, int *fd,
 		     uint32_t *open)
 {

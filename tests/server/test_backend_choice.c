@@ -98,6 +98,14 @@ static void auto_chooses(bool zones, bool perf, const char *const *needles, size
 			fail_msg("msrd's log lacks \"%s\"", needles[i]);
 		}
 	}
+	if (perf) { /* the broker serves the counters: no slots (libhaecer then uses it) */
+		struct haecer_conn *conn;
+
+		assert_int_equal(haecer_connect(server.socket_path, &conn), 0);
+		assert_true(haecer_server_info(conn)->features & HAECER_FEATURE_PERF);
+		assert_false(haecer_server_info(conn)->features & HAECER_FEATURE_SLOTS);
+		haecer_close(conn);
+	}
 	if (zones) {
 		char msrd_socket[PATH_MAX + 32], *out = NULL;
 		char list_path[PATH_MAX];

@@ -12,8 +12,9 @@
  *     by gettid(); a thread of root's process and a same-uid child process are refused;
  *   - the event's mmap page: the mapped read is read() (no cap_user_rdpmc, index 0) and says
  *     so; the page's seqlocked times trail read()'s and equal them after disable and reset;
- *   - it is refused, with -EPERM, what the policy does not grant (the msr PMU, CPU-wide,
- *     sampling) and an event on another process (its parent, root's; pid 1);
+ *   - it is refused, with -EPERM, what the policy does not grant (the msr PMU, the core
+ *     class, CPU-wide, sampling: a sample period and haecer-prof's profile event, each with
+ *     "perf sampling not granted") and an event on another process (its parent, root's; pid 1);
  *   - the kernel's own refusal comes back as a clear error (a software event that does not
  *     exist: -ENOENT, naming perf_event_open);
  *   - the counter API does the same (haecer_counter_open_perf, haecer_counter_read, reset);

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -29,6 +30,7 @@
 #include "tests/lib/msrd_group.h"
 #include "harness/msrd_harness.h"
 #include "harness/standin_tree.h"
+#include "harness/tool_argv.h"
 #include "tests/lib/test_check.h"
 
 #define PKG 0x611u
@@ -208,6 +210,28 @@ static void test_uncore_is_energy_gpu(void **state)
 					       "domain 2 of package 0, wraps at 5000000 uJ"));
 }
 
+/* ---- haecer-stat list names the backend behind each entry ---- */
+
+/* No perf_event in the stand-in tree, so no broker: energy through powercap, events nothing. */
+static void test_stat_list_names_powercap(void **state)
+{
+	const char *list[] = { "-s", server.socket_path, "list", NULL };
+	char tool[PATH_MAX], *out = NULL, *err = NULL;
+
+	(void)state;
+	snprintf(tool, sizeof(tool), "%s/haecer-stat", harness_build_dir());
+	assert_int_equal(harness_run_program(tool, list, &out, &err), 0);
+	assert_non_null(strstr(out, "backend: msrd --backend powercap\n"));
+	assert_non_null(strstr(out, "power/energy-pkg/"));
+	assert_non_null(strstr(out, "power/energy-gpu/"));
+	assert_non_null(strstr(out, "package-wide energy (J), via powercap]\n"));
+	assert_null(strstr(out, "Hardware event"));
+	assert_non_null(strstr(out, "CPU_CLK_UNHALTED_*), via nothing (msrd's backend has no "
+				    "counters, its perf broker is off)]\n"));
+	free(out);
+	free(err);
+}
+
 /* ---- garbage, and a zone that went away ---- */
 
 static void test_garbage_and_gone(void **state)
@@ -267,6 +291,7 @@ int main(void)
 		cmocka_unit_test(test_unprivileged_client),
 		cmocka_unit_test(test_wrap),
 		cmocka_unit_test(test_uncore_is_energy_gpu),
+		cmocka_unit_test(test_stat_list_names_powercap),
 		cmocka_unit_test(test_garbage_and_gone),
 	};
 

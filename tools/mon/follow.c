@@ -4,9 +4,9 @@
  *
  * Records and loss lines share one set of columns, so CSV stays rectangular and JSON lines
  * carry a "type" ("record" or "lost"). Every record names msrd's backend behind it (a "backend"
- * column: msr, msr-safe, powercap, perf, sim). Readings from msrd's simulated CPU say so: a "simulated"
- * column (1) in CSV and JSON, a "(simulated)" mark in text. A summary goes to stderr at the end; stdout holds only
- * data.
+ * column: msr, msr-safe, powercap, perf, sim). Readings from msrd's simulated CPU say so: a
+ * "simulated" column (1) in CSV and JSON, a "(simulated)" mark in text. A summary goes to
+ * stderr at the end; stdout holds only data.
  */
 #include "tools/mon/mon.h"
 

@@ -11,26 +11,18 @@
  *     was consumed across the wrap;
  *   - haecer-stat -e energy-pkg sums the dies into the package (3 J when die 0 draws 1 J and
  *     die 1 2 J, across another wrap of die 1, during the command, which rewrites the zone
- *     files) and shows each die with --per-die.
+ *     files) and shows each die with --per-die;
+ *   - haecer-mon serve publishes the package as the dies' sum, each die in its own family, and
+ *     names the backend behind them (haecer_backend_info{backend="powercap"}).
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <cmocka.h>
 
 #include "haecer/msrd.h"
-#include "harness/msrd_harness.h"
 #include "harness/standin_tree.h"
-#include "harness/tool_argv.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
+#include "tests/mon/serve_test.h"
 
 #define UNITS_PER_JOULE 65536ull /* the powercap backend's 2^-16 J */
 #define JOULE_UJ 1000000ull
@@ -159,6 +151,43 @@ static void test_stat_sums_dies(void **state)
 	free(err);
 }
 
+/* msrd's totals since it opened the zones: every joule the tests above advanced each die by. */
+#define DIE0_SINCE_START 2.0  /* 1 J, then 1 J during haecer-stat's command */
+#define DIE1_SINCE_START 5.25 /* 0.5 + 1.5 + 1.25 + 2 J */
+
+static void test_serve_sums_dies(void **state)
+{
+	static const char package_series[] =
+		"haecer_energy_joules_total{domain=\"energy-pkg\",package=\"0\"}";
+	struct http_reply reply = { 0 };
+	double package = NAN;
+	struct proc serve;
+	unsigned port;
+
+	(void)state;
+	/* Every 2^-16 J published: the default 1 J resolution would round die 1's quarter off. */
+	port = serve_start_arguments(&serve, server.socket_path,
+				     (const char *[]){ "serve", "--listen", "127.0.0.1:0",
+						       "--interval", "100", "--resolution-uj", "1",
+						       NULL });
+	for (int round = 0; round < 300 && isnan(package); round++) {
+		free(reply.text);
+		http_get(port, "/metrics", NULL, &reply);
+		assert_int_equal(reply.code, 200);
+		package = sample_value(reply.body, package_series);
+		if (isnan(package))
+			usleep(20000);
+	}
+	assert_float_equal(package, DIE0_SINCE_START + DIE1_SINCE_START, 1e-9);
+	assert_float_equal(sample_value(reply.body, "haecer_die_energy_joules_total{domain=\"energy-"
+						    "pkg\",package=\"0\",die=\"1\"}"),
+			   DIE1_SINCE_START, 1e-9);
+	assert_float_equal(sample_value(reply.body, "haecer_backend_info{backend=\"powercap\"}"),
+			   1.0, 0);
+	free(reply.text);
+	serve_stop(&serve, NULL);
+}
+
 static int prepare(const struct msrd_server *prepared)
 {
 	snprintf(tree, sizeof(tree), "%s/root", prepared->dir);
@@ -176,6 +205,7 @@ int main(void)
 		cmocka_unit_test(test_each_die_its_own_zone),
 		cmocka_unit_test(test_die_wraps_at_its_range),
 		cmocka_unit_test(test_stat_sums_dies),
+		cmocka_unit_test_teardown(test_serve_sums_dies, serve_teardown),
 	};
 
 	return MSRD_RUN_GROUP_PREPARED(&server, policy, prepare, arguments, &conn, tests);

@@ -11,7 +11,8 @@
  *     was consumed across the wrap;
  *   - a zone file holding garbage, and one that went away, make that read fail with -EIO and
  *     one log line naming the zone; other domains keep reading and msrd does not crash (it must
- *     stop cleanly); the garbage zone reads again once its file is sane again.
+ *     stop cleanly); the garbage zone reads again once its file is sane again;
+ *   - haecer-stat list and haecer-mon follow name powercap as the backend behind the figures.
  */
 #include <errno.h>
 #include <limits.h>
@@ -32,6 +33,7 @@
 #include "harness/standin_tree.h"
 #include "harness/tool_argv.h"
 #include "tests/lib/test_check.h"
+#include "tests/mon/mon_test.h"
 
 #define PKG 0x611u
 #define PP0 0x639u
@@ -57,6 +59,8 @@ static const char policy[] =
 	"rules:\n"
 	"  - match: {uid: 0}\n"
 	"    allow: [rapl]\n"
+	"    create_rings: [1]\n"
+	"    monitor_rings: [1]\n"
 	"  - match: {uid: 65534}\n"
 	"    allow: [rapl]\n";
 
@@ -232,6 +236,34 @@ static void test_stat_list_names_powercap(void **state)
 	free(err);
 }
 
+/* ---- haecer-mon follow names the backend behind each record ---- */
+
+/* Root's energy-pkg counter on a ring (1, 1), read twice: follow prints both records, each
+ * with powercap as its backend. */
+static void test_follow_names_powercap(void **state)
+{
+	const char *follow[] = { "follow", "-f", "json", "--count", "2", "1", "1", NULL };
+	struct haecer_context *ctx;
+	struct haecer_counter *counter;
+	char *out = NULL, *err = NULL, *lines[4];
+	uint64_t value;
+
+	(void)state;
+	assert_int_equal(haecer_context_open(server.socket_path, &ctx), 0);
+	assert_int_equal(haecer_counter_open_energy(ctx, 0, HAECER_ENERGY_PKG, &counter), 0);
+	assert_int_equal(haecer_counter_monitor(counter, 1, 1, 16), 0);
+	assert_int_equal(haecer_counter_read(counter, &value), 0);
+	assert_int_equal(haecer_counter_read(counter, &value), 0);
+	assert_int_equal(mon_run(server.socket_path, follow, &out, &err), 0);
+	assert_int_equal(split_lines(out, lines, 4), 2);
+	for (unsigned i = 0; i < 2; i++)
+		assert_non_null(strstr(lines[i], "\"backend\":\"powercap\""));
+	free(out);
+	free(err);
+	haecer_counter_free(counter);
+	haecer_context_close(ctx);
+}
+
 /* ---- garbage, and a zone that went away ---- */
 
 static void test_garbage_and_gone(void **state)
@@ -292,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_wrap),
 		cmocka_unit_test(test_uncore_is_energy_gpu),
 		cmocka_unit_test(test_stat_list_names_powercap),
+		cmocka_unit_test(test_follow_names_powercap),
 		cmocka_unit_test(test_garbage_and_gone),
 	};
 

@@ -55,6 +55,31 @@ static struct msr_backend *backend_alloc(enum backend_kind kind)
 	return backend;
 }
 
+/* The msr driver's device opens read-write under kernel lockdown (integrity or confidentiality:
+ * LOCKDOWN_MSR) and with msr.allow_writes=off, and then refuses every write with EPERM; so the
+ * backend is made read-only there, reads keep working (RAPL), and nothing tries to program
+ * counters through it: backend_programs_pmcs says no and msrd's perf broker takes them. */
+static int refuse_refused_writes(const struct backend_options *options,
+				 struct msr_backend *backend)
+{
+	struct backend_diagnosis diagnosis;
+	int ret;
+
+	if (backend_diagnose(options, &diagnosis) < 0 ||
+	    (!diagnosis.lockdown && diagnosis.writes_allowed))
+		return 0;
+	ret = backend_msr_reopen_read_only(backend);
+	if (ret < 0)
+		return ret;
+	memset(backend->writable, 0, backend->cpu_count * sizeof(*backend->writable));
+	backend->read_only_why = diagnosis.lockdown
+		? "the kernel is locked down (sys/kernel/security/lockdown): it refuses MSR writes, "
+		  "reads are allowed"
+		: "msr.allow_writes is off: the kernel refuses MSR writes, reads are allowed";
+	log_notice("backend: the msr driver read-only: %s", backend->read_only_why);
+	return 0;
+}
+
 static int open_device_backend(const struct backend_options *options, enum backend_kind kind,
 			       struct msr_backend **out, char *why, size_t why_size)
 {
@@ -69,6 +94,8 @@ static int open_device_backend(const struct backend_options *options, enum backe
 		ret = backend_msr_safe_open_batch(backend, options->dev_root);
 	if (ret == 0 && kind == BACKEND_MSR_SAFE)
 		ret = backend_standin_allowlist_open(backend, options->dev_root);
+	if (ret == 0 && kind == BACKEND_MSR)
+		ret = refuse_refused_writes(options, backend);
 	if (ret < 0) {
 		backend_close(backend);
 		return ret;
@@ -183,8 +210,15 @@ static int open_auto(const struct backend_options *options, struct msr_backend *
 
 	ret = open_device_backend(options, BACKEND_MSR, out, reason, sizeof(reason));
 	if (ret == 0) {
-		snprintf(why, why_size, "using the msr driver%s",
-			 (*out)->writable[0] ? "" : " read-only (writes fail with EPERM)");
+		snprintf(why, why_size, "using the msr driver%s%s%s",
+			 (*out)->writable[0] ? "" : " read-only (writes fail with EPERM",
+			 (*out)->read_only_why ? ": " : "",
+			 (*out)->read_only_why ? (*out)->read_only_why : "");
+		if (!(*out)->writable[0])
+			append(why, why_size, "); energy (RAPL) from the msr driver; core PMCs: %s",
+			       backend_perf_available(options)
+				       ? "perf events through msrd's perf broker"
+				       : "none (no perf_event: proc/sys/kernel/perf_event_paranoid)");
 		return 0;
 	}
 	snprintf(why, why_size, "msr: %s", reason);

@@ -38,6 +38,9 @@ struct msr_backend {
 	bool *writable;        /* the device opened read-write (where writes go, see below) */
 	const char *dev_root;  /* where the devices were opened, for backend_delegate_writes */
 	const char *device;    /* "msr" or "msr_safe" */
+	/* Why the msr driver's devices are read-only although they opened read-write (the kernel
+	 * refuses every write: lockdown, msr.allow_writes=off), or NULL. */
+	const char *read_only_why;
 	/* Set by backend_delegate_writes: every descriptor here is read-only and each write goes
 	 * to write_delegate (msrd's privileged parent), NULL otherwise. */
 	backend_write_fn write_delegate;

@@ -147,16 +147,17 @@ static void report_counters(const struct backend_options *options, FILE *out)
 	struct msr_backend *backend = try_backend(options, BACKEND_MSR, why, sizeof(why));
 	bool msr = backend && backend_programs_pmcs(backend);
 
+	if (backend && !msr)
+		snprintf(why, sizeof(why), "read-only: %s", backend->read_only_why
+			 ? backend->read_only_why : "the device opens only for reading");
 	backend_close(backend);
 	if (msr)
 		fprintf(out, "core PMCs: msr (counter slots)\n");
 	else if (pmu_present(options, "cpu") && backend_perf_available(options))
-		fprintf(out, "core PMCs: perf (broker, class core; the MSR path: %s)\n",
-			backend ? "read-only (lockdown or allow_writes=off)" : why);
+		fprintf(out, "core PMCs: perf (broker, class core; the MSR path: %s)\n", why);
 	else
 		fprintf(out, "core PMCs: none (no writable MSR device: %s; no core PMU in "
-			"sys/bus/event_source/devices/cpu: a VM without a virtual PMU?)\n",
-			backend ? "read-only" : why);
+			"sys/bus/event_source/devices/cpu: a VM without a virtual PMU?)\n", why);
 }
 
 void backend_probe_report(const struct backend_options *options, FILE *out)

@@ -11,11 +11,16 @@
  * and a client asking for MSR 0x611 gets the package domain on a powercap machine too. Every
  * other register reads -EIO, as a register the CPU does not have.
  *
- * Zone names map to haecer's domains: package-N (and package-N-die-M, summed into package N) →
- * PKG, core → PP0, uncore → PP1 (energy-gpu), dram → DRAM, psys → PSYS (package 0). AMD's
- * energy-status addresses name the same zones (AMD_PKG → package, AMD_CORE → core). On an AMD
- * CPU the package zone is AMD's package domain (0xC001029B, or 0x611 asked for the package);
- * its core zone sums all cores, which haecer's per-core AMD domain is not, so it is ignored.
+ * Zone names map to haecer's domains: package-N → PKG, core → PP0, uncore → PP1 (energy-gpu),
+ * dram → DRAM, psys → PSYS (package 0). package-N-die-M (die-scope RAPL: Cascade Lake-AP) is
+ * die M of package N, keyed as the MSR path keys it (machine_energy_key): a read through a CPU
+ * of that die gives that die's zone (and its subzones), so msrd keeps one total per die and the
+ * tools sum the dies where a package is asked for; on a machine whose topology shows no dies
+ * the die zones are summed into the package. AMD's energy-status addresses name the same zones
+ * (AMD_PKG → package, AMD_CORE → core). On an AMD CPU (the kernel registers its zones as
+ * intel-rapl too) the package zone is AMD's package domain (0xC001029B, or 0x611 asked for the
+ * package); its core zone is one core's register read on the package's lead CPU, which
+ * haecer's per-core AMD domain cannot name, so it is ignored.
  *
  * Each zone's energy_uj wraps at its max_energy_range_uj; this file keeps a 64-bit µJ total per
  * zone across those wraps and exposes it as the 32-bit register. The files are opened once at
@@ -50,6 +55,7 @@ struct powercap_zone {
 	char name[64];            /* the zone directory, e.g. intel-rapl:0:1 */
 	enum rapl_domain domain;
 	uint32_t package;
+	int32_t die_key;          /* machine_info's dense die of a die-scope zone, or -1 */
 	int fd;                   /* energy_uj */
 	uint64_t max_range_uj;
 	uint64_t last_uj;
@@ -104,19 +110,25 @@ static int zone_file(const char *root, const char *zone, const char *file, char 
 
 /* ---- names ---- */
 
-/* The domain and package a zone stands for, from its name and (for subzones) its parent's
- * package; -ENOENT for a name haecer has no domain for. */
-static int map_zone_name(const char *name, bool subzone, uint32_t parent_package,
-			 enum rapl_domain *domain, uint32_t *package)
+/* The domain, package and die (-1: none) a top-level zone stands for, from its name;
+ * -ENOENT for a name haecer has no domain for. A subzone's package and die are its parent's. */
+static int map_zone_name(const char *name, bool subzone, enum rapl_domain *domain,
+			 uint32_t *package, int *die)
 {
-	unsigned number, die;
+	unsigned number, die_id;
 	char tail;
 
-	*package = subzone ? parent_package : 0;
-	if (!subzone && (sscanf(name, "package-%u%c", &number, &tail) == 1 ||
-			 sscanf(name, "package-%u-die-%u%c", &number, &die, &tail) == 2)) {
+	*package = 0;
+	*die = -1;
+	if (!subzone && sscanf(name, "package-%u%c", &number, &tail) == 1) {
 		*domain = RAPL_DOMAIN_PKG;
 		*package = number;
+		return 0;
+	}
+	if (!subzone && sscanf(name, "package-%u-die-%u%c", &number, &die_id, &tail) == 2) {
+		*domain = RAPL_DOMAIN_PKG;
+		*package = number;
+		*die = (int)die_id;
 		return 0;
 	}
 	if (strcmp(name, "core") == 0)
@@ -189,60 +201,114 @@ static int open_zone(struct powercap_zone *zone, const char *root)
 	return 0;
 }
 
-/* The package of top-level zone intel-rapl:`top` (for its subzones), or UINT32_MAX. */
-static uint32_t parent_package(const struct powercap *state, const char *dir, unsigned top)
+/* Top-level zone intel-rapl:`top` (its subzones' package and die), or NULL. */
+static const struct powercap_zone *parent_zone(const struct powercap *state, const char *dir,
+					       unsigned top)
 {
 	char parent[64];
 
 	snprintf(parent, sizeof(parent), "%.*s%u", (int)(strchr(dir, ':') - dir + 1), dir, top);
 	for (uint32_t i = 0; i < state->count; i++) {
 		if (strcmp(state->zones[i].name, parent) == 0)
-			return state->zones[i].package;
+			return &state->zones[i];
 	}
-	return UINT32_MAX;
+	return NULL;
+}
+
+/* The dense die (machine_info's cpu_die) of die `die` of `package`, found through a CPU whose
+ * topology/die_id says it, as the kernel names its package-N-die-M zones; -1 when no CPU does. */
+static int32_t die_key_of(const struct machine_info *info, const char *root, uint32_t package,
+			  int die)
+{
+	for (uint32_t cpu = 0; cpu < info->cpu_count; cpu++) {
+		char path[PATH_MAX], text[32];
+		uint64_t die_id;
+
+		if (info->cpu_package[cpu] != package ||
+		    backend_root_path(path, sizeof(path), root,
+				      "sys/devices/system/cpu/cpu%u/topology/die_id", cpu) < 0 ||
+		    read_small_file(path, text, sizeof(text)) < 0 || parse_count(text, &die_id) < 0)
+			continue;
+		if (die_id == (uint64_t)die)
+			return info->cpu_die[cpu];
+	}
+	return -1;
+}
+
+/* Whether energy is per die here (Intel packages of several dies: machine_energy_key), so a
+ * die's zone answers for that die's CPUs alone, as its registers would; otherwise a package's
+ * die zones are summed into it. */
+static bool energy_per_die(const struct machine_info *info, bool amd)
+{
+	return !amd && info->die_count > info->package_count;
+}
+
+/* The zone's domain, package and die from its name `name` (read here) or its parent's;
+ * -ENOENT when it stands for nothing haecer keeps (logged). */
+static int place_zone(const struct powercap *state, struct powercap_zone *zone, const char *root,
+		      const char *dir, const struct machine_info *info, bool amd, char *name,
+		      size_t name_size)
+{
+	const struct powercap_zone *parent = NULL;
+	unsigned top;
+	int sub, die;
+
+	if (!parse_zone_dir(dir, &top, &sub))
+		return -ENOENT;
+	if (zone_file(root, dir, "name", name, name_size) < 0 ||
+	    (sub >= 0 && !(parent = parent_zone(state, dir, top))) ||
+	    map_zone_name(name, sub >= 0, &zone->domain, &zone->package, &die) < 0) {
+		log_info("powercap: zone %s (\"%s\") has no haecer domain; ignored", dir, name);
+		return -ENOENT;
+	}
+	if (amd && zone->domain != RAPL_DOMAIN_PKG) {
+		/* The kernel reads AMD's core zone on one CPU of the package (its lead CPU): one
+		 * core's energy, which haecer's per-core AMD domain cannot name. */
+		log_info("powercap: zone %s (\"%s\") has no haecer domain on AMD; ignored", dir,
+			 name);
+		return -ENOENT;
+	}
+	zone->domain = amd ? RAPL_DOMAIN_AMD_PKG : zone->domain;
+	zone->package = parent ? parent->package : zone->package;
+	zone->die_key = parent ? parent->die_key : -1;
+	if (zone->package >= info->package_count) {
+		log_warnx("powercap: zone %s (\"%s\") names package %u of %u; ignored", dir, name,
+			  zone->package, info->package_count);
+		return -ENOENT;
+	}
+	if (die >= 0 && energy_per_die(info, amd) &&
+	    (zone->die_key = die_key_of(info, root, zone->package, die)) < 0) {
+		log_warnx("powercap: zone %s (\"%s\"): no CPU of package %u has die_id %d; ignored",
+			  dir, name, zone->package, die);
+		return -ENOENT;
+	}
+	return 0;
 }
 
 static void add_zone(struct powercap *state, const char *root, const char *dir, bool subzones,
-		     uint32_t package_count, bool amd)
+		     const struct machine_info *info, bool amd)
 {
 	struct powercap_zone *zone = &state->zones[state->count];
+	char name[64] = "";
 	unsigned top;
 	int sub;
-	char name[64];
-	uint32_t parent;
 
 	if (strlen(dir) >= sizeof(zone->name) || !parse_zone_dir(dir, &top, &sub) ||
-	    (sub >= 0) != subzones || state->count == POWERCAP_MAX_ZONES)
+	    (sub >= 0) != subzones || state->count == POWERCAP_MAX_ZONES ||
+	    place_zone(state, zone, root, dir, info, amd, name, sizeof(name)) < 0)
 		return;
-	parent = subzones ? parent_package(state, dir, top) : 0;
-	if (zone_file(root, dir, "name", name, sizeof(name)) < 0 || parent == UINT32_MAX ||
-	    map_zone_name(name, subzones, parent, &zone->domain, &zone->package) < 0) {
-		log_info("powercap: zone %s (\"%s\") has no haecer domain; ignored", dir, name);
-		return;
-	}
-	if (amd && zone->domain == RAPL_DOMAIN_PKG) {
-		zone->domain = RAPL_DOMAIN_AMD_PKG;
-	} else if (amd) {
-		/* haecer's AMD core domain is per core; a zone summing all cores is not it. */
-		log_info("powercap: zone %s (\"%s\") has no haecer domain on AMD; ignored", dir,
-			 name);
-		return;
-	}
-	if (zone->package >= package_count) {
-		log_warnx("powercap: zone %s (\"%s\") names package %u of %u; ignored", dir, name,
-			  zone->package, package_count);
-		return;
-	}
 	memcpy(zone->name, dir, strlen(dir) + 1); /* fits: checked above */
 	if (open_zone(zone, root) == 0) {
-		log_info("powercap: zone %s (\"%s\") is domain %d of package %u, wraps at %" PRIu64
-			 " uJ", dir, name, (int)zone->domain, zone->package, zone->max_range_uj);
+		log_info("powercap: zone %s (\"%s\") is domain %d of package %u%s, wraps at %" PRIu64
+			 " uJ", dir, name, (int)zone->domain, zone->package,
+			 zone->die_key >= 0 ? " (its own die)" : "", zone->max_range_uj);
 		state->count++;
 	}
 }
 
 /* Top-level zones first: a subzone's package is its parent's. */
-static int scan_zones(struct powercap *state, const char *root, uint32_t package_count, bool amd)
+static int scan_zones(struct powercap *state, const char *root, const struct machine_info *info,
+		      bool amd)
 {
 	char path[PATH_MAX];
 	int ret = backend_root_path(path, sizeof(path), root, "sys/class/powercap");
@@ -254,7 +320,7 @@ static int scan_zones(struct powercap *state, const char *root, uint32_t package
 		if (!directory)
 			return -errno;
 		while ((entry = readdir(directory)) != NULL)
-			add_zone(state, root, entry->d_name, pass == 1, package_count, amd);
+			add_zone(state, root, entry->d_name, pass == 1, info, amd);
 		closedir(directory);
 	}
 	return ret < 0 ? ret : (state->count ? 0 : -ENOENT);
@@ -324,7 +390,7 @@ int backend_powercap_open(struct msr_backend *backend, const char *root, char *w
 		return -ENOMEM;
 	backend->cpu_count = backend_sysfs_cpu_count(root);
 	backend_probe_machine(backend, root);
-	ret = scan_zones(backend->powercap, root, backend->info.package_count,
+	ret = scan_zones(backend->powercap, root, &backend->info,
 			 cpu_vendor_is_amd(backend->info.vendor));
 	if (ret < 0) {
 		snprintf(why, why_size, "powercap: no usable zone under %s/sys/class/powercap (%s)",
@@ -414,7 +480,8 @@ int backend_powercap_read(struct msr_backend *backend, uint32_t cpu, uint32_t ad
 		int ret;
 
 		if ((int)zone->domain != domain ||
-		    zone->package != backend->info.cpu_package[cpu])
+		    zone->package != backend->info.cpu_package[cpu] ||
+		    (zone->die_key >= 0 && zone->die_key != backend->info.cpu_die[cpu]))
 			continue;
 		ret = sample_zone(zone);
 		if (ret < 0)

@@ -121,3 +121,34 @@ void tree_put_two_die_package(const char *root, uint32_t die0_energy, uint32_t d
 		tree_write_text(root, path, "%u\n", die);
 	}
 }
+
+void tree_set_powercap_energy_text(const char *root, const char *zone, const char *text)
+{
+	char relative[128], padded[STANDIN_POWERCAP_ENERGY_WIDTH + 1];
+
+	snprintf(relative, sizeof(relative), "sys/class/powercap/%s/energy_uj", zone);
+	snprintf(padded, sizeof(padded), "%-*.*s\n", STANDIN_POWERCAP_ENERGY_WIDTH - 1,
+		 STANDIN_POWERCAP_ENERGY_WIDTH - 1, text);
+	tree_write_at(root, relative, padded, STANDIN_POWERCAP_ENERGY_WIDTH, 0);
+}
+
+void tree_set_powercap_energy(const char *root, const char *zone, uint64_t energy_uj)
+{
+	char text[32];
+
+	snprintf(text, sizeof(text), "%0*llu", STANDIN_POWERCAP_ENERGY_WIDTH - 1,
+		 (unsigned long long)energy_uj);
+	tree_set_powercap_energy_text(root, zone, text);
+}
+
+void tree_put_powercap_zone(const char *root, const char *zone, const char *name,
+			    uint64_t energy_uj, uint64_t range_uj)
+{
+	char relative[128];
+
+	snprintf(relative, sizeof(relative), "sys/class/powercap/%s/name", zone);
+	tree_write_text(root, relative, "%s\n", name);
+	snprintf(relative, sizeof(relative), "sys/class/powercap/%s/max_energy_range_uj", zone);
+	tree_write_text(root, relative, "%llu\n", (unsigned long long)range_uj);
+	tree_set_powercap_energy(root, zone, energy_uj);
+}

@@ -58,4 +58,17 @@ static inline uint32_t standin_two_die_of(unsigned cpu)
 	return cpu < 2 ? 0 : 1;
 }
 
+/* A stand-in powercap zone sys/class/powercap/`zone` (e.g. "intel-rapl:0:1") named `name`
+ * ("package-0", "dram", ...), wrapping at `range_uj`, its energy_uj holding `energy_uj`. */
+void tree_put_powercap_zone(const char *root, const char *zone, const char *name,
+			    uint64_t energy_uj, uint64_t range_uj);
+
+/* The zone's energy_uj rewritten in place, always STANDIN_POWERCAP_ENERGY_WIDTH bytes (the
+ * digits zero-padded, then a newline): msrd's sampler reads the file meanwhile, and a
+ * truncation would show it an empty file (garbage it would rightly log). The _text form writes
+ * any text (padded with blanks) for tests of garbage. */
+#define STANDIN_POWERCAP_ENERGY_WIDTH 21
+void tree_set_powercap_energy(const char *root, const char *zone, uint64_t energy_uj);
+void tree_set_powercap_energy_text(const char *root, const char *zone, const char *text);
+
 #endif

@@ -2,6 +2,10 @@
  * `auto` takes the msr driver when dev/cpu/0/msr opens, else msr-safe, else fails (-ENODEV), or
  * takes the simulated CPU only when allow_sim_fallback asks for it; its `why` says what was tried,
  * why it was refused and what the operator can do. Backend kind names parse and print both ways.
+ * Under kernel lockdown (sys/kernel/security/lockdown "none [integrity] confidentiality": MSR
+ * writes forbidden, reads allowed) with perf_event and a core PMU, auto keeps RAPL through the
+ * msr driver, read-only, leaves the core PMCs to perf (msrd's broker) and says why, and
+ * `msrd --probe`'s report names the backend of each event class.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -90,6 +94,62 @@ static void test_auto_fails_when_nothing_works(void **state)
 	free(root);
 }
 
+/* A Sandy Bridge msr device (RAPL), locked down, with perf_event and a core PMU. */
+static void locked_down_tree(const char *root)
+{
+	tree_put_sandybridge_rapl(root, 5 * STANDIN_SNB_JOULE);
+	tree_write_text(root, "sys/module/msr/parameters/allow_writes", "on\n");
+	tree_write_text(root, "sys/kernel/security/lockdown", "none [integrity] confidentiality\n");
+	tree_write_text(root, "proc/sys/kernel/perf_event_paranoid", "2\n");
+	tree_write_text(root, "sys/bus/event_source/devices/cpu/type", "4\n");
+	tree_write_text(root, "sys/bus/event_source/devices/software/type", "1\n");
+}
+
+static void test_lockdown_rapl_from_msr_pmcs_from_perf(void **state)
+{
+	struct backend_options options = { .kind = BACKEND_AUTO };
+	struct msr_backend *backend = NULL;
+	char *root = make_temp_dir(), why[1024], *report = NULL;
+	uint64_t value = 0;
+	size_t report_size = 0;
+	FILE *out;
+
+	(void)state;
+	locked_down_tree(root);
+	options.dev_root = root;
+	assert_int_equal(backend_open(&options, &backend, why, sizeof(why)), 0);
+	assert_int_equal(backend_kind(backend), BACKEND_MSR);
+	/* Reads (RAPL) through the msr driver; writes refused as the kernel would. */
+	assert_int_equal(backend_read(backend, 0, MSR_PKG_ENERGY_STATUS, &value), 0);
+	assert_int_equal(value & 0xFFFFFFFFu, 5 * STANDIN_SNB_JOULE); /* a 32-bit register */
+	assert_int_equal(backend_write(backend, 0, MSR_IA32_TSC, 1), -EPERM);
+	assert_false(backend_programs_pmcs(backend));
+	assert_non_null(strstr(why, "using the msr driver read-only (writes fail with EPERM: the "
+				    "kernel is locked down"));
+	assert_non_null(strstr(why, "energy (RAPL) from the msr driver; core PMCs: perf events "
+				    "through msrd's perf broker"));
+	backend_close(backend);
+
+	out = open_memstream(&report, &report_size);
+	assert_non_null(out);
+	backend_probe_report(&options, out);
+	fclose(out);
+	assert_non_null(strstr(report, "energy (RAPL): msr (domain mask "));
+	assert_non_null(strstr(report, "core PMCs: perf (broker, class core; the MSR path: "
+					"read-only: the kernel is locked down"));
+	assert_non_null(strstr(report, "software events: perf (broker, class software)\n"));
+	free(report);
+
+	/* Without lockdown the same tree's msr driver programs the counters itself. */
+	tree_write_text(root, "sys/kernel/security/lockdown", "[none] integrity confidentiality\n");
+	assert_int_equal(backend_open(&options, &backend, why, sizeof(why)), 0);
+	assert_true(backend_programs_pmcs(backend));
+	assert_string_equal(why, "using the msr driver");
+	backend_close(backend);
+	remove_tree(root);
+	free(root);
+}
+
 static void test_kind_names(void **state)
 {
 	enum backend_kind kind;
@@ -113,6 +173,7 @@ int main(void)
 		cmocka_unit_test(test_auto_choices),
 		cmocka_unit_test(test_auto_never_simulates_unasked),
 		cmocka_unit_test(test_auto_fails_when_nothing_works),
+		cmocka_unit_test(test_lockdown_rapl_from_msr_pmcs_from_perf),
 		cmocka_unit_test(test_kind_names),
 	};
 

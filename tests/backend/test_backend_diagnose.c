@@ -1,7 +1,9 @@
 /*
  * backend_diagnose on stand-in trees that simulate each limitation of the real device: no msr
  * module, module without device node, kernel lockdown, msr.allow_writes=off (and default/on), no
- * CAP_SYS_RAWIO, msr-safe present; a tree with nothing wrong gives no advice.
+ * CAP_SYS_RAWIO, msr-safe present; a tree with nothing wrong gives no advice. Under lockdown
+ * (integrity or confidentiality) and with allow_writes=off the msr backend reads but never
+ * writes (EPERM, as the kernel) and leaves the counters to perf.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,6 +76,24 @@ static void test_module_without_device(void **state)
 	assert_null(strstr(d.advice, "modprobe"));
 }
 
+/* What the limit means for --backend msr on the tree: the device opens (read-write, as the
+ * kernel's does), reads work, every write is refused with EPERM as the kernel refuses it, and
+ * the backend does not claim to program counters (msrd's perf broker does). */
+static void assert_msr_reads_only(void)
+{
+	struct backend_options options = { .kind = BACKEND_MSR, .dev_root = test_root };
+	struct msr_backend *backend = NULL;
+	uint64_t value = 0;
+	char why[256];
+
+	assert_int_equal(backend_open(&options, &backend, why, sizeof(why)), 0);
+	assert_int_equal(backend_read(backend, 0, MSR_IA32_TSC, &value), 0);
+	assert_int_equal(value, 1);
+	assert_int_equal(backend_write(backend, 0, MSR_IA32_TSC, 2), -EPERM);
+	assert_false(backend_programs_pmcs(backend));
+	backend_close(backend);
+}
+
 static void test_lockdown(void **state)
 {
 	struct backend_diagnosis d;
@@ -84,8 +104,10 @@ static void test_lockdown(void **state)
 	d = diagnose();
 	assert_true(d.lockdown);
 	assert_non_null(strstr(d.advice, "lockdown"));
+	assert_msr_reads_only();
 	tree_write_text(test_root, "sys/kernel/security/lockdown", "none integrity [confidentiality]\n");
 	assert_true(diagnose().lockdown);
+	assert_msr_reads_only();
 }
 
 static void test_writes_disabled(void **state)
@@ -98,6 +120,7 @@ static void test_writes_disabled(void **state)
 	d = diagnose();
 	assert_false(d.writes_allowed);
 	assert_non_null(strstr(d.advice, "msr.allow_writes=on"));
+	assert_msr_reads_only();
 	tree_write_text(test_root, "sys/module/msr/parameters/allow_writes", "on\n");
 	d = diagnose();
 	assert_true(d.writes_allowed);

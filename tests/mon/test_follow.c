@@ -1,6 +1,7 @@
 /*
  * haecer-mon follow against a real msrd and real producer processes:
- *  - text, CSV and JSON carry exactly the records the producer pushed, in order, with joules =
+ *  - text, CSV and JSON carry exactly the records the producer pushed, in order, each naming
+ *    msrd's backend behind it (sim here), with joules =
  *    value * 2^-exponent and the watts between consecutive records of one counter, through a
  *    32-bit RAPL wrap and for 64-bit totals; a counter that is not energy gets neither;
  *  - attached after the producer exited, follow drains the ring and ends by itself;
@@ -90,17 +91,19 @@ static void parse_text(const char *line, struct printed *got)
 	*got = (struct printed){ 0 };
 	assert_int_equal(sscanf(line, "%39s %39s %39s %39s %39s", got->seconds, got->counter,
 				got->value, got->joules, got->watts), 5);
-	assert_non_null(strstr(line, " (simulated)")); /* msrd runs the simulated CPU */
+	assert_non_null(strstr(line, " sim       (simulated)")); /* msrd's backend: sim */
 }
 
 static void parse_csv(const char *line, struct printed *got)
 {
-	/* type,seconds,timestamp,counter_id,counter,value,joules,watts,lost,simulated */
-	char type[16], simulated[8];
+	/* type,seconds,timestamp,counter_id,counter,value,joules,watts,lost,backend,simulated */
+	char type[16], backend[16], simulated[8];
 
 	csv_field(line, 0, type, sizeof(type));
 	assert_string_equal(type, "record");
-	csv_field(line, 9, simulated, sizeof(simulated));
+	csv_field(line, 9, backend, sizeof(backend));
+	assert_string_equal(backend, "sim"); /* msrd's backend behind the figure */
+	csv_field(line, 10, simulated, sizeof(simulated));
 	assert_string_equal(simulated, "1"); /* msrd runs the simulated CPU */
 	csv_field(line, 1, got->seconds, sizeof(got->seconds));
 	csv_field(line, 4, got->counter, sizeof(got->counter));
@@ -111,11 +114,13 @@ static void parse_csv(const char *line, struct printed *got)
 
 static void parse_json(const char *line, struct printed *got)
 {
-	char type[16], simulated[8];
+	char type[16], backend[16], simulated[8];
 
 	*got = (struct printed){ 0 };
 	assert_true(json_field(line, "type", type, sizeof(type)));
 	assert_string_equal(type, "record");
+	assert_true(json_field(line, "backend", backend, sizeof(backend)));
+	assert_string_equal(backend, "sim");
 	assert_true(json_field(line, "simulated", simulated, sizeof(simulated)));
 	assert_string_equal(simulated, "true");
 	assert_true(json_field(line, "seconds", got->seconds, sizeof(got->seconds)));
@@ -142,7 +147,7 @@ static void expect_follow(const char *format, const char *ring[2], const struct 
 	if (strcmp(format, "csv") == 0)
 		assert_string_equal(lines[0],
 				    "type,seconds,timestamp,counter_id,counter,value,joules,watts,lost,"
-				    "simulated");
+				    "backend,simulated");
 	for (size_t i = 0; i < count; i++) {
 		struct printed printed;
 		if (strcmp(format, "text") == 0)
@@ -280,7 +285,7 @@ static void test_lost_when_lapped(void **state)
 	producer_say(&producer, "push 1 1 1");
 	producer_sync(&producer);
 	mon_start(&follower, server.socket_path, arguments);
-	expect_line_with(&follower, "\"value\":1,\"simulated\":true}");
+	expect_line_with(&follower, "\"value\":1,\"backend\":\"sim\",\"simulated\":true}");
 	/* The follower is attached and has read record 1: stop it while the producer laps it
 	 * ten times. */
 	assert_int_equal(kill(follower.pid, SIGSTOP), 0);

@@ -215,6 +215,9 @@ static void test_formats(void **state)
 		    ",counter_id=\"1\",counter=\"INSTRUCTIONS\",cpu=\"0\"");
 	assert_true(sample_value(reply.body, series) == 777);
 	assert_true(sample_value(reply.body, "haecer_msrd_up{simulated=\"1\"}") == 1);
+	/* The backend behind every figure: msrd's simulated CPU. */
+	assert_true(sample_value(reply.body,
+				 "haecer_backend_info{backend=\"sim\",simulated=\"1\"}") == 1);
 	free(reply.text);
 
 	http_get(port, "/metrics",

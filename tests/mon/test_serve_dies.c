@@ -6,6 +6,7 @@
  * 1 J as the package; now haecer_energy_joules_total of the package is both dies' 4 J, and
  * haecer_die_energy_joules_total gives each die's own (a separate family, so summing the first
  * by package never counts a die twice; serve writes it only for packages of several dies).
+ * haecer_backend_info names the backend behind them (msr).
  */
 
 #include "tests/mon/serve_test.h"
@@ -54,6 +55,8 @@ static void test_serve_sums_dies(void **state)
 	assert_float_equal(package, 4.0, 1e-9); /* 1 J + 3 J, not die 0's 1 J */
 	assert_float_equal(sample_value(reply.body, DIE_SERIES("0")), 1.0, 1e-9);
 	assert_float_equal(sample_value(reply.body, DIE_SERIES("1")), 3.0, 1e-9);
+	/* The backend behind these figures: the msr driver's stand-in devices. */
+	assert_float_equal(sample_value(reply.body, "haecer_backend_info{backend=\"msr\"}"), 1.0, 0);
 	free(reply.text);
 	serve_stop(&serve, NULL);
 }

@@ -116,6 +116,9 @@ static void auto_chooses(bool zones, bool perf, const char *const *needles, size
 							       NULL }, &out, NULL), 0);
 		assert_non_null(strstr(out, "backend: msrd --backend powercap; perf events"));
 		assert_non_null(strstr(out, "power/energy-pkg/"));
+		/* Each entry names what serves it: energy the zones, events the broker. */
+		assert_non_null(strstr(out, "package-wide energy (J), via powercap]\n"));
+		assert_non_null(strstr(out, "CPU_CLK_UNHALTED_*), via perf broker]\n"));
 		free(out);
 	}
 	assert_int_equal(msrd_stop(&server), 0);

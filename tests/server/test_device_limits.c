@@ -5,7 +5,8 @@
  * auto msrd runs the device with the limitation, or without a usable device falls back to the
  * simulated CPU only with --allow-sim-fallback; with --backend msr, or auto without the opt-in,
  * a device it cannot use is fatal, with the advice on its standard error. A tree without limits
- * logs none.
+ * logs none. Under lockdown (writes forbidden, reads allowed) with perf_event, auto keeps the
+ * msr driver read-only for RAPL, says so, and offers its perf broker for the counters.
  */
 #include <errno.h>
 #include <limits.h>
@@ -50,6 +51,9 @@ static void build_tree(const char *root, bool device, const char *const *files)
 		tree_file(root, files[i], files[i + 1]);
 }
 
+/* Whether the msrd of the next expect_log must offer its perf broker in HELLO. */
+static bool expect_broker;
+
 /* Start msrd --backend auto on the tree; every needle must be in its log, `absent` must not. */
 static void expect_log(bool device, const char *const *files, const char *const *needles,
 		       const char *absent)
@@ -72,6 +76,12 @@ static void expect_log(bool device, const char *const *files, const char *const 
 	}
 	if (absent != NULL)
 		assert_false(msrd_log_contains(&server, absent));
+	if (expect_broker) {
+		struct haecer_conn *conn;
+		assert_int_equal(haecer_connect(server.socket_path, &conn), 0);
+		assert_true(haecer_server_info(conn)->features & HAECER_FEATURE_PERF);
+		haecer_close(conn);
+	}
 	assert_int_equal(msrd_stop(&server), 0);
 }
 
@@ -121,16 +131,23 @@ static void test_lockdown(void **state)
 {
 	static const char *const files[] = {
 		"sys/module/msr", NULL,
-		"sys/kernel/security/lockdown", "none [integrity] confidentiality\n", NULL,
+		"sys/kernel/security/lockdown", "none [integrity] confidentiality\n",
+		"proc/sys/kernel/perf_event_paranoid", "2\n", NULL,
 	};
+	/* Writes forbidden, reads allowed: RAPL through the msr driver, counters from perf. */
 	static const char *const needles[] = {
 		"device limit: the kernel is locked down",
 		"boot without lockdown",
+		"backend msr: using the msr driver read-only (writes fail with EPERM: the kernel is "
+		"locked down",
+		"energy (RAPL) from the msr driver; core PMCs: perf events through msrd's perf broker",
 		NULL,
 	};
 
 	(void)state;
+	expect_broker = true;
 	expect_log(true, files, needles, NULL);
+	expect_broker = false;
 }
 
 static void test_no_cap_sys_rawio(void **state)

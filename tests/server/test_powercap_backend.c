@@ -2,7 +2,8 @@
  * msrd's powercap backend (issue 24, item 1) on a stand-in sysfs tree (--backend powercap
  * --sysfs-root): zones intel-rapl:0 (package-0), intel-rapl:0:0 (core), intel-rapl:0:1 (dram,
  * wrapping at 10 J), intel-rapl:1 (psys) and intel-rapl:0:2 (a name haecer has no domain for),
- * whose energy_uj files the test advances. The zones answer as the energy-status registers
+ * intel-rapl:0:3 (uncore: energy-gpu, wrapping at 5 J), whose energy_uj files the test
+ * advances. The zones answer as the energy-status registers
  * would, in units of 2^-16 J, so:
  *   - an unprivileged client (uid 65534) reads energy-pkg through msrd by the MSR address the
  *     policy grants (0x611), both by round trip and through the energy page (haecer_counter);
@@ -10,7 +11,8 @@
  *     was consumed across the wrap;
  *   - a zone file holding garbage, and one that went away, make that read fail with -EIO and
  *     one log line naming the zone; other domains keep reading and msrd does not crash (it must
- *     stop cleanly); the garbage zone reads again once its file is sane again.
+ *     stop cleanly); the garbage zone reads again once its file is sane again;
+ *   - haecer-stat list and haecer-mon follow name powercap as the backend behind the figures.
  */
 #include <errno.h>
 #include <limits.h>
@@ -19,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -28,15 +31,19 @@
 #include "tests/lib/msrd_group.h"
 #include "harness/msrd_harness.h"
 #include "harness/standin_tree.h"
+#include "harness/tool_argv.h"
 #include "tests/lib/test_check.h"
+#include "tests/mon/mon_test.h"
 
 #define PKG 0x611u
 #define PP0 0x639u
+#define PP1 0x641u
 #define DRAM 0x619u
 #define PSYS 0x64Du
 #define UNITS_PER_JOULE 65536ull /* 2^-16 J */
 #define NOBODY 65534
 #define DRAM_RANGE_UJ 10000000ull
+#define UNCORE_RANGE_UJ 5000000ull
 #define POLL_MS 5000
 
 static const char policy[] =
@@ -46,11 +53,14 @@ static const char policy[] =
 	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"
 	"  - {name: PKG_ENERGY_STATUS, address: 0x611, read: true, set: rapl}\n"
 	"  - {name: PP0_ENERGY_STATUS, address: 0x639, read: true, set: rapl}\n"
+	"  - {name: PP1_ENERGY_STATUS, address: 0x641, read: true, set: rapl}\n"
 	"  - {name: DRAM_ENERGY_STATUS, address: 0x619, read: true, set: rapl}\n"
 	"  - {name: PLATFORM_ENERGY_STATUS, address: 0x64D, read: true, set: rapl}\n"
 	"rules:\n"
 	"  - match: {uid: 0}\n"
 	"    allow: [rapl]\n"
+	"    create_rings: [1]\n"
+	"    monitor_rings: [1]\n"
 	"  - match: {uid: 65534}\n"
 	"    allow: [rapl]\n";
 
@@ -59,35 +69,19 @@ static struct haecer_conn *root_conn;
 static char tree[PATH_MAX + 16];
 static const char *const arguments[] = { "--backend", "powercap", "--sysfs-root", tree, NULL };
 
-/* Always ENERGY_WIDTH bytes written in place: msrd's sampler reads the file meanwhile, and a
- * truncation would show it an empty file (garbage it would rightly log). */
-#define ENERGY_WIDTH 21
 static void set_energy(const char *zone, const char *text)
 {
-	char relative[128], padded[ENERGY_WIDTH + 1];
-
-	snprintf(relative, sizeof(relative), "sys/class/powercap/%s/energy_uj", zone);
-	snprintf(padded, sizeof(padded), "%-*.*s\n", ENERGY_WIDTH - 1, ENERGY_WIDTH - 1, text);
-	tree_write_at(tree, relative, padded, ENERGY_WIDTH, 0);
+	tree_set_powercap_energy_text(tree, zone, text);
 }
 
 static void set_energy_uj(const char *zone, uint64_t microjoules)
 {
-	char text[32];
-
-	snprintf(text, sizeof(text), "%0*llu", ENERGY_WIDTH - 1, (unsigned long long)microjoules);
-	set_energy(zone, text);
+	tree_set_powercap_energy(tree, zone, microjoules);
 }
 
 static void put_zone(const char *zone, const char *name, uint64_t energy_uj, uint64_t range_uj)
 {
-	char relative[128];
-
-	snprintf(relative, sizeof(relative), "sys/class/powercap/%s/name", zone);
-	tree_write_text(tree, relative, "%s\n", name);
-	snprintf(relative, sizeof(relative), "sys/class/powercap/%s/max_energy_range_uj", zone);
-	tree_write_text(tree, relative, "%llu\n", (unsigned long long)range_uj);
-	set_energy_uj(zone, energy_uj);
+	tree_put_powercap_zone(tree, zone, name, energy_uj, range_uj);
 }
 
 static uint64_t total_of(struct haecer_conn *conn, uint32_t address)
@@ -187,6 +181,89 @@ static void test_wrap(void **state)
 	assert_int_equal(total_of(root_conn, DRAM) - after, UNITS_PER_JOULE / 2);
 }
 
+/* ---- uncore: energy-gpu ---- */
+
+/* intel-rapl:0:3, named uncore (a client part's graphics), is energy-gpu: read by PP1's
+ * address and through the energy page as HAECER_ENERGY_PP1, exact across its wrap at 5 J. */
+static void test_uncore_is_energy_gpu(void **state)
+{
+	struct haecer_context *ctx;
+	struct haecer_counter *counter;
+	uint64_t before, after, value = 0;
+
+	(void)state;
+	before = total_of(root_conn, PP1);
+	set_energy_uj("intel-rapl:0:3", 4000000ull + 250000ull);
+	after = total_of(root_conn, PP1);
+	assert_int_equal(after - before, UNITS_PER_JOULE / 4);
+	/* 0.75 J up to the range, then 1.5 J after the wrap to 0. */
+	set_energy_uj("intel-rapl:0:3", 1500000ull);
+	before = after;
+	after = total_of(root_conn, PP1);
+	assert_int_equal(after - before, 9 * UNITS_PER_JOULE / 4);
+	assert_int_equal(haecer_context_open(server.socket_path, &ctx), 0);
+	assert_int_equal(haecer_counter_open_energy(ctx, 0, HAECER_ENERGY_PP1, &counter), 0);
+	for (int i = 0; i < POLL_MS && value != after; i++) {
+		assert_int_equal(haecer_counter_read(counter, &value), 0);
+		usleep(1000);
+	}
+	assert_int_equal(value, after);
+	haecer_counter_free(counter);
+	haecer_context_close(ctx);
+	assert_true(msrd_log_contains(&server, "powercap: zone intel-rapl:0:3 (\"uncore\") is "
+					       "domain 2 of package 0, wraps at 5000000 uJ"));
+}
+
+/* ---- haecer-stat list names the backend behind each entry ---- */
+
+/* No perf_event in the stand-in tree, so no broker: energy through powercap, events nothing. */
+static void test_stat_list_names_powercap(void **state)
+{
+	const char *list[] = { "-s", server.socket_path, "list", NULL };
+	char tool[PATH_MAX], *out = NULL, *err = NULL;
+
+	(void)state;
+	snprintf(tool, sizeof(tool), "%s/haecer-stat", harness_build_dir());
+	assert_int_equal(harness_run_program(tool, list, &out, &err), 0);
+	assert_non_null(strstr(out, "backend: msrd --backend powercap\n"));
+	assert_non_null(strstr(out, "power/energy-pkg/"));
+	assert_non_null(strstr(out, "power/energy-gpu/"));
+	assert_non_null(strstr(out, "package-wide energy (J), via powercap]\n"));
+	assert_null(strstr(out, "Hardware event"));
+	assert_non_null(strstr(out, "CPU_CLK_UNHALTED_*), via nothing (msrd's backend has no "
+				    "counters, its perf broker is off)]\n"));
+	free(out);
+	free(err);
+}
+
+/* ---- haecer-mon follow names the backend behind each record ---- */
+
+/* Root's energy-pkg counter on a ring (1, 1), read twice: follow prints both records, each
+ * with powercap as its backend. */
+static void test_follow_names_powercap(void **state)
+{
+	const char *follow[] = { "follow", "-f", "json", "--count", "2", "1", "1", NULL };
+	struct haecer_context *ctx;
+	struct haecer_counter *counter;
+	char *out = NULL, *err = NULL, *lines[4];
+	uint64_t value;
+
+	(void)state;
+	assert_int_equal(haecer_context_open(server.socket_path, &ctx), 0);
+	assert_int_equal(haecer_counter_open_energy(ctx, 0, HAECER_ENERGY_PKG, &counter), 0);
+	assert_int_equal(haecer_counter_monitor(counter, 1, 1, 16), 0);
+	assert_int_equal(haecer_counter_read(counter, &value), 0);
+	assert_int_equal(haecer_counter_read(counter, &value), 0);
+	assert_int_equal(mon_run(server.socket_path, follow, &out, &err), 0);
+	assert_int_equal(split_lines(out, lines, 4), 2);
+	for (unsigned i = 0; i < 2; i++)
+		assert_non_null(strstr(lines[i], "\"backend\":\"powercap\""));
+	free(out);
+	free(err);
+	haecer_counter_free(counter);
+	haecer_context_close(ctx);
+}
+
 /* ---- garbage, and a zone that went away ---- */
 
 static void test_garbage_and_gone(void **state)
@@ -235,6 +312,7 @@ static int prepare(const struct msrd_server *prepared)
 	put_zone("intel-rapl:0:0", "core", 20000000ull, 262143328850ull);
 	put_zone("intel-rapl:0:1", "dram", 1000000ull, DRAM_RANGE_UJ);
 	put_zone("intel-rapl:0:2", "weird", 1000000ull, 262143328850ull);
+	put_zone("intel-rapl:0:3", "uncore", 4000000ull, UNCORE_RANGE_UJ);
 	put_zone("intel-rapl:1", "psys", 90000000ull, 262143328850ull);
 	return 0;
 }
@@ -244,6 +322,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unprivileged_client),
 		cmocka_unit_test(test_wrap),
+		cmocka_unit_test(test_uncore_is_energy_gpu),
+		cmocka_unit_test(test_stat_list_names_powercap),
+		cmocka_unit_test(test_follow_names_powercap),
 		cmocka_unit_test(test_garbage_and_gone),
 	};
 

@@ -214,12 +214,16 @@ static void test_list(void **state)
 	assert_non_null(strstr(out, "SIMULATED"));
 	/* The backend behind what is listed (issue 24). */
 	assert_non_null(strstr(out, "backend: msrd --backend sim\n"));
+	/* ... and behind each entry: here msrd's simulated CPU counts and measures everything. */
+	assert_non_null(strstr(out, "[Hardware event, via sim]\n"));
+	assert_non_null(strstr(out, "[Kernel PMU event, package-wide energy (J), via sim]\n"));
+	assert_null(strstr(out, "via perf broker"));
 	assert_non_null(strstr(out, "instructions"));
 	assert_non_null(strstr(out, "power/energy-pkg/"));
 	assert_non_null(strstr(out, "power/energy-gpu/"));
 	assert_null(strstr(out, "power/energy-ram/"));
 	/* libpfm4's events of the model, each one -e can count: try the first. */
-	const char *first = strstr(out, "[libpfm4 event of PMU snb]");
+	const char *first = strstr(out, "[libpfm4 event of PMU snb, via sim]");
 	assert_non_null(first);
 	const char *line = first;
 	while (line > out && line[-1] != '\n')

@@ -187,6 +187,7 @@ static void connect_msrd(struct serve_state *state)
 		tool_warn("connected to msrd");
 	state->msrd_warned = false;
 	state->simulated = (machine->flags & HAECER_MACHINE_SIMULATED) != 0;
+	state->backend = mon_msrd_backend(state->conn);
 	state->energy_status = 0;
 	find_domains(state, machine);
 	apply_policy_setting(state);
@@ -446,6 +447,7 @@ static void track_ring(struct serve_state *state, struct haecer_conn **opener,
 	}
 	mon_decoder_init(&ring->decoder, &ring->ring.info);
 	ring->decoder.simulated = state->simulated;
+	ring->decoder.backend = state->backend;
 	ring->listed = true;
 	ring->msrd_filled = by_msrd;
 	ring->producer_gone = !(entry->flags & HAECER_RING_PRODUCER_CONNECTED) ||

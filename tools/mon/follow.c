@@ -3,9 +3,10 @@
  * they arrive, with joules and watts for energy counters and a line whenever records were lost.
  *
  * Records and loss lines share one set of columns, so CSV stays rectangular and JSON lines
- * carry a "type" ("record" or "lost"). Readings from msrd's simulated CPU say so: a "simulated"
- * column (1) in CSV and JSON, a "(simulated)" mark in text. A summary goes to stderr at the end; stdout holds only
- * data.
+ * carry a "type" ("record" or "lost"). Every record names msrd's backend behind it (a "backend"
+ * column: msr, msr-safe, powercap, perf, sim). Readings from msrd's simulated CPU say so: a
+ * "simulated" column (1) in CSV and JSON, a "(simulated)" mark in text. A summary goes to
+ * stderr at the end; stdout holds only data.
  */
 #include "tools/mon/mon.h"
 
@@ -57,6 +58,7 @@ static int print_reading(void *context, const struct mon_reading *reading)
 	else
 		mon_row_absent(row, "watts", 12);
 	mon_row_absent(row, "lost", 0);
+	mon_row_string(row, "backend", -9, reading->backend);
 	mark_simulated(row, follow->format, reading->simulated);
 	mon_row_print(stdout, follow->format, row, &follow->header_done);
 	return 0;
@@ -78,6 +80,7 @@ static int print_lost(void *context, uint64_t lost, uint64_t lost_total)
 	for (size_t i = 0; i < sizeof(columns) / sizeof(columns[0]); i++)
 		mon_row_absent(row, columns[i], widths[i]);
 	mon_row_number(row, "lost", 0, "%" PRIu64, lost);
+	mon_row_absent(row, "backend", 0);
 	mon_row_absent(row, "simulated", 0);
 	mon_row_print(stdout, follow->format, row, &follow->header_done);
 	return 0;

@@ -44,6 +44,11 @@ struct labels {
 static const struct family msrd_up = {
 	"haecer_msrd_up", false, NULL, "Whether the exporter is connected to msrd (1) or not (0)."
 };
+static const struct family backend_info = {
+	"haecer_backend_info", false, NULL,
+	"msrd's backend behind every figure (label backend: msr, msr-safe, powercap, perf, sim); "
+	"always 1."
+};
 static const struct family energy_joules = {
 	"haecer_energy_joules", true, "joules",
 	"Energy of a RAPL domain since msrd began sampling it (msrd's 64-bit total)."
@@ -196,6 +201,11 @@ static void write_energy(struct writer *writer, const struct serve_state *state)
 	struct labels labels;
 
 	sample_u64(writer, &msrd_up, NULL, state->conn != NULL);
+	if (state->conn != NULL && state->backend != NULL) {
+		labels.count = 0;
+		label(&labels, "backend", "%s", state->backend);
+		sample_u64(writer, &backend_info, &labels, 1);
+	}
 	for (size_t i = 0; i < state->domain_count; i++) {
 		const struct serve_domain *domain = &state->domains[i];
 		domain_labels(domain, &labels);

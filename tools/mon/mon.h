@@ -146,11 +146,13 @@ struct mon_reading {
 	bool have_watts;
 	double watts;              /* since the previous reading of the same counter */
 	bool simulated;            /* msrd presents a simulated CPU: the value is invented */
+	const char *backend;       /* msrd's backend behind the value ("msr", "powercap", ...) */
 };
 
 struct mon_decoder {
 	struct ring_info info;
 	bool simulated;            /* msrd's CPU is simulated (machine info flag) */
+	const char *backend;       /* msrd's backend (haecer_backend_name), "unknown" without msrd */
 	size_t tracked;
 	struct mon_counter_state states[MON_MAX_TRACKED];
 };
@@ -229,6 +231,8 @@ const char *mon_watch_end_text(enum mon_watch_end end);
 
 /* Whether the msrd behind conn presents a simulated CPU (false when it cannot tell). */
 bool mon_msrd_simulated(struct haecer_conn *conn);
+/* The name of the backend of the msrd behind conn (its HELLO), "unknown" when conn is NULL. */
+const char *mon_msrd_backend(const struct haecer_conn *conn);
 
 struct mon_options;
 

@@ -107,6 +107,7 @@ void mon_decode(struct mon_decoder *decoder, const struct ring_record *record,
 	reading->timestamp = record->timestamp;
 	reading->seconds = mon_ring_seconds(&decoder->info, record->timestamp);
 	reading->simulated = decoder->simulated;
+	reading->backend = decoder->backend != NULL ? decoder->backend : "unknown";
 	describe_counter(decoder, record, reading);
 	if (reading->is_energy) {
 		reading->joules = mon_joules(record->value, reading->unit_exponent);

@@ -62,6 +62,7 @@ struct serve_state {
 	struct haecer_conn *conn;  /* NULL while msrd cannot be reached */
 	bool msrd_warned;
 	bool simulated;            /* msrd presents a simulated CPU (its machine info says so) */
+	const char *backend;       /* msrd's backend (haecer_backend_name) while connected */
 	int energy_status;         /* 0, or why there are no energy series (e.g. -EOPNOTSUPP) */
 	size_t domain_count;
 	struct serve_domain domains[SERVE_MAX_DOMAINS];

@@ -236,7 +236,7 @@ int mon_top_main(const struct mon_options *options, int count, char *const *word
 		goto out;
 	}
 	top.simulated = (machine->flags & HAECER_MACHINE_SIMULATED) != 0;
-	top.backend = haecer_backend_name(haecer_server_info(conn)->backend);
+	top.backend = mon_msrd_backend(conn);
 	top.packages = machine->package_count;
 	top.domain_count = mon_energy_dies(machine, top.domains, TOP_MAX_DOMAINS);
 	for (size_t i = 0; i < top.domain_count; i++)

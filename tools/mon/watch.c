@@ -199,6 +199,11 @@ bool mon_msrd_simulated(struct haecer_conn *conn)
 	return simulated;
 }
 
+const char *mon_msrd_backend(const struct haecer_conn *conn)
+{
+	return conn != NULL ? haecer_backend_name(haecer_server_info(conn)->backend) : "unknown";
+}
+
 void mon_watch(struct haecer_conn *conn, struct mon_ring *ring,
 	       const struct mon_watch_options *options, const struct mon_watch_handler *handler,
 	       struct mon_watch_result *result)
@@ -217,6 +222,7 @@ void mon_watch(struct haecer_conn *conn, struct mon_ring *ring,
 	}
 	mon_decoder_init(decoder, &ring->info);
 	decoder->simulated = mon_msrd_simulated(conn);
+	decoder->backend = mon_msrd_backend(conn);
 	for (;;) {
 		got = poll_once(ring, decoder, gone, records, options, handler, result);
 		if (got < 0)

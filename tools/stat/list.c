@@ -2,45 +2,96 @@
  * tools/stat/list.c — "haecer-stat list", laid out like perf list: perf's generic hardware
  * events this machine can count, the energy domains of its RAPL (power/energy-pkg/ and the
  * others, as the kernel's power PMU names them), the fixed counters and raw syntax, and the
- * libpfm4 events of msrd's CPU model.
+ * libpfm4 events of msrd's CPU model. Every entry says through which of msrd's backends it is
+ * counted ("via sim", "via powercap", "via perf broker"): energy through msrd's backend, events
+ * through whatever opened them here (a counter slot of the register backend, or a perf event
+ * of msrd's broker).
  */
 #include "tools/stat/stat.h"
 
 #include <errno.h>
 #include <string.h>
 
-static void entry(const char *name, const char *kind)
+static void entry(const char *name, const char *kind, const char *via)
 {
-	printf("  %-44s [%s]\n", name, kind);
+	printf("  %-44s [%s, via %s]\n", name, kind, via);
 }
 
 static void pfm_entry(void *arg, const char *name)
 {
-	entry(name, (const char *)arg);
+	printf("  %-44s [%s]\n", name, (const char *)arg);
 }
 
-/* Which of msrd's backends serves what is listed, and whether its perf broker runs. */
-static void print_backend(const struct stat_options *options)
+#define VIA_BROKER STAT_PERF_BROKER
+
+/* Which of msrd's backends serves what is listed, and whether its perf broker runs; returns
+ * what counts events when no event says so by opening: the broker when it runs, else msrd's
+ * backend. */
+static const char *print_backend(const struct stat_options *options,
+				 const struct haecer_context *ctx)
 {
 	const struct haecer_server_info *info;
 	struct haecer_conn *conn;
+	bool broker;
 
 	if (haecer_connect(options->socket_path, &conn) < 0) {
 		printf("backend: unknown (%s)\n\n", haecer_error_detail());
-		return;
+		return haecer_context_backend(ctx);
 	}
 	info = haecer_server_info(conn);
+	broker = (info->features & HAECER_FEATURE_PERF) != 0;
 	printf("backend: msrd --backend %s%s\n\n", haecer_backend_name(info->backend),
-	       info->features & HAECER_FEATURE_PERF
-		       ? "; perf events (software, msr, power, core PMUs) through its perf broker"
-		       : "");
+	       broker ? "; perf events (software, msr, power, core PMUs) through its perf broker"
+		      : "");
 	haecer_close(conn);
+	return broker ? VIA_BROKER : haecer_context_backend(ctx);
+}
+
+/* What counted an event that opened: a perf event of msrd's broker, or msrd's backend. */
+static const char *opened_via(const struct haecer_context *ctx,
+			      const struct haecer_counter *counter)
+{
+	struct haecer_counter_info info;
+
+	if (haecer_counter_info(counter, &info) == 0 && info.kind == HAECER_COUNTER_PERF)
+		return VIA_BROKER;
+	return haecer_context_backend(ctx);
+}
+
+/* perf's generic events this CPU has, each opened once on CPU 0 (which also tells whether
+ * msrd's policy grants it and what counts it); returns what counts events here: `via` as the
+ * last open said, or "nothing" when msrd could open none at all (a backend without counters
+ * and no broker). */
+static const char *list_generic(struct haecer_context *ctx, const char *via)
+{
+	bool counted = false, refused = false;
+
+	for (size_t i = 0; i < haecer_generic_event_count(); i++) {
+		struct haecer_counter *probe = NULL;
+		const char *event = haecer_generic_event_name(i);
+		int error = haecer_counter_open_named(ctx, 0, event, HAECER_FLAGS_DEFAULT,
+						      HAECER_CMASK_NONE, &probe);
+		if (error == -EOPNOTSUPP || error == -ENOENT)
+			continue;
+		if (error == 0)
+			via = opened_via(ctx, probe);
+		counted |= error == 0;
+		refused |= error != 0;
+		haecer_counter_free(probe);
+		entry(event, error == 0 ? "Hardware event"
+					: "Hardware event, not counted here: msrd's policy",
+		      via);
+	}
+	return counted || refused || strcmp(via, VIA_BROKER) == 0
+		       ? via
+		       : "nothing (msrd's backend has no counters, its perf broker is off)";
 }
 
 int stat_list(const struct stat_options *options)
 {
 	const struct haecer_machine_info *machine;
 	struct haecer_context *ctx;
+	const char *events_via;
 	bool simulated;
 	char name[64];
 
@@ -54,41 +105,26 @@ int stat_list(const struct stat_options *options)
 	       simulated ? "the SIMULATED CPU " : "", simulated ? machine->sim_model
 							     : machine->model_name,
 	       machine->cpu_count, machine->package_count, machine->package_count == 1 ? "" : "s");
-	print_backend(options);
-	for (size_t i = 0; i < haecer_generic_event_count(); i++) {
-		/* Listed when this CPU has it: opened once on CPU 0, which also tells whether msrd's
-		 * policy grants it. */
-		struct haecer_counter *probe = NULL;
-		struct haecer_counter_info info = { 0 };
-		const char *event = haecer_generic_event_name(i);
-		int error = haecer_counter_open_named(ctx, 0, event, HAECER_FLAGS_DEFAULT,
-						      HAECER_CMASK_NONE, &probe);
-		if (error == -EOPNOTSUPP || error == -ENOENT)
-			continue; /* also: msrd's broker, and the kernel has no core PMU */
-		if (error == 0)
-			haecer_counter_info(probe, &info);
-		haecer_counter_free(probe);
-		entry(event, error < 0 ? "Hardware event, not counted here: msrd's policy"
-			     : info.kind == HAECER_COUNTER_PERF ? "Hardware event, " STAT_PERF_BROKER
-								: "Hardware event");
-	}
+	events_via = list_generic(ctx, print_backend(options, ctx));
 	printf("\n");
 	for (unsigned domain = 0; domain < HAECER_RAPL_DOMAINS; domain++) {
 		const char *domain_name = haecer_energy_domain_name(domain);
 		if (domain_name == NULL || !(machine->rapl_domains & (1u << domain)))
 			continue;
 		snprintf(name, sizeof(name), "power/%s/", domain_name);
-		entry(name, "Kernel PMU event, package-wide energy (J)");
+		entry(name, "Kernel PMU event, package-wide energy (J)", haecer_context_backend(ctx));
 	}
 	printf("\n");
-	entry("fixed0, fixed1, fixed2", "Fixed counters (INST_RETIRED_ANY, CPU_CLK_UNHALTED_*)");
-	entry("rUUEE", "Raw event descriptor: umask UU, event EE (hex)");
+	entry("fixed0, fixed1, fixed2", "Fixed counters (INST_RETIRED_ANY, CPU_CLK_UNHALTED_*)",
+	      events_via);
+	entry("rUUEE", "Raw event descriptor: umask UU, event EE (hex)", events_via);
 	printf("\n");
 	/* libpfm4's events of msrd's model (not necessarily the host's), as -e takes them. */
 	const char *pmu = NULL;
-	char kind[64];
+	char kind[128];
 	haecer_event_list(ctx, NULL, NULL, &pmu);
-	snprintf(kind, sizeof(kind), "libpfm4 event of PMU %s", pmu != NULL ? pmu : "?");
+	snprintf(kind, sizeof(kind), "libpfm4 event of PMU %s, via %s", pmu != NULL ? pmu : "?",
+		 events_via);
 	if (haecer_event_list(ctx, pfm_entry, kind, NULL) < 0)
 		printf("  (no libpfm4 events: %s)\n", haecer_error_detail());
 	printf("\nModifiers :u (user) and :k (kernel) apply to every event above.\n");

@@ -37,6 +37,11 @@ int procfs_read_snapshot(const struct procfs_roots *roots, struct procfs_snapsho
  * unreadable. */
 unsigned procfs_cpu_package(const struct procfs_roots *roots, unsigned cpu);
 
+/* The mount point of the cgroup v2 hierarchy (the first cgroup2 mount of its root in mountinfo,
+ * e.g. /proc/self/mountinfo): /sys/fs/cgroup on a unified host, /sys/fs/cgroup/unified on a
+ * hybrid one. 0, -ENOENT when none is mounted, or -errno when mountinfo is unreadable. */
+int procfs_find_cgroup2(const char *mountinfo, char *point, size_t size);
+
 /* usage_usec of CGROUP/path/cpu.stat, or -errno (-ENOENT: the cgroup was removed). */
 long long procfs_cgroup_usage_usec(const struct procfs_roots *roots, const char *path);
 

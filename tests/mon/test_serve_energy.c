@@ -349,6 +349,7 @@ static double usage_usec(unsigned cgroup)
 struct by_rows {
 	double busy, sleepy, other, other_error, all;
 	unsigned sets;
+	unsigned root_rows; /* "/" by cgroup, "[no unit]" by service: init's and the kernel's */
 };
 
 /* `top --by BY` on ring 7.MINOR (one the policy grants), started; parse_top_by reads it. */
@@ -390,6 +391,8 @@ static void parse_top_by(struct proc *top, const char *by, const char *busy, con
 		} else if (strcmp(name, sleepy) == 0) {
 			rows->sleepy += watts;
 			sleepy_rows++;
+		} else if (strcmp(name, strcmp(by, "service") == 0 ? "[no unit]" : "/") == 0) {
+			rows->root_rows++;
 		} else if (strcmp(name, "[other]") == 0) {
 			rows->other += watts;
 			rows->other_error += error;
@@ -404,6 +407,7 @@ static void parse_top_by(struct proc *top, const char *by, const char *busy, con
 	assert_int_equal(rows->sets, 3);
 	assert_int_equal(busy_rows, 3);
 	assert_int_equal(sleepy_rows, 3);
+	assert_int_equal(rows->root_rows, 3);
 	free(out);
 	free(err);
 }

@@ -24,6 +24,7 @@ struct attribution {
 	size_t cgroup_count, cgroup_limit;
 	size_t *cgroup_index; /* open addressing, 2 × limit slots, SIZE_MAX empty */
 	double *children_usec; /* per cgroup: its tracked children's usage of the interval */
+	long long *read_usec;  /* per cgroup: this snapshot's usage_usec, or -errno */
 	size_t index_size;
 };
 
@@ -71,7 +72,9 @@ int attribution_open(struct attribution **out, const struct attribution_config *
 	engine->cgroups = calloc(engine->cgroup_limit, sizeof(*engine->cgroups));
 	engine->cgroup_index = malloc(engine->index_size * sizeof(*engine->cgroup_index));
 	engine->children_usec = calloc(engine->cgroup_limit, sizeof(*engine->children_usec));
-	if (!engine->cgroups || !engine->cgroup_index || !engine->children_usec) {
+	engine->read_usec = calloc(engine->cgroup_limit, sizeof(*engine->read_usec));
+	if (!engine->cgroups || !engine->cgroup_index || !engine->children_usec ||
+	    !engine->read_usec) {
 		attribution_close(engine);
 		return -ENOMEM;
 	}
@@ -91,6 +94,7 @@ void attribution_close(struct attribution *engine)
 	free(engine->cgroups);
 	free(engine->cgroup_index);
 	free(engine->children_usec);
+	free(engine->read_usec);
 	free(engine);
 }
 
@@ -267,20 +271,28 @@ static void charge_processes(struct procfs_snapshot *latest, const double *packa
 	interval->other_joules = other > 0 ? other : 0;
 }
 
-/* Each tracked cgroup's cpu.stat usage since the previous snapshot (interval_usec, 0 for a cgroup
- * first read now); a cgroup whose cpu.stat is gone (removed) keeps its totals and is no longer
- * seen. */
-static void read_cgroup_usage(struct attribution *engine, bool charge,
-			      struct attribution_interval *interval)
+/* cpu.stat's usage_usec of the cgroups from `first` on into read_usec (-errno when unreadable).
+ * The cgroups known before a snapshot are read just before it reads PROC/stat, so that their
+ * interval and the CPUs' are the same (the process scan between them takes milliseconds). */
+static void read_cgroups(struct attribution *engine, size_t first)
 {
 	bool accounting = engine->roots.cgroup[0] != '\0';
+	for (size_t i = first; i < engine->cgroup_count; i++)
+		engine->read_usec[i] = accounting ?
+			procfs_cgroup_usage_usec(&engine->roots, engine->cgroups[i].path) : -ENOENT;
+}
+
+/* Each tracked cgroup's usage since the previous snapshot (interval_usec, 0 for a cgroup first
+ * read now); a cgroup whose cpu.stat is gone (removed) keeps its totals and is no longer seen. */
+static void apply_cgroup_usage(struct attribution *engine, bool charge,
+			       struct attribution_interval *interval)
+{
 	for (size_t i = 0; i < engine->cgroup_count; i++) {
 		struct attribution_cgroup *cgroup = &engine->cgroups[i];
 		cgroup->seen = false;
 		cgroup->interval_usec = 0;
 		cgroup->interval_joules = 0;
-		long long usage = accounting ?
-			procfs_cgroup_usage_usec(&engine->roots, cgroup->path) : -ENOENT;
+		long long usage = engine->read_usec[i];
 		if (usage < 0)
 			continue;
 		cgroup->seen = true;
@@ -297,9 +309,11 @@ static void charge_cgroups(struct attribution *engine, const struct procfs_snaps
 			   double node_joules, double node_capacity_ns, bool charge,
 			   struct attribution_interval *interval)
 {
+	size_t known = engine->cgroup_count;
 	for (size_t i = 0; i < latest->count; i++)
 		cgroup_of(engine, latest->processes[i].cgroup);
-	read_cgroup_usage(engine, charge, interval);
+	read_cgroups(engine, known);
+	apply_cgroup_usage(engine, charge, interval);
 	for (size_t i = 0; i < engine->cgroup_count; i++)
 		engine->children_usec[i] = 0;
 	for (size_t i = 0; i < engine->cgroup_count; i++) {
@@ -332,6 +346,7 @@ int attribution_step(struct attribution *engine, const double *package_joules, u
 	memset(interval, 0, sizeof(*interval));
 	struct procfs_snapshot *previous = &engine->snapshots[engine->current];
 	struct procfs_snapshot *latest = &engine->snapshots[!engine->current];
+	read_cgroups(engine, 0);
 	int ret = procfs_read_snapshot(&engine->roots, latest);
 	if (ret < 0)
 		return ret;

@@ -36,8 +36,8 @@
  * tracked cgroups' charges do not overlap, and with the root cgroup among them (whose usage is
  * the busy time of PROC/stat) cgroups + idle = the node's energy, ± cgroup_error_joules = E_node
  * × (two ticks per CPU + two ticks per charged cgroup: cpu.stat's usage of a running task is
- * brought up to date at the scheduler tick) / capacity_node. Memory: at most max_processes processes and max_cgroups cgroups
- * are tracked (the rest count in dropped and go to "other").
+ * brought up to date at the scheduler tick) / capacity_node. Memory: at most max_processes
+ * processes and max_cgroups cgroups are tracked (the rest count in dropped and go to "other").
  */
 #ifndef HAECER_ATTRIBUTION_ATTRIBUTION_H
 #define HAECER_ATTRIBUTION_ATTRIBUTION_H

@@ -267,7 +267,7 @@ static void test_bounded(void **state)
 /* ---- real cgroups under the cgroup v2 mount (issue 25 items 1-2) ---- */
 
 /* The test's cgroups under the v2 mount: a slice, a service with the busy process one level
- * deeper (worker: the unit is still the service's), and a service with the sleepy one. */
+ * deeper (worker: the unit is still the service's), and a scope with the sleepy one. */
 enum { SLICE, BUSY_UNIT, BUSY, SLEEPY, CGROUPS };
 static char cgroup_dirs[CGROUPS][PATH_MAX];
 static char cgroup_paths[CGROUPS][ATTRIBUTION_CGROUP_MAX]; /* as /proc/PID/cgroup has them */
@@ -289,9 +289,10 @@ static const char *make_cgroups(char *why, size_t size)
 {
 	static const char *const parents[CGROUPS] = { "", "/haecer-test-%d.slice",
 						      "/haecer-test-%d.slice", "/haecer-test-%d.slice" };
-	static const char *const names[CGROUPS] = { "/haecer-test-%d.slice", "/haecer-demo-%d.service",
+	static const char *const names[CGROUPS] = { "/haecer-test-%d.slice",
+						    "/haecer-demo-%d.service",
 						    "/haecer-demo-%d.service/worker",
-						    "/haecer-idle-%d.service" };
+						    "/haecer-idle-%d.scope" };
 	struct attribution *engine;
 	char parent[128], name[128];
 
@@ -435,7 +436,7 @@ static void top_by_cgroup_and_service(void)
 	double busy_usec = usage_usec(BUSY), sleepy_usec = usage_usec(SLEEPY);
 
 	snprintf(busy_unit, sizeof(busy_unit), "haecer-demo-%d.service", (int)getpid());
-	snprintf(sleepy_unit, sizeof(sleepy_unit), "haecer-idle-%d.service", (int)getpid());
+	snprintf(sleepy_unit, sizeof(sleepy_unit), "haecer-idle-%d.scope", (int)getpid());
 	start_top_by(&by_cgroup, "cgroup", "1");
 	start_top_by(&by_service, "service", "2");
 	parse_top_by(&by_cgroup, "cgroup", cgroup_paths[BUSY], cgroup_paths[SLEEPY], &cgroup_rows);

@@ -369,6 +369,8 @@ int attribution_step(struct attribution *engine, const double *package_joules, u
 	for (unsigned p = 0; p < ATTRIBUTION_MAX_PACKAGES; p++)
 		capacity += times[p].capacity_ns;
 	charge_cgroups(engine, latest, interval->package_joules, capacity, charge, interval);
+	if (!charge) /* the cgroups were first read after the process scan: the CPUs' figures too */
+		procfs_read_cpus(&engine->roots, latest);
 	interval->packages = packages;
 	interval->processes = latest->count;
 	interval->dropped = latest->dropped;

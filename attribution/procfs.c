@@ -192,7 +192,7 @@ static int read_processes(const struct procfs_roots *roots, struct procfs_snapsh
 }
 
 /* Per-CPU lines of PROC/stat: total = user..steal, idle = idle + iowait. */
-static int read_cpus(const struct procfs_roots *roots, struct procfs_snapshot *snapshot)
+int procfs_read_cpus(const struct procfs_roots *roots, struct procfs_snapshot *snapshot)
 {
 	char path[300];
 	snprintf(path, sizeof(path), "%s/stat", roots->proc);
@@ -230,7 +230,7 @@ static void read_uptime(const struct procfs_roots *roots, struct procfs_snapshot
 
 int procfs_read_snapshot(const struct procfs_roots *roots, struct procfs_snapshot *snapshot)
 {
-	int ret = read_cpus(roots, snapshot);
+	int ret = procfs_read_cpus(roots, snapshot);
 	if (ret < 0)
 		return ret;
 	read_uptime(roots, snapshot);

@@ -33,6 +33,9 @@ struct procfs_snapshot {
 /* Fill snapshot (its processes array reused, grown up to limit) from roots. 0 or -errno. */
 int procfs_read_snapshot(const struct procfs_roots *roots, struct procfs_snapshot *snapshot);
 
+/* Only the CPUs' part of the snapshot (PROC/stat), read again. 0 or -errno. */
+int procfs_read_cpus(const struct procfs_roots *roots, struct procfs_snapshot *snapshot);
+
 /* The package of cpu per SYS/devices/system/cpu/cpuN/topology/physical_package_id, 0 when
  * unreadable. */
 unsigned procfs_cpu_package(const struct procfs_roots *roots, unsigned cpu);

@@ -25,6 +25,7 @@ struct attribution {
 	size_t *cgroup_index; /* open addressing, 2 × limit slots, SIZE_MAX empty */
 	double *children_usec; /* per cgroup: its tracked children's usage of the interval */
 	long long *read_usec;  /* per cgroup: this snapshot's usage_usec, or -errno */
+	size_t cgroups_read;   /* how many of the cgroups read_usec holds */
 	size_t index_size;
 };
 
@@ -280,6 +281,7 @@ static void read_cgroups(struct attribution *engine, size_t first)
 	for (size_t i = first; i < engine->cgroup_count; i++)
 		engine->read_usec[i] = accounting ?
 			procfs_cgroup_usage_usec(&engine->roots, engine->cgroups[i].path) : -ENOENT;
+	engine->cgroups_read = engine->cgroup_count;
 }
 
 /* Each tracked cgroup's usage since the previous snapshot (interval_usec, 0 for a cgroup first
@@ -309,10 +311,9 @@ static void charge_cgroups(struct attribution *engine, const struct procfs_snaps
 			   double node_joules, double node_capacity_ns, bool charge,
 			   struct attribution_interval *interval)
 {
-	size_t known = engine->cgroup_count;
 	for (size_t i = 0; i < latest->count; i++)
 		cgroup_of(engine, latest->processes[i].cgroup);
-	read_cgroups(engine, known);
+	read_cgroups(engine, engine->cgroups_read); /* new since: exited processes' or new ones' */
 	apply_cgroup_usage(engine, charge, interval);
 	for (size_t i = 0; i < engine->cgroup_count; i++)
 		engine->children_usec[i] = 0;

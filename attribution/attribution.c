@@ -23,12 +23,29 @@ struct attribution {
 	struct attribution_cgroup *cgroups;
 	size_t cgroup_count, cgroup_limit;
 	size_t *cgroup_index; /* open addressing, 2 × limit slots, SIZE_MAX empty */
+	double *children_usec; /* per cgroup: its tracked children's usage of the interval */
+	long long *read_usec;  /* per cgroup: this snapshot's usage_usec, or -errno */
+	size_t cgroups_read;   /* how many of the cgroups read_usec holds */
 	size_t index_size;
 };
 
 static void copy_root(char *to, size_t size, const char *given, const char *fallback)
 {
 	snprintf(to, size, "%s", given ? given : fallback);
+}
+
+/* The cgroup v2 hierarchy where PROC/self/mountinfo has it mounted (/sys/fs/cgroup/unified on a
+ * hybrid host, whose /sys/fs/cgroup holds v1 controllers without cpu.stat's usage_usec); no
+ * cgroup accounting when no cgroup2 is mounted; /sys/fs/cgroup when mountinfo is unreadable. */
+static void find_cgroup2(struct attribution *engine)
+{
+	char mountinfo[300];
+	snprintf(mountinfo, sizeof(mountinfo), "%s/self/mountinfo", engine->roots.proc);
+	int ret = procfs_find_cgroup2(mountinfo, engine->roots.cgroup, sizeof(engine->roots.cgroup));
+	if (ret == -ENOENT)
+		engine->roots.cgroup[0] = '\0';
+	else if (ret < 0)
+		snprintf(engine->roots.cgroup, sizeof(engine->roots.cgroup), "/sys/fs/cgroup");
 }
 
 int attribution_open(struct attribution **out, const struct attribution_config *config)
@@ -43,8 +60,10 @@ int attribution_open(struct attribution **out, const struct attribution_config *
 		return -ENOMEM;
 	copy_root(engine->roots.proc, sizeof(engine->roots.proc), config->proc_root, "/proc");
 	copy_root(engine->roots.sys, sizeof(engine->roots.sys), config->sys_root, "/sys");
-	copy_root(engine->roots.cgroup, sizeof(engine->roots.cgroup), config->cgroup_root,
-		  "/sys/fs/cgroup");
+	if (config->cgroup_root)
+		copy_root(engine->roots.cgroup, sizeof(engine->roots.cgroup), config->cgroup_root, "");
+	else
+		find_cgroup2(engine);
 	long ticks = config->ticks_per_second ? config->ticks_per_second : sysconf(_SC_CLK_TCK);
 	engine->roots.ns_per_tick = 1e9 / (double)(ticks > 0 ? ticks : 100);
 	for (int i = 0; i < 2; i++)
@@ -53,7 +72,10 @@ int attribution_open(struct attribution **out, const struct attribution_config *
 	engine->index_size = engine->cgroup_limit * 2;
 	engine->cgroups = calloc(engine->cgroup_limit, sizeof(*engine->cgroups));
 	engine->cgroup_index = malloc(engine->index_size * sizeof(*engine->cgroup_index));
-	if (!engine->cgroups || !engine->cgroup_index) {
+	engine->children_usec = calloc(engine->cgroup_limit, sizeof(*engine->children_usec));
+	engine->read_usec = calloc(engine->cgroup_limit, sizeof(*engine->read_usec));
+	if (!engine->cgroups || !engine->cgroup_index || !engine->children_usec ||
+	    !engine->read_usec) {
 		attribution_close(engine);
 		return -ENOMEM;
 	}
@@ -72,27 +94,54 @@ void attribution_close(struct attribution *engine)
 	free(engine->snapshots[1].processes);
 	free(engine->cgroups);
 	free(engine->cgroup_index);
+	free(engine->children_usec);
+	free(engine->read_usec);
 	free(engine);
+}
+
+static size_t *cgroup_slot(const struct attribution *engine, const char *path, size_t length)
+{
+	size_t hash = 5381;
+	for (size_t i = 0; i < length; i++)
+		hash = hash * 33 + (unsigned char)path[i];
+	for (size_t probe = 0; probe < engine->index_size; probe++) {
+		size_t *slot = &engine->cgroup_index[(hash + probe) % engine->index_size];
+		if (*slot == SIZE_MAX || (strncmp(engine->cgroups[*slot].path, path, length) == 0 &&
+					  engine->cgroups[*slot].path[length] == '\0'))
+			return slot;
+	}
+	return NULL;
 }
 
 /* The cgroup of path, added when new; NULL when the table is full (the caller counts it as
  * other). */
 static struct attribution_cgroup *cgroup_of(struct attribution *engine, const char *path)
 {
-	size_t hash = 5381;
-	for (const char *c = path; *c; c++)
-		hash = hash * 33 + (unsigned char)*c;
-	for (size_t probe = 0; probe < engine->index_size; probe++) {
-		size_t *slot = &engine->cgroup_index[(hash + probe) % engine->index_size];
-		if (*slot == SIZE_MAX) {
-			if (engine->cgroup_count == engine->cgroup_limit)
-				return NULL;
-			struct attribution_cgroup *cgroup = &engine->cgroups[engine->cgroup_count];
-			snprintf(cgroup->path, sizeof(cgroup->path), "%s", path);
-			*slot = engine->cgroup_count++;
-			return cgroup;
-		}
-		if (strcmp(engine->cgroups[*slot].path, path) == 0)
+	size_t *slot = cgroup_slot(engine, path, strlen(path));
+	if (!slot)
+		return NULL;
+	if (*slot == SIZE_MAX) {
+		if (engine->cgroup_count == engine->cgroup_limit)
+			return NULL;
+		struct attribution_cgroup *cgroup = &engine->cgroups[engine->cgroup_count];
+		snprintf(cgroup->path, sizeof(cgroup->path), "%s", path);
+		*slot = engine->cgroup_count++;
+	}
+	return &engine->cgroups[*slot];
+}
+
+/* The nearest cgroup above path that the engine tracks and saw in this snapshot, or NULL. */
+static struct attribution_cgroup *tracked_parent(const struct attribution *engine,
+						 const char *path)
+{
+	size_t length = strlen(path);
+	while (length > 1) {
+		while (length > 0 && path[length - 1] != '/')
+			length--;
+		if (length > 1)
+			length--; /* "/a/b" -> "/a"; "/a" -> "/" */
+		size_t *slot = cgroup_slot(engine, path, length);
+		if (slot && *slot != SIZE_MAX && engine->cgroups[*slot].seen)
 			return &engine->cgroups[*slot];
 	}
 	return NULL;
@@ -223,34 +272,71 @@ static void charge_processes(struct procfs_snapshot *latest, const double *packa
 	interval->other_joules = other > 0 ? other : 0;
 }
 
-/* Cgroups by cpu.stat: usage since the previous snapshot against the node's capacity. A cgroup
- * whose cpu.stat is gone (removed) keeps its totals and is no longer seen. */
-static void charge_cgroups(struct attribution *engine, const struct procfs_snapshot *latest,
-			   double node_joules, double node_capacity_ns, bool charge,
-			   struct attribution_interval *interval)
+/* cpu.stat's usage_usec of the cgroups from `first` on into read_usec (-errno when unreadable).
+ * The cgroups known before a snapshot are read just before it reads PROC/stat, so that their
+ * interval and the CPUs' are the same (the process scan between them takes milliseconds). */
+static void read_cgroups(struct attribution *engine, size_t first)
 {
-	for (size_t i = 0; i < engine->cgroup_count; i++)
-		engine->cgroups[i].seen = false;
-	for (size_t i = 0; i < latest->count; i++)
-		cgroup_of(engine, latest->processes[i].cgroup);
 	bool accounting = engine->roots.cgroup[0] != '\0';
+	for (size_t i = first; i < engine->cgroup_count; i++)
+		engine->read_usec[i] = accounting ?
+			procfs_cgroup_usage_usec(&engine->roots, engine->cgroups[i].path) : -ENOENT;
+	engine->cgroups_read = engine->cgroup_count;
+}
+
+/* Each tracked cgroup's usage since the previous snapshot (interval_usec, 0 for a cgroup first
+ * read now); a cgroup whose cpu.stat is gone (removed) keeps its totals and is no longer seen. */
+static void apply_cgroup_usage(struct attribution *engine, bool charge,
+			       struct attribution_interval *interval)
+{
 	for (size_t i = 0; i < engine->cgroup_count; i++) {
 		struct attribution_cgroup *cgroup = &engine->cgroups[i];
+		cgroup->seen = false;
+		cgroup->interval_usec = 0;
 		cgroup->interval_joules = 0;
-		long long usage = accounting ?
-			procfs_cgroup_usage_usec(&engine->roots, cgroup->path) : -ENOENT;
+		long long usage = engine->read_usec[i];
 		if (usage < 0)
 			continue;
 		cgroup->seen = true;
 		interval->cgroup_accounting = true;
-		if (charge && (uint64_t)usage > cgroup->usage_usec && cgroup->usage_usec > 0) {
-			double ns = (double)((uint64_t)usage - cgroup->usage_usec) * 1e3;
-			cgroup->interval_joules = energy_share(node_joules, ns, node_capacity_ns, 1, 0);
-			cgroup->joules_total += cgroup->interval_joules;
-			interval->cgroup_joules += cgroup->interval_joules;
-		}
+		if (charge && (uint64_t)usage > cgroup->usage_usec && cgroup->usage_usec > 0)
+			cgroup->interval_usec = (double)((uint64_t)usage - cgroup->usage_usec);
 		cgroup->usage_usec = (uint64_t)usage;
 	}
+}
+
+/* Cgroups by their own usage (less their tracked children's, which cgroup v2 counts in the
+ * parent too) against the node's capacity, so that their charges do not overlap. */
+static void charge_cgroups(struct attribution *engine, const struct procfs_snapshot *latest,
+			   double node_joules, double node_capacity_ns, bool charge,
+			   struct attribution_interval *interval)
+{
+	for (size_t i = 0; i < latest->count; i++)
+		cgroup_of(engine, latest->processes[i].cgroup);
+	read_cgroups(engine, engine->cgroups_read); /* new since: exited processes' or new ones' */
+	apply_cgroup_usage(engine, charge, interval);
+	for (size_t i = 0; i < engine->cgroup_count; i++)
+		engine->children_usec[i] = 0;
+	for (size_t i = 0; i < engine->cgroup_count; i++) {
+		struct attribution_cgroup *parent = tracked_parent(engine, engine->cgroups[i].path);
+		if (parent)
+			engine->children_usec[parent - engine->cgroups] += engine->cgroups[i].interval_usec;
+	}
+	double error_ns = 2 * engine->roots.ns_per_tick * latest->cpu_count;
+	for (size_t i = 0; i < engine->cgroup_count; i++) {
+		struct attribution_cgroup *cgroup = &engine->cgroups[i];
+		double own = cgroup->interval_usec - engine->children_usec[i];
+		cgroup->interval_usec = own > 0 ? own : 0;
+		if (cgroup->interval_usec <= 0)
+			continue;
+		cgroup->interval_joules = energy_share(node_joules, cgroup->interval_usec * 1e3,
+						       node_capacity_ns, 1, 0);
+		cgroup->joules_total += cgroup->interval_joules;
+		interval->cgroup_joules += cgroup->interval_joules;
+		error_ns += 2 * engine->roots.ns_per_tick;
+	}
+	double error = energy_share(node_joules, error_ns, node_capacity_ns, 1, 0);
+	interval->cgroup_error_joules = error < node_joules ? error : node_joules;
 }
 
 int attribution_step(struct attribution *engine, const double *package_joules, unsigned packages,
@@ -261,6 +347,7 @@ int attribution_step(struct attribution *engine, const double *package_joules, u
 	memset(interval, 0, sizeof(*interval));
 	struct procfs_snapshot *previous = &engine->snapshots[engine->current];
 	struct procfs_snapshot *latest = &engine->snapshots[!engine->current];
+	read_cgroups(engine, 0);
 	int ret = procfs_read_snapshot(&engine->roots, latest);
 	if (ret < 0)
 		return ret;
@@ -283,6 +370,8 @@ int attribution_step(struct attribution *engine, const double *package_joules, u
 	for (unsigned p = 0; p < ATTRIBUTION_MAX_PACKAGES; p++)
 		capacity += times[p].capacity_ns;
 	charge_cgroups(engine, latest, interval->package_joules, capacity, charge, interval);
+	if (!charge) /* the cgroups were first read after the process scan: the CPUs' figures too */
+		procfs_read_cpus(&engine->roots, latest);
 	interval->packages = packages;
 	interval->processes = latest->count;
 	interval->dropped = latest->dropped;
@@ -304,6 +393,11 @@ size_t attribution_cgroups(const struct attribution *engine,
 {
 	*cgroups = engine->cgroups;
 	return engine->cgroup_count;
+}
+
+const char *attribution_cgroup_root(const struct attribution *engine)
+{
+	return engine->roots.cgroup;
 }
 
 const struct attribution_process *attribution_find(const struct attribution *engine, pid_t pid)

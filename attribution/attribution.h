@@ -31,8 +31,13 @@
  * its cgroup's exited_joules so no total ever goes back. A pid reused inside an interval is told
  * apart by its start time (field 22): a new process, charged its whole CPU time when it started
  * after the previous snapshot. Cgroups' usage is not split per CPU, so a cgroup is charged
- * E_node × usage / capacity_node. Memory: at most max_processes processes and max_cgroups cgroups
- * are tracked (the rest count in dropped and go to "other").
+ * E_node × own usage / capacity_node, its own usage being its cpu.stat usage less that of the
+ * cgroups below it the engine tracks (cgroup v2 counts a child's time in its parents too): the
+ * tracked cgroups' charges do not overlap, and with the root cgroup among them (whose usage is
+ * the busy time of PROC/stat) cgroups + idle = the node's energy, ± cgroup_error_joules = E_node
+ * × (two ticks per CPU + two ticks per charged cgroup: cpu.stat's usage of a running task is
+ * brought up to date at the scheduler tick) / capacity_node. Memory: at most max_processes
+ * processes and max_cgroups cgroups are tracked (the rest count in dropped and go to "other").
  */
 #ifndef HAECER_ATTRIBUTION_ATTRIBUTION_H
 #define HAECER_ATTRIBUTION_ATTRIBUTION_H
@@ -49,7 +54,9 @@
 struct attribution_config {
 	const char *proc_root;	 /* "/proc" when NULL */
 	const char *sys_root;	 /* "/sys" when NULL (cpu topology) */
-	const char *cgroup_root; /* "/sys/fs/cgroup" when NULL; "" turns cgroup accounting off */
+	const char *cgroup_root; /* cgroup2's mount per PROC/self/mountinfo when NULL (none: no
+				  * accounting; mountinfo unreadable: "/sys/fs/cgroup"); "" turns
+				  * cgroup accounting off */
 	size_t max_processes;	 /* 65536 when 0 */
 	size_t max_cgroups;	 /* 4096 when 0 */
 	long ticks_per_second;	 /* sysconf(_SC_CLK_TCK) when 0 */
@@ -77,8 +84,9 @@ struct attribution_process {
 
 struct attribution_cgroup {
 	char path[ATTRIBUTION_CGROUP_MAX];
-	uint64_t usage_usec; /* cpu.stat usage_usec, 0 without accounting */
-	double interval_joules;
+	uint64_t usage_usec;	  /* cpu.stat usage_usec, 0 without accounting */
+	double interval_usec;	  /* its own usage in the last interval (see below) */
+	double interval_joules;	  /* charged for interval_usec */
 	double joules_total;  /* by cpu.stat: every process of it, short-lived ones included */
 	double exited_joules; /* process-view joules of its processes that have exited */
 	bool seen;	      /* in the latest snapshot */
@@ -93,7 +101,8 @@ struct attribution_interval {
 	double idle_joules;
 	double other_joules;
 	double error_joules; /* ± of the process/other split */
-	double cgroup_joules;
+	double cgroup_joules;	    /* the cgroups' own shares: cgroups + idle ≈ package */
+	double cgroup_error_joules; /* ± of cgroup_joules + idle against the package's */
 	size_t processes;     /* tracked */
 	size_t appeared;      /* new since the previous snapshot (reused pids included) */
 	size_t exited;	      /* gone since the previous snapshot */
@@ -121,6 +130,10 @@ size_t attribution_processes(const struct attribution *engine,
 			     const struct attribution_process **processes);
 size_t attribution_cgroups(const struct attribution *engine,
 			   const struct attribution_cgroup **cgroups);
+
+/* The cgroup v2 hierarchy's directory the engine reads cpu.stat under ("" without cgroup
+ * accounting): config's cgroup_root, else found in PROC/self/mountinfo. */
+const char *attribution_cgroup_root(const struct attribution *engine);
 
 /* The process of pid in the latest snapshot, or NULL. */
 const struct attribution_process *attribution_find(const struct attribution *engine, pid_t pid);

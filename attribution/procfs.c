@@ -192,7 +192,7 @@ static int read_processes(const struct procfs_roots *roots, struct procfs_snapsh
 }
 
 /* Per-CPU lines of PROC/stat: total = user..steal, idle = idle + iowait. */
-static int read_cpus(const struct procfs_roots *roots, struct procfs_snapshot *snapshot)
+int procfs_read_cpus(const struct procfs_roots *roots, struct procfs_snapshot *snapshot)
 {
 	char path[300];
 	snprintf(path, sizeof(path), "%s/stat", roots->proc);
@@ -230,7 +230,7 @@ static void read_uptime(const struct procfs_roots *roots, struct procfs_snapshot
 
 int procfs_read_snapshot(const struct procfs_roots *roots, struct procfs_snapshot *snapshot)
 {
-	int ret = read_cpus(roots, snapshot);
+	int ret = procfs_read_cpus(roots, snapshot);
 	if (ret < 0)
 		return ret;
 	read_uptime(roots, snapshot);
@@ -246,6 +246,51 @@ unsigned procfs_cpu_package(const struct procfs_roots *roots, unsigned cpu)
 		return 0;
 	long package = strtol(text, NULL, 10);
 	return package >= 0 && package < (long)ATTRIBUTION_MAX_PACKAGES ? (unsigned)package : 0;
+}
+
+/* Mountinfo's octal escapes (\040 for a space, \011, \012, \134) undone in place. */
+static void unescape_mount_point(char *text)
+{
+	char *to = text;
+	for (const char *from = text; *from; to++) {
+		if (from[0] == '\\' && from[1] >= '0' && from[1] <= '3' && from[2] >= '0' &&
+		    from[2] <= '7' && from[3] >= '0' && from[3] <= '7') {
+			*to = (char)((from[1] - '0') * 64 + (from[2] - '0') * 8 + (from[3] - '0'));
+			from += 4;
+		} else {
+			*to = *from++;
+		}
+	}
+	*to = '\0';
+}
+
+/* The mount point of a mountinfo line (proc(5): "ID PARENT MAJ:MIN ROOT POINT OPTIONS [TAGS] -
+ * FSTYPE SOURCE SUPER") when its file system is cgroup2 and it mounts the hierarchy's root. */
+static bool cgroup2_mount_point(char *line, char *point, size_t size)
+{
+	char *fields[5] = { 0 }, *save = NULL, *token = strtok_r(line, " \n", &save);
+	for (int i = 0; token && i < 5; i++, token = strtok_r(NULL, " \n", &save))
+		fields[i] = token;
+	const char *separator = strstr(save ? save : "", "- ");
+	if (!fields[4] || !separator || strncmp(separator + 2, "cgroup2 ", 8) != 0 ||
+	    strcmp(fields[3], "/") != 0)
+		return false;
+	unescape_mount_point(fields[4]);
+	return (size_t)snprintf(point, size, "%s", fields[4]) < size;
+}
+
+int procfs_find_cgroup2(const char *mountinfo, char *point, size_t size)
+{
+	FILE *file = fopen(mountinfo, "re");
+	if (!file)
+		return -errno;
+	char line[4096];
+	int ret = -ENOENT;
+	while (ret == -ENOENT && fgets(line, sizeof(line), file))
+		if (cgroup2_mount_point(line, point, size))
+			ret = 0;
+	fclose(file);
+	return ret;
 }
 
 long long procfs_cgroup_usage_usec(const struct procfs_roots *roots, const char *path)

@@ -33,9 +33,17 @@ struct procfs_snapshot {
 /* Fill snapshot (its processes array reused, grown up to limit) from roots. 0 or -errno. */
 int procfs_read_snapshot(const struct procfs_roots *roots, struct procfs_snapshot *snapshot);
 
+/* Only the CPUs' part of the snapshot (PROC/stat), read again. 0 or -errno. */
+int procfs_read_cpus(const struct procfs_roots *roots, struct procfs_snapshot *snapshot);
+
 /* The package of cpu per SYS/devices/system/cpu/cpuN/topology/physical_package_id, 0 when
  * unreadable. */
 unsigned procfs_cpu_package(const struct procfs_roots *roots, unsigned cpu);
+
+/* The mount point of the cgroup v2 hierarchy (the first cgroup2 mount of its root in mountinfo,
+ * e.g. /proc/self/mountinfo): /sys/fs/cgroup on a unified host, /sys/fs/cgroup/unified on a
+ * hybrid one. 0, -ENOENT when none is mounted, or -errno when mountinfo is unreadable. */
+int procfs_find_cgroup2(const char *mountinfo, char *point, size_t size);
 
 /* usage_usec of CGROUP/path/cpu.stat, or -errno (-ENOENT: the cgroup was removed). */
 long long procfs_cgroup_usage_usec(const struct procfs_roots *roots, const char *path);

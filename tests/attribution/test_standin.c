@@ -2,7 +2,8 @@
  * tests/attribution/test_standin.c — the attribution engine on stand-in /proc, /sys and cgroup
  * trees of regular files with known CPU times: exact shares, idle and other apart, the ± it
  * states, two packages, schedstat's ns, pid reuse, exits folding into their cgroup, a removed
- * cgroup, and the table's bound.
+ * cgroup, the table's bound, the cgroup v2 mount found in mountinfo, and nested cgroups charged
+ * without overlap.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -252,6 +253,69 @@ static void test_bounded_table(void **state)
 	assert_int_equal(interval.dropped, 2);
 }
 
+/* The cgroup v2 hierarchy found in PROC/self/mountinfo: the hybrid layout's
+ * /sys/fs/cgroup/unified (v1 controllers beside it), an escaped mount point, none at all. */
+static void test_cgroup2_mount(void **state)
+{
+	struct fixture *f = *state;
+	struct attribution_config config = { .proc_root = f->proc, .sys_root = f->sys };
+	static const char hybrid[] =
+		"31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+		"32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+		"40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime shared:9 - cgroup cgroup "
+		"rw,name=systemd\n"
+		"41 31 0:38 / /sys/fs/cgroup/unified rw,relatime shared:10 - cgroup2 cgroup2 rw\n";
+
+	tree_write_text(f->proc, "self/mountinfo", "%s", hybrid);
+	assert_int_equal(attribution_open(&f->engine, &config), 0);
+	assert_string_equal(attribution_cgroup_root(f->engine), "/sys/fs/cgroup/unified");
+	attribution_close(f->engine);
+
+	tree_write_text(f->proc, "self/mountinfo",
+			"50 1 0:40 /sub /elsewhere rw - cgroup2 cgroup2 rw\n"
+			"51 1 0:40 / /my\\040cgroups rw - cgroup2 cgroup2 rw\n");
+	assert_int_equal(attribution_open(&f->engine, &config), 0);
+	assert_string_equal(attribution_cgroup_root(f->engine), "/my cgroups");
+	attribution_close(f->engine);
+
+	tree_write_text(f->proc, "self/mountinfo",
+			"32 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n");
+	assert_int_equal(attribution_open(&f->engine, &config), 0);
+	assert_string_equal(attribution_cgroup_root(f->engine), "");
+}
+
+/* cgroup v2 counts a child's usage in its parents: the root "/" (usage 150 ticks of the 200,
+ * as PROC/stat's busy time) and its children /a (60) and /a/b (40) are charged their own usage
+ * only: "/" 90, /a 20, /a/b 40 of 200 J, which with idle (50) make the package's 200 J. */
+static void test_nested_cgroups(void **state)
+{
+	struct fixture *f = *state;
+	struct attribution_interval interval;
+	double joules = 200;
+
+	put_cpus(f->proc, 1000, 500, 1000, 500, 10.0);
+	put_process(f->proc, 10, "a", 0, 50, 0, "/a");
+	put_process(f->proc, 20, "b", 0, 50, 1, "/a/b");
+	put_process(f->proc, 30, "init", 0, 50, 1, "/");
+	put_usage(f->cgroup, "", 1000000);
+	put_usage(f->cgroup, "/a", 1000000);
+	put_usage(f->cgroup, "/a/b", 1000000);
+	open_engine(f, 0);
+	assert_int_equal(attribution_step(f->engine, &joules, 1, &interval), 0);
+	put_cpus(f->proc, 1100, 525, 1100, 525, 11.0);
+	put_usage(f->cgroup, "", 2500000);
+	put_usage(f->cgroup, "/a", 1600000);
+	put_usage(f->cgroup, "/a/b", 1400000);
+	assert_int_equal(attribution_step(f->engine, &joules, 1, &interval), 0);
+	assert_float_equal(cgroup_named(f->engine, "/")->interval_joules, 90.0, 1e-9);
+	assert_float_equal(cgroup_named(f->engine, "/a")->interval_joules, 20.0, 1e-9);
+	assert_float_equal(cgroup_named(f->engine, "/a/b")->interval_joules, 40.0, 1e-9);
+	assert_float_equal(interval.idle_joules, 50.0, 1e-9);
+	assert_float_equal(interval.cgroup_joules + interval.idle_joules, joules, 1e-9);
+	/* 2 ticks per CPU and per charged cgroup: 10 ticks of 200 */
+	assert_float_equal(interval.cgroup_error_joules, 10.0, 1e-9);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -259,6 +323,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_packages_and_schedstat, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reuse_exit_and_removed_cgroup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounded_table, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cgroup2_mount, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nested_cgroups, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

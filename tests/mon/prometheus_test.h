@@ -16,23 +16,30 @@ static char directory[PATH_MAX];
 static unsigned prometheus_port;
 static pid_t prometheus_pid;
 
-/* Prometheus in the foreground, its output in DIRECTORY/prometheus.log. */
-static inline pid_t start_prometheus(unsigned target_port)
+/* DIRECTORY/prometheus.yml: scrape 127.0.0.1:target_port every second. */
+static inline void write_prometheus_config(const char *config, unsigned target_port)
 {
-	char config[PATH_MAX + 32], storage[PATH_MAX + 32], log_path[PATH_MAX + 32];
-	char config_option[PATH_MAX + 64], storage_option[PATH_MAX + 64], listen_option[64];
 	char yaml[512];
-	pid_t pid;
 
-	snprintf(config, sizeof(config), "%s/prometheus.yml", directory);
-	snprintf(storage, sizeof(storage), "%s/data", directory);
-	snprintf(log_path, sizeof(log_path), "%s/prometheus.log", directory);
 	snprintf(yaml, sizeof(yaml),
 		 "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
 		 "  evaluation_interval: 1s\n"
 		 "scrape_configs:\n  - job_name: haecer\n    static_configs:\n"
 		 "      - targets: ['127.0.0.1:%u']\n", target_port);
 	assert_int_equal(harness_write_file(config, yaml, 0644), 0);
+}
+
+/* Prometheus in the foreground, its output in DIRECTORY/prometheus.log. */
+static inline pid_t start_prometheus(unsigned target_port)
+{
+	char config[PATH_MAX + 32], storage[PATH_MAX + 32], log_path[PATH_MAX + 32];
+	char config_option[PATH_MAX + 64], storage_option[PATH_MAX + 64], listen_option[64];
+	pid_t pid;
+
+	snprintf(config, sizeof(config), "%s/prometheus.yml", directory);
+	snprintf(storage, sizeof(storage), "%s/data", directory);
+	snprintf(log_path, sizeof(log_path), "%s/prometheus.log", directory);
+	write_prometheus_config(config, target_port);
 	prometheus_port = harness_free_loopback_port();
 	snprintf(config_option, sizeof(config_option), "--config.file=%s", config);
 	snprintf(storage_option, sizeof(storage_option), "--storage.tsdb.path=%s", storage);
@@ -49,6 +56,17 @@ static inline pid_t start_prometheus(unsigned target_port)
 		_exit(127);
 	}
 	return pid;
+}
+
+/* The running Prometheus (prometheus_pid) made to scrape target_port instead: its config
+ * rewritten and reloaded (SIGHUP), which is much faster than starting another. */
+static inline void retarget_prometheus(unsigned target_port)
+{
+	char config[PATH_MAX + 32];
+
+	snprintf(config, sizeof(config), "%s/prometheus.yml", directory);
+	write_prometheus_config(config, target_port);
+	assert_int_equal(kill(prometheus_pid, SIGHUP), 0);
 }
 
 /* curl -s [-G --data-urlencode QUERY] http://127.0.0.1:PORT/PATH; its stdout, or NULL. */

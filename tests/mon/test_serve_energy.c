@@ -10,13 +10,17 @@
  *  - Prometheus scrapes the series, and every query of dist/grafana-haecer-energy.json
  *    answers;
  *  - --top 2 --cgroup-depth 0: exactly two process series and one cgroup series ("/"), which
- *    does not go back when a process exits.
+ *    does not go back when a process exits;
+ *  - two real cgroups made under the cgroup v2 mount (test_real_cgroups): top --by cgroup and
+ *    --by service, serve's cgroup series at two depths, and Prometheus scraping them.
  * Named *energy* so scripts/run-tests.sh runs it alone (it measures CPU time).
  */
 #include "tests/mon/prometheus_test.h"
 
 #include <sys/prctl.h>
+#include <sys/stat.h>
 
+#include "attribution/attribution.h"
 #include "harness/text_file.h"
 #include "tests/lib/msrd_group.h"
 
@@ -179,6 +183,19 @@ static void check_sums(const char *body)
 	assert_true(fabs(cgroups + rest - package) <= error + 1e-6 * package);
 }
 
+/* The group's one Prometheus made to scrape port: started by the first test that needs it,
+ * reloaded with the new target by the next. */
+static void scrape_by_prometheus(unsigned port)
+{
+	if (prometheus_pid > 0) {
+		retarget_prometheus(port);
+		return;
+	}
+	snprintf(directory, sizeof(directory), "%s", "/tmp/haecer-prometheus-XXXXXX");
+	assert_non_null(mkdtemp(directory));
+	prometheus_pid = start_prometheus(port);
+}
+
 static void test_busy_dominates(void **state)
 {
 	pid_t busy = start_child(0, 50000000, 0), sleepy = start_child(1, 1000000, 99000);
@@ -188,10 +205,8 @@ static void test_busy_dominates(void **state)
 	unsigned port;
 
 	(void)state;
-	snprintf(directory, sizeof(directory), "%s", "/tmp/haecer-prometheus-XXXXXX");
-	assert_non_null(mkdtemp(directory));
 	port = start_serve(&serve, "100000", "3");
-	prometheus_pid = start_prometheus(port);
+	scrape_by_prometheus(port);
 	wait_ready();
 	snprintf(busy_series, sizeof(busy_series), "haecer_process_energy_joules_total{pid=\"%d\",",
 		 (int)busy);
@@ -219,9 +234,6 @@ static void test_busy_dominates(void **state)
 	assert_true(prometheus_value("query=sum(haecer_cgroup_energy_joules_total)") > 0);
 	check_dashboard();
 	stop_children();
-	assert_int_equal(kill(prometheus_pid, SIGTERM), 0);
-	assert_int_equal(waitpid(prometheus_pid, NULL, 0), prometheus_pid);
-	prometheus_pid = 0;
 	serve_stop(&serve, NULL);
 }
 
@@ -252,11 +264,261 @@ static void test_bounded(void **state)
 	serve_stop(&serve, NULL);
 }
 
+/* ---- real cgroups under the cgroup v2 mount (issue 25 items 1-2) ---- */
+
+/* The test's cgroups under the v2 mount: a slice, a service with the busy process one level
+ * deeper (worker: the unit is still the service's), and a scope with the sleepy one. */
+enum { SLICE, BUSY_UNIT, BUSY, SLEEPY, CGROUPS };
+static char cgroup_dirs[CGROUPS][PATH_MAX];
+static char cgroup_paths[CGROUPS][ATTRIBUTION_CGROUP_MAX]; /* as /proc/PID/cgroup has them */
+static unsigned cgroups_made;
+
+/* Children first, after their processes are gone: rmdir fails on a cgroup with a process. */
+static void remove_cgroups(void)
+{
+	stop_children();
+	while (cgroups_made > 0) {
+		const char *dir = cgroup_dirs[--cgroups_made];
+		if (rmdir(dir) != 0 && errno != ENOENT)
+			fprintf(stderr, "could not remove %s: %s\n", dir, strerror(errno));
+	}
+}
+
+/* mkdir each cgroup; NULL, or why it cannot (the caller skips). */
+static const char *make_cgroups(char *why, size_t size)
+{
+	static const char *const parents[CGROUPS] = { "", "/haecer-test-%d.slice",
+						      "/haecer-test-%d.slice", "/haecer-test-%d.slice" };
+	static const char *const names[CGROUPS] = { "/haecer-test-%d.slice",
+						    "/haecer-demo-%d.service",
+						    "/haecer-demo-%d.service/worker",
+						    "/haecer-idle-%d.scope" };
+	struct attribution *engine;
+	char parent[128], name[128];
+
+	assert_int_equal(attribution_open(&engine, NULL), 0);
+	const char *root = attribution_cgroup_root(engine);
+	if (root[0] == '\0')
+		snprintf(why, size, "no cgroup2 file system in /proc/self/mountinfo");
+	for (unsigned i = 0; root[0] != '\0' && i < CGROUPS; i++) {
+		snprintf(parent, sizeof(parent), parents[i], (int)getpid());
+		snprintf(name, sizeof(name), names[i], (int)getpid());
+		snprintf(cgroup_paths[i], sizeof(cgroup_paths[i]), "%s%s", parent, name);
+		snprintf(cgroup_dirs[i], sizeof(cgroup_dirs[i]), "%.3000s%s", root, cgroup_paths[i]);
+		if (mkdir(cgroup_dirs[i], 0755) != 0) {
+			snprintf(why, size, "cannot create %.3000s: %s", cgroup_dirs[i],
+				 strerror(errno));
+			break;
+		}
+		cgroups_made++;
+	}
+	attribution_close(engine);
+	return cgroups_made == CGROUPS ? NULL : why;
+}
+
+static void move_to(pid_t pid, unsigned cgroup)
+{
+	char path[PATH_MAX + 16], text[32];
+	int length = snprintf(text, sizeof(text), "%d\n", (int)pid);
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup_dirs[cgroup]);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, (size_t)length), length);
+	close(fd);
+}
+
+/* The cgroup's cpu.stat usage_usec. */
+static double usage_usec(unsigned cgroup)
+{
+	char path[PATH_MAX + 16];
+	char *text;
+	double usec;
+
+	snprintf(path, sizeof(path), "%s/cpu.stat", cgroup_dirs[cgroup]);
+	text = harness_read_text(path, 4096);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "usage_usec "));
+	usec = strtod(strstr(text, "usage_usec ") + 11, NULL);
+	free(text);
+	return usec;
+}
+
+/* The watts of `top --by BY` summed over its sets for the rows named busy and sleepy, and the
+ * [other] row's watts and stated ± (summed too); every set must have both rows. */
+struct by_rows {
+	double busy, sleepy, other, other_error, all;
+	unsigned sets;
+	unsigned root_rows; /* "/" by cgroup, "[no unit]" by service: init's and the kernel's */
+};
+
+/* `top --by BY` on ring 7.MINOR (one the policy grants), started; parse_top_by reads it. */
+static void start_top_by(struct proc *top, const char *by, const char *minor)
+{
+	const char *arguments[] = { "top", "--by", by, "--interval", "300", "--count", "3",
+				    "--format", "csv", "7", minor, NULL };
+
+	mon_start(top, server.socket_path, arguments);
+}
+
+static void parse_top_by(struct proc *top, const char *by, const char *busy, const char *sleepy,
+			 struct by_rows *rows)
+{
+	char *out = NULL, *err = NULL, *save = NULL, *line, header[64];
+	unsigned busy_rows = 0, sleepy_rows = 0;
+
+	*rows = (struct by_rows){ 0 };
+	if (proc_finish(top, &out, &err, MON_TEST_TIMEOUT_MS) != 0)
+		fail_msg("top --by %s failed: %s", by, err != NULL ? err : "");
+	snprintf(header, sizeof(header), "seconds,%s,watts,watts_error,source", by);
+	line = strtok_r(out, "\n", &save);
+	assert_non_null(line);
+	assert_string_equal(line, header);
+	while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+		double seconds, watts, error;
+		char name[PATH_MAX], source[32];
+		if (sscanf(line, "%lf,%4095[^,],%lf,%lf,%31s", &seconds, name, &watts, &error,
+			   source) != 5)
+			fail_msg("unparsable row: %s", line);
+		assert_string_equal(source, "simulated");
+		assert_true(error >= 0);
+		if (strcmp(by, "service") == 0)
+			assert_null(strchr(name, '/')); /* units' names, worker's in its service's */
+		rows->all += watts;
+		if (strcmp(name, busy) == 0) {
+			rows->busy += watts;
+			busy_rows++;
+		} else if (strcmp(name, sleepy) == 0) {
+			rows->sleepy += watts;
+			sleepy_rows++;
+		} else if (strcmp(name, strcmp(by, "service") == 0 ? "[no unit]" : "/") == 0) {
+			rows->root_rows++;
+		} else if (strcmp(name, "[other]") == 0) {
+			rows->other += watts;
+			rows->other_error += error;
+			rows->sets++;
+		} else {
+			assert_true(watts >= 0);
+		}
+	}
+	fprintf(stderr, "--by %s: %s %.3f W, %s %.4f W, [other] %.3f ± %.3f W, all %.3f W\n", by,
+		busy, rows->busy / 3, sleepy, rows->sleepy / 3, rows->other / 3,
+		rows->other_error / 3, rows->all / 3);
+	assert_int_equal(rows->sets, 3);
+	assert_int_equal(busy_rows, 3);
+	assert_int_equal(sleepy_rows, 3);
+	assert_int_equal(rows->root_rows, 3);
+	free(out);
+	free(err);
+}
+
+/* The busy cgroup's watts over the sleepy one's, against their cpu.stat usage: within a factor
+ * of 2 (the runs' first interval only sets the engine up); cgroups + idle + other = package,
+ * [other] within its stated ±. */
+static void check_by(const struct by_rows *rows, double busy_usec, double sleepy_usec)
+{
+	double ratio = (rows->busy / rows->sleepy) / (busy_usec / sleepy_usec);
+
+	fprintf(stderr, "cpu.stat: busy %.0f ms, sleepy %.1f ms: ratio %.2f\n", busy_usec / 1e3,
+		sleepy_usec / 1e3, ratio);
+	assert_true(rows->sleepy > 0 && rows->busy > 5 * rows->sleepy);
+	assert_true(ratio > 0.5 && ratio < 2);
+	assert_true(fabs(rows->other) <= rows->other_error + 1e-9);
+}
+
+/* --by cgroup and --by service side by side, over the same interval of cpu.stat. */
+static void top_by_cgroup_and_service(void)
+{
+	char busy_unit[128], sleepy_unit[128];
+	struct by_rows cgroup_rows, service_rows;
+	struct proc by_cgroup, by_service;
+	double busy_usec = usage_usec(BUSY), sleepy_usec = usage_usec(SLEEPY);
+
+	snprintf(busy_unit, sizeof(busy_unit), "haecer-demo-%d.service", (int)getpid());
+	snprintf(sleepy_unit, sizeof(sleepy_unit), "haecer-idle-%d.scope", (int)getpid());
+	start_top_by(&by_cgroup, "cgroup", "1");
+	start_top_by(&by_service, "service", "2");
+	parse_top_by(&by_cgroup, "cgroup", cgroup_paths[BUSY], cgroup_paths[SLEEPY], &cgroup_rows);
+	parse_top_by(&by_service, "service", busy_unit, sleepy_unit, &service_rows);
+	busy_usec = usage_usec(BUSY) - busy_usec;
+	sleepy_usec = usage_usec(SLEEPY) - sleepy_usec;
+	check_by(&cgroup_rows, busy_usec, sleepy_usec);
+	check_by(&service_rows, busy_usec, sleepy_usec);
+}
+
+static double cgroup_joules(const char *body, const char *path)
+{
+	char prefix[PATH_MAX + 64];
+	unsigned count;
+	double joules;
+
+	snprintf(prefix, sizeof(prefix), "haecer_cgroup_energy_joules_total{cgroup=\"%s\"", path);
+	joules = sum_samples(body, prefix, &count);
+	assert_int_equal(count, 1);
+	return joules;
+}
+
+/* Two real cgroups under the cgroup v2 mount with a busy and a mostly asleep process: top --by
+ * cgroup and --by service show both, the busy one's energy dominates in proportion to its CPU
+ * time and the rows add up to the package's within the stated ±; serve exports both cgroups
+ * (--cgroup-depth 3: their full paths; --cgroup-depth 1: the slice alone) and a real
+ * Prometheus scrapes them. Skipped where the v2 mount is not writable. */
+static void test_real_cgroups(void **state)
+{
+	char why[PATH_MAX + 128], query[PATH_MAX + 64], wanted[PATH_MAX + 64];
+	struct proc serve, shallow;
+	unsigned port, shallow_port;
+
+	(void)state;
+	if (make_cgroups(why, sizeof(why)) != NULL) {
+		fprintf(stderr, "skip: %s\n", why);
+		skip();
+	}
+	move_to(start_child(0, 50000000, 0), BUSY);
+	move_to(start_child(1, 1000000, 99000), SLEEPY);
+	port = start_serve(&serve, "10", "3");
+	shallow_port = start_serve(&shallow, "10", "1");
+	scrape_by_prometheus(port);
+	top_by_cgroup_and_service();
+
+	snprintf(wanted, sizeof(wanted), "haecer_cgroup_energy_joules_total{cgroup=\"%s\"",
+		 cgroup_paths[SLEEPY]);
+	char *body = scrape_with(port, wanted);
+	double busy_j = cgroup_joules(body, cgroup_paths[BUSY]);
+	double sleepy_j = cgroup_joules(body, cgroup_paths[SLEEPY]);
+	fprintf(stderr, "serve: busy cgroup %.3f J, sleepy cgroup %.4f J\n", busy_j, sleepy_j);
+	assert_true(sleepy_j > 0 && busy_j > 5 * sleepy_j);
+	check_sums(body);
+	free(body);
+	snprintf(wanted, sizeof(wanted), "haecer_cgroup_energy_joules_total{cgroup=\"%s\"",
+		 cgroup_paths[SLICE]);
+	body = scrape_with(shallow_port, wanted);
+	assert_true(cgroup_joules(body, cgroup_paths[SLICE]) > 0);
+	snprintf(wanted, sizeof(wanted), "haecer_cgroup_energy_joules_total{cgroup=\"%s/",
+		 cgroup_paths[SLICE]);
+	assert_null(strstr(body, wanted)); /* nothing below the slice at depth 1 */
+	free(body);
+
+	wait_ready();
+	snprintf(query, sizeof(query), "query=haecer_cgroup_energy_joules_total{cgroup=\"%s\"}",
+		 cgroup_paths[BUSY]);
+	double busy_prometheus = prometheus_value(query);
+	snprintf(query, sizeof(query), "query=haecer_cgroup_energy_joules_total{cgroup=\"%s\"}",
+		 cgroup_paths[SLEEPY]);
+	assert_true(busy_prometheus > 5 * prometheus_value(query));
+	remove_cgroups();
+	serve_stop(&shallow, NULL);
+	serve_stop(&serve, NULL);
+}
+
+/* A serve a failed test left running is ended; Prometheus lives on for the next test (it takes
+ * seconds to start) and ends with the group. */
 static int teardown(void **state)
 {
 	(void)state;
-	stop_children();
-	prometheus_teardown();
+	remove_cgroups();
+	serve_teardown(NULL);
 	return 0;
 }
 
@@ -265,6 +527,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_busy_dominates, teardown),
 		cmocka_unit_test_teardown(test_bounded, teardown),
+		cmocka_unit_test_teardown(test_real_cgroups, teardown),
 	};
 	const char *arguments[] = { "--backend", "sim", NULL };
 
@@ -273,5 +536,8 @@ int main(void)
 		return 77;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	return MSRD_RUN_GROUP(&server, MON_TEST_POLICY, arguments, NULL, tests);
+	int failed = MSRD_RUN_GROUP(&server, MON_TEST_POLICY, arguments, NULL, tests);
+	remove_cgroups();
+	prometheus_teardown();
+	return failed;
 }

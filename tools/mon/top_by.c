@@ -3,7 +3,10 @@
  * watts. Each interval's package energy (from top's msrd schedule) is charged by the
  * attribution engine (attribution/attribution.h: the kernel's CPU time of each process and
  * cgroup, idle and other apart); rows show the TOP_BY_ROWS heaviest, then idle and other, so the
- * watts of a set add up to the package's. A service is a cgroup whose name ends in ".service".
+ * watts of a set add up to the package's. By cgroup, each cgroup v2 cgroup a process is in is
+ * charged its own cpu.stat usage (the engine's, without its tracked children's); by service,
+ * the cgroups are summed by the systemd unit their path names (unit_of), "[no unit]" for slices
+ * and the root.
  * By process, a user other than root sees their own processes by name and everyone else's as
  * one "[others]" row (rank.c).
  */
@@ -23,8 +26,8 @@ struct mon_top_by {
 	struct attribution *engine;
 	struct mon_row row;
 	struct mon_rank processes;  /* by process: the visible ones, heaviest first */
-	const struct attribution_cgroup **cgroups; /* by cgroup or service, heaviest first */
-	size_t cgroups_size;
+	struct group_row *groups;   /* by cgroup or service, heaviest first */
+	size_t groups_size;
 };
 
 bool mon_parse_by(const char *text, enum mon_by *by)
@@ -63,43 +66,78 @@ void mon_top_by_close(struct mon_top_by *view)
 		return;
 	attribution_close(view->engine);
 	mon_rank_free(&view->processes);
-	free(view->cgroups);
+	free(view->groups);
 	free(view);
 }
 
-static int heavier_cgroup(const void *a, const void *b)
+/* A row of the cgroup or service view: a cgroup's path, or a unit's name and its cgroups'. */
+struct group_row {
+	char name[ATTRIBUTION_CGROUP_MAX];
+	double joules;
+};
+
+static int heavier_group(const void *a, const void *b)
 {
-	double left = (*(const struct attribution_cgroup *const *)a)->interval_joules;
-	double right = (*(const struct attribution_cgroup *const *)b)->interval_joules;
+	double left = ((const struct group_row *)a)->joules;
+	double right = ((const struct group_row *)b)->joules;
 	return (left < right) - (left > right);
 }
 
-static bool is_service(const char *path)
+/* The systemd unit a cgroup path belongs to, as systemd names it: its first component that is
+ * a service or a scope (/system.slice/foo.service/worker -> foo.service; a container's
+ * docker-ID.scope); slices and the root are no unit. */
+static void unit_of(const char *path, char *unit, size_t size)
 {
-	size_t length = strlen(path);
-	return length > 8 && strcmp(path + length - 8, ".service") == 0;
+	for (const char *component = path; *component;) {
+		while (*component == '/')
+			component++;
+		size_t length = strcspn(component, "/");
+		if ((length > 8 && strncmp(component + length - 8, ".service", 8) == 0) ||
+		    (length > 6 && strncmp(component + length - 6, ".scope", 6) == 0)) {
+			snprintf(unit, size, "%.*s", (int)length, component);
+			return;
+		}
+		component += length;
+	}
+	snprintf(unit, size, "[no unit]");
 }
 
-/* The cgroups (or services) of the set, heaviest first, in view->cgroups; their count or
+static void add_to_group(struct mon_top_by *view, size_t *count, const char *name, double joules)
+{
+	for (size_t i = 0; i < *count; i++)
+		if (strcmp(view->groups[i].name, name) == 0) {
+			view->groups[i].joules += joules;
+			return;
+		}
+	snprintf(view->groups[*count].name, sizeof(view->groups[*count].name), "%s", name);
+	view->groups[(*count)++].joules = joules;
+}
+
+/* The cgroups seen (or their units), heaviest first, in view->groups; their count or
  * -ENOMEM. */
-static long order_cgroups(struct mon_top_by *view)
+static long order_groups(struct mon_top_by *view)
 {
 	const struct attribution_cgroup *cgroups;
 	size_t count = attribution_cgroups(view->engine, &cgroups);
 	size_t kept = 0;
 
-	if (count > view->cgroups_size) {
-		const struct attribution_cgroup **bigger =
-			reallocarray(view->cgroups, count, sizeof(*bigger));
+	if (count > view->groups_size) {
+		struct group_row *bigger = reallocarray(view->groups, count, sizeof(*bigger));
 		if (!bigger)
 			return -ENOMEM;
-		view->cgroups = bigger;
-		view->cgroups_size = count;
+		view->groups = bigger;
+		view->groups_size = count;
 	}
-	for (size_t i = 0; i < count; i++)
-		if (cgroups[i].seen && (view->by == MON_BY_CGROUP || is_service(cgroups[i].path)))
-			view->cgroups[kept++] = &cgroups[i];
-	qsort(view->cgroups, kept, sizeof(*view->cgroups), heavier_cgroup);
+	for (size_t i = 0; i < count; i++) {
+		char unit[ATTRIBUTION_CGROUP_MAX];
+		if (!cgroups[i].seen)
+			continue;
+		if (view->by == MON_BY_SERVICE)
+			unit_of(cgroups[i].path, unit, sizeof(unit));
+		add_to_group(view, &kept, view->by == MON_BY_SERVICE ? unit : cgroups[i].path,
+			     cgroups[i].interval_joules);
+	}
+	qsort(view->groups, kept, sizeof(*view->groups), heavier_group);
 	return (long)kept;
 }
 
@@ -130,6 +168,52 @@ static void print_row(struct mon_top_by *view, enum mon_format format, bool *hea
 	mon_row_print(stdout, format, row, header_done);
 }
 
+/* By process: the visible processes, [others] (a user's view), [idle] and [other]. */
+static void print_processes(struct mon_top_by *view, enum mon_format format, bool *header_done,
+			    double seconds, double interval_s, long rows,
+			    const struct attribution_interval *interval, bool simulated)
+{
+	for (long i = 0; i < rows && i < (long)TOP_BY_ROWS; i++) {
+		const struct attribution_process *process = view->processes.order[i];
+		print_row(view, format, header_done, seconds, process, NULL,
+			  process->interval_joules / interval_s, process->error_joules / interval_s,
+			  simulated);
+	}
+	if (!mon_sees_every_process())
+		print_row(view, format, header_done, seconds, NULL, "[others]",
+			  view->processes.hidden_joules / interval_s,
+			  view->processes.hidden_error_joules / interval_s, simulated);
+	print_row(view, format, header_done, seconds, NULL, "[idle]",
+		  interval->idle_joules / interval_s, 0, simulated);
+	print_row(view, format, header_done, seconds, NULL, "[other]",
+		  interval->other_joules / interval_s, interval->error_joules / interval_s,
+		  simulated);
+}
+
+/* By cgroup or service: the heaviest rows, [more] for the rest, [idle] and [other] = package -
+ * idle - cgroups, which is signed: cpu.stat and PROC/stat may disagree within the stated ±. */
+static void print_groups(struct mon_top_by *view, enum mon_format format, bool *header_done,
+			 double seconds, double interval_s, long rows,
+			 const struct attribution_interval *interval, bool simulated)
+{
+	double more = 0;
+	for (long i = 0; i < rows; i++) {
+		if (i < (long)TOP_BY_ROWS)
+			print_row(view, format, header_done, seconds, NULL, view->groups[i].name,
+				  view->groups[i].joules / interval_s, 0, simulated);
+		else
+			more += view->groups[i].joules;
+	}
+	if (rows > (long)TOP_BY_ROWS)
+		print_row(view, format, header_done, seconds, NULL, "[more]", more / interval_s, 0,
+			  simulated);
+	print_row(view, format, header_done, seconds, NULL, "[idle]",
+		  interval->idle_joules / interval_s, 0, simulated);
+	double other = interval->package_joules - interval->idle_joules - interval->cgroup_joules;
+	print_row(view, format, header_done, seconds, NULL, "[other]", other / interval_s,
+		  interval->cgroup_error_joules / interval_s, simulated);
+}
+
 int mon_top_by_print(struct mon_top_by *view, enum mon_format format, bool *header_done,
 		     double seconds, double interval_s, const double *package_joules,
 		     unsigned packages, bool simulated)
@@ -140,32 +224,15 @@ int mon_top_by_print(struct mon_top_by *view, enum mon_format format, bool *head
 		return ret < 0 ? ret : 0;
 	long rows = view->by == MON_BY_PROCESS
 			    ? mon_rank_processes(&view->processes, view->engine, MON_RANK_INTERVAL)
-			    : order_cgroups(view);
+			    : order_groups(view);
 	if (rows < 0)
 		return (int)rows;
-	for (long i = 0; i < rows && i < (long)TOP_BY_ROWS; i++) {
-		if (view->by == MON_BY_PROCESS) {
-			const struct attribution_process *process = view->processes.order[i];
-			print_row(view, format, header_done, seconds, process, NULL,
-				  process->interval_joules / interval_s,
-				  process->error_joules / interval_s, simulated);
-		} else {
-			const struct attribution_cgroup *cgroup = view->cgroups[i];
-			print_row(view, format, header_done, seconds, NULL, cgroup->path,
-				  cgroup->interval_joules / interval_s, 0, simulated);
-		}
-	}
-	if (view->by == MON_BY_PROCESS && !mon_sees_every_process())
-		print_row(view, format, header_done, seconds, NULL, "[others]",
-			  view->processes.hidden_joules / interval_s,
-			  view->processes.hidden_error_joules / interval_s, simulated);
-	if (view->by == MON_BY_PROCESS) {
-		print_row(view, format, header_done, seconds, NULL, "[idle]",
-			  interval.idle_joules / interval_s, 0, simulated);
-		print_row(view, format, header_done, seconds, NULL, "[other]",
-			  interval.other_joules / interval_s, interval.error_joules / interval_s,
-			  simulated);
-	}
+	if (view->by == MON_BY_PROCESS)
+		print_processes(view, format, header_done, seconds, interval_s, rows, &interval,
+				simulated);
+	else
+		print_groups(view, format, header_done, seconds, interval_s, rows, &interval,
+			     simulated);
 	fflush(stdout);
 	return 0;
 }

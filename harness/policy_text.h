@@ -43,6 +43,13 @@
 	"  - {name: IA32_PERF_GLOBAL_CTRL, address: 0x38F, read: true, write_mask: 0x7000000ff, "  \
 	"set: pmu}\n"
 
+/* The PMU registers, root's: for tests of how msrd drives the PMU (its slots), not of policy. */
+#define POLICY_PMU_FOR_ROOT                                                                         \
+	POLICY_HEADER                                                                               \
+	POLICY_PMU_MSRS                                                                             \
+	"rules:\n"                                                                                 \
+	"  - {match: {uid: 0}, allow: [pmu]}\n"
+
 /* Intel RAPL's power unit and package energy counter, in the set `rapl`. */
 #define POLICY_RAPL_PKG_MSRS                                                                        \
 	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"                    \

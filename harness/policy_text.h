@@ -30,6 +30,15 @@
 	"rules:\n"                                                                                 \
 	"  - {match: {uid: 0}, allow: [time]}\n"
 
+/* The TSC and the package energy counter, both in `time` and readable by anyone: for tests
+ * about clients that need two registers (a batch alternating them), not policy. */
+#define POLICY_TSC_PKG_FOR_ANYONE                                                                   \
+	POLICY_HEADER                                                                               \
+	POLICY_TSC_MSR                                                                              \
+	"  - {name: PKG_ENERGY, address: 0x611, read: true, set: time}\n"                         \
+	"rules:\n"                                                                                 \
+	"  - {match: {any: true}, allow: [time]}\n"
+
 #define POLICY_PMU_MSRS                                                                             \
 	"  - {name: IA32_PMC, range: [0xC1, 0xC8], read: true, write_mask: 0xffffffffffff, "      \
 	"set: pmu}\n"                                                                               \

@@ -103,21 +103,22 @@ static __attribute__((noinline)) void light_timed_leaf(void)
 	burn(LIGHT_NS);
 }
 
-/* The attribution's workload: the same 3:1, timed, with its truth on stdout. */
-static int shares(void)
+/* `rounds` of the heavy leaf then the light one, each leaf's CPU time (the truth the profile is
+ * judged against) on stdout. */
+static int timed_rounds(int rounds, void (*heavy)(void), void (*light)(void))
 {
-	uint64_t heavy = 0, light = 0;
+	uint64_t heavy_ns = 0, light_ns = 0;
 
-	for (int round = 0; round < SHARES_ROUNDS; round++) {
+	for (int round = 0; round < rounds; round++) {
 		uint64_t start = thread_cpu_ns();
-		heavy_timed_leaf();
+		heavy();
 		uint64_t middle = thread_cpu_ns();
-		light_timed_leaf();
-		light += thread_cpu_ns() - middle;
-		heavy += middle - start;
+		light();
+		light_ns += thread_cpu_ns() - middle;
+		heavy_ns += middle - start;
 	}
-	printf("truth heavy_leaf %llu\ntruth light_leaf %llu\n", (unsigned long long)heavy,
-	       (unsigned long long)light);
+	printf("truth heavy_leaf %llu\ntruth light_leaf %llu\n", (unsigned long long)heavy_ns,
+	       (unsigned long long)light_ns);
 	return 0;
 }
 
@@ -128,24 +129,6 @@ static void work_quietly(void)
 		heavy_leaf();
 		light_leaf();
 	}
-}
-
-/* The workload: a fixed amount of work, with its own truth on stdout. */
-static int work(void)
-{
-	uint64_t heavy = 0, light = 0;
-
-	for (int round = 0; round < ROUNDS; round++) {
-		uint64_t start = thread_cpu_ns();
-		heavy_leaf();
-		uint64_t middle = thread_cpu_ns();
-		light_leaf();
-		light += thread_cpu_ns() - middle;
-		heavy += middle - start;
-	}
-	printf("truth heavy_leaf %llu\ntruth light_leaf %llu\n", (unsigned long long)heavy,
-	       (unsigned long long)light);
-	return 0;
 }
 
 static double monotonic_s(void)
@@ -305,9 +288,9 @@ int main(int argc, char **argv)
 	int failed = 1;
 
 	if (argc == 2 && strcmp(argv[1], "work") == 0)
-		return work();
+		return timed_rounds(ROUNDS, heavy_leaf, light_leaf);
 	if (argc == 2 && strcmp(argv[1], "shares") == 0)
-		return shares();
+		return timed_rounds(SHARES_ROUNDS, heavy_timed_leaf, light_timed_leaf);
 	ssize_t length = readlink("/proc/self/exe", self_path, sizeof(self_path) - 1);
 	if (length <= 0)
 		return 1;

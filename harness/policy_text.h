@@ -5,7 +5,8 @@
  * the set `pmu` with the masks configs/policies/default.yaml uses (counters fully writable, event
  * selects without PC, INT and AnyThread, fixed control OS and USR, global control PMC0-7 and
  * fixed 0-2); POLICY_TSC_MSR and POLICY_RAPL_MSRS add the TSC (set `time`) and the Intel RAPL
- * registers (set `rapl`). A test adds its own entries and rules after them.
+ * registers (set `rapl`). A test adds its own entries and rules after them, or takes one of the
+ * whole policies below when what it tests is not the policy.
  */
 #ifndef HAECER_HARNESS_POLICY_TEXT_H
 #define HAECER_HARNESS_POLICY_TEXT_H
@@ -29,6 +30,15 @@
 	"rules:\n"                                                                                 \
 	"  - {match: {uid: 0}, allow: [time]}\n"
 
+/* The TSC and the package energy counter, both in `time` and readable by anyone: for tests
+ * about clients that need two registers (a batch alternating them), not policy. */
+#define POLICY_TSC_PKG_FOR_ANYONE                                                                   \
+	POLICY_HEADER                                                                               \
+	POLICY_TSC_MSR                                                                              \
+	"  - {name: PKG_ENERGY, address: 0x611, read: true, set: time}\n"                         \
+	"rules:\n"                                                                                 \
+	"  - {match: {any: true}, allow: [time]}\n"
+
 #define POLICY_PMU_MSRS                                                                             \
 	"  - {name: IA32_PMC, range: [0xC1, 0xC8], read: true, write_mask: 0xffffffffffff, "      \
 	"set: pmu}\n"                                                                               \
@@ -42,11 +52,37 @@
 	"  - {name: IA32_PERF_GLOBAL_CTRL, address: 0x38F, read: true, write_mask: 0x7000000ff, "  \
 	"set: pmu}\n"
 
+/* The PMU registers, root's: for tests of how msrd drives the PMU (its slots), not of policy. */
+#define POLICY_PMU_FOR_ROOT                                                                         \
+	POLICY_HEADER                                                                               \
+	POLICY_PMU_MSRS                                                                             \
+	"rules:\n"                                                                                 \
+	"  - {match: {uid: 0}, allow: [pmu]}\n"
+
+/* Intel RAPL's power unit and package energy counter, in the set `rapl`. */
+#define POLICY_RAPL_PKG_MSRS                                                                        \
+	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"                    \
+	"  - {name: PKG_ENERGY, address: 0x611, read: true, set: rapl}\n"
+
 /* Intel RAPL: the power unit and the package, PP0 and PP1 energy counters in the set `rapl`. */
 #define POLICY_RAPL_MSRS                                                                            \
-	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"                    \
-	"  - {name: PKG_ENERGY, address: 0x611, read: true, set: rapl}\n"                         \
+	POLICY_RAPL_PKG_MSRS                                                                        \
 	"  - {name: PP0_ENERGY, address: 0x639, read: true, set: rapl}\n"                         \
 	"  - {name: PP1_ENERGY, address: 0x641, read: true, set: rapl}\n"
+
+/* The power unit and the package energy counter, readable by root: for tests of how msrd reads
+ * energy (a stand-in device tree), not of policy. */
+#define POLICY_RAPL_PKG_FOR_ROOT                                                                    \
+	POLICY_HEADER                                                                               \
+	POLICY_RAPL_PKG_MSRS                                                                        \
+	"rules:\n"                                                                                 \
+	"  - {match: {uid: 0}, allow: [rapl]}\n"
+
+/* The same, and root drives the simulated CPU: for tests of the simulator's energy. */
+#define POLICY_RAPL_PKG_FOR_SIM_ROOT                                                                \
+	POLICY_HEADER                                                                               \
+	POLICY_RAPL_PKG_MSRS                                                                        \
+	"rules:\n"                                                                                 \
+	"  - {match: {uid: 0}, allow: [rapl], capabilities: [sim_control]}\n"
 
 #endif

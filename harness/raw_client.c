@@ -167,3 +167,24 @@ int raw_wait_closed(int fd, unsigned timeout_ms)
 			return -errno;
 	}
 }
+
+int raw_read_hello_and_read(int fd, uint32_t id, unsigned timeout_ms)
+{
+	uint8_t reply[256];
+	struct wire_header header;
+	int status = raw_read_frame(fd, reply, sizeof(reply), &header, timeout_ms, NULL);
+
+	if (status < 0)
+		return status;
+	if (header.op == WIRE_OP_ERROR && header.status == WIRE_STATUS_LIMIT)
+		return raw_wait_closed(fd, timeout_ms) == 0 ? 0 : -EPROTO;
+	if (header.op != WIRE_OP_HELLO || header.status != WIRE_STATUS_OK || header.request_id != id)
+		return -EPROTO;
+	status = raw_read_frame(fd, reply, sizeof(reply), &header, timeout_ms, NULL);
+	if (status < 0)
+		return status;
+	if (header.op != WIRE_OP_READ || header.status != WIRE_STATUS_OK ||
+	    header.request_id != id + 1)
+		return -EPROTO;
+	return 1;
+}

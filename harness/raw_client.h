@@ -24,6 +24,10 @@ size_t raw_read_request(uint8_t *buffer, size_t size, uint32_t request_id, uint3
 /* A HELLO frame from client `name` (request id `id`) followed by a READ of the TSC on CPU 0
  * (request id `id` + 1): what a minimal client sends first. Returns their length (at most 256). */
 size_t raw_hello_and_read(uint8_t *frames, const char *name, uint32_t id);
+/* Read the replies to raw_hello_and_read's frames (request ids id and id + 1) within timeout_ms:
+ * 1 when both came, in order, OK; 0 when the server turned the connection away instead (an
+ * ERROR frame with LIMIT) and closed it; -EPROTO for any other reply, or raw_read_frame's error. */
+int raw_read_hello_and_read(int fd, uint32_t id, unsigned timeout_ms);
 /* Read one whole frame (header + payload) within timeout_ms. 0, -ECONNRESET when the server
  * closed the connection first, -ETIMEDOUT, -EBADMSG for an undecodable header. *fd_received (may
  * be NULL) gets a descriptor that came with it, or -1. */

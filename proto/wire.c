@@ -202,26 +202,20 @@ void wire_put_u8(struct wire_writer *writer, uint8_t value)
 
 void wire_put_u16(struct wire_writer *writer, uint16_t value)
 {
-	uint8_t *where = writer_claim(writer, sizeof(value));
 	value = htole16(value);
-	if (where != NULL)
-		memcpy(where, &value, sizeof(value));
+	wire_put_bytes(writer, &value, sizeof(value));
 }
 
 void wire_put_u32(struct wire_writer *writer, uint32_t value)
 {
-	uint8_t *where = writer_claim(writer, sizeof(value));
 	value = htole32(value);
-	if (where != NULL)
-		memcpy(where, &value, sizeof(value));
+	wire_put_bytes(writer, &value, sizeof(value));
 }
 
 void wire_put_u64(struct wire_writer *writer, uint64_t value)
 {
-	uint8_t *where = writer_claim(writer, sizeof(value));
 	value = htole64(value);
-	if (where != NULL)
-		memcpy(where, &value, sizeof(value));
+	wire_put_bytes(writer, &value, sizeof(value));
 }
 
 void wire_put_bytes(struct wire_writer *writer, const void *bytes, size_t count)
@@ -269,28 +263,25 @@ uint8_t wire_get_u8(struct wire_reader *reader)
 
 uint16_t wire_get_u16(struct wire_reader *reader)
 {
-	const uint8_t *where = reader_take(reader, 2);
-	uint16_t value = 0;
-	if (where != NULL)
-		memcpy(&value, where, sizeof(value));
+	uint16_t value;
+
+	wire_get_bytes(reader, &value, sizeof(value));
 	return le16toh(value);
 }
 
 uint32_t wire_get_u32(struct wire_reader *reader)
 {
-	const uint8_t *where = reader_take(reader, 4);
-	uint32_t value = 0;
-	if (where != NULL)
-		memcpy(&value, where, sizeof(value));
+	uint32_t value;
+
+	wire_get_bytes(reader, &value, sizeof(value));
 	return le32toh(value);
 }
 
 uint64_t wire_get_u64(struct wire_reader *reader)
 {
-	const uint8_t *where = reader_take(reader, 8);
-	uint64_t value = 0;
-	if (where != NULL)
-		memcpy(&value, where, sizeof(value));
+	uint64_t value;
+
+	wire_get_bytes(reader, &value, sizeof(value));
 	return le64toh(value);
 }
 

@@ -1,5 +1,5 @@
 /*
- * shm/memfd.c — creating, sealing and reopening the memfds of rings and energy pages.
+ * shm/memfd.c — creating, sealing, checking and reopening the memfds of rings and energy pages.
  */
 #include "shm/memfd.h"
 
@@ -41,6 +41,15 @@ int shm_memfd_seal(int fd, mode_t mode, int seals)
 	if (fchmod(fd, mode) < 0 || fcntl(fd, F_ADD_SEALS, seals) < 0)
 		return -errno;
 	return 0;
+}
+
+int shm_fd_regular(int fd, struct stat *status)
+{
+	if (fd < 0)
+		return -EBADF;
+	if (fstat(fd, status))
+		return -errno;
+	return S_ISREG(status->st_mode) ? 0 : -EINVAL;
 }
 
 int shm_reopen_readonly(int fd)

@@ -259,14 +259,11 @@ static int fd_header_check(int fd, union ring_header_page *page, struct ring_hea
 			   size_t *bytes)
 {
 	struct stat status;
+	int rc = shm_fd_regular(fd, &status);
 	ssize_t got;
 
-	if (fd < 0)
-		return -EBADF;
-	if (fstat(fd, &status))
-		return -errno;
-	if (!S_ISREG(status.st_mode))
-		return -EINVAL;
+	if (rc)
+		return rc;
 	if (status.st_size < (off_t)RING_HEADER_BYTES)
 		return -EBADMSG;
 	got = pread(fd, page->bytes, sizeof(page->bytes), 0);
@@ -294,17 +291,13 @@ static int fd_map(int fd, int protection, void **mapping, size_t *bytes)
 {
 	union ring_header_page page;
 	struct ring_header_copy copy;
+	struct stat status;
 	void *memory;
 	int rc;
 
-	struct stat status;
-
-	if (fd < 0)
-		return -EBADF;
-	if (fstat(fd, &status))
-		return -errno;
-	if (!S_ISREG(status.st_mode))
-		return -EINVAL;
+	rc = shm_fd_regular(fd, &status);
+	if (rc)
+		return rc;
 	/* Seals before the size: a creator that could still shrink the file between our size check
 	 * and the mapping could make the first access past the new end raise SIGBUS. */
 	rc = fd_size_sealed(fd);

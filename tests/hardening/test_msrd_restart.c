@@ -127,6 +127,18 @@ static void change_registers(struct haecer_conn *conn)
 	assert_int_equal(haecer_msr_batch(conn, ops, count), 0);
 }
 
+/* A fresh device with msrd started on it, its registers changed by a client that has left. */
+static void start_and_change(struct device *device)
+{
+	struct haecer_conn *conn;
+
+	prepare(device);
+	assert_int_equal(msrd_launch(&device->server, device->arguments), 0);
+	assert_int_equal(haecer_connect(device->server.socket_path, &conn), 0);
+	change_registers(conn);
+	haecer_close(conn);
+}
+
 static void kill_msrd(struct msrd_server *server)
 {
 	int status;
@@ -196,15 +208,10 @@ static void test_restart_restores(void **state)
 static void test_clean_stop_removes_the_journal(void **state)
 {
 	struct device device;
-	struct haecer_conn *conn;
 	char journal[PATH_MAX + 300];
 
 	(void)state;
-	prepare(&device);
-	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
-	assert_int_equal(haecer_connect(device.server.socket_path, &conn), 0);
-	change_registers(conn);
-	haecer_close(conn);
+	start_and_change(&device);
 	assert_int_equal(msrd_signal(&device.server, SIGTERM), 0);
 	assert_true(msrd_wait_log(&device.server, "stopped: 66 MSRs restored", 60000));
 	for (int i = 0; i < 3000; i++) {
@@ -449,16 +456,11 @@ static void test_offline_cpu_kept_for_later(void **state)
 {
 	char offline[PATH_MAX + 64];
 	char aside[PATH_MAX + 64];
-	struct haecer_conn *conn;
 	struct device device;
 	char *text;
 
 	(void)state;
-	prepare(&device);
-	assert_int_equal(msrd_launch(&device.server, device.arguments), 0);
-	assert_int_equal(haecer_connect(device.server.socket_path, &conn), 0);
-	change_registers(conn);
-	haecer_close(conn);
+	start_and_change(&device);
 	kill_msrd(&device.server);
 
 	snprintf(offline, sizeof(offline), "%s/dev/cpu/1/msr", device.tree);

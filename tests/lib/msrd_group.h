@@ -44,11 +44,15 @@ int msrd_start_sim(struct msrd_server *server, const char *policy, const char *m
 /* A load script that keeps every simulated CPU fully busy (for an hour). */
 #define FULL_LOAD_SCRIPT "# full load\n3600000 1.0\n"
 
-/* One msrd_start_sim around one cmocka group with *sim connected to it (simulator control);
- * after the group *sim and the HAECER default context are closed and msrd must stop cleanly.
- * main()'s exit status. */
+/* One msrd_start_sim around one cmocka group with *sim connected to it (simulator control)
+ * unless sim is NULL; after the group *sim and the HAECER default context are closed and msrd
+ * must stop cleanly. main()'s exit status. */
 int msrd_run_sim_group(struct msrd_server *server, const char *policy, const char *model,
 		       const char *script, const char *const *extra, struct haecer_conn **sim,
 		       const char *group_name, const struct CMUnitTest *tests, size_t count);
+
+#define MSRD_RUN_SIM_GROUP(server, policy, model, script, extra, sim, tests)                 \
+	msrd_run_sim_group((server), (policy), (model), (script), (extra), (sim), #tests,    \
+			   (tests), sizeof(tests) / sizeof((tests)[0]))
 
 #endif

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -25,8 +26,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "haecer/msrd.h"
 #include "harness/msrd_harness.h"
 #include "harness/tool_argv.h"
+#include "shm/ring.h"
 
 #define MON_TEST_TIMEOUT_MS 60000u
 #define MON_TEST_MAX_ARGS 48u
@@ -248,6 +251,75 @@ static inline int producer_end(struct producer *producer, const char *how)
 {
 	producer_say(producer, "%s", how);
 	return proc_finish(&producer->proc, NULL, NULL, MON_TEST_TIMEOUT_MS);
+}
+
+/* ---- rings of another uid ---- */
+
+/* A child process of another uid whose rings stay in msrd (they go with its connection) until
+ * ring_owner_end. */
+struct ring_owner {
+	pid_t pid;
+	int told;   /* what the child writes once its rings exist */
+	int finish; /* closing it ends the child */
+};
+
+/* A spec for ring major.minor of 16 records with one counter, "FAKE", of no CPU or package. */
+static inline struct haecer_ring_spec ring_owner_spec(uint16_t major, uint16_t minor)
+{
+	struct haecer_ring_spec spec = { .major = major, .minor = minor, .capacity = 16,
+					 .clock = RING_CLOCK_MONOTONIC_RAW, .counter_count = 1 };
+
+	snprintf(spec.counters[0].name, sizeof(spec.counters[0].name), "FAKE");
+	spec.counters[0].cpu = -1;
+	spec.counters[0].package = -1;
+	return spec;
+}
+
+/* Forks a child that becomes `uid` (no supplementary groups), connects to msrd at socket_path
+ * and calls make(conn, told, argument) to create its rings and tell the test through `told`;
+ * a nonzero return is its exit status, else it keeps its connection until ring_owner_end. */
+static inline void ring_owner_start(struct ring_owner *owner, const char *socket_path, uid_t uid,
+				    int (*make)(struct haecer_conn *conn, int told, void *argument),
+				    void *argument)
+{
+	int told[2], finish[2];
+
+	assert_int_equal(pipe(told), 0);
+	assert_int_equal(pipe(finish), 0);
+	owner->pid = fork();
+	assert_true(owner->pid >= 0);
+	if (owner->pid == 0) {
+		struct haecer_conn *conn;
+		char byte;
+		int status;
+
+		close(told[0]);
+		close(finish[1]);
+		if (setgroups(0, NULL) < 0 || setgid(uid) < 0 || setuid(uid) < 0 ||
+		    haecer_connect(socket_path, &conn) < 0)
+			_exit(1);
+		status = make(conn, told[1], argument);
+		if (status != 0)
+			_exit(status);
+		while (read(finish[0], &byte, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(told[1]);
+	close(finish[0]);
+	owner->told = told[0];
+	owner->finish = finish[1];
+}
+
+/* Lets the child go (its rings leave with its connection); it must have exited 0. */
+static inline void ring_owner_end(struct ring_owner *owner)
+{
+	int status;
+
+	close(owner->finish);
+	close(owner->told);
+	assert_int_equal(waitpid(owner->pid, &status, 0), owner->pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 /* ---- reading output ---- */

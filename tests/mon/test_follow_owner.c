@@ -11,9 +11,6 @@
  */
 #include "tests/mon/mon_test.h"
 
-#include <grp.h>
-
-#include "shm/ring.h"
 #include "tests/lib/msrd_group.h"
 
 #define OTHER 4001
@@ -30,66 +27,35 @@ static const char policy[] =
 static struct msrd_server server;
 
 struct shadow {
-	pid_t pid;
-	int told;   /* it writes its instance here */
-	int finish; /* closing it ends the child */
+	struct ring_owner owner;
 	uint32_t instance;
 };
 
-/* uid 4001: a newer ring 1.6 with records 9000, 9001, 9002; it stays until `finish` closes. */
-static void shadow_start(struct shadow *shadow)
+/* A newer ring 1.6 with records 9000, 9001, 9002; its instance goes to `told`. */
+static int make_shadow(struct haecer_conn *conn, int told, void *argument)
 {
-	int told[2], finish[2];
+	struct haecer_ring_spec spec = ring_owner_spec(1, 6);
+	struct haecer_ring_entry entry;
+	struct ring_producer producer;
+	int fd;
 
-	assert_int_equal(pipe(told), 0);
-	assert_int_equal(pipe(finish), 0);
-	shadow->pid = fork();
-	assert_true(shadow->pid >= 0);
-	if (shadow->pid == 0) {
-		struct haecer_ring_spec spec = { .major = 1, .minor = 6, .capacity = 16,
-						 .clock = RING_CLOCK_MONOTONIC_RAW,
-						 .counter_count = 1 };
-		struct haecer_ring_entry entry;
-		struct ring_producer producer;
-		struct haecer_conn *conn;
-		char byte;
-		int fd;
-		close(told[0]);
-		close(finish[1]);
-		snprintf(spec.counters[0].name, sizeof(spec.counters[0].name), "FAKE");
-		spec.counters[0].cpu = -1;
-		spec.counters[0].package = -1;
-		if (setgroups(0, NULL) < 0 || setgid(OTHER) < 0 || setuid(OTHER) < 0 ||
-		    haecer_connect(server.socket_path, &conn) < 0 ||
-		    haecer_ring_create(conn, &spec, &entry, &fd) < 0 ||
-		    ring_producer_attach(&producer, fd) < 0)
-			_exit(1);
-		for (uint64_t i = 0; i < 3; i++) {
-			struct ring_record record = { .value = 9000 + i, .timestamp = 1 + i };
-			ring_push(&producer, &record);
-		}
-		if (write(told[1], &entry.instance, sizeof(entry.instance)) < 0)
-			_exit(1);
-		while (read(finish[0], &byte, 1) < 0 && errno == EINTR)
-			;
-		_exit(0);
+	(void)argument;
+	if (haecer_ring_create(conn, &spec, &entry, &fd) < 0 ||
+	    ring_producer_attach(&producer, fd) < 0)
+		return 1;
+	for (uint64_t i = 0; i < 3; i++) {
+		struct ring_record record = { .value = 9000 + i, .timestamp = 1 + i };
+		ring_push(&producer, &record);
 	}
-	close(told[1]);
-	close(finish[0]);
-	shadow->told = told[0];
-	shadow->finish = finish[1];
-	assert_int_equal(read(shadow->told, &shadow->instance, sizeof(shadow->instance)),
-			 sizeof(shadow->instance));
+	return write(told, &entry.instance, sizeof(entry.instance)) < 0;
 }
 
-static void shadow_end(struct shadow *shadow)
+/* uid 4001's shadow of ring 1.6; it stays until shadow_end. */
+static void shadow_start(struct shadow *shadow)
 {
-	int status;
-
-	close(shadow->finish);
-	close(shadow->told);
-	assert_int_equal(waitpid(shadow->pid, &status, 0), shadow->pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ring_owner_start(&shadow->owner, server.socket_path, OTHER, make_shadow, NULL);
+	assert_int_equal(read(shadow->owner.told, &shadow->instance, sizeof(shadow->instance)),
+			 sizeof(shadow->instance));
 }
 
 /* The "value" fields of a follow's JSON lines, as one comma-separated string. */
@@ -134,7 +100,7 @@ static void test_owner_shown_chosen_and_warned(void **state)
 
 	assert_int_equal(proc_finish(&follower, &out, &err, MON_TEST_TIMEOUT_MS), 0);
 	snprintf(expected, sizeof(expected), "warning: ring 1.6 has a newer instance %u by uid %d "
-		 "(pid %d), not by uid 0", shadow.instance, OTHER, (int)shadow.pid);
+		 "(pid %d), not by uid 0", shadow.instance, OTHER, (int)shadow.owner.pid);
 	if (strstr(err, expected) == NULL)
 		fprintf(stderr, "follow said: %s\n", err);
 	assert_non_null(strstr(err, expected));
@@ -143,7 +109,7 @@ static void test_owner_shown_chosen_and_warned(void **state)
 
 	assert_int_equal(mon_run(server.socket_path, list, &out, &err), 0);
 	snprintf(expected, sizeof(expected), "\"owner_uid\":%d,\"owner_pid\":%d}", OTHER,
-		 (int)shadow.pid);
+		 (int)shadow.owner.pid);
 	assert_non_null(strstr(out, expected));
 	snprintf(expected, sizeof(expected), "\"owner_uid\":0,\"owner_pid\":%d}", (int)producer.pid);
 	assert_non_null(strstr(out, expected));
@@ -166,7 +132,7 @@ static void test_owner_shown_chosen_and_warned(void **state)
 	free(out);
 	free(err);
 
-	shadow_end(&shadow);
+	ring_owner_end(&shadow.owner);
 	assert_int_equal(producer_end(&producer, "exit"), 0);
 }
 

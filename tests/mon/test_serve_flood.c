@@ -8,10 +8,7 @@
  */
 #include "tests/mon/serve_test.h"
 
-#include <grp.h>
-
 #include "hw/msr.h"
-#include "shm/ring.h"
 #include "tests/lib/msrd_group.h"
 
 #define FLOOD_UID 4601
@@ -25,70 +22,38 @@ static const char policy[] = MON_TEST_RAPL_MSRS
 
 static struct msrd_server server;
 
-struct creator {
-	pid_t pid;
-	int told;    /* it wrote a byte once its rings exist */
-	int finish;  /* closing it lets it go (its rings leave with its connection) */
+/* What a ring owner creates: `count` rings of `major` (minors 1 to count). */
+struct ring_batch {
+	uint16_t major;
+	unsigned count;
 };
 
-/* A child of `uid` that creates `count` rings of `major` and keeps them until told. */
-static void create_rings(struct creator *creator, uid_t uid, uint16_t major, unsigned count)
+/* Creates the batch of rings, then writes a byte to `told`. */
+static int make_rings(struct haecer_conn *conn, int told, void *argument)
 {
-	int told[2], finish[2];
+	const struct ring_batch *batch = argument;
+	struct haecer_ring_spec spec = ring_owner_spec(batch->major, 0);
+	char byte = 1;
+	int fd;
 
-	assert_int_equal(pipe(told), 0);
-	assert_int_equal(pipe(finish), 0);
-	creator->pid = fork();
-	assert_true(creator->pid >= 0);
-	if (creator->pid == 0) {
-		struct haecer_ring_spec spec = { .major = major, .capacity = 16,
-						 .clock = RING_CLOCK_MONOTONIC_RAW,
-						 .counter_count = 1 };
-		struct haecer_conn *conn;
-		char byte = 1;
-		int fd;
-
-		close(told[0]);
-		close(finish[1]);
-		snprintf(spec.counters[0].name, sizeof(spec.counters[0].name), "FAKE");
-		spec.counters[0].cpu = -1;
-		spec.counters[0].package = -1;
-		if (setgroups(0, NULL) < 0 || setgid(uid) < 0 || setuid(uid) < 0 ||
-		    haecer_connect(server.socket_path, &conn) < 0)
-			_exit(1);
-		for (unsigned i = 0; i < count; i++) {
-			spec.minor = (uint16_t)(i + 1);
-			if (haecer_ring_create(conn, &spec, NULL, &fd) < 0)
-				_exit(2);
-			close(fd);
-		}
-		if (write(told[1], &byte, 1) != 1)
-			_exit(1);
-		while (read(finish[0], &byte, 1) < 0 && errno == EINTR)
-			;
-		_exit(0);
+	for (unsigned i = 0; i < batch->count; i++) {
+		spec.minor = (uint16_t)(i + 1);
+		if (haecer_ring_create(conn, &spec, NULL, &fd) < 0)
+			return 2;
+		close(fd);
 	}
-	close(told[1]);
-	close(finish[0]);
-	creator->told = told[0];
-	creator->finish = finish[1];
+	return write(told, &byte, 1) != 1;
 }
 
-static void wait_created(struct creator *creator)
+/* A child of `uid` that creates `count` rings of `major` and keeps them until ring_owner_end;
+ * returns once they exist. */
+static void create_rings(struct ring_owner *owner, uid_t uid, uint16_t major, unsigned count)
 {
+	struct ring_batch batch = { .major = major, .count = count };
 	char byte;
 
-	assert_int_equal(read(creator->told, &byte, 1), 1);
-}
-
-static void let_go(struct creator *creator)
-{
-	int status;
-
-	close(creator->finish);
-	close(creator->told);
-	assert_int_equal(waitpid(creator->pid, &status, 0), creator->pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ring_owner_start(owner, server.socket_path, uid, make_rings, &batch);
+	assert_int_equal(read(owner->told, &byte, 1), 1);
 }
 
 static size_t count_lines(const char *body, const char *prefix)
@@ -107,7 +72,7 @@ static void test_flood_hides_nothing(void **state)
 				    .address = MSR_PKG_ENERGY_STATUS };
 	struct haecer_schedule_spec spec = { .period_ns = 50000000, .major = 3, .minor = 1,
 					     .capacity = 64 };
-	struct creator flood, other;
+	struct ring_owner flood, other;
 	struct http_reply reply;
 	struct haecer_conn *conn;
 	uint32_t schedule, instance;
@@ -118,9 +83,7 @@ static void test_flood_hides_nothing(void **state)
 
 	(void)state;
 	create_rings(&flood, FLOOD_UID, 1, FLOOD);
-	wait_created(&flood);
 	create_rings(&other, OTHER_UID, 2, 1);
-	wait_created(&other);
 	assert_int_equal(haecer_connect(server.socket_path, &conn), 0);
 	assert_int_equal(haecer_batch_register(conn, &op, 1, &spec.handle), 0);
 	assert_int_equal(haecer_schedule_start(conn, &spec, &schedule, &instance), 0);
@@ -137,8 +100,8 @@ static void test_flood_hides_nothing(void **state)
 	free(err);
 	assert_int_equal(haecer_schedule_stop(conn, schedule), 0);
 	haecer_close(conn);
-	let_go(&other);
-	let_go(&flood);
+	ring_owner_end(&other);
+	ring_owner_end(&flood);
 }
 
 int main(void)

@@ -27,19 +27,13 @@
 #include "haecer/msrd.h"
 #include "proto/wire.h"
 #include "harness/msrd_harness.h"
+#include "harness/policy_text.h"
 #include "harness/raw_client.h"
 
 #define TIMEOUT_MS 120000u
 #define HAMMERS 8
 
-static const char policy[] =
-	"version: 1\n"
-	"default: deny\n"
-	"msrs:\n"
-	"  - {name: TSC, address: 0x10, read: true, set: time}\n"
-	"  - {name: PKG_ENERGY, address: 0x611, read: true, set: time}\n"
-	"rules:\n"
-	"  - {match: {any: true}, allow: [time]}\n";
+static const char policy[] = POLICY_TSC_PKG_FOR_ANYONE;
 
 static unsigned clients;
 static struct msrd_server server;

@@ -240,19 +240,6 @@ static void test_pages_and_round_trips(void **state)
 	attack(MIX, 2);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	/* Full load: a register unit passes in microseconds, so every fresh value is new. */
-	return msrd_start_sim(&server, policy, "sandybridge", FULL_LOAD_SCRIPT, NULL) == 0 ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return msrd_stop(&server) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,5 +248,7 @@ int main(void)
 		cmocka_unit_test(test_pages_and_round_trips),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	/* Full load: a register unit passes in microseconds, so every fresh value is new. */
+	return MSRD_RUN_SIM_GROUP(&server, policy, "sandybridge", FULL_LOAD_SCRIPT, NULL, NULL,
+				  tests);
 }

@@ -26,20 +26,13 @@
 #include "harness/tool_argv.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
+#include "harness/policy_text.h"
 #include "harness/standin_tree.h"
 
 #define JOULE STANDIN_SNB_JOULE /* unit register 0xA0E03: 2^-14 J */
 #define CPUS STANDIN_TWO_DIE_CPUS
 
-static const char policy[] =
-	"version: 1\n"
-	"default: deny\n"
-	"msrs:\n"
-	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"
-	"  - {name: PKG_ENERGY_STATUS, address: 0x611, read: true, set: rapl}\n"
-	"rules:\n"
-	"  - match: {uid: 0}\n"
-	"    allow: [rapl]\n";
+static const char policy[] = POLICY_RAPL_PKG_FOR_ROOT;
 
 static struct msrd_server server;
 static struct haecer_conn *conn;

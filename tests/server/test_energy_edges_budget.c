@@ -135,23 +135,12 @@ static void test_windows_stay_within_their_cpu_bound(void **state)
 	assert_true(msrd_log_contains(&server, "a window gave way to waiting work"));
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return msrd_start_sim(&server, policy, "sandybridge", FULL_LOAD_SCRIPT, NULL) == 0 ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return msrd_stop(&server) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_windows_stay_within_their_cpu_bound),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return MSRD_RUN_SIM_GROUP(&server, policy, "sandybridge", FULL_LOAD_SCRIPT, NULL, NULL,
+				  tests);
 }

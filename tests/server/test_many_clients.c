@@ -42,8 +42,6 @@ static void one_wave(unsigned wave)
 {
 	int *fds = calloc(clients, sizeof(int));
 	uint8_t frames[256];
-	uint8_t reply[256];
-	struct wire_header header;
 	size_t before = msrd_log_count(&server, "): disconnected");
 
 	assert_non_null(fds);
@@ -55,20 +53,8 @@ static void one_wave(unsigned wave)
 		size_t length = hello_and_read(frames, 2 * i + 1);
 		assert_int_equal(raw_send(fds[i], frames, length), 0);
 	}
-	for (unsigned i = 0; i < clients; i++) {
-		assert_int_equal(raw_read_frame(fds[i], reply, sizeof(reply), &header, TIMEOUT_MS,
-						NULL),
-				 0);
-		assert_int_equal(header.op, WIRE_OP_HELLO);
-		assert_int_equal(header.status, WIRE_STATUS_OK);
-		assert_int_equal(header.request_id, 2 * i + 1);
-		assert_int_equal(raw_read_frame(fds[i], reply, sizeof(reply), &header, TIMEOUT_MS,
-						NULL),
-				 0);
-		assert_int_equal(header.op, WIRE_OP_READ);
-		assert_int_equal(header.status, WIRE_STATUS_OK);
-		assert_int_equal(header.request_id, 2 * i + 2);
-	}
+	for (unsigned i = 0; i < clients; i++)
+		assert_int_equal(raw_read_hello_and_read(fds[i], 2 * i + 1, TIMEOUT_MS), 1);
 	for (unsigned i = 0; i < clients; i++)
 		close(fds[i]);
 	free(fds);
@@ -107,14 +93,8 @@ static void test_limit(void **state)
 		assert_true(fds[i] >= 0);
 		assert_int_equal(raw_send(fds[i], frames, length), 0);
 	}
-	for (unsigned i = 0; i < clients; i++) {
-		assert_int_equal(raw_read_frame(fds[i], reply, sizeof(reply), &header, TIMEOUT_MS,
-						NULL),
-				 0);
-		assert_int_equal(raw_read_frame(fds[i], reply, sizeof(reply), &header, TIMEOUT_MS,
-						NULL),
-				 0);
-	}
+	for (unsigned i = 0; i < clients; i++)
+		assert_int_equal(raw_read_hello_and_read(fds[i], 1, TIMEOUT_MS), 1);
 	fds[clients] = raw_connect(server.socket_path);
 	assert_true(fds[clients] >= 0);
 	assert_int_equal(raw_read_frame(fds[clients], reply, sizeof(reply), &header, TIMEOUT_MS,

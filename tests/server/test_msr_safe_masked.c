@@ -23,10 +23,7 @@
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
 
-static const char policy[] = POLICY_HEADER POLICY_PMU_MSRS
-	"rules:\n"
-	"  - match: {uid: 0}\n"
-	"    allow: [pmu]\n";
+static const char policy[] = POLICY_PMU_FOR_ROOT;
 
 static struct msrd_server server;
 static struct haecer_conn *conn;

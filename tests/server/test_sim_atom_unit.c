@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "harness/policy_text.h"
 #include "harness/sim_control.h"
 #include "hw/msr.h"
 #include "hw/rapl_quirks.h"
@@ -18,14 +19,7 @@
 
 #define NS_PER_S 1000000000ull
 
-static const char policy[] =
-	"version: 1\n"
-	"default: deny\n"
-	"msrs:\n"
-	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"
-	"  - {name: PKG_ENERGY, address: 0x611, read: true, set: rapl}\n"
-	"rules:\n"
-	"  - {match: {uid: 0}, allow: [rapl], capabilities: [sim_control]}\n";
+static const char policy[] = POLICY_RAPL_PKG_FOR_SIM_ROOT;
 
 static struct msrd_server server;
 static struct haecer_conn *conn;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "harness/policy_text.h"
 #include "harness/sim_control.h"
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
@@ -20,14 +21,7 @@
 #define NS_PER_S 1000000000ull
 #define JOULE 16384u /* 2^14 counts */
 
-static const char policy[] =
-	"version: 1\n"
-	"default: deny\n"
-	"msrs:\n"
-	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"
-	"  - {name: PKG_ENERGY, address: 0x611, read: true, set: rapl}\n"
-	"rules:\n"
-	"  - {match: {uid: 0}, allow: [rapl], capabilities: [sim_control]}\n";
+static const char policy[] = POLICY_RAPL_PKG_FOR_SIM_ROOT;
 
 static struct msrd_server server;
 static struct haecer_conn *conn;

@@ -43,21 +43,18 @@ static struct bystander bystander;
 static uint8_t frame[WIRE_MAX_FRAME + 64];
 static uint8_t reply[WIRE_MAX_FRAME];
 
-static const uint16_t implemented[] = {
-	WIRE_OP_HELLO,	       WIRE_OP_MACHINE_INFO,   WIRE_OP_READ,	       WIRE_OP_WRITE,
-	WIRE_OP_BATCH,	       WIRE_OP_RING_CREATE,    WIRE_OP_RING_OPEN,      WIRE_OP_RING_LIST,
-	WIRE_OP_SIM_ADVANCE,   WIRE_OP_SIM_SET_LOAD,   WIRE_OP_SIM_ENERGY_TRUTH,
-	WIRE_OP_SIM_ENERGY_AT, WIRE_OP_SIM_POWER_TRACE,
-	WIRE_OP_SLOT_ALLOC,    WIRE_OP_SLOT_PROGRAM,   WIRE_OP_SLOT_CONTROL,   WIRE_OP_SLOT_READ,
-	WIRE_OP_SLOT_FREE,     WIRE_OP_ENERGY_READ,    WIRE_OP_BATCH_REGISTER, WIRE_OP_BATCH_RUN,
-	WIRE_OP_BATCH_RELEASE, WIRE_OP_SCHEDULE_START, WIRE_OP_SCHEDULE_STOP,  WIRE_OP_ENERGY_PAGE,
-	WIRE_OP_PERF_OPEN,
-};
+/* Every request of the op table (a new op is covered without an edit here); ERROR is msrd's
+ * reply, never a request it serves. */
+#define REQUEST_OP(name, code, writes) WIRE_OP_##name,
+static const uint16_t every_op[] = { WIRE_OPS(REQUEST_OP) };
+#undef REQUEST_OP
 
 static bool is_implemented(uint32_t op)
 {
-	for (size_t i = 0; i < sizeof(implemented) / sizeof(implemented[0]); i++) {
-		if (implemented[i] == op)
+	if (op == WIRE_OP_ERROR)
+		return false;
+	for (size_t i = 0; i < sizeof(every_op) / sizeof(every_op[0]); i++) {
+		if (every_op[i] == op)
 			return true;
 	}
 	return false;
@@ -244,9 +241,12 @@ static void test_implemented_ops_wrong_shape(void **state)
 	int fd;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(implemented) / sizeof(implemented[0]); i++) {
-		uint16_t op = implemented[i];
+	for (size_t i = 0; i < sizeof(every_op) / sizeof(every_op[0]); i++) {
+		uint16_t op = every_op[i];
 		size_t length;
+
+		if (!is_implemented(op))
+			continue;
 		if (op != WIRE_OP_MACHINE_INFO) {
 			length = raw_frame(frame, sizeof(frame), op, 400 + op, NULL, 0);
 			expect_close(frame, length, WIRE_STATUS_MALFORMED, 400 + op);

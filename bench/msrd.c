@@ -29,7 +29,8 @@
  * broker_read_ratio=… powercap_read_ratio=… write_ns=… device_read_ns=…
  * write_read_ratio=… msrd_us_per_read_16_idle10000=… (msrd's CPU per read of 16 busy clients
  * beside 10 000 idle connections: against msrd_us_per_read_16, what idle connections cost a
- * request)
+ * request) msrd_ratio_10000_16=… floor_ratio_10000_16=… (msrd's and the echo floor's CPU per
+ * read at 10 000 busy clients over theirs at 16: how much of msrd's growth the kernel shows too)
  *
  * Issue 30's figure: a WRITE round trip against a READ of the same register on the msr backend
  * (stand-in devices), both in this run (write_ns, device_read_ns, write_read_ratio). `bench/msrd
@@ -567,6 +568,12 @@ static unsigned idle_beside_busy(unsigned long fd_limit)
  * only those keys, each the median of the repetitions, with the minimum of msrd's CPU per read
  * beside it. */
 #define SCALING_REPETITIONS_MOST 32u
+
+/* The growth keys (msrd's and the floor's CPU per read at 10 000 over at 16): -1 without one. */
+static double ratio_u64(uint64_t numerator, uint64_t denominator)
+{
+	return denominator > 0 ? (double)numerator / (double)denominator : -1.0;
+}
 enum { SCALE_16, SCALE_MANY, SCALE_IDLE, SCALE_POINTS };
 
 static int scaling_only(unsigned long fd_limit, double seconds, unsigned repetitions)
@@ -609,7 +616,8 @@ static int scaling_only(unsigned long fd_limit, double seconds, unsigned repetit
 	       "msrd_us_per_read_10000=%.2f msrd_us_per_read_16_idle10000=%.2f "
 	       "msrd_us_per_read_16_min=%.2f msrd_us_per_read_10000_min=%.2f "
 	       "msrd_us_per_read_16_idle10000_min=%.2f floor_us_per_read_16=%.2f "
-	       "floor_us_per_read_10000=%.2f\n", repetitions,
+	       "floor_us_per_read_10000=%.2f msrd_ratio_10000_16=%.2f floor_ratio_10000_16=%.2f\n",
+	       repetitions,
 	       (unsigned long long)bench_median_u64(ops[SCALE_16], repetitions),
 	       (unsigned long long)bench_median_u64(ops[SCALE_MANY], repetitions),
 	       msrd_ns[SCALE_16][repetitions / 2] / 1000.0,
@@ -617,7 +625,9 @@ static int scaling_only(unsigned long fd_limit, double seconds, unsigned repetit
 	       msrd_ns[SCALE_IDLE][repetitions / 2] / 1000.0, msrd_ns[SCALE_16][0] / 1000.0,
 	       msrd_ns[SCALE_MANY][0] / 1000.0, msrd_ns[SCALE_IDLE][0] / 1000.0,
 	       floor_ns[SCALE_16][repetitions / 2] / 1000.0,
-	       floor_ns[SCALE_MANY][repetitions / 2] / 1000.0);
+	       floor_ns[SCALE_MANY][repetitions / 2] / 1000.0,
+	       ratio_u64(msrd_ns[SCALE_MANY][repetitions / 2], msrd_ns[SCALE_16][repetitions / 2]),
+	       ratio_u64(floor_ns[SCALE_MANY][repetitions / 2], floor_ns[SCALE_16][repetitions / 2]));
 	return 0;
 }
 
@@ -755,7 +765,8 @@ int main(int argc, char **argv)
 	       "clients10000_ops=%.0f msrd_us_per_read_16=%.2f msrd_us_per_read_10000=%.2f "
 	       "floor_us_per_read_16=%.2f floor_us_per_read_10000=%.2f "
 	       "broker_read_ratio=%.2f powercap_read_ratio=%.2f write_ns=%llu device_read_ns=%llu "
-	       "write_read_ratio=%.2f msrd_us_per_read_16_idle10000=%.2f\n",
+	       "write_read_ratio=%.2f msrd_us_per_read_16_idle10000=%.2f msrd_ratio_10000_16=%.2f "
+	       "floor_ratio_10000_16=%.2f\n",
 	       (unsigned long long)cross.read, (unsigned long long)cross.pingpong,
 	       (double)cross.read / (double)cross.pingpong,
 	       (double)cross.batch8 / (double)cross.read, points[0].ops, points[1].ops,
@@ -768,6 +779,10 @@ int main(int argc, char **argv)
 	       points[4].ops, points[1].msrd_us_per_read, points[4].msrd_us_per_read,
 	       floors[0].msrd_us_per_read, floors[1].msrd_us_per_read, broker_ratio,
 	       powercap_ratio, (unsigned long long)write_ns, (unsigned long long)device_read_ns,
-	       write_ratio, idle_point.msrd_us_per_read);
+	       write_ratio, idle_point.msrd_us_per_read,
+	       points[1].msrd_us_per_read > 0 ? points[4].msrd_us_per_read /
+						points[1].msrd_us_per_read : -1.0,
+	       floors[0].msrd_us_per_read > 0 ? floors[1].msrd_us_per_read /
+						floors[0].msrd_us_per_read : -1.0);
 	return 0;
 }

@@ -215,14 +215,13 @@ void client_on_recv(struct client *client, const struct io_uring_cqe *cqe)
 	if (!more)
 		client->recv_armed = false;
 	if (cqe->flags & IORING_CQE_F_BUFFER) {
-		uint16_t id = (uint16_t)(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
-		const uint8_t *data = loop_buffer(&client->server->loop, id);
+		const uint8_t *data = loop_received(&client->server->loop, cqe);
 		if (result > 0 && !client->closing && !client->draining) {
 			/* The kernel wrote the buffer behind valgrind's back. */
 			VALGRIND_MAKE_MEM_DEFINED(data, (size_t)result);
 			take_bytes(client, data, (size_t)result);
 		}
-		loop_recycle_buffer(&client->server->loop, id);
+		loop_release_received(&client->server->loop, cqe);
 	} else if (result == 0) {
 		on_end_of_input(client);
 	} else if (result == -ENOBUFS) {

@@ -16,6 +16,29 @@
 #include <unistd.h>
 
 #define KEEP_BUFFER_BYTES 4096u /* larger buffers are freed once empty */
+#define REPLY_BUFFER_BYTES 256u /* a reply buffer's first size */
+#define SPARE_REPLY_BUFFERS 64u
+
+/*
+ * Reply buffers whose send completed, the most recently given back on top. A buffer kept per
+ * client is, with thousands of busy clients, a cold line each reply writes (callgrind at 10 000
+ * clients: 1.15 last-level misses per READ); the next reply takes the buffer a send gave back
+ * last, still in the cache. Not malloc's own cache: past its 7 blocks per size, free and malloc
+ * took 220 instructions per READ. File-scope: msrd serves its clients from one thread.
+ */
+static struct {
+	uint8_t *data[SPARE_REPLY_BUFFERS];
+	unsigned count;
+} spares;
+
+static void release_output(struct output_buffer *buffer)
+{
+	if (buffer->capacity == REPLY_BUFFER_BYTES && spares.count < SPARE_REPLY_BUFFERS)
+		spares.data[spares.count++] = buffer->data;
+	else
+		free(buffer->data);
+	*buffer = (struct output_buffer){ 0 };
+}
 
 struct fd_send {
 	struct msghdr message;
@@ -34,7 +57,12 @@ static int reserve_output(struct output_buffer *buffer, size_t extra)
 
 	if (needed <= buffer->capacity)
 		return 0;
-	capacity = buffer->capacity > 0 ? buffer->capacity : 256u;
+	if (buffer->capacity == 0 && needed <= REPLY_BUFFER_BYTES && spares.count > 0) {
+		buffer->data = spares.data[--spares.count];
+		buffer->capacity = REPLY_BUFFER_BYTES;
+		return 0;
+	}
+	capacity = buffer->capacity > 0 ? buffer->capacity : REPLY_BUFFER_BYTES;
 	while (capacity < needed)
 		capacity *= 2;
 	bigger = realloc(buffer->data, capacity);
@@ -314,8 +342,8 @@ void client_on_send(struct client *client, const struct io_uring_cqe *cqe)
 	client->sending_offset += (uint32_t)cqe->res;
 	client->stream_sent += (uint64_t)cqe->res;
 	if (client->sending_offset >= client->sending.used) {
+		release_output(&client->sending); /* for whichever client replies next */
 		client->replies_sending = 0;
-		client->sending.used = 0;
 		client->sending_offset = 0;
 	}
 	if (!client->closing) {

@@ -67,6 +67,7 @@ void msrd_reload_policy(struct msrd *server)
 	for (struct client *client = server->clients; client != NULL; client = client->next) {
 		policy_grant_free(client->grant);
 		client->grant = grants[index++];
+		client->read_granted = false; /* msr_check.c's note was the old grant's */
 		client->grant_generation = server->policy_generation + 1;
 	}
 	free(grants);

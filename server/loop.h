@@ -37,6 +37,14 @@ enum loop_tag {
 	TAG_ENERGY_EDGE = 11, /* the precise edges' window timeout */
 };
 
+/* Incrementally consumed provided buffers (Linux 6.12; liburing 2.3's headers lack both). */
+#ifndef IOU_PBUF_RING_INC
+#define IOU_PBUF_RING_INC 2
+#endif
+#ifndef IORING_CQE_F_BUF_MORE
+#define IORING_CQE_F_BUF_MORE (1u << 4)
+#endif
+
 #define LOOP_BUFFER_GROUP 1
 #define LOOP_BUFFER_COUNT 16384u    /* default most; a power of two */
 #define LOOP_BUFFER_START 512u      /* buffers at start; doubled while clients exhaust them */
@@ -63,7 +71,10 @@ struct loop {
 	size_t buffer_memory_bytes;    /* reserved for --recv-buffers buffers */
 	unsigned buffer_max;           /* the ring's entries (--recv-buffers, or fewer when
 					* RLIMIT_MEMLOCK holds it), a power of two */
+	uint16_t *buffer_taken;        /* per buffer: bytes the kernel handed out of it so far
+					* (incremental consumption; always 0 without it) */
 	bool buffers_registered;
+	bool buffers_incremental;      /* registered with IOU_PBUF_RING_INC */
 	bool buffers_exhausted;        /* a receive found none this turn: add more */
 	/* Sends queued this turn whose completion leads to no further work (a client's whole
 	 * output, nothing waiting behind it): the next io_uring_enter submits them and waits for
@@ -83,11 +94,13 @@ struct io_uring_sqe *loop_sqe(struct loop *loop);
 bool loop_work_waiting(struct loop *loop);
 /* Make sure `count` SQEs fit without an intermediate submit (for linked chains). */
 void loop_reserve(struct loop *loop, unsigned count);
-/* Give provided buffer `id` back to the kernel. */
-void loop_recycle_buffer(struct loop *loop, uint16_t id);
+/* The bytes a receive completion carries (cqe->res of them, in one of the provided buffers). */
+const uint8_t *loop_received(struct loop *loop, const struct io_uring_cqe *cqe);
+/* After the completion's bytes are handled: its buffer goes back to the kernel once the kernel
+ * has handed out all of it. */
+void loop_release_received(struct loop *loop, const struct io_uring_cqe *cqe);
 /* A receive found every buffer in use: the turn's end adds as many again (up to buffer_max). */
 void loop_buffers_exhausted(struct loop *loop);
-const uint8_t *loop_buffer(const struct loop *loop, uint16_t id);
 
 /* CLOCK_MONOTONIC in ns (clock_monotonic_ns): client timeouts, which io_uring times in it. */
 uint64_t msrd_now_ns(void);

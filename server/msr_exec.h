@@ -48,7 +48,7 @@ void msr_exec_request(struct client *client, const struct msr_request *request);
 void msr_exec_on_completion(struct msrd *server, const struct io_uring_cqe *cqe);
 /* Step 1 alone (what BATCH_REGISTER validates): kinds, CPUs, policy grants, slot ids held,
  * energy registers known. Returns how many ops were refused; each refused op has its status. */
-uint32_t msr_exec_check(const struct client *client, struct msr_op *ops, const uint8_t *kinds,
+uint32_t msr_exec_check(struct client *client, struct msr_op *ops, const uint8_t *kinds,
 			uint32_t count, bool validated, struct refusal *refusal);
 /* Step 2 alone: each write against `current` (the register's value, or current_status < 0 when
  * it could not be read) or the value an earlier write of the same batch leaves; the write mask

@@ -37,7 +37,8 @@
  *
  * What any io_uring server pays per round trip at a number of connections: a process that
  * accepts them all, receives with one multishot recv per connection from shared provided
- * buffers (512 at first, doubled when a receive finds none, as msrd does) and answers each
+ * buffers (512 at first, doubled when a receive finds none, consumed incrementally where the
+ * kernel can: as msrd does) and answers each
  * 24-byte request with one 24-byte send, nothing else. Its CPU per round trip beside msrd's at
  * the same count tells what of msrd's growth is the kernel's (sockets and the wake-ups of
  * thousands of threads) and what is msrd's own. */
@@ -45,6 +46,12 @@
 #define ECHO_BUFFER_GROUP 1
 #define ECHO_BUFFERS_MOST 16384u
 #define ECHO_BUFFER_SIZE 2048u
+#ifndef IOU_PBUF_RING_INC /* Linux 6.12; liburing 2.3's headers lack both */
+#define IOU_PBUF_RING_INC 2
+#endif
+#ifndef IORING_CQE_F_BUF_MORE
+#define IORING_CQE_F_BUF_MORE (1u << 4)
+#endif
 
 struct echo {
 	struct io_uring ring;
@@ -53,6 +60,7 @@ struct echo {
 	unsigned count;
 	int *fds;
 	uint8_t (*replies)[WIRE_HEADER_SIZE + 8];
+	uint16_t taken[ECHO_BUFFERS_MOST]; /* bytes handed out of each buffer (incremental) */
 };
 
 static struct io_uring_sqe *echo_sqe(struct echo *echo)
@@ -96,15 +104,23 @@ static bool echo_received(struct echo *echo, const struct io_uring_cqe *cqe)
 		unsigned id = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
 		if (cqe->res > 0) {
 			struct io_uring_sqe *sqe = echo_sqe(echo);
-			memcpy(echo->replies[index], echo->memory + (size_t)id * ECHO_BUFFER_SIZE,
+			memcpy(echo->replies[index],
+			       echo->memory + (size_t)id * ECHO_BUFFER_SIZE + echo->taken[id],
 			       sizeof(echo->replies[index]));
 			io_uring_prep_send(sqe, echo->fds[index], echo->replies[index],
 					   sizeof(echo->replies[index]), MSG_NOSIGNAL);
 			io_uring_sqe_set_data64(sqe, cqe->user_data | 1);
 		}
-		io_uring_buf_ring_add(echo->buffers, echo->memory + (size_t)id * ECHO_BUFFER_SIZE,
-				      ECHO_BUFFER_SIZE, (unsigned short)id, ECHO_BUFFERS_MOST - 1, 0);
-		io_uring_buf_ring_advance(echo->buffers, 1);
+		if (cqe->flags & IORING_CQE_F_BUF_MORE) {
+			echo->taken[id] = (uint16_t)(echo->taken[id] + cqe->res);
+		} else if (cqe->res > 0) {
+			echo->taken[id] = 0;
+			io_uring_buf_ring_add(echo->buffers,
+					      echo->memory + (size_t)id * ECHO_BUFFER_SIZE,
+					      ECHO_BUFFER_SIZE, (unsigned short)id,
+					      ECHO_BUFFERS_MOST - 1, 0);
+			io_uring_buf_ring_advance(echo->buffers, 1);
+		}
 	}
 	if ((cqe->flags & IORING_CQE_F_MORE) == 0 && cqe->res != 0)
 		echo_arm(echo, index);
@@ -120,7 +136,8 @@ static __attribute__((noreturn)) void echo_serve(int listen_fd, unsigned clients
 	};
 	static struct echo echo;
 	struct io_uring_buf_reg registration = { .ring_entries = ECHO_BUFFERS_MOST,
-						 .bgid = ECHO_BUFFER_GROUP };
+						 .bgid = ECHO_BUFFER_GROUP,
+						 .pad = IOU_PBUF_RING_INC /* flags */ };
 
 	echo.fds = calloc(clients, sizeof(*echo.fds));
 	echo.replies = calloc(clients, sizeof(*echo.replies));
@@ -130,9 +147,13 @@ static __attribute__((noreturn)) void echo_serve(int listen_fd, unsigned clients
 			   MAP_ANONYMOUS | MAP_PRIVATE | MAP_NORESERVE, -1, 0);
 	registration.ring_addr = (uint64_t)(uintptr_t)echo.buffers;
 	if (echo.fds == NULL || echo.replies == NULL || echo.buffers == MAP_FAILED ||
-	    echo.memory == MAP_FAILED || io_uring_queue_init_params(4096, &echo.ring, &params) < 0 ||
-	    io_uring_register_buf_ring(&echo.ring, &registration, 0) < 0)
+	    echo.memory == MAP_FAILED || io_uring_queue_init_params(4096, &echo.ring, &params) < 0)
 		_exit(1);
+	if (io_uring_register_buf_ring(&echo.ring, &registration, 0) < 0) {
+		registration.pad = 0; /* before Linux 6.12: one buffer per receive */
+		if (io_uring_register_buf_ring(&echo.ring, &registration, 0) < 0)
+			_exit(1);
+	}
 	io_uring_buf_ring_init(echo.buffers);
 	echo_add_buffers(&echo, 512);
 	for (unsigned i = 0; i < clients; i++) {

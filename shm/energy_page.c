@@ -48,6 +48,9 @@
 #define PAGE_EDGES_BYTES 128u
 #define PAGE_ROUND 4096u
 #define PAGE_MEMFD_MODE 0444
+/* The seals a reader requires of a page; energy_page_create adds F_SEAL_SEAL, which a reader
+ * needs not (a seal is never removed). */
+#define PAGE_READER_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE)
 
 struct page_identity {
 	uint64_t magic;
@@ -180,8 +183,7 @@ int energy_page_create(const struct energy_page_params *params,
 	/* msrd's mapping is the only writable one there will ever be: F_SEAL_FUTURE_WRITE
 	 * refuses every later write(2) and writable mapping, whoever holds the descriptor. A
 	 * memfd inode is mode 0777: 0444 keeps /proc/self/fd reopenings read-only too. */
-	status = shm_memfd_seal(fd, PAGE_MEMFD_MODE,
-				F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL);
+	status = shm_memfd_seal(fd, PAGE_MEMFD_MODE, PAGE_READER_SEALS | F_SEAL_SEAL);
 	if (status < 0)
 		goto out;
 	*writer = (struct energy_page_writer){ .mapping = mapping, .bytes = bytes,
@@ -343,31 +345,38 @@ int energy_page_attach(struct energy_page_reader *reader, int fd)
 {
 	struct page_identity identity;
 	struct stat stat_buffer;
+	size_t bytes;
 	void *mapping;
-	int seals;
 	int status;
 
 	if (reader == NULL || fd < 0)
 		return -EINVAL;
-	if (fstat(fd, &stat_buffer) < 0)
-		return -errno;
-	if (!S_ISREG(stat_buffer.st_mode))
-		return -EINVAL;
-	/* A page whose owner could shrink it would kill the reader with SIGBUS. */
-	seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || (seals & F_SEAL_SHRINK) == 0)
-		return -EPERM;
-	if (pread(fd, &identity, sizeof(identity), 0) != (ssize_t)sizeof(identity))
-		return -EBADMSG;
-	status = identity_check(&identity, (size_t)stat_buffer.st_size);
+	status = shm_fd_regular(fd, &stat_buffer);
 	if (status < 0)
 		return status;
-	mapping = mmap(NULL, (size_t)stat_buffer.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	/* Seals before the size (shm/ring.c's order): a page whose creator could still shrink it
+	 * between our size check and the mapping would kill us with SIGBUS, one it could grow
+	 * would make the size check meaningless, and one it could map writable again could be
+	 * written by someone other than msrd. */
+	status = shm_fd_sealed(fd, PAGE_READER_SEALS);
+	if (status < 0)
+		return status;
+	/* Sealed: the size read now is the size for good. */
+	status = shm_fd_regular(fd, &stat_buffer);
+	if (status < 0)
+		return status;
+	bytes = (size_t)stat_buffer.st_size;
+	if (pread(fd, &identity, sizeof(identity), 0) != (ssize_t)sizeof(identity))
+		return -EBADMSG;
+	status = identity_check(&identity, bytes);
+	if (status < 0)
+		return status;
+	mapping = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
 	if (mapping == MAP_FAILED)
 		return -errno;
-	status = energy_page_use(reader, mapping, (size_t)stat_buffer.st_size);
+	status = energy_page_use(reader, mapping, bytes);
 	if (status < 0)
-		munmap(mapping, (size_t)stat_buffer.st_size);
+		munmap(mapping, bytes);
 	return status;
 }
 

@@ -18,6 +18,11 @@
  *    attempts (a writer stopped mid-write) it returns -EAGAIN.
  *  - The page is a sealed memfd (size sealed, F_SEAL_FUTURE_WRITE: no writable mapping or
  *    write can be made after msrd's own, inode mode 0444); clients get a read-only descriptor.
+ *  - energy_page_attach maps only a page sealed so (F_SEAL_SHRINK, F_SEAL_GROW and
+ *    F_SEAL_FUTURE_WRITE, else -EPERM), and checks the seals before it reads the size: the size
+ *    it validates and maps can no longer change, so whoever handed the descriptor over cannot
+ *    shrink the file under the reader's mapping (SIGBUS) nor write it through another mapping.
+ *  - Attaching to memory that is not a valid page fails with an error, never a crash.
  *  - A page tells its reader when to stop trusting it: its state says STALE (the policy
  *    was reloaded: ask msrd for a page again) or DEAD (msrd stopped); neither is ever undone.
  *  - A coarse page (a coarse energy grant) carries only values msrd already quantised to the
@@ -200,8 +205,9 @@ struct energy_page_total {
 
 /* Map the page behind fd read-only and validate everything a reader relies on before touching
  * it: -EBADMSG for a foreign or corrupt header, -EPROTO for another layout version, -EMSGSIZE
- * for a file whose size does not match its entry count, -EPERM when its size is not sealed,
- * -EINVAL for a non-regular file. The fd may be closed afterwards. */
+ * for a file whose size does not match its entry count, -EPERM when it is not sealed against
+ * shrinking, growing and further writes (checked before the size is read), -EINVAL for a
+ * non-regular file. The fd may be closed afterwards. */
 int energy_page_attach(struct energy_page_reader *reader, int fd);
 /* Use memory already mapped (tests, benchmarks); validated the same way, not unmapped. */
 int energy_page_use(struct energy_page_reader *reader, const void *memory, size_t bytes);

@@ -52,6 +52,16 @@ int shm_fd_regular(int fd, struct stat *status)
 	return S_ISREG(status->st_mode) ? 0 : -EINVAL;
 }
 
+int shm_fd_sealed(int fd, int required)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	/* EINVAL: a file that cannot carry seals at all (not a memfd), as unsealed as it gets. */
+	if (seals < 0)
+		return errno == EINVAL ? -EPERM : -errno;
+	return (seals & required) == required ? 0 : -EPERM;
+}
+
 int shm_reopen_readonly(int fd)
 {
 	char path[32];

@@ -22,6 +22,13 @@ int shm_memfd_seal(int fd, mode_t mode, int seals);
  * header are read), -EBADF for fd < 0, -EINVAL for a pipe, socket or device, or -errno. */
 int shm_fd_regular(int fd, struct stat *status);
 
+/* 0 when fd's seals include every one of `required` (F_SEAL_*), -EPERM when one is missing or
+ * fd is no memfd (it cannot be sealed), or -errno. An attach checks this before it reads the
+ * size: seals are never removed, so a size read after F_SEAL_SHRINK (and F_SEAL_GROW) were seen
+ * is the size the mapping keeps; a size read before could be shrunk under the mapping (SIGBUS on
+ * the first access past the new end). */
+int shm_fd_sealed(int fd, int required);
+
 /* fd reopened through /proc/self/fd read-only and close-on-exec: a new descriptor, -EBADF for
  * fd < 0, or -errno. */
 int shm_reopen_readonly(int fd);

@@ -276,16 +276,6 @@ static int fd_header_check(int fd, union ring_header_page *page, struct ring_hea
 	return header_copy_check(copy, *bytes);
 }
 
-/* Mapping a file whose owner may still shrink it would let that owner kill us with SIGBUS. */
-static int fd_size_sealed(int fd)
-{
-	int seals = fcntl(fd, F_GET_SEALS);
-
-	if (seals < 0)
-		return errno == EINVAL ? -EPERM : -errno;
-	return (seals & F_SEAL_SHRINK) ? 0 : -EPERM;
-}
-
 /* The ring_*_use functions check the mapped header again: that copy is the one relied on. */
 static int fd_map(int fd, int protection, void **mapping, size_t *bytes)
 {
@@ -300,7 +290,7 @@ static int fd_map(int fd, int protection, void **mapping, size_t *bytes)
 		return rc;
 	/* Seals before the size: a creator that could still shrink the file between our size check
 	 * and the mapping could make the first access past the new end raise SIGBUS. */
-	rc = fd_size_sealed(fd);
+	rc = shm_fd_sealed(fd, F_SEAL_SHRINK);
 	if (rc)
 		return rc;
 	rc = fd_header_check(fd, &page, &copy, bytes);

@@ -29,11 +29,6 @@
 #define P_CORE_COUNTERS 8u
 #define E_CORE_COUNTERS 6u
 
-static const char policy[] = POLICY_HEADER POLICY_PMU_MSRS
-	"rules:\n"
-	"  - match: {uid: 0}\n"
-	"    allow: [pmu]\n";
-
 static struct msrd_server server;
 static struct haecer_conn *conn;
 static char tree[PATH_MAX + 16];
@@ -145,5 +140,5 @@ int main(void)
 		cmocka_unit_test(test_event_table_per_core_type),
 	};
 
-	return MSRD_RUN_GROUP_PREPARED(&server, policy, prepare, arguments, &conn, tests);
+	return MSRD_RUN_GROUP_PREPARED(&server, POLICY_PMU_FOR_ROOT, prepare, arguments, &conn, tests);
 }

@@ -63,10 +63,8 @@ static int *connect_clients(unsigned count)
 		assert_true(fds[i] >= 0);
 		assert_int_equal(raw_send(fds[i], frames, length), 0);
 	}
-	for (unsigned i = 0; i < count; i++) {
-		expect_reply(fds[i], WIRE_OP_HELLO, 2 * i + 1);
-		expect_reply(fds[i], WIRE_OP_READ, 2 * i + 2);
-	}
+	for (unsigned i = 0; i < count; i++)
+		assert_int_equal(raw_read_hello_and_read(fds[i], 2 * i + 1, TIMEOUT_MS), 1);
 	return fds;
 }
 

@@ -20,11 +20,6 @@
 #include "tests/lib/msrd_group.h"
 #include "harness/policy_text.h"
 
-static const char policy[] =
-	POLICY_HEADER POLICY_PMU_MSRS
-	"rules:\n"
-	"  - {match: {uid: 0}, allow: [pmu]}\n";
-
 static struct msrd_server server;
 static struct haecer_conn *holder;
 
@@ -117,5 +112,5 @@ int main(void)
 		cmocka_unit_test(test_raw_writes_to_held_registers),
 	};
 
-	return MSRD_RUN_GROUP(&server, policy, arguments, &holder, tests);
+	return MSRD_RUN_GROUP(&server, POLICY_PMU_FOR_ROOT, arguments, &holder, tests);
 }

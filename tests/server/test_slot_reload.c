@@ -26,11 +26,8 @@
 #define SELECT_BEFORE 0x0001003Cull /* a selection left in PERFEVTSEL0 before the slot */
 #define COUNT_BEFORE 0x1234ull
 
-static const char policy[] = POLICY_HEADER POLICY_PMU_MSRS
-	"rules:\n"
-	"  - {match: {uid: 0}, allow: [pmu]}\n";
-
-/* The same registers, but the event selects without write access: no programmable slot. */
+/* POLICY_PMU_FOR_ROOT's registers (less IA32_A_PMC), but the event selects without write
+ * access: no programmable slot. */
 static const char policy_fixed_only[] = POLICY_HEADER
 	"  - {name: IA32_PMC, range: [0xC1, 0xC8], read: true, write_mask: 0xffffffffffff, "
 	"set: pmu}\n"
@@ -99,7 +96,7 @@ static void test_reload_takes_back_ungranted_slots(void **state)
 	assert_int_equal(haecer_slot_free(conn, fixed.id), 0);
 
 	/* Granted again after the next reload, the counter is free to take. */
-	reload(policy, 2);
+	reload(POLICY_PMU_FOR_ROOT, 2);
 	assert_int_equal(haecer_slot_alloc(conn, 0, HAECER_SLOT_PROGRAMMABLE, 0, &again), 0);
 	assert_int_equal(haecer_slot_free(conn, again.id), 0);
 }
@@ -111,5 +108,5 @@ int main(void)
 		cmocka_unit_test(test_reload_takes_back_ungranted_slots),
 	};
 
-	return MSRD_RUN_GROUP(&server, policy, arguments, &conn, tests);
+	return MSRD_RUN_GROUP(&server, POLICY_PMU_FOR_ROOT, arguments, &conn, tests);
 }

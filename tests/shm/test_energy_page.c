@@ -6,10 +6,14 @@
  *  - the descriptor a reader gets cannot be mapped writable or written, and the page cannot be
  *    resized;
  *  - a page that is not one, or whose size does not match, is refused before it is touched;
+ *  - a well-formed page in a memfd that is not sealed against shrinking, growing and further
+ *    writes is refused (-EPERM) before its size is read, a pipe or socket too (-EINVAL); sealed
+ *    so, the same bytes attach;
  *  - the state only goes LIVE -> STALE -> DEAD, and a write section keeps it;
  *  - the lean read (energy_page_read_total, a client's counter read) is as whole as the copy.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -244,12 +248,77 @@ static void test_foreign_memory_is_refused(void **state)
 	close(page_fd);
 }
 
+/* A memfd holding a copy of a well-formed page (`extra` bytes longer), with `seals` added. */
+static int page_copy_memfd(size_t extra, int seals)
+{
+	size_t bytes;
+	int fd = memfd_create("hostile-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	assert_true(fd >= 0);
+	assert_int_equal(energy_page_bytes_for(ENTRIES, &bytes), 0);
+	assert_int_equal(ftruncate(fd, (off_t)(bytes + extra)), 0);
+	assert_int_equal(pwrite(fd, writer.mapping, bytes, 0), (ssize_t)bytes);
+	if (seals)
+		assert_int_equal(fcntl(fd, F_ADD_SEALS, seals), 0);
+	return fd;
+}
+
+static void assert_attach_refused(int fd, int expected)
+{
+	struct energy_page_reader reader;
+
+	assert_int_equal(energy_page_attach(&reader, fd), expected);
+	close(fd);
+}
+
+static void test_unsealed_page_is_refused(void **state)
+{
+	struct energy_page_reader reader;
+	struct energy_page_reading reading;
+	int pipe_fds[2];
+	int fd;
+
+	(void)state;
+	make_page();
+	energy_page_begin(&writer);
+	energy_page_put(&writer, 2, &(struct energy_page_reading){ .total = 77 });
+	energy_page_end(&writer);
+	/* Right bytes, right size, but whoever handed it over could still resize or write it:
+	 * each seal missing is a refusal, whatever the others. */
+	assert_attach_refused(page_copy_memfd(0, 0), -EPERM);
+	assert_attach_refused(page_copy_memfd(0, F_SEAL_SHRINK), -EPERM);
+	assert_attach_refused(page_copy_memfd(0, F_SEAL_GROW | F_SEAL_FUTURE_WRITE), -EPERM);
+	assert_attach_refused(page_copy_memfd(0, F_SEAL_SHRINK | F_SEAL_GROW), -EPERM);
+	assert_attach_refused(page_copy_memfd(0, F_SEAL_SHRINK | F_SEAL_FUTURE_WRITE), -EPERM);
+	/* A memfd made without MFD_ALLOW_SEALING can never be sealed; a pipe is no file at all. */
+	fd = memfd_create("unsealable-page", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_attach_refused(fd, -EPERM);
+	assert_int_equal(pipe(pipe_fds), 0);
+	close(pipe_fds[1]);
+	assert_attach_refused(pipe_fds[0], -EINVAL);
+	/* Sealed but of the wrong size: the size is still checked, after the seals. */
+	assert_attach_refused(page_copy_memfd(4096, F_SEAL_SHRINK | F_SEAL_GROW |
+						  F_SEAL_FUTURE_WRITE), -EMSGSIZE);
+	/* Sealed as msrd seals a page (F_SEAL_SEAL is not needed): it attaches and reads. */
+	fd = page_copy_memfd(0, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE);
+	assert_int_equal(energy_page_attach(&reader, fd), 0);
+	close(fd);
+	assert_int_equal(reader.info.entry_count, ENTRIES);
+	assert_int_equal(energy_page_read(&reader, 2, &reading), 0);
+	assert_int_equal(reading.total, 77);
+	energy_page_detach(&reader);
+	energy_page_writer_close(&writer);
+	close(page_fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_no_torn_reads_under_a_full_speed_writer),
 		cmocka_unit_test(test_reader_descriptor_is_read_only_and_sealed),
 		cmocka_unit_test(test_foreign_memory_is_refused),
+		cmocka_unit_test(test_unsealed_page_is_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

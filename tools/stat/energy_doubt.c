@@ -148,17 +148,22 @@ void stat_energy_doubt_json(FILE *out, const struct stat_metric *metric)
 }
 
 void stat_energy_doubt_csv(FILE *out, const struct stat_options *options,
-			   const struct stat_metric *metric)
+			   const struct stat_session *session, const struct stat_metric *metric)
 {
 	const char *sep = options->separator;
 	double runs = (double)runs_of(metric);
+	char aggregate[64] = "";
 
 	if (!wants_marks(metric) || metric->uncertainty_count == 0)
 		return;
+	/* --per-socket and the like: the totals' rows are of every package in scope. */
+	if (options->aggregate != STAT_SUMMED)
+		snprintf(aggregate, sizeof(aggregate), "all%s%u%s", sep, session->scope.cpu_count,
+			 sep);
 	/* perf's seven fields: value, unit, event, run time, percentage, metric, metric unit. */
-	fprintf(out, "%.6f%sJ%s%s:uncertainty%s%s%s%s\n", mean_uncertainty(metric), sep, sep,
-		metric->name, sep, sep, sep, sep);
-	fprintf(out, "%.6f%sJ%s%s:measurement%s%s%s%.6f%sms msrd CPU\n",
+	fprintf(out, "%s%.9f%sJoules%s%s:uncertainty%s%s%s%s\n", aggregate,
+		mean_uncertainty(metric), sep, sep, metric->name, sep, sep, sep, sep);
+	fprintf(out, "%s%.9f%sJoules%s%s:measurement%s%s%s%.6f%sms msrd CPU\n", aggregate,
 		metric->measurement_j / runs, sep, sep, metric->name, sep, sep, sep,
 		(double)metric->measurement_cpu_ns / runs / 1e6, sep);
 }

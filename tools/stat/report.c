@@ -329,7 +329,7 @@ void stat_report_csv(FILE *out, const struct stat_options *options,
 	csv_comments(out, session);
 	csv_metrics(out, options, session, false, "", seconds, scale);
 	for (size_t i = 0; i < session->metric_count; i++)
-		stat_energy_doubt_csv(out, options, &session->metrics[i]);
+		stat_energy_doubt_csv(out, options, session, &session->metrics[i]);
 }
 
 /* ---- -I ---- */

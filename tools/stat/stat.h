@@ -183,7 +183,7 @@ int stat_energy_marks_stop(struct stat_session *session);
 void stat_energy_doubt_text(FILE *out, const struct stat_session *session);
 void stat_energy_doubt_json(FILE *out, const struct stat_metric *metric);
 void stat_energy_doubt_csv(FILE *out, const struct stat_options *options,
-			   const struct stat_metric *metric);
+			   const struct stat_session *session, const struct stat_metric *metric);
 
 /* ---- running the command (run.c) ---- */
 

@@ -45,6 +45,7 @@ struct coverage {
 };
 
 static struct haecer_conn *truth_conn;
+static pid_t msrd_pid;
 
 static double truth_at(uint64_t ns)
 {
@@ -393,7 +394,8 @@ static void follow_condition(struct haecer_counter *pkg, enum follow_condition c
 	for (size_t l = 0; l < FOLLOW_LENGTHS; l++)
 		regions += cells[l].count;
 	on /= (double)(regions ? regions : 1);
-	cost = fidelity_cost(truth_conn, pkg, work_of, (int)c, follow_ns, FOLLOW_LENGTHS);
+	cost = fidelity_cost(truth_conn, pkg, msrd_pid, work_of, (int)c, follow_ns,
+			     FOLLOW_LENGTHS);
 	for (size_t l = 0; l < FOLLOW_LENGTHS; l++) {
 		const struct coverage *cell = &cells[l];
 
@@ -417,11 +419,13 @@ static void follow_condition(struct haecer_counter *pkg, enum follow_condition c
 	       " | estimate diff coverage %5.1f %%  p95 |%%| %6.2f  worst %.2f\n", follow_names[c],
 	       reads.count, covered_pct(&reads), abs_pct(&reads, 95), reads.worst_ratio,
 	       covered_pct(&estimates), abs_pct(&estimates, 95), estimates.worst_ratio);
-	printf("follow %-22s regions %.3f W; cost blocks: measured %.3f W, not %.3f W: added "
-	       "%+.2f %% (+-%.2f) of the regions' true energy, msrd's part %+.2f %%; the results "
-	       "said %.2f %% (msrd CPU %.2f %% of their time)\n", follow_names[c], on * 1e9,
-	       cost.on_watts, cost.off_watts, cost.added_pct, cost.spread_pct,
-	       cost.msrd_added_pct, cost.reported_pct, cost.reported_cpu_pct);
+	printf("follow %-22s regions %.3f W; measuring added %.2f %% of the regions' true energy "
+	       "(msrd's CPU in them %.2f %% of their time x %.2f W a busy CPU); the results said "
+	       "%.2f %% (msrd CPU for the register %.2f %%); cross-check, paired blocks on/off: "
+	       "%.3f / %.3f W, %+.2f %% (+-%.2f), msrd's part %+.2f %%\n", follow_names[c],
+	       on * 1e9, cost.added_pct, cost.msrd_cpu_pct, cost.busy_cpu_watts,
+	       cost.reported_pct, cost.reported_cpu_pct, cost.on_watts, cost.off_watts,
+	       cost.paired_pct, cost.spread_pct, cost.msrd_added_pct);
 	printf("follow %-22s markers (100 us-10 ms) %3zu  coverage %5.1f %%  p95 |%%| %6.2f  worst "
 	       "%.2f | haecer-stat totals coverage %5.1f %% (%zu)  p95 |%%| %6.2f  worst %.2f\n",
 	       follow_names[c], markers.count, covered_pct(&markers), abs_pct(&markers, 95),
@@ -442,10 +446,11 @@ static void follow_condition(struct haecer_counter *pkg, enum follow_condition c
 		keys->measurement_added_pct = cost.added_pct;
 }
 
-void fidelity_follow(struct haecer_conn *conn, struct haecer_counter *pkg,
+void fidelity_follow(struct haecer_conn *conn, struct haecer_counter *pkg, pid_t msrd,
 		     struct follow_keys *keys)
 {
 	truth_conn = conn;
+	msrd_pid = msrd;
 	*keys = (struct follow_keys){ .region_coverage_pct = 100.0,
 				      .estimate_coverage_pct = 100.0,
 				      .read_coverage_pct = 100.0,

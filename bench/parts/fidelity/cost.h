@@ -15,9 +15,10 @@ typedef void (*fidelity_work_fn)(int condition, uint64_t ns);
 
 struct fidelity_cost {
 	double on_watts, off_watts;    /* the work's true mean power, measured / not */
-	double added_pct;              /* msrd's CPU in the regions x the model's busy-CPU power,
-					* % of the regions' true energy (cost.c) */
+	double added_pct;              /* msrd's CPU in the regions less unmeasured, x the model's
+					* busy-CPU power, % of the regions' true energy (cost.c) */
 	double msrd_cpu_pct;           /* msrd's CPU in the regions, % of their time */
+	double msrd_idle_cpu_pct;      /* the same over the work unmeasured */
 	double busy_cpu_watts;         /* the model's power of a busy CPU (from the results) */
 	double paired_pct;             /* median over pairs of blocks of (on - off) / on, % */
 	double spread_pct;             /* half the range of those pairs' figures: the noise */

@@ -420,10 +420,11 @@ static void follow_condition(struct haecer_counter *pkg, enum follow_condition c
 	       reads.count, covered_pct(&reads), abs_pct(&reads, 95), reads.worst_ratio,
 	       covered_pct(&estimates), abs_pct(&estimates, 95), estimates.worst_ratio);
 	printf("follow %-22s regions %.3f W; measuring added %.2f %% of the regions' true energy "
-	       "(msrd's CPU in them %.2f %% of their time x %.2f W a busy CPU); the results said "
-	       "%.2f %% (msrd CPU for the register %.2f %%); cross-check, paired blocks on/off: "
-	       "%.3f / %.3f W, %+.2f %% (+-%.2f), msrd's part %+.2f %%\n", follow_names[c],
-	       on * 1e9, cost.added_pct, cost.msrd_cpu_pct, cost.busy_cpu_watts,
+	       "(msrd's CPU in them %.2f %% of their time, %.2f %% unmeasured, x %.2f W a busy "
+	       "CPU); the results said %.2f %% (msrd CPU for the register %.2f %%); cross-check, "
+	       "paired blocks on/off: %.3f / %.3f W, %+.2f %% (+-%.2f), msrd's part %+.2f %%\n",
+	       follow_names[c], on * 1e9, cost.added_pct, cost.msrd_cpu_pct,
+	       cost.msrd_idle_cpu_pct, cost.busy_cpu_watts,
 	       cost.reported_pct, cost.reported_cpu_pct, cost.on_watts, cost.off_watts,
 	       cost.paired_pct, cost.spread_pct, cost.msrd_added_pct);
 	printf("follow %-22s markers (100 us-10 ms) %3zu  coverage %5.1f %%  p95 |%%| %6.2f  worst "

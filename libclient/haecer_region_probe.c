@@ -599,21 +599,25 @@ void haecer__region_read(struct region_probe *probe, struct region_values *out)
 	error = run_plan(probe, ctx, &plan);
 	after = clock_ns();
 	out->value[REGION_COLUMN_TIME] = out->host_ns = before + (after - before) / 2;
+	half = (after - before) / 2;
 	if (error == 0) {
 		take_values(ctx, &plan, out);
-		if (plan.tsc >= 0 && plan.ops[plan.tsc].status == 0)
+		if (plan.tsc >= 0 && plan.ops[plan.tsc].status == 0) {
 			out->value[REGION_COLUMN_TIME] = (uint64_t)(
 				(unsigned __int128)plan.ops[plan.tsc].value * NS_PER_SECOND /
 				ctx->machine.tsc_hz);
+			/* Read in the batch beside the energy: the reading's moment is known,
+			 * not just somewhere in the round trip. */
+			half = 0;
+		}
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	/* After the context's lock: a mark takes it itself. */
 	/* Dated by the time column (the simulated TSC where there is one: in virtual time the
 	 * host clock says nothing of how long the energy took), with the round trip's doubt. */
-	half = (after - before) / 2;
 	at = out->value[REGION_COLUMN_TIME];
 	if ((out->have & (1u << REGION_COLUMN_SHARE)) && probe->energy[0].counter != NULL &&
-	    at > half &&
+	    at >= half &&
 	    haecer__energy_mark_joules(probe->energy[0].counter,
 				       (double)out->value[REGION_COLUMN_SHARE] / 1e9, at - half,
 				       at + half, &out->pkg_mark) == 0)

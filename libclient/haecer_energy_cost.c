@@ -103,7 +103,8 @@ void haecer__energy_cost_result(const struct haecer_energy_region *region,
 /* ---- a difference of two plain readings (region markers, haecer-stat) ---- */
 
 int haecer__energy_mark_joules(struct haecer_counter *counter, double joules, uint64_t before_ns,
-			       uint64_t after_ns, struct haecer_energy_mark *out)
+			       uint64_t after_ns, uint64_t round_trip_ns,
+			       struct haecer_energy_mark *out)
 {
 	struct haecer_energy_cost_mark cost = { 0 };
 	struct haecer_context *ctx;
@@ -123,6 +124,7 @@ int haecer__energy_mark_joules(struct haecer_counter *counter, double joules, ui
 		.joules = joules,
 		.read_ns = before_ns + (after_ns > before_ns ? (after_ns - before_ns) / 2 : 0),
 		.doubt_ns = after_ns > before_ns ? after_ns - before_ns : 0,
+		.round_trip_ns = round_trip_ns,
 		.measurement_cpu_ns = cost.cpu_ns,
 		.measurement_nj = cost.nj,
 		.measurement_known = cost.known,
@@ -137,7 +139,8 @@ int haecer_energy_mark(struct haecer_counter *counter, uint64_t value, uint64_t 
 	if (counter == NULL || out == NULL)
 		return haecer__fail(-EINVAL, "no counter or no mark");
 	return haecer__energy_mark_joules(counter, (double)value * counter->info.unit, before_ns,
-					  after_ns, out);
+					  after_ns, after_ns > before_ns ? after_ns - before_ns : 0,
+					  out);
 }
 
 int haecer_energy_span(struct haecer_counter *counter, const struct haecer_energy_mark *from,
@@ -170,7 +173,7 @@ int haecer_energy_span(struct haecer_counter *counter, const struct haecer_energ
 			estimate_joules((double)page_cpu * 1e-9, watts, &page_j, &page_doubt);
 	}
 	/* The two reads' round trips bound msrd's CPU for them (errs high). */
-	trips = from->doubt_ns + to->doubt_ns;
+	trips = from->round_trip_ns + to->round_trip_ns;
 	estimate_joules((double)trips * 1e-9, watts, &trips_j, &trips_doubt);
 	out->measurement_pages_known = pages;
 	out->measurement_cpu_ns = page_cpu + trips;

@@ -620,7 +620,7 @@ void haecer__region_read(struct region_probe *probe, struct region_values *out)
 	    at >= half &&
 	    haecer__energy_mark_joules(probe->energy[0].counter,
 				       (double)out->value[REGION_COLUMN_SHARE] / 1e9, at - half,
-				       at + half, &out->pkg_mark) == 0)
+				       at + half, after - before, &out->pkg_mark) == 0)
 		out->pkg_marked = true;
 	if (out->have & ((1u << REGION_COLUMN_COUNTERS) - (1u << REGION_COLUMN_SHARE)))
 		widen_span(probe, out);

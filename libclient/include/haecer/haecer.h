@@ -514,7 +514,8 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 struct haecer_energy_mark {
 	double joules;               /* the reading, in joules */
 	uint64_t read_ns;            /* the middle of the read (CLOCK_MONOTONIC_RAW) */
-	uint64_t doubt_ns;           /* its round trip: how well the read's moment is known */
+	uint64_t doubt_ns;           /* how well the read's moment is known: its round trip */
+	uint64_t round_trip_ns;      /* the read's round trip: bounds msrd's CPU for it */
 	uint64_t measurement_cpu_ns; /* msrd's running cost counters of the register's page */
 	uint64_t measurement_nj;
 	bool measurement_known;      /* the counter holds a live page that counts them */

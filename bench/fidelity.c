@@ -436,7 +436,7 @@ int main(void)
 	check(haecer_default_context(&ctx), "context");
 	check(haecer_counter_open_energy(ctx, 0, RAPL_DOMAIN_PKG, &pkg), "energy counter");
 	if (getenv("FIDELITY_FOLLOW_ONLY")) { /* iterating on the load-following part alone */
-		fidelity_follow(conn, pkg, &follow);
+		fidelity_follow(conn, pkg, server.pid, &follow);
 		return msrd_stop(&server) < 0;
 	}
 	set_power(BASE_WATTS);
@@ -491,7 +491,7 @@ int main(void)
 				key_step1ms_p95 = p95;
 		}
 	}
-	fidelity_follow(conn, pkg, &follow);
+	fidelity_follow(conn, pkg, server.pid, &follow);
 	printf("SMIs, real time: %llu counted by the regions, %llu begun between the returns of "
 	       "their first and last poll (they differ by SMIs between a read and its reply)\n",
 	       (unsigned long long)totals.smi_detected, (unsigned long long)totals.smi_true);

@@ -69,6 +69,23 @@ long long harness_process_cpu_ticks(pid_t pid)
 	return (long long)(utime + stime);
 }
 
+long long harness_process_cpu_ns(pid_t pid)
+{
+	char path[64];
+	unsigned long long ns;
+	FILE *file;
+	int got;
+
+	/* The scheduler's own count of the thread's time on a CPU, in ns (not ticks). */
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	file = fopen(path, "r");
+	if (file == NULL)
+		return -1;
+	got = fscanf(file, "%llu", &ns);
+	fclose(file);
+	return got == 1 ? (long long)ns : -1;
+}
+
 long harness_process_fd_count(pid_t pid)
 {
 	char path[64];

@@ -17,6 +17,10 @@ unsigned long long harness_process_status_number(pid_t pid, const char *field, i
 /* A process's CPU time so far in clock ticks (utime + stime of /proc/PID/stat), or -1. */
 long long harness_process_cpu_ticks(pid_t pid);
 
+/* The CPU time of a process's main thread so far in ns (/proc/PID/schedstat, the scheduler's
+ * own count), or -1. msrd's loop runs there. */
+long long harness_process_cpu_ns(pid_t pid);
+
 /* How many descriptors the process has open (entries of /proc/PID/fd), or -1 when it is gone. */
 long harness_process_fd_count(pid_t pid);
 

@@ -25,4 +25,11 @@ HAECER_INTERNAL void haecer__energy_cost_result(const struct haecer_energy_regio
 						const struct haecer_energy_cost_mark *end,
 						struct haecer_energy_result *result);
 
+/* haecer_energy_mark with the reading in joules (region markers read nJ), its moment known to
+ * [before_ns, after_ns] and its round trip apart (a marker's batch dates it by the TSC). */
+HAECER_INTERNAL int haecer__energy_mark_joules(struct haecer_counter *counter, double joules,
+					       uint64_t before_ns, uint64_t after_ns,
+					       uint64_t round_trip_ns,
+					       struct haecer_energy_mark *out);
+
 #endif

@@ -184,8 +184,7 @@ int haecer_counter_read_energy(struct haecer_counter *counter,
 	 * update interval alone was exceeded by up to 21x under load-following power on a loaded
 	 * host, where msrd's page samples were late (issue 23). */
 	out->age_max_ns = RAPL_UPDATE_NS + RAPL_UPDATE_LATE_NS + doubt;
-	out->update_joules = fmax(max_watts, watts) * (double)out->age_max_ns / 1e9 +
-			     counter->info.unit;
+	out->update_joules = haecer__difference_doubt(counter, watts, doubt);
 	out->watts_estimated = watts;
 	/* The read happened between before and after: the page's copy is the latest ~100 ns. */
 	if (!from_page || !estimate_now(counter, &page, value, after, out)) {
@@ -220,6 +219,14 @@ double haecer__power_doubt(double energy, double unit, double span, double halve
 	if (max_power > 0.0)
 		high = fmin(high, fmax(max_power, power));
 	return fmax(high - power, power - low);
+}
+
+double haecer__difference_doubt(const struct haecer_counter *counter, double watts,
+				uint64_t doubt_ns)
+{
+	double age_s = (double)(RAPL_UPDATE_NS + RAPL_UPDATE_LATE_NS + doubt_ns) / 1e9;
+
+	return fmax(haecer__energy_max_watts(counter), watts) * age_s + counter->info.unit;
 }
 
 /* The domain's maximum power in watts (PKG_POWER_INFO or msrd's default), 0 when unknown. */

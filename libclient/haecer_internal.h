@@ -317,6 +317,15 @@ HAECER_INTERNAL double haecer__power_doubt(double energy, double unit, double sp
 					   double max_power);
 /* The domain's maximum power in watts (PKG_POWER_INFO or msrd's default), 0 when unknown. */
 HAECER_INTERNAL double haecer__energy_max_watts(const struct haecer_counter *counter);
+/* The +- of a difference of two readings of an energy counter: each is as old as an update
+ * interval, its lateness and doubt_ns (how long the read's moment is uncertain: its round
+ * trip, or msrd's sample age) at the domain's maximum power or `watts` (observed) if higher,
+ * plus one unit. The two ends' errors have opposite signs: the larger bounds the difference.
+ * haecer_counter_read_energy's update_joules, region markers and haecer_energy_span. */
+HAECER_INTERNAL double haecer__difference_doubt(const struct haecer_counter *counter,
+						double watts, uint64_t doubt_ns);
+/* Whether the counter's energy page is mapped now (a cost mark reads it, never maps one). */
+HAECER_INTERNAL bool haecer__page_held(struct haecer_counter *counter);
 /* The context's energy counter of `domain` for the calling thread's package (core for AMD core
  * energy) that startEnergyRead uses, opened on first use and kept until the context closes. */
 HAECER_INTERNAL int haecer__region_counter(struct haecer_context *ctx, unsigned domain,

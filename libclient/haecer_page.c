@@ -161,6 +161,16 @@ static int page_read_entry(struct haecer_counter *counter, struct haecer_page *p
 	return error;
 }
 
+bool haecer__page_held(struct haecer_counter *counter)
+{
+	struct haecer_context *ctx = counter->ctx;
+
+	for (unsigned i = 0; i < HAECER_CONTEXT_PAGES; i++)
+		if (ctx->pages[i].mapped && ctx->pages[i].address == counter->info.counter_address)
+			return !ctx->energy_exact;
+	return false;
+}
+
 int haecer__page_reading(struct haecer_counter *counter, struct energy_page_total *reading,
 			 struct energy_page_reading *full)
 {

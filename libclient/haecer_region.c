@@ -179,11 +179,23 @@ static void charge_open(struct region_thread *thread, const struct region_probe 
 			charge(&thread->frames[i], now);
 }
 
+static void add_span(struct region_node *node, const struct haecer_energy_span *span)
+{
+	node->spanned++;
+	node->uncertainty_j += span->uncertainty_joules;
+	node->measurement_cpu_ns += span->measurement_cpu_ns;
+	node->measurement_j += span->measurement_joules;
+	node->measurement_doubt_j += span->measurement_uncertainty_joules;
+}
+
 static void add_instance(struct region_node *node, const struct region_frame *frame,
-			 const struct region_values *end)
+			 const struct region_values *end, const struct haecer_energy_span *span)
 {
 	const struct region_values *start = &frame->start;
 	uint32_t both = start->have & end->have;
+
+	if (span != NULL)
+		add_span(node, span);
 
 	for (unsigned d = 0; d < REGION_DOMAINS; d++) {
 		unsigned column = REGION_COLUMN_SHARE + d;
@@ -406,7 +418,9 @@ static int end(struct haecer_context *ctx, bool via_default, const char *name)
 {
 	struct region_thread *thread = self;
 	struct region_values finish;
+	struct haecer_energy_span span;
 	struct region_frame *frame;
+	bool spanned;
 	int error = check_name(name);
 
 	if (error < 0)
@@ -417,8 +431,9 @@ static int end(struct haecer_context *ctx, bool via_default, const char *name)
 	frame = &thread->frames[thread->depth - 1];
 	haecer__region_read(&frame->probe, &finish);
 	charge_open(thread, &frame->probe, &finish);
+	spanned = haecer__region_energy_span(&frame->probe, &frame->start, &finish, &span);
 	pthread_mutex_lock(&region_lock);
-	add_instance(frame->node, frame, &finish);
+	add_instance(frame->node, frame, &finish, spanned ? &span : NULL);
 	frame->node->open--;
 	open_regions--;
 	ended_count++;

@@ -258,7 +258,8 @@ void region_report_write_csv(FILE *out, const struct flat *flat, const char *mac
 	for (unsigned i = 0; i < flat->shown_count; i++)
 		if (flat->shown[i] >= REGION_COLUMN_SHARE && flat->shown[i] < REGION_COLUMN_COUNTERS)
 			fprintf(out, ",%s_no_update_calls", haecer__region_column_name(flat->shown[i]));
-	fputs("\r\n", out);
+	fputs(",spanned_calls,pkg-wide_uncertainty_nJ,measurement_cpu_ns,measurement_nJ,"
+	      "measurement_uncertainty_nJ\r\n", out);
 	for (size_t n = 0; n < flat->count; n++) {
 		const struct region_node *node = flat->nodes[n];
 		uint64_t exclusive[REGION_COLUMNS];
@@ -286,7 +287,10 @@ void region_report_write_csv(FILE *out, const struct flat *flat, const char *mac
 			fputc(',', out);
 			csv_number(out, node, c, node->no_update[c - REGION_COLUMN_SHARE]);
 		}
-		fputs("\r\n", out);
+		/* Summed over the calls that had both readings (spanned_calls). */
+		fprintf(out, ",%llu,%.0f,%llu,%.0f,%.0f\r\n", (unsigned long long)node->spanned,
+			node->uncertainty_j * 1e9, (unsigned long long)node->measurement_cpu_ns,
+			node->measurement_j * 1e9, node->measurement_doubt_j * 1e9);
 	}
 }
 
@@ -401,6 +405,11 @@ void region_report_write_json(FILE *out, const struct flat *flat, const char *ma
 		fputs(", \"self\": ", out);
 		json_values(out, flat, node, exclusive);
 		json_no_update(out, flat, node);
+		fprintf(out, ", \"spanned_calls\": %llu, \"pkg_wide_uncertainty_nJ\": %.0f, "
+			"\"measurement\": {\"cpu_ns\": %llu, \"nJ\": %.0f, \"uncertainty_nJ\": %.0f}",
+			(unsigned long long)node->spanned, node->uncertainty_j * 1e9,
+			(unsigned long long)node->measurement_cpu_ns, node->measurement_j * 1e9,
+			node->measurement_doubt_j * 1e9);
 		fputc('}', out);
 	}
 	fputs(flat->count > 0 ? "\n  ]\n}\n" : "]\n}\n", out);

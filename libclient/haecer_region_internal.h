@@ -48,6 +48,10 @@ struct region_values {
 	uint32_t have;                  /* bit per column read */
 	uint64_t host_ns;               /* CLOCK_MONOTONIC_RAW at the reading */
 	uint64_t thread_ns;             /* CLOCK_THREAD_CPUTIME_ID at the reading */
+	/* The package domain's reading as a mark (haecer_energy_mark): its round trip and msrd's
+	 * cost counters, for the +- and the cost of a call (issue 23). */
+	struct haecer_energy_mark pkg_mark;
+	bool pkg_marked;
 };
 
 /* A counter a region reads, and the column it feeds. */
@@ -87,6 +91,13 @@ struct region_node {
 	 * spanned no update (or the domain drew under one unit), so their charge of 0 is not a
 	 * measurement of 0 but "below one update" (the reports say so). */
 	uint64_t no_update[REGION_DOMAINS];
+	/* The pkg-wide column's stated +- summed over its calls (each call's haecer_energy_span:
+	 * the bound of a difference of two readings), and what measuring cost in them: msrd's CPU
+	 * (its pages' share in the calls, the calls' own round trips) and the energy it drew. */
+	uint64_t spanned;               /* calls with a span (both ends marked) */
+	double uncertainty_j;
+	uint64_t measurement_cpu_ns;
+	double measurement_j, measurement_doubt_j;
 };
 
 /* The share column of a region column: slot d for energy-pkg.. (slot 0, the package domain, for
@@ -130,6 +141,12 @@ HAECER_INTERNAL bool haecer__region_probe_for(const struct region_probe *probe,
 					      const struct haecer_context *ctx);
 /* Read the probe (one msrd batch when it has counters, none otherwise). */
 HAECER_INTERNAL void haecer__region_read(struct region_probe *probe, struct region_values *out);
+/* The span of the package domain over one call, from its two readings: false when either end
+ * has no mark or the probe's package counter is gone. */
+HAECER_INTERNAL bool haecer__region_energy_span(const struct region_probe *probe,
+						const struct region_values *start,
+						const struct region_values *end,
+						struct haecer_energy_span *out);
 /* Print what every source measured and why something was not, one "  " line each. */
 HAECER_INTERNAL void haecer__region_describe_sources(FILE *out);
 /* Per share slot, the energy every package drew from the first region reading to the last,

@@ -9,6 +9,7 @@
  * policy or the machine refuses is left out once, with the reason kept for the report.
  */
 #include "libclient/haecer_region_internal.h"
+#include "libclient/haecer_energy_cost.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -583,10 +584,11 @@ void haecer__region_read(struct region_probe *probe, struct region_values *out)
 {
 	struct haecer_context *ctx;
 	struct read_plan plan;
-	uint64_t before, after;
+	uint64_t before, after, half, at;
 	int error;
 
 	out->have = 1u << REGION_COLUMN_TIME;
+	out->pkg_marked = false;
 	out->thread_ns = thread_cpu_ns();
 	ctx = probe_empty(probe) ? NULL : lock_probe(probe);
 	if (ctx == NULL) {
@@ -597,16 +599,48 @@ void haecer__region_read(struct region_probe *probe, struct region_values *out)
 	error = run_plan(probe, ctx, &plan);
 	after = clock_ns();
 	out->value[REGION_COLUMN_TIME] = out->host_ns = before + (after - before) / 2;
+	half = (after - before) / 2;
 	if (error == 0) {
 		take_values(ctx, &plan, out);
-		if (plan.tsc >= 0 && plan.ops[plan.tsc].status == 0)
+		if (plan.tsc >= 0 && plan.ops[plan.tsc].status == 0) {
 			out->value[REGION_COLUMN_TIME] = (uint64_t)(
 				(unsigned __int128)plan.ops[plan.tsc].value * NS_PER_SECOND /
 				ctx->machine.tsc_hz);
+			/* Read in the batch beside the energy: the reading's moment is known,
+			 * not just somewhere in the round trip. */
+			half = 0;
+		}
 	}
 	pthread_mutex_unlock(&ctx->lock);
+	/* After the context's lock: a mark takes it itself. */
+	/* Dated by the time column (the simulated TSC where there is one: in virtual time the
+	 * host clock says nothing of how long the energy took), with the round trip's doubt. */
+	at = out->value[REGION_COLUMN_TIME];
+	if ((out->have & (1u << REGION_COLUMN_SHARE)) && probe->energy[0].counter != NULL &&
+	    at >= half &&
+	    haecer__energy_mark_joules(probe->energy[0].counter,
+				       (double)out->value[REGION_COLUMN_SHARE] / 1e9, at - half,
+				       at + half, after - before, &out->pkg_mark) == 0)
+		out->pkg_marked = true;
 	if (out->have & ((1u << REGION_COLUMN_COUNTERS) - (1u << REGION_COLUMN_SHARE)))
 		widen_span(probe, out);
+}
+
+bool haecer__region_energy_span(const struct region_probe *probe,
+				const struct region_values *start, const struct region_values *end,
+				struct haecer_energy_span *out)
+{
+	struct haecer_context *ctx;
+	bool alive;
+
+	if (!start->pkg_marked || !end->pkg_marked || probe->energy[0].counter == NULL)
+		return false;
+	if (haecer__counter_lock(probe->energy[0].counter, &ctx) < 0)
+		return false;
+	alive = counter_alive(&probe->energy[0], ctx);
+	pthread_mutex_unlock(&ctx->lock);
+	return alive && haecer_energy_span(probe->energy[0].counter, &start->pkg_mark,
+					   &end->pkg_mark, out) == 0;
 }
 
 /* ---- description for the report ---- */

@@ -230,7 +230,7 @@ static void print_header(FILE *out, const struct flat *flat, int name_width)
 			snprintf(name, sizeof(name), "%s", haecer__region_column_name(c));
 		fprintf(out, " %*s %*s", column_width(c), name, column_width(c), "self");
 		if (c == flat->primary)
-			fprintf(out, " %9s %11s", "watts", "+-J/call");
+			fprintf(out, " %9s %11s %11s", "watts", "+-J/call", "meas J/call");
 	}
 	fprintf(out, "\n");
 }
@@ -243,6 +243,10 @@ static double per_call_uncertainty(const struct flat *flat, const struct region_
 {
 	unsigned slot = region_column_slot(column);
 
+	/* The calls' own stated +- (haecer_energy_span over their two readings) where they had
+	 * one: it holds when the power changes within the call, which watts x 1 ms did not. */
+	if (node->spanned > 0)
+		return node->uncertainty_j / (double)node->spanned;
 	if (slot < REGION_DOMAINS && node->no_update[slot] > 0 && flat->max_watts[slot] > watts)
 		watts = flat->max_watts[slot];
 	return watts * UPDATE_SECONDS;
@@ -283,6 +287,10 @@ static unsigned print_row(FILE *out, const struct flat *flat, size_t index, int 
 		} else {
 			fprintf(out, " %9s %11s", "-", "-");
 		}
+		if (node->spanned > 0)
+			fprintf(out, " %11.3e", node->measurement_j / (double)node->spanned);
+		else
+			fprintf(out, " %11s", "-");
 	}
 	if (node->open > 0)
 		fprintf(out, "  (%llu open, not counted)", (unsigned long long)node->open);
@@ -336,10 +344,15 @@ static void write_text(FILE *out, const struct flat *flat)
 		fprintf(out, "* measured in only some of the calls (refused or unreadable in the "
 			"others)\n");
 	if (flat->primary < REGION_COLUMNS)
-		fprintf(out, "+-J/call: the energy registers change about every 1 ms, so one call's "
-			"%s is off by up to one update's energy (watts x 1 ms); the other energy "
-			"columns likewise at their own watts\n",
-			haecer__region_column_name(flat->primary));
+		fprintf(out, "+-J/call: the energy registers change about every 1 ms, so a call's "
+			"energy, a difference of two readings, is off by up to what the package drew "
+			"since the older reading's update: stated per call from its own reads (an "
+			"update interval, its lateness and the read's round trip at the domain's "
+			"maximum power or the call's own, if higher), the mean over the calls (%s; "
+			"the shares are charged from the same readings). meas J/call: what measuring "
+			"cost in a call, the energy of msrd's CPU for it (its page's samples and "
+			"windows in the call, the call's two round trips as a bound), in the call's "
+			"energy\n", haecer__region_column_name(flat->primary));
 	if (marks & 2u)
 		write_no_update_note(out, flat);
 }

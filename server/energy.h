@@ -102,6 +102,9 @@ struct energy_state {
 	uint64_t edge_due_ns;          /* when the armed timeout should wake msrd */
 	double edge_wake_late_ns;      /* how late those wakes came: a moving mean and variance */
 	double edge_wake_late_var;
+	/* The last EDGE_WAKE_HISTORY latenesses (ns, capped), for the margin's percentile. */
+	uint32_t edge_wake_history[64];
+	uint32_t edge_wake_count;      /* wakes noted so far (the history is a ring) */
 	uint64_t edge_samples;
 	uint64_t edge_yields;          /* spins that stopped for waiting work (loop_work_waiting) */
 	/* The windows' CPU budget (policy edge_cpu_percent, _per_uid), per second from

@@ -94,6 +94,7 @@
 
 #include <math.h>
 #include <sched.h>
+#include <string.h>
 
 #define EDGE_NOMINAL_NS 1000000.0     /* "approximately 1 ms" */
 #define EDGE_SPACING_NS 4000ull       /* between reads inside a window */
@@ -111,6 +112,10 @@
 #define EDGE_WAKE_MARGIN_MAX_NS 250000.0
 #define EDGE_WAKE_LATE_CAP_NS 500000.0
 #define EDGE_WAKE_GAIN 0.05
+#define EDGE_WAKE_HISTORY 64u
+#define EDGE_WAKE_MIN_HISTORY 16u
+#define EDGE_WAKE_PERCENTILE 90u
+#define EDGE_WAKE_SLACK_NS 10000.0
 #define EDGE_INITIAL_SIGMA_NS 12000.0
 /* An edge whose bracket is at most this wide teaches the grid; wider ones only keep its count.
  * A window's reads come EDGE_SPACING_NS apart at best; a wake and a read of the simulated CPU
@@ -161,10 +166,41 @@ static uint32_t read_cpu(const struct msrd *server, const struct energy_counter 
 		       : counter->cpu;
 }
 
-/* How much earlier than a window's start msrd asks to be woken. */
+/* The EDGE_WAKE_PERCENTILE-th percentile of the recent latenesses, or -1 before there are
+ * EDGE_WAKE_MIN_HISTORY of them. */
+static double late_percentile(const struct energy_state *energy)
+{
+	uint32_t sorted[EDGE_WAKE_HISTORY];
+	uint32_t count = energy->edge_wake_count < EDGE_WAKE_HISTORY ? energy->edge_wake_count
+								      : EDGE_WAKE_HISTORY;
+
+	if (count < EDGE_WAKE_MIN_HISTORY)
+		return -1.0;
+	memcpy(sorted, energy->edge_wake_history, count * sizeof(sorted[0]));
+	/* Insertion sort: 64 values once per window. */
+	for (uint32_t i = 1; i < count; i++) {
+		uint32_t value = sorted[i], j = i;
+
+		for (; j > 0 && sorted[j - 1] > value; j--)
+			sorted[j] = sorted[j - 1];
+		sorted[j] = value;
+	}
+	return (double)sorted[(count * EDGE_WAKE_PERCENTILE + 99) / 100 - 1];
+}
+
+/* How much earlier than a window's start msrd asks to be woken. The spin from the wake to the
+ * update is msrd's CPU on the package being measured (issue 23: 28 % of a CPU where the margin
+ * sat at its maximum), so the margin is a high percentile of how late the recent wakes came,
+ * not their mean + 3 sigma: a loaded host's lateness is heavy-tailed (most wakes 40-120 us
+ * late, some milliseconds), its sigma set by the tail that no margin covers anyway. A wake
+ * later than the margin misses its update's window; the grid still places that update
+ * (energy_edges_place) and the client counts back from a sharp one. */
 static uint64_t wake_margin(const struct energy_state *energy)
 {
-	double margin = energy->edge_wake_late_ns + 3.0 * sqrt(energy->edge_wake_late_var);
+	double percentile = late_percentile(energy);
+	double margin = percentile >= 0.0 ? percentile + EDGE_WAKE_SLACK_NS
+					  : energy->edge_wake_late_ns +
+						    3.0 * sqrt(energy->edge_wake_late_var);
 
 	if (margin < (double)EDGE_WAKE_MARGIN_NS)
 		margin = (double)EDGE_WAKE_MARGIN_NS;
@@ -180,6 +216,7 @@ static void note_wake(struct energy_state *energy, double late)
 
 	if (late > EDGE_WAKE_LATE_CAP_NS)
 		late = EDGE_WAKE_LATE_CAP_NS;
+	energy->edge_wake_history[energy->edge_wake_count++ % EDGE_WAKE_HISTORY] = (uint32_t)late;
 	delta = late - energy->edge_wake_late_ns;
 	energy->edge_wake_late_ns += EDGE_WAKE_GAIN * delta;
 	energy->edge_wake_late_var += EDGE_WAKE_GAIN * (delta * delta - energy->edge_wake_late_var);
@@ -545,11 +582,14 @@ void energy_edges_set(struct msrd *server, const bool *wanted)
 			sharp += energy->counters[i].edge.sharp_edges;
 		}
 		log_debug("energy pages: precise edges off (so far %llu windows, %llu sharp edges, "
-			  "%llu gave way to waiting work; timer wakes %.0f +- %.0f us late, margin "
-			  "%.0f us)", (unsigned long long)windows, (unsigned long long)sharp,
-			  (unsigned long long)energy->edge_yields,
+			  "%llu gave way to waiting work; timer wakes %.0f +- %.0f us late, %u%% of "
+			  "the last %u within %.0f us, margin %.0f us)", (unsigned long long)windows,
+			  (unsigned long long)sharp, (unsigned long long)energy->edge_yields,
 			  energy->edge_wake_late_ns / 1e3, sqrt(energy->edge_wake_late_var) / 1e3,
-			  (double)wake_margin(energy) / 1e3);
+			  EDGE_WAKE_PERCENTILE,
+			  energy->edge_wake_count < EDGE_WAKE_HISTORY ? energy->edge_wake_count
+								      : EDGE_WAKE_HISTORY,
+			  late_percentile(energy) / 1e3, (double)wake_margin(energy) / 1e3);
 	}
 	energy->edges_on = on;
 	arm(server);

@@ -18,14 +18,21 @@
  *    ASan and a loaded host, where single results stray (the simulator samples clients' load every
  *    1 ms, the rest of the host in 50 ms windows of /proc/stat). SMI-disturbed regions are
  *    skipped, as callers are told to.
+ *  - Region markers: every call's pkg-wide energy lies within its stated +- of the truth between
+ *    its two reads, spinning or sleeping, and says what measuring cost (msrd's CPU, at least
+ *    the reads' round trips).
  */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -35,6 +42,7 @@
 #include "hw/msr.h"
 #include "tests/lib/msrd_group.h"
 #include "harness/msrd_harness.h"
+#include "harness/text_file.h"
 
 #define SLEEPING_REGIONS 40
 
@@ -177,6 +185,108 @@ static void test_energy_sleeping_regions_covered(void **state)
 	close_pkg(conn, ctx, pkg);
 }
 
+/* The index of `name` among the CSV header's fields, -1 when absent. */
+static int csv_column(const char *header, const char *name)
+{
+	int index = 0;
+
+	for (const char *at = header; *at != '\0' && *at != '\r' && *at != '\n'; index++) {
+		size_t length = strcspn(at, ",\r\n");
+
+		if (length == strlen(name) && strncmp(at, name, length) == 0)
+			return index;
+		at += length;
+		if (*at == ',')
+			at++;
+	}
+	return -1;
+}
+
+/* Field `index` of the CSV row of region `name` as a number (path and name are its first
+ * fields, quoted; quoted fields may hold commas). */
+static double csv_value(const char *text, const char *name, int index)
+{
+	char key[64];
+	const char *row;
+
+	snprintf(key, sizeof(key), "\n\"%s\",\"%s\",", name, name);
+	row = strstr(text, key);
+	assert_non_null(row);
+	row++;
+	for (int i = 0; i < index; i++) {
+		bool quoted = false;
+
+		for (; *row != '\0' && (quoted || *row != ','); row++)
+			if (*row == '"')
+				quoted = !quoted;
+		assert_true(*row == ',');
+		row++;
+	}
+	return strtod(row, NULL);
+}
+
+/* Region markers (issue 23, item 1): each call's pkg-wide energy, a difference of two register
+ * readings, with the +- its own reads state (haecer_energy_span), covers the truth between the
+ * two reads (somewhere in the begin and end calls: the truth from the inside of those calls to
+ * their outside bounds it), spinning or sleeping; and every call says what measuring cost. */
+static void test_energy_markers_covered(void **state)
+{
+	enum { MARKERS = 8 };
+	char path[PATH_MAX + 16], csv[PATH_MAX + 24], name[16];
+	double inner[MARKERS], outer[MARKERS];
+	struct haecer_conn *conn;
+	struct haecer_context *ctx;
+	struct haecer_counter *pkg;
+	int value, uncertainty, cpu;
+	char *text;
+
+	(void)state;
+	open_pkg(&conn, &ctx, &pkg);
+	assert_int_equal(haecer_sim_power_trace(conn, ""), 0);
+	for (int i = 0; i < MARKERS; i++) {
+		struct timespec pause = { 0, 1000000 };
+		uint64_t t0, t1, t2, t3;
+
+		snprintf(name, sizeof(name), "m%d", i);
+		t0 = clock_monotonic_raw_ns();
+		assert_int_equal(haecer_region_begin_ctx(ctx, name), 0);
+		t1 = clock_monotonic_raw_ns();
+		if (i % 2)
+			nanosleep(&pause, NULL);
+		else
+			spin_for(1000000);
+		t2 = clock_monotonic_raw_ns();
+		assert_int_equal(haecer_region_end_ctx(ctx, name), 0);
+		t3 = clock_monotonic_raw_ns();
+		inner[i] = truth_at(conn, t2) - truth_at(conn, t1);
+		outer[i] = truth_at(conn, t3) - truth_at(conn, t0);
+	}
+	snprintf(path, sizeof(path), "%s/markers.txt", server.dir);
+	assert_int_equal(haecer_region_report(path), 0);
+	snprintf(csv, sizeof(csv), "%s.csv", path);
+	text = harness_read_text(csv, 1u << 20);
+	assert_non_null(text);
+	value = csv_column(text, "pkg-wide_nJ");
+	uncertainty = csv_column(text, "pkg-wide_uncertainty_nJ");
+	cpu = csv_column(text, "measurement_cpu_ns");
+	assert_true(value > 0 && uncertainty > 0 && cpu > 0);
+	for (int i = 0; i < MARKERS; i++) {
+		double joules, stated;
+
+		snprintf(name, sizeof(name), "m%d", i);
+		joules = csv_value(text, name, value) / 1e9;
+		stated = csv_value(text, name, uncertainty) / 1e9;
+		fprintf(stderr, "marker %s (%s): %.6f J +-%.6f J, true %.6f-%.6f J, msrd CPU %.0f ns\n",
+			name, i % 2 ? "sleeping" : "spinning", joules, stated, inner[i], outer[i],
+			csv_value(text, name, cpu));
+		assert_true(joules >= inner[i] - stated && joules <= outer[i] + stated);
+		/* The reads' round trips at least. */
+		assert_true(csv_value(text, name, cpu) > 0.0);
+	}
+	free(text);
+	close_pkg(conn, ctx, pkg);
+}
+
 int main(void)
 {
 	const char *arguments[] = { "--backend", "sim", "--sim-model", "sandybridge", "--sim-seed",
@@ -184,7 +294,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_energy_step_in_the_wait_is_marked),
 		cmocka_unit_test(test_energy_sleeping_regions_covered),
+		cmocka_unit_test(test_energy_markers_covered),
 	};
 
+	/* The markers' report is written by the test, not at exit. */
+	setenv("HAECER_REGION_REPORT", "none", 1);
 	return MSRD_RUN_GROUP(&server, policy, arguments, NULL, tests);
 }

@@ -258,13 +258,17 @@ static void test_blurred_updates_placed_on_the_grid(void **state)
 	assert_true(wait_more(EDGES_OFF, offs));
 }
 
-/* The windows open early by a margin that follows msrd's own timer lateness: the moving mean
- * plus 3 standard deviations, between 40 and 250 us. msrd says all three when the windows stop;
- * the last such line must hold that relation (to its rounding to whole microseconds). */
+/* The windows open early by a margin that follows msrd's own timer lateness: the 90th
+ * percentile of the last 64 wakes' lateness plus 10 us (before 16 wakes: the moving mean plus 3
+ * standard deviations), between 40 and 250 us (issue 23: mean + 3 sigma of a loaded host's
+ * heavy-tailed lateness kept the margin at 250 us, 28 % of a CPU spinning). msrd says them when
+ * the windows stop; the last such line must hold that relation (to its rounding to whole
+ * microseconds). */
 static void test_wake_margin_follows_lateness(void **state)
 {
 	char *log = msrd_log(&server), *line, *found = NULL;
-	double late = -1.0, spread = -1.0, margin = -1.0, expected;
+	double late = -1.0, spread = -1.0, percentile = -1.0, margin = -1.0, expected;
+	unsigned share = 0, count = 0;
 
 	(void)state;
 	assert_non_null(log);
@@ -273,12 +277,16 @@ static void test_wake_margin_follows_lateness(void **state)
 	assert_non_null(found);
 	found = strstr(found, "timer wakes ");
 	assert_non_null(found);
-	assert_int_equal(sscanf(found, "timer wakes %lf +- %lf us late, margin %lf us", &late,
-				&spread, &margin), 3);
+	assert_int_equal(sscanf(found, "timer wakes %lf +- %lf us late, %u%% of the last %u within "
+				"%lf us, margin %lf us", &late, &spread, &share, &count,
+				&percentile, &margin), 6);
 	free(log);
-	print_message("timer wakes %.0f +- %.0f us late, margin %.0f us\n", late, spread, margin);
+	print_message("timer wakes %.0f +- %.0f us late, %u %% of %u within %.0f us, margin "
+		      "%.0f us\n", late, spread, share, count, percentile, margin);
 	assert_true(late >= 0.0 && spread >= 0.0);
-	expected = fmin(fmax(late + 3.0 * spread, 40.0), 250.0);
+	assert_int_equal(share, 90);
+	expected = count >= 16 ? percentile + 10.0 : late + 3.0 * spread;
+	expected = fmin(fmax(expected, 40.0), 250.0);
 	assert_true(fabs(margin - expected) <= 2.5);
 }
 

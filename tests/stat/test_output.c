@@ -3,7 +3,8 @@
  * Sandy Bridge with joules > 0 and watts, instructions and cycles, the elapsed time, where it
  * counted and that energy is package-wide) on stderr, leaving the command's stdout alone; the
  * command pinned to --cpu and not pinned with -a; and --json, which python's json.tool accepts
- * and whose statistics python's statistics module recomputes from the per-run samples.
+ * and whose statistics python's statistics module recomputes from the per-run samples; every
+ * energy total with its +- and what measuring it cost (text and JSON).
  */
 #include <sched.h>
 
@@ -20,7 +21,10 @@ static void test_table(void **state)
 					      " W", "instructions", "cycles",
 					      "seconds time elapsed", "seconds user", "seconds sys",
 					      "Counted on every CPU the command may run on",
-					      "Energy is package-wide" };
+					      "Energy is package-wide",
+					      /* issue 23: each energy total's +- and cost */
+					      "Energy per run: what it can be off by",
+					      "energy-pkg \xc2\xb1 ", " J  measurement ", "msrd CPU " };
 	char *out = NULL, *err = NULL;
 
 	(void)state;
@@ -129,6 +133,15 @@ static const char check_statistics[] =
 	"        for joules, watts, seconds in zip(m['samples'], m['power']['samples'],\n"
 	"                                          report['elapsed']['samples']):\n"
 	"            close(watts, joules / seconds)\n"
+	/* issue 23: the total's +- (a difference of two readings: at least an update interval
+	 * at the run's own power) and what measuring cost (msrd's CPU: at least the two reads'
+	 * round trips; without a page its energy is an estimate whose +- is itself) */
+	"        assert m['uncertainty'] >= m['power']['min'] * 1e-3, m\n"
+	"        assert m['measurement_cpu_ns'] > 0, m\n"
+	"        assert m['measurement_joules'] >= 0, m\n"
+	"        assert m['measurement_uncertainty_joules'] >= 0, m\n"
+	"        if not m['measurement_pages_known']:\n"
+	"            close(m['measurement_uncertainty_joules'], m['measurement_joules'])\n"
 	"print('statistics ok:', ', '.join(names))\n";
 
 static void test_json_statistics(void **state)

@@ -101,7 +101,15 @@ static void test_csv(void **state)
 
 	(void)state;
 	assert_int_equal(stat_run(arguments, NULL, &err), 0);
-	assert_int_equal(check_csv(err, ';', 7, NULL), 3);
+	/* Three metrics, and the energy total's +- and cost (issue 23) in rows of the same
+	 * shape. */
+	assert_int_equal(check_csv(err, ';', 7, NULL), 5);
+	assert_true(csv_field(err, ';', 2, "energy-pkg:uncertainty", 0, field, sizeof(field)));
+	assert_true(strtod(field, NULL) > 0.0);
+	assert_true(csv_field(err, ';', 2, "energy-pkg:measurement", 5, field, sizeof(field)));
+	assert_true(strtod(field, NULL) > 0.0); /* msrd's CPU: at least the reads' round trips */
+	assert_true(csv_field(err, ';', 2, "energy-pkg:measurement", 6, field, sizeof(field)));
+	assert_string_equal(field, "ms msrd CPU");
 	assert_non_null(strstr(err, "# SIMULATED CPU"));
 	assert_true(csv_field(err, ';', 2, "energy-pkg", 1, field, sizeof(field)));
 	assert_string_equal(field, "Joules");

@@ -5,6 +5,7 @@
  */
 #include "tools/stat/stat.h"
 #include "tools/common/toolopt.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -77,6 +78,10 @@ static int metric_alloc(struct stat_metric *metric, size_t wanted, unsigned runs
 	metric->packages = calloc(wanted, sizeof(*metric->packages));
 	metric->dies = calloc(wanted, sizeof(*metric->dies));
 	metric->samples = calloc(runs, sizeof(*metric->samples));
+	metric->marks = calloc(wanted, sizeof(*metric->marks));
+	metric->uncertainty = calloc(runs, sizeof(*metric->uncertainty));
+	if (metric->marks == NULL || metric->uncertainty == NULL)
+		return -ENOMEM;
 	if (metric->counters == NULL || metric->units == NULL || metric->start == NULL ||
 	    metric->previous == NULL || metric->totals == NULL || metric->interval == NULL ||
 	    metric->cpus == NULL || metric->packages == NULL || metric->dies == NULL ||
@@ -325,7 +330,10 @@ static int gather(struct stat_session *session)
 		total += session->metrics[i].count;
 	session->all = calloc(total > 0 ? total : 1, sizeof(*session->all));
 	session->values = calloc(total > 0 ? total : 1, sizeof(*session->values));
-	if (session->all == NULL || session->values == NULL)
+	session->read_before = calloc(total > 0 ? total : 1, sizeof(*session->read_before));
+	session->read_after = calloc(total > 0 ? total : 1, sizeof(*session->read_after));
+	if (session->all == NULL || session->values == NULL || session->read_before == NULL ||
+	    session->read_after == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < session->metric_count; i++)
 		for (size_t j = 0; j < session->metrics[i].count; j++)
@@ -482,10 +490,14 @@ void stat_session_close(struct stat_session *session)
 		free(metric->packages);
 		free(metric->dies);
 		free(metric->samples);
+		free(metric->marks);
+		free(metric->uncertainty);
 	}
 	free(session->metrics);
 	free(session->all);
 	free(session->values);
+	free(session->read_before);
+	free(session->read_after);
 	free(session->elapsed);
 	free(session->user);
 	free(session->sys);
@@ -502,8 +514,15 @@ static int read_all(struct stat_session *session)
 		size_t count = session->all_count - done;
 		if (count > HAECER_READ_MAX)
 			count = HAECER_READ_MAX;
+		uint64_t before = clock_monotonic_raw_ns();
 		int error = haecer_counter_read_many(session->all + done, count,
 						     session->values + done, 0);
+		uint64_t after = clock_monotonic_raw_ns();
+
+		for (size_t i = done; i < done + count; i++) {
+			session->read_before[i] = before;
+			session->read_after[i] = after;
+		}
 		if (error < 0) {
 			snprintf(session->read_error, sizeof(session->read_error),
 				 "reading the counters failed: %s", haecer_error_detail());
@@ -539,7 +558,7 @@ int stat_metrics_start(struct stat_session *session)
 		for (size_t j = 0; j < session->metrics[i].count; j++, at++)
 			session->metrics[i].start[j] = session->metrics[i].previous[j] =
 				session->values[at];
-	return 0;
+	return stat_energy_marks_start(session);
 }
 
 int stat_metrics_interval(struct stat_session *session)
@@ -580,5 +599,5 @@ int stat_metrics_stop(struct stat_session *session)
 		}
 		metric->samples[metric->sample_count++] = sum;
 	}
-	return 0;
+	return stat_energy_marks_stop(session);
 }

@@ -328,6 +328,8 @@ void stat_report_csv(FILE *out, const struct stat_options *options,
 
 	csv_comments(out, session);
 	csv_metrics(out, options, session, false, "", seconds, scale);
+	for (size_t i = 0; i < session->metric_count; i++)
+		stat_energy_doubt_csv(out, options, session, &session->metrics[i]);
 }
 
 /* ---- -I ---- */
@@ -573,6 +575,7 @@ void stat_report_text(FILE *out, const struct stat_options *options,
 	else
 		text_rows(out, options, session, false, "", mean_elapsed(session),
 			  session->runs_done > 0 ? 1.0 / (double)session->runs_done : 0.0);
+	stat_energy_doubt_text(out, session);
 	print_elapsed(out, session);
 	print_scope(out, session);
 	print_warnings(out, session);
@@ -645,6 +648,7 @@ static void json_metric(FILE *out, const struct stat_options *options,
 		json_summary(out, metric->samples, runs_of(session, metric));
 		if (metric->kind == STAT_METRIC_ENERGY)
 			json_power(out, session, metric);
+		stat_energy_doubt_json(out, metric);
 		if (options->aggregate != STAT_SUMMED) {
 			struct row rows[HAECER_MAX_CPUS];
 			size_t count = metric_rows(session, options, metric, metric->totals,

@@ -106,6 +106,15 @@ struct stat_metric {
 	size_t wanted;                    /* CPUs or packages in scope */
 	double *samples;                  /* per run: joules or events */
 	size_t sample_count;
+	/* Energy only (energy_doubt.c): each counter's reading at the run's start as a mark, and
+	 * per run the stated +- of the total (the counters' haecer_energy_span bounds, summed);
+	 * what measuring cost over every run: msrd's CPU for it and the energy that drew. */
+	struct haecer_energy_mark *marks;
+	double *uncertainty;
+	size_t uncertainty_count;
+	uint64_t measurement_cpu_ns;
+	double measurement_j, measurement_doubt_j;
+	bool measurement_pages_known;     /* msrd's page counted its part (else round trips) */
 };
 
 /* Where haecer-stat counts. The default keeps the command's affinity (a measurement must not
@@ -138,6 +147,7 @@ struct stat_session {
 	size_t metric_count;
 	struct haecer_counter **all;      /* every counter of every metric, for set reads */
 	uint64_t *values;
+	uint64_t *read_before, *read_after; /* per counter: CLOCK_MONOTONIC_RAW around its read */
 	size_t all_count;
 	double *elapsed;                  /* per run, seconds */
 	double *user, *sys;               /* per run: the command's user and system CPU seconds */
@@ -163,6 +173,20 @@ int stat_metrics_interval(struct stat_session *session);
 int stat_list(const struct stat_options *options);
 /* A CPU's die within its package: 0, 1, ... (0 when the machine has one die a package). */
 uint32_t stat_die_in_package(const struct haecer_machine_info *machine, uint32_t cpu);
+
+/* ---- energy totals' +- and what measuring cost (energy_doubt.c) ---- */
+
+/* After a start read (session->values, read_before/after): mark every energy counter. After a
+ * stop read: the run's +- and cost per energy metric. -ENOMEM, or a mark's error. */
+int stat_energy_marks_start(struct stat_session *session);
+int stat_energy_marks_stop(struct stat_session *session);
+/* Text: one line per counted energy metric, "± J" and "measurement ... J"; JSON: fields of
+ * the metric object (", \"uncertainty\": ..."); CSV: rows of perf's shape named
+ * NAME:uncertainty and NAME:measurement. */
+void stat_energy_doubt_text(FILE *out, const struct stat_session *session);
+void stat_energy_doubt_json(FILE *out, const struct stat_metric *metric);
+void stat_energy_doubt_csv(FILE *out, const struct stat_options *options,
+			   const struct stat_session *session, const struct stat_metric *metric);
 
 /* ---- running the command (run.c) ---- */
 

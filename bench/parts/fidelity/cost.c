@@ -1,10 +1,24 @@
 /*
  * bench/parts/fidelity/cost.c — what measuring added to the regions (issue 23, item 3).
  *
- * The same work (every region length, COST_SETS times) in pairs of blocks: measured (each
+ * The figure (added_pct, bench/fidelity's measurement_added_pct): msrd's whole CPU time over the
+ * measured regions' spans (its main thread's /proc/PID/schedstat, the scheduler's ns, read just
+ * outside each span), at the power the simulator's model adds for a busy CPU (the results' own
+ * measurement_joules per measurement_cpu_ns: msrd charges the model exactly), over the regions'
+ * true energy, less msrd's CPU over the same work unmeasured (the unmeasured blocks below, at
+ * the same share of the time: the simulator's own load following runs in msrd, and what
+ * msrd does for nobody is no cost of measuring). The simulator follows msrd by its CPU-time
+ * clock, so that is the energy msrd's work for the measurement put into the package during
+ * the regions, up to the simulator's 1 ms follow sample; it covers every kind of msrd work
+ * (windows, page samples, round trips), not only what the results count. Both CPU times are
+ * the scheduler's counts, not noisy powers: the figure is stable between runs.
+ *
+ * Beside it, the comparison this bench made first (paired_pct), printed as a cross-check: the
+ * same work (every region length, COST_SETS times) in pairs of blocks: measured (each
  * region between haecer_energy_start and haecer_energy_end: msrd's windows run around its
- * edges, its page sampler runs), then unmeasured (the same work alone, after the short lease
- * that a region's asks take has lapsed: no windows). The simulator's truth over each region's
+ * edges, its page sampler runs), then unmeasured (the same work alone, after the lease of the
+ * regions' asks has lapsed: no windows; the page, held by the connection, is still sampled,
+ * so its 1 kHz samples, about 2.5 % of a CPU, are in neither figure's difference). The simulator's truth over each region's
  * own span (haecer_sim_energy_at at its ends) in both: the difference of the mean powers, in %
  * of the measured one, is the energy the measurement added to the regions. A third block spins
  * as long as the library's own polls took around each region's work, without msrd measuring:
@@ -30,18 +44,24 @@
 
 #include "bench/parts/fidelity/cost.h"
 #include "common/clock.h"
+#include "harness/process_figures.h"
 #include "harness/sim_control.h"
 #include "hw/msr.h"
 
 #define COST_PAIRS 7
 #define COST_SETS 3
 #define COST_MAX_LENGTHS 8
-/* Past the short lease (6 ms) and a few of the simulator's follow samples. */
-#define COST_SETTLE_US 30000
+/* Past the lease (150 ms: regions renew msrd's windows for that long after their last
+ * ENERGY_READ, server/energy_edges.c) and a few of the simulator's follow samples: the
+ * unmeasured blocks run without windows (with 30 ms they ran inside the lease, windows on). */
+#define COST_SETTLE_US 160000
 
 struct block {
 	double truth_j, ns, reported_j, cpu_ns;
+	double msrd_cpu_ns;         /* msrd's whole CPU time over the regions' spans */
 };
+
+static pid_t msrd_pid;
 
 /* How long a length's haecer_energy_start and haecer_energy_end took, last time (ns): the
  * library's own polling, which the polling-only blocks spin for without msrd measuring. */
@@ -81,14 +101,20 @@ static void measured(struct haecer_conn *truth, struct haecer_counter *pkg,
 	struct haecer_energy_region region;
 	struct haecer_energy_result result;
 	uint64_t called = clock_monotonic_raw_ns(), from, to;
+	long long msrd_from, msrd_to;
 
 	if (haecer_energy_start(pkg, &region) < 0)
 		return;
+	/* msrd's CPU over the span: read just outside it (the read is this process's CPU). */
+	msrd_from = harness_process_cpu_ns(msrd_pid);
 	from = clock_monotonic_raw_ns();
 	work(condition, ns);
 	to = clock_monotonic_raw_ns();
+	msrd_to = harness_process_cpu_ns(msrd_pid);
 	if (haecer_energy_end(pkg, &region, &result) < 0)
 		return;
+	if (msrd_from >= 0 && msrd_to >= msrd_from)
+		block->msrd_cpu_ns += (double)(msrd_to - msrd_from);
 	phases->start_ns = from - called;
 	phases->end_ns = clock_monotonic_raw_ns() - to;
 	add_span(truth, block, from, to);
@@ -102,15 +128,20 @@ static void unmeasured(struct haecer_conn *truth, fidelity_work_fn work, int con
 		       uint64_t ns, const struct phases *phases, struct block *block)
 {
 	uint64_t from, to;
+	long long msrd_from, msrd_to;
 
 	if (phases != NULL)
 		spin_ns(phases->start_ns);
+	msrd_from = harness_process_cpu_ns(msrd_pid);
 	from = clock_monotonic_raw_ns();
 	work(condition, ns);
 	to = clock_monotonic_raw_ns();
+	msrd_to = harness_process_cpu_ns(msrd_pid);
 	if (phases != NULL)
 		spin_ns(phases->end_ns);
 	add_span(truth, block, from, to);
+	if (msrd_from >= 0 && msrd_to >= msrd_from)
+		block->msrd_cpu_ns += (double)(msrd_to - msrd_from);
 }
 
 static void add_block(struct block *sum, const struct block *block)
@@ -119,6 +150,7 @@ static void add_block(struct block *sum, const struct block *block)
 	sum->ns += block->ns;
 	sum->reported_j += block->reported_j;
 	sum->cpu_ns += block->cpu_ns;
+	sum->msrd_cpu_ns += block->msrd_cpu_ns;
 }
 
 static double added_pct(const struct block *on, const struct block *off)
@@ -141,14 +173,15 @@ static double median_of(double *values, size_t count, double *spread)
 }
 
 struct fidelity_cost fidelity_cost(struct haecer_conn *truth, struct haecer_counter *pkg,
-				   fidelity_work_fn work, int condition, const uint64_t *lengths,
-				   size_t length_count)
+				   pid_t msrd, fidelity_work_fn work, int condition,
+				   const uint64_t *lengths, size_t length_count)
 {
 	struct block on_all = { 0 }, off_all = { 0 };
 	struct fidelity_cost cost = { 0 };
 	double pairs[COST_PAIRS], msrd_pairs[COST_PAIRS], unused;
 	struct phases phases[COST_MAX_LENGTHS] = { { 0 } };
 
+	msrd_pid = msrd;
 	if (length_count > COST_MAX_LENGTHS)
 		length_count = COST_MAX_LENGTHS;
 	for (size_t p = 0; p < COST_PAIRS; p++) {
@@ -172,7 +205,18 @@ struct fidelity_cost fidelity_cost(struct haecer_conn *truth, struct haecer_coun
 	}
 	cost.on_watts = on_all.truth_j / on_all.ns * 1e9;
 	cost.off_watts = off_all.truth_j / off_all.ns * 1e9;
-	cost.added_pct = median_of(pairs, COST_PAIRS, &cost.spread_pct);
+	cost.paired_pct = median_of(pairs, COST_PAIRS, &cost.spread_pct);
+	/* The figure: msrd's whole CPU over the regions at what the simulator's model adds for
+	 * a busy CPU (the results' measurement_joules per measurement_cpu_ns: msrd's own charge of
+	 * the model, exact), which is what the simulator adds to the package for it (it follows
+	 * msrd by its CPU-time clock). */
+	cost.busy_cpu_watts = on_all.cpu_ns > 0 ? on_all.reported_j / on_all.cpu_ns * 1e9 : NAN;
+	cost.msrd_cpu_pct = 100.0 * on_all.msrd_cpu_ns / on_all.ns;
+	cost.msrd_idle_cpu_pct = 100.0 * off_all.msrd_cpu_ns / off_all.ns;
+	/* Less what msrd spends when nobody measures (the simulator's own load following runs in
+	 * msrd: on real hardware there is none of it), at the same share of the time. */
+	cost.added_pct = (cost.msrd_cpu_pct - cost.msrd_idle_cpu_pct) * on_all.ns * 1e-9 *
+			 cost.busy_cpu_watts / on_all.truth_j;
 	cost.msrd_added_pct = median_of(msrd_pairs, COST_PAIRS, &unused);
 	cost.reported_pct = 100.0 * on_all.reported_j / on_all.truth_j;
 	cost.reported_cpu_pct = 100.0 * on_all.cpu_ns / on_all.ns;

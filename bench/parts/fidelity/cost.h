@@ -5,6 +5,8 @@
 #ifndef HAECER_BENCH_FIDELITY_COST_H
 #define HAECER_BENCH_FIDELITY_COST_H
 
+#include <sys/types.h>
+
 #include "haecer/msrd.h"
 #include "haecer/perfmon.h"
 
@@ -13,7 +15,12 @@ typedef void (*fidelity_work_fn)(int condition, uint64_t ns);
 
 struct fidelity_cost {
 	double on_watts, off_watts;    /* the work's true mean power, measured / not */
-	double added_pct;              /* median over pairs of blocks of (on - off) / on, % */
+	double added_pct;              /* msrd's CPU in the regions less unmeasured, x the model's
+					* busy-CPU power, % of the regions' true energy (cost.c) */
+	double msrd_cpu_pct;           /* msrd's CPU in the regions, % of their time */
+	double msrd_idle_cpu_pct;      /* the same over the work unmeasured */
+	double busy_cpu_watts;         /* the model's power of a busy CPU (from the results) */
+	double paired_pct;             /* median over pairs of blocks of (on - off) / on, % */
 	double spread_pct;             /* half the range of those pairs' figures: the noise */
 	double msrd_added_pct;         /* the same against the work between spins as long as
 					* the library's polls: msrd's part alone */
@@ -25,7 +32,7 @@ struct fidelity_cost {
  * (every length in `lengths`, several times) doing `work`; truth from `truth` at each region's
  * ends. */
 struct fidelity_cost fidelity_cost(struct haecer_conn *truth, struct haecer_counter *pkg,
-				   fidelity_work_fn work, int condition, const uint64_t *lengths,
-				   size_t length_count);
+				   pid_t msrd, fidelity_work_fn work, int condition,
+				   const uint64_t *lengths, size_t length_count);
 
 #endif

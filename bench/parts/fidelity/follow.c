@@ -11,6 +11,7 @@
  */
 #include <math.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "bench/parts/fidelity/cost.h"
 #include "bench/parts/fidelity/follow.h"
 #include "harness/sim_control.h"
+#include "harness/text_file.h"
 #include "common/clock.h"
 #include "hw/msr.h"
 
@@ -43,6 +45,7 @@ struct coverage {
 };
 
 static struct haecer_conn *truth_conn;
+static pid_t msrd_pid;
 
 static double truth_at(uint64_t ns)
 {
@@ -199,6 +202,144 @@ static void follow_reads(struct haecer_counter *pkg, enum follow_condition condi
 	}
 }
 
+/* ---- region markers and haecer-stat's totals: differences of two plain readings ---- */
+
+#define PLAIN_CALLS 6           /* per length and kind */
+
+/* One result of a difference of two reads: each read lay somewhere in its call [a0, a1] and
+ * [b0, b1]; the truth between the calls' middles, the stated +- widened by half of each call's
+ * true energy (as follow_reads: no API places its read better than its round trip). */
+static void add_plain(struct coverage *c, double joules, double stated, uint64_t a0, uint64_t a1,
+		      uint64_t b0, uint64_t b1)
+{
+	double truth = truth_at(b0 + (b1 - b0) / 2) - truth_at(a0 + (a1 - a0) / 2);
+
+	add(c, joules - truth, truth,
+	    stated + (truth_at(a1) - truth_at(a0)) / 2.0 + (truth_at(b1) - truth_at(b0)) / 2.0);
+}
+
+/* haecer-stat's reading: one set read of the counter (a round trip), marked. */
+static int stat_read(struct haecer_counter *pkg, uint64_t *a0, uint64_t *a1,
+		     struct haecer_energy_mark *mark)
+{
+	uint64_t value;
+	int error;
+
+	*a0 = clock_monotonic_raw_ns();
+	error = haecer_counter_read_many(&pkg, 1, &value, 0);
+	*a1 = clock_monotonic_raw_ns();
+	return error < 0 ? error : haecer_energy_mark(pkg, value, *a0, *a1, mark);
+}
+
+static void follow_stat(struct haecer_counter *pkg, enum follow_condition condition,
+			struct coverage *c)
+{
+	for (size_t l = 0; l < FOLLOW_LENGTHS; l++) {
+		for (size_t i = 0; i < PLAIN_CALLS; i++) {
+			struct haecer_energy_mark from, to;
+			struct haecer_energy_span span;
+			uint64_t a0, a1, b0, b1;
+
+			if (stat_read(pkg, &a0, &a1, &from) < 0)
+				continue;
+			work(condition, follow_ns[l]);
+			if (stat_read(pkg, &b0, &b1, &to) < 0 ||
+			    haecer_energy_span(pkg, &from, &to, &span) < 0)
+				continue;
+			add_plain(c, span.joules, span.uncertainty_joules, a0, a1, b0, b1);
+		}
+	}
+}
+
+/* Field `index` (0: path) of the markers' CSV row of region `name`; NAN when absent. */
+static double csv_value(const char *text, const char *name, int index)
+{
+	char key[64];
+	const char *row;
+
+	snprintf(key, sizeof(key), "\n\"%s\",\"%s\",", name, name);
+	row = strstr(text, key);
+	if (row == NULL || index < 0)
+		return NAN;
+	row++;
+	for (int i = 0; i < index; i++) {
+		bool quoted = false;
+
+		for (; *row != '\0' && (quoted || *row != ','); row++)
+			if (*row == '"')
+				quoted = !quoted;
+		if (*row != ',')
+			return NAN;
+		row++;
+	}
+	return strtod(row, NULL);
+}
+
+static int csv_column(const char *header, const char *name)
+{
+	int index = 0;
+
+	for (const char *at = header; *at != '\0' && *at != '\r'; index++) {
+		size_t length = strcspn(at, ",\r\n");
+
+		if (length == strlen(name) && strncmp(at, name, length) == 0)
+			return index;
+		at += length + (at[length] == ',');
+	}
+	return -1;
+}
+
+/* Region markers (the default context, as the bench's counter), each call its own region, read
+ * back from the report's CSV: pkg-wide energy and its stated +-. */
+static void follow_markers(enum follow_condition condition, struct coverage *c)
+{
+	uint64_t times[FOLLOW_LENGTHS][PLAIN_CALLS][4];
+	char path[128], csv[160], name[32], *text;
+	int value, stated;
+
+	snprintf(path, sizeof(path), "/tmp/haecer-fidelity-markers-%d.txt", (int)getpid());
+	snprintf(csv, sizeof(csv), "%s.csv", path);
+	for (size_t l = 0; l < FOLLOW_LENGTHS; l++) {
+		for (size_t i = 0; i < PLAIN_CALLS; i++) {
+			uint64_t *t = times[l][i];
+
+			snprintf(name, sizeof(name), "l%zu.%zu", l, i);
+			t[0] = clock_monotonic_raw_ns();
+			haecer_region_begin(name);
+			t[1] = clock_monotonic_raw_ns();
+			work(condition, follow_ns[l]);
+			t[2] = clock_monotonic_raw_ns();
+			haecer_region_end(name);
+			t[3] = clock_monotonic_raw_ns();
+		}
+	}
+	text = haecer_region_report(path) == 0 ? harness_read_text(csv, 1u << 22) : NULL;
+	value = text ? csv_column(text, "pkg-wide_nJ") : -1;
+	stated = text ? csv_column(text, "pkg-wide_uncertainty_nJ") : -1;
+	for (size_t l = 0; text != NULL && l < FOLLOW_LENGTHS; l++) {
+		for (size_t i = 0; i < PLAIN_CALLS; i++) {
+			const uint64_t *t = times[l][i];
+			double joules, doubt;
+
+			snprintf(name, sizeof(name), "l%zu.%zu", l, i);
+			joules = csv_value(text, name, value) / 1e9;
+			doubt = csv_value(text, name, stated) / 1e9;
+			if (!isnan(joules) && !isnan(doubt))
+				add_plain(c, joules, doubt, t[0], t[1], t[2], t[3]);
+		}
+	}
+	free(text);
+	haecer_region_reset();
+	for (const char *suffix = ""; suffix != NULL;
+	     suffix = *suffix == '\0' ? ".csv" : strcmp(suffix, ".csv") == 0 ? ".json"
+					: strcmp(suffix, ".json") == 0 ? ".callgrind" : NULL) {
+		char file[192];
+
+		snprintf(file, sizeof(file), "%s%s", path, suffix);
+		unlink(file);
+	}
+}
+
 static pid_t start_spinner(void)
 {
 	pid_t pid;
@@ -229,7 +370,7 @@ static double min_or(double current, double value)
 static void follow_condition(struct haecer_counter *pkg, enum follow_condition c,
 			     struct follow_keys *keys)
 {
-	static struct coverage cells[FOLLOW_LENGTHS], reads, estimates;
+	static struct coverage cells[FOLLOW_LENGTHS], reads, estimates, markers, stat;
 	struct fidelity_cost cost;
 	double on = 0.0;
 	size_t regions = 0;
@@ -237,6 +378,8 @@ static void follow_condition(struct haecer_counter *pkg, enum follow_condition c
 	memset(cells, 0, sizeof(cells));
 	memset(&reads, 0, sizeof(reads));
 	memset(&estimates, 0, sizeof(estimates));
+	memset(&markers, 0, sizeof(markers));
+	memset(&stat, 0, sizeof(stat));
 	/* Until FOLLOW_REGIONS regions no SMI hit (the rough Sandy Bridge has one every 16 ms:
 	 * most 10 ms regions with their waits see one), at most FOLLOW_TRIES rounds. */
 	for (size_t i = 0; i < FOLLOW_TRIES; i++) {
@@ -246,10 +389,13 @@ static void follow_condition(struct haecer_counter *pkg, enum follow_condition c
 		}
 	}
 	follow_reads(pkg, c, &reads, &estimates);
+	follow_markers(c, &markers);
+	follow_stat(pkg, c, &stat);
 	for (size_t l = 0; l < FOLLOW_LENGTHS; l++)
 		regions += cells[l].count;
 	on /= (double)(regions ? regions : 1);
-	cost = fidelity_cost(truth_conn, pkg, work_of, (int)c, follow_ns, FOLLOW_LENGTHS);
+	cost = fidelity_cost(truth_conn, pkg, msrd_pid, work_of, (int)c, follow_ns,
+			     FOLLOW_LENGTHS);
 	for (size_t l = 0; l < FOLLOW_LENGTHS; l++) {
 		const struct coverage *cell = &cells[l];
 
@@ -273,21 +419,39 @@ static void follow_condition(struct haecer_counter *pkg, enum follow_condition c
 	       " | estimate diff coverage %5.1f %%  p95 |%%| %6.2f  worst %.2f\n", follow_names[c],
 	       reads.count, covered_pct(&reads), abs_pct(&reads, 95), reads.worst_ratio,
 	       covered_pct(&estimates), abs_pct(&estimates, 95), estimates.worst_ratio);
-	printf("follow %-22s regions %.3f W; cost blocks: measured %.3f W, not %.3f W: added "
-	       "%+.2f %% (+-%.2f) of the regions' true energy, msrd's part %+.2f %%; the results "
-	       "said %.2f %% (msrd CPU %.2f %% of their time)\n", follow_names[c], on * 1e9,
-	       cost.on_watts, cost.off_watts, cost.added_pct, cost.spread_pct,
-	       cost.msrd_added_pct, cost.reported_pct, cost.reported_cpu_pct);
+	printf("follow %-22s regions %.3f W; measuring added %.2f %% of the regions' true energy "
+	       "(msrd's CPU in them %.2f %% of their time, %.2f %% unmeasured, x %.2f W a busy "
+	       "CPU); the results said %.2f %% (msrd CPU for the register %.2f %%); cross-check, "
+	       "paired blocks on/off: %.3f / %.3f W, %+.2f %% (+-%.2f), msrd's part %+.2f %%\n",
+	       follow_names[c], on * 1e9, cost.added_pct, cost.msrd_cpu_pct,
+	       cost.msrd_idle_cpu_pct, cost.busy_cpu_watts,
+	       cost.reported_pct, cost.reported_cpu_pct, cost.on_watts, cost.off_watts,
+	       cost.paired_pct, cost.spread_pct, cost.msrd_added_pct);
+	printf("follow %-22s markers (100 us-10 ms) %3zu  coverage %5.1f %%  p95 |%%| %6.2f  worst "
+	       "%.2f | haecer-stat totals coverage %5.1f %% (%zu)  p95 |%%| %6.2f  worst %.2f\n",
+	       follow_names[c], markers.count, covered_pct(&markers), abs_pct(&markers, 95),
+	       markers.worst_ratio, covered_pct(&stat), stat.count, abs_pct(&stat, 95),
+	       stat.worst_ratio);
+	/* Markers and haecer-stat's totals are differences of two plain readings, as reads are:
+	 * the read coverage key is the minimum over the three (and the worst ratio over all). */
 	keys->read_coverage_pct = min_or(keys->read_coverage_pct, covered_pct(&reads));
+	if (markers.count > 0)
+		keys->read_coverage_pct = min_or(keys->read_coverage_pct, covered_pct(&markers));
+	if (stat.count > 0)
+		keys->read_coverage_pct = min_or(keys->read_coverage_pct, covered_pct(&stat));
+	keys->worst_err_over_stated = fmax(keys->worst_err_over_stated,
+					   fmax(fmax(reads.worst_ratio, estimates.worst_ratio),
+						fmax(markers.worst_ratio, stat.worst_ratio)));
 	keys->estimate_coverage_pct = min_or(keys->estimate_coverage_pct, covered_pct(&estimates));
 	if (cost.added_pct > keys->measurement_added_pct)
 		keys->measurement_added_pct = cost.added_pct;
 }
 
-void fidelity_follow(struct haecer_conn *conn, struct haecer_counter *pkg,
+void fidelity_follow(struct haecer_conn *conn, struct haecer_counter *pkg, pid_t msrd,
 		     struct follow_keys *keys)
 {
 	truth_conn = conn;
+	msrd_pid = msrd;
 	*keys = (struct follow_keys){ .region_coverage_pct = 100.0,
 				      .estimate_coverage_pct = 100.0,
 				      .read_coverage_pct = 100.0,

@@ -6,6 +6,8 @@
 #ifndef HAECER_BENCH_FIDELITY_FOLLOW_H
 #define HAECER_BENCH_FIDELITY_FOLLOW_H
 
+#include <sys/types.h>
+
 #include "haecer/msrd.h"
 #include "haecer/perfmon.h"
 
@@ -15,9 +17,9 @@ struct follow_keys {
 	double worst_err_over_stated, measurement_added_pct;
 };
 
-/* Runs every condition and length on `pkg` (msrd reached by `conn`), prints the table, fills
+/* Runs every condition and length on `pkg` (msrd reached by `conn`, its process `msrd`), prints the table, fills
  * the keys. Leaves the power following the load. */
-void fidelity_follow(struct haecer_conn *conn, struct haecer_counter *pkg,
+void fidelity_follow(struct haecer_conn *conn, struct haecer_counter *pkg, pid_t msrd,
 		     struct follow_keys *keys);
 
 #endif

@@ -500,6 +500,45 @@ struct haecer_energy_reading {
 int haecer_counter_read_energy(struct haecer_counter *counter,
 			       struct haecer_energy_reading *out);
 
+/* A difference of two plain readings of an energy counter (haecer_counter_read,
+ * haecer_counter_read_many, region markers, haecer-stat's totals) with what it can be off by and
+ * what measuring cost between them (issue 23). Mark each reading right after it was taken,
+ * with the CLOCK_MONOTONIC_RAW times just before and after it; haecer_energy_span then gives
+ * the difference, its +- (the same bound as haecer_counter_read_energy's update_joules: each
+ * value is as old as an update interval, its lateness and the read's round trip, at the
+ * domain's maximum power or the power observed over the span, whichever is higher; the
+ * errors of the two ends have opposite signs, so the larger one bounds the difference) and
+ * the cost: the CPU time msrd spent for the register's pages during the span (when the
+ * counter holds a page already: a mark never asks for one) plus the two reads' round trips (a
+ * bound: msrd cannot spend more CPU on a request than its round trip), and the energy that CPU
+ * drew (the simulator's own figure for the page part on msrd's simulated CPU; otherwise half
+ * the span's power per busy CPU time, +- the same). */
+struct haecer_energy_mark {
+	double joules;               /* the reading, in joules */
+	uint64_t read_ns;            /* the middle of the read (CLOCK_MONOTONIC_RAW) */
+	uint64_t doubt_ns;           /* how well the read's moment is known: its round trip */
+	uint64_t round_trip_ns;      /* the read's round trip: bounds msrd's CPU for it */
+	uint64_t measurement_cpu_ns; /* msrd's running cost counters of the register's page */
+	uint64_t measurement_nj;
+	bool measurement_known;      /* the counter holds a live page that counts them */
+};
+
+struct haecer_energy_span {
+	double joules;               /* to - from */
+	double uncertainty_joules;   /* +- (above) */
+	double seconds;              /* between the reads' middles */
+	uint64_t measurement_cpu_ns; /* msrd's CPU for it: pages during the span + round trips */
+	double measurement_joules;   /* the energy that CPU added, +- below */
+	double measurement_uncertainty_joules;
+	bool measurement_pages_known; /* the page part is in it (else round trips only) */
+};
+
+/* `value` as the counter's read returned it (units), read between before_ns and after_ns. */
+int haecer_energy_mark(struct haecer_counter *counter, uint64_t value, uint64_t before_ns,
+		       uint64_t after_ns, struct haecer_energy_mark *out);
+int haecer_energy_span(struct haecer_counter *counter, const struct haecer_energy_mark *from,
+		       const struct haecer_energy_mark *to, struct haecer_energy_span *out);
+
 /* Measure the energy per TSC tick of polling this counter's register over `updates` updates
  * (0: the default, 4). Regions do not use it (each measures its own wait's power); it tells
  * what polling costs now. */

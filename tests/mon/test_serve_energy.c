@@ -546,28 +546,37 @@ static int spin_cpu_ns(uint64_t ns)
 	return 0;
 }
 
-/* A process that runs busy for 200 ms of CPU time in the sleepy cgroup and exits between two of serve's
- * ticks (no process scan need see it): the cgroup's series grows by its energy, in the same
- * proportion to cpu.stat's usage as the busy cgroup's. Then the sleepy cgroup is removed: its
- * series stays, and does not go back. */
-static void check_short_lived_and_removed(unsigned port)
+/* One after the other, `count` processes that each run busy for ns of CPU time in cgroup and
+ * exit: none lives long enough to be in more than a few of serve's process scans. */
+static void run_short_lived(unsigned count, uint64_t ns, unsigned cgroup)
 {
 	char procs[PATH_MAX + 16];
+	int status;
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cgroup_dirs[cgroup]);
+	for (unsigned i = 0; i < count; i++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			int fd = open(procs, O_WRONLY | O_CLOEXEC);
+			_exit(fd < 0 || write(fd, "0\n", 2) != 2 ? 1 : spin_cpu_ns(ns));
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+}
+
+/* Ten processes that each run busy for 20 ms of CPU time in the sleepy cgroup and exit between
+ * two of serve's ticks (summing the processes a scan saw would miss most of them): the
+ * cgroup's series grows by their energy, in the same proportion to cpu.stat's usage as the
+ * busy cgroup's. Then the sleepy cgroup is removed: its series stays, and does not go back. */
+static void check_short_lived_and_removed(unsigned port)
+{
 	char *last = scrape_with(port, "haecer_attributed_package_energy_joules_total{");
 	char *before = scrape_next_tick(port, last); /* cpu.stat read right after a tick */
 	double busy_usec = usage_usec(BUSY), sleepy_usec = usage_usec(SLEEPY);
-	pid_t pid;
-	int status;
 
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cgroup_dirs[SLEEPY]);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int fd = open(procs, O_WRONLY | O_CLOEXEC);
-		_exit(fd < 0 || write(fd, "0\n", 2) != 2 ? 1 : spin_cpu_ns(200000000));
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	run_short_lived(10, 20000000, SLEEPY);
 	char *ended = scrape_with(port, "haecer_attributed_package_energy_joules_total{");
 	char *after = scrape_next_tick(port, ended);
 	busy_usec = usage_usec(BUSY) - busy_usec;
@@ -579,7 +588,7 @@ static void check_short_lived_and_removed(unsigned port)
 	double ratio = (sleepy_j / busy_j) / (sleepy_usec / busy_usec);
 	fprintf(stderr, "short-lived: sleepy cgroup +%.3f J / %.0f ms, busy +%.3f J / %.0f ms: "
 		"ratio %.2f\n", sleepy_j, sleepy_usec / 1e3, busy_j, busy_usec / 1e3, ratio);
-	assert_true(sleepy_usec >= 200000); /* the short-lived process's 200 ms are in cpu.stat */
+	assert_true(sleepy_usec >= 200000); /* the short-lived processes' 200 ms are in cpu.stat */
 	assert_true(ratio > 0.5 && ratio < 2);
 
 	kill(children[1], SIGKILL);
@@ -639,6 +648,7 @@ static void test_real_cgroups(void **state)
 	snprintf(wanted, sizeof(wanted), "haecer_cgroup_energy_joules_total{cgroup=\"%s/",
 		 cgroup_paths[SLICE]);
 	assert_null(strstr(body, wanted)); /* nothing below the slice at depth 1 */
+	check_sums(body); /* the slice's series folds its cgroups' without counting them twice */
 	free(body);
 
 	wait_ready();

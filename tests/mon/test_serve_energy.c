@@ -5,14 +5,16 @@
  *  - both processes get a haecer_process_energy_joules_total series; the busy one's dominates,
  *    and the two energies are in the ratio of the CPU time the kernel counted for them (within
  *    a factor of 2: the snapshots and the CPU-time readings are up to one interval apart);
- *  - cgroups + idle + other add up to the package energy the attribution split, within the
- *    stated ± (haecer_attribution_error_joules_total);
+ *  - cgroups + idle add up to the package energy the attribution split, within the stated ±
+ *    (haecer_attribution_error_joules_total{kind="cgroup_bound"}), idle + other do not exceed it;
  *  - Prometheus scrapes the series, and every query of dist/grafana-haecer-energy.json
  *    answers;
  *  - --top 2 --cgroup-depth 0: exactly two process series and one cgroup series ("/"), which
  *    does not go back when a process exits;
  *  - two real cgroups made under the cgroup v2 mount (test_real_cgroups): top --by cgroup and
- *    --by service, serve's cgroup series at two depths, and Prometheus scraping them.
+ *    --by service, serve's cgroup series at two depths and in agreement with top --by cgroup,
+ *    a short-lived process in its cgroup's series, a removed cgroup's series that does not go
+ *    back, and Prometheus scraping them.
  * Named *energy* so scripts/run-tests.sh runs it alone (it measures CPU time).
  */
 #include "tests/mon/prometheus_test.h"
@@ -169,18 +171,46 @@ static void check_dashboard(void)
 	free(json);
 }
 
+/* The one sample of `prefix` in body. */
+static double sample(const char *body, const char *prefix)
+{
+	unsigned count;
+	double value = sum_samples(body, prefix, &count);
+
+	assert_int_equal(count, 1);
+	return value;
+}
+
+static double package_total(const char *body)
+{
+	return sample(body, "haecer_attributed_package_energy_joules_total{");
+}
+
+static double cgroup_bound(const char *body)
+{
+	return sample(body, "haecer_attribution_error_joules_total{kind=\"cgroup_bound\"");
+}
+
+/* idle + other, what no process was charged, within the package; with cgroup v2, cgroups + idle
+ * = package within the cgroup bound (the cgroups come from cpu.stat, the split from PROC/stat). */
 static void check_sums(const char *body)
 {
 	unsigned count;
 	double cgroups = sum_samples(body, "haecer_cgroup_energy_joules_total{", &count);
-	double rest = sum_samples(body, "haecer_unattributed_energy_joules_total{", &count);
-	double package = sum_samples(body, "haecer_attributed_package_energy_joules_total{", &count);
-	double error = sum_samples(body, "haecer_attribution_error_joules_total{", &count);
+	double idle = sample(body, "haecer_unattributed_energy_joules_total{to=\"idle\"");
+	double other = sample(body, "haecer_unattributed_energy_joules_total{to=\"other\"");
+	double package = package_total(body);
 
-	fprintf(stderr, "package %.3f J = cgroups %.3f + idle/other %.3f (± %.3f)\n", package,
-		cgroups, rest, error);
+	fprintf(stderr, "package %.3f J: cgroups %.3f + idle %.3f; other %.3f\n", package, cgroups,
+		idle, other);
 	assert_true(package > 0);
-	assert_true(fabs(cgroups + rest - package) <= error + 1e-6 * package);
+	assert_true(idle + other <= package * (1 + 1e-9));
+	if (count == 0)
+		return; /* no cgroup v2: no cgroup series */
+	double bound = cgroup_bound(body);
+	fprintf(stderr, "cgroups + idle - package = %.3f J, ± %.3f\n", cgroups + idle - package,
+		bound);
+	assert_true(fabs(cgroups + idle - package) <= bound + 1e-6 * package);
 }
 
 /* The group's one Prometheus made to scrape port: started by the first test that needs it,
@@ -427,8 +457,46 @@ static void check_by(const struct by_rows *rows, double busy_usec, double sleepy
 	assert_true(fabs(rows->other) <= rows->other_error + 1e-9);
 }
 
-/* --by cgroup and --by service side by side, over the same interval of cpu.stat. */
-static void top_by_cgroup_and_service(void)
+/* The first scrape of port whose package total is not `after`'s (a tick later than it). */
+static char *scrape_next_tick(unsigned port, const char *after)
+{
+	double before = package_total(after);
+
+	for (int round = 0; round < 400; round++) {
+		struct http_reply reply;
+		http_get(port, "/metrics", NULL, &reply);
+		assert_int_equal(reply.code, 200);
+		char *body = strdup(reply.body);
+		free(reply.text);
+		if (package_total(body) != before)
+			return body;
+		free(body);
+		usleep(25000);
+	}
+	fail_msg("serve's figures did not move");
+	return NULL;
+}
+
+static double cgroup_joules(const char *body, const char *path);
+
+/* The busy cgroup's share of the package energy in top --by cgroup's sets against serve's over
+ * about the same time: within the two stated ± (each as a share of its package energy). */
+static void check_serve_agrees(const struct by_rows *rows, const char *before, const char *after)
+{
+	double package = package_total(after) - package_total(before);
+	double serve = (cgroup_joules(after, cgroup_paths[BUSY]) -
+			cgroup_joules(before, cgroup_paths[BUSY])) / package;
+	double serve_error = (cgroup_bound(after) - cgroup_bound(before)) / package;
+	double top = rows->busy / rows->all, top_error = rows->other_error / rows->all;
+
+	fprintf(stderr, "busy cgroup's share: serve %.3f ± %.3f, top --by cgroup %.3f ± %.3f\n",
+		serve, serve_error, top, top_error);
+	assert_true(fabs(serve - top) <= serve_error + top_error);
+}
+
+/* --by cgroup and --by service side by side, over the same interval of cpu.stat, and serve's
+ * busy cgroup series (port) scraped meanwhile. */
+static void top_by_cgroup_and_service(unsigned port)
 {
 	char busy_unit[128], sleepy_unit[128];
 	struct by_rows cgroup_rows, service_rows;
@@ -439,12 +507,20 @@ static void top_by_cgroup_and_service(void)
 	snprintf(sleepy_unit, sizeof(sleepy_unit), "haecer-idle-%d.scope", (int)getpid());
 	start_top_by(&by_cgroup, "cgroup", "1");
 	start_top_by(&by_service, "service", "2");
+	char wanted[PATH_MAX + 64];
+	snprintf(wanted, sizeof(wanted), "haecer_cgroup_energy_joules_total{cgroup=\"%s\"",
+		 cgroup_paths[BUSY]);
+	char *before = scrape_with(port, wanted);
 	parse_top_by(&by_cgroup, "cgroup", cgroup_paths[BUSY], cgroup_paths[SLEEPY], &cgroup_rows);
 	parse_top_by(&by_service, "service", busy_unit, sleepy_unit, &service_rows);
 	busy_usec = usage_usec(BUSY) - busy_usec;
 	sleepy_usec = usage_usec(SLEEPY) - sleepy_usec;
 	check_by(&cgroup_rows, busy_usec, sleepy_usec);
 	check_by(&service_rows, busy_usec, sleepy_usec);
+	char *after = scrape_next_tick(port, before);
+	check_serve_agrees(&cgroup_rows, before, after);
+	free(before);
+	free(after);
 }
 
 static double cgroup_joules(const char *body, const char *path)
@@ -457,6 +533,80 @@ static double cgroup_joules(const char *body, const char *path)
 	joules = sum_samples(body, prefix, &count);
 	assert_int_equal(count, 1);
 	return joules;
+}
+
+/* Busy until this process has had ns of CPU time (a loaded host stretches the wall time). */
+static int spin_cpu_ns(uint64_t ns)
+{
+	struct timespec now;
+
+	do
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+	while ((uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec < ns);
+	return 0;
+}
+
+/* One after the other, `count` processes that each run busy for ns of CPU time in cgroup and
+ * exit: none lives long enough to be in more than a few of serve's process scans. */
+static void run_short_lived(unsigned count, uint64_t ns, unsigned cgroup)
+{
+	char procs[PATH_MAX + 16];
+	int status;
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cgroup_dirs[cgroup]);
+	for (unsigned i = 0; i < count; i++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			int fd = open(procs, O_WRONLY | O_CLOEXEC);
+			_exit(fd < 0 || write(fd, "0\n", 2) != 2 ? 1 : spin_cpu_ns(ns));
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+}
+
+/* Ten processes that each run busy for 20 ms of CPU time in the sleepy cgroup and exit between
+ * two of serve's ticks (summing the processes a scan saw would miss most of them): the
+ * cgroup's series grows by their energy, in the same proportion to cpu.stat's usage as the
+ * busy cgroup's. Then the sleepy cgroup is removed: its series stays, and does not go back. */
+static void check_short_lived_and_removed(unsigned port)
+{
+	char *last = scrape_with(port, "haecer_attributed_package_energy_joules_total{");
+	char *before = scrape_next_tick(port, last); /* cpu.stat read right after a tick */
+	double busy_usec = usage_usec(BUSY), sleepy_usec = usage_usec(SLEEPY);
+
+	run_short_lived(10, 20000000, SLEEPY);
+	char *ended = scrape_with(port, "haecer_attributed_package_energy_joules_total{");
+	char *after = scrape_next_tick(port, ended);
+	busy_usec = usage_usec(BUSY) - busy_usec;
+	sleepy_usec = usage_usec(SLEEPY) - sleepy_usec;
+	double busy_j = cgroup_joules(after, cgroup_paths[BUSY]) -
+			cgroup_joules(before, cgroup_paths[BUSY]);
+	double sleepy_j = cgroup_joules(after, cgroup_paths[SLEEPY]) -
+			  cgroup_joules(before, cgroup_paths[SLEEPY]);
+	double ratio = (sleepy_j / busy_j) / (sleepy_usec / busy_usec);
+	fprintf(stderr, "short-lived: sleepy cgroup +%.3f J / %.0f ms, busy +%.3f J / %.0f ms: "
+		"ratio %.2f\n", sleepy_j, sleepy_usec / 1e3, busy_j, busy_usec / 1e3, ratio);
+	assert_true(sleepy_usec >= 200000); /* the short-lived processes' 200 ms are in cpu.stat */
+	assert_true(ratio > 0.5 && ratio < 2);
+
+	kill(children[1], SIGKILL);
+	waitpid(children[1], NULL, 0);
+	children[1] = 0;
+	assert_int_equal(rmdir(cgroup_dirs[SLEEPY]), 0);
+	char *removed = scrape_next_tick(port, after);
+	fprintf(stderr, "removed cgroup: %.4f J, then %.4f J\n",
+		cgroup_joules(after, cgroup_paths[SLEEPY]),
+		cgroup_joules(removed, cgroup_paths[SLEEPY]));
+	assert_true(cgroup_joules(removed, cgroup_paths[SLEEPY]) >=
+		    cgroup_joules(after, cgroup_paths[SLEEPY]));
+	check_sums(removed);
+	free(last);
+	free(before);
+	free(ended);
+	free(after);
+	free(removed);
 }
 
 /* Two real cgroups under the cgroup v2 mount with a busy and a mostly asleep process: top --by
@@ -480,7 +630,7 @@ static void test_real_cgroups(void **state)
 	port = start_serve(&serve, "10", "3");
 	shallow_port = start_serve(&shallow, "10", "1");
 	scrape_by_prometheus(port);
-	top_by_cgroup_and_service();
+	top_by_cgroup_and_service(port);
 
 	snprintf(wanted, sizeof(wanted), "haecer_cgroup_energy_joules_total{cgroup=\"%s\"",
 		 cgroup_paths[SLEEPY]);
@@ -498,6 +648,7 @@ static void test_real_cgroups(void **state)
 	snprintf(wanted, sizeof(wanted), "haecer_cgroup_energy_joules_total{cgroup=\"%s/",
 		 cgroup_paths[SLICE]);
 	assert_null(strstr(body, wanted)); /* nothing below the slice at depth 1 */
+	check_sums(body); /* the slice's series folds its cgroups' without counting them twice */
 	free(body);
 
 	wait_ready();
@@ -507,6 +658,7 @@ static void test_real_cgroups(void **state)
 	snprintf(query, sizeof(query), "query=haecer_cgroup_energy_joules_total{cgroup=\"%s\"}",
 		 cgroup_paths[SLEEPY]);
 	assert_true(busy_prometheus > 5 * prometheus_value(query));
+	check_short_lived_and_removed(port);
 	remove_cgroups();
 	serve_stop(&shallow, NULL);
 	serve_stop(&serve, NULL);

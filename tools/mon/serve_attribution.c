@@ -12,12 +12,19 @@
  * operator's) exports every process; one run as another user only that user's processes (the
  * others' energy stays in the cgroup and unattributed series).
  *
- * Cardinality is bounded: N process series (a process that leaves the top N loses its series;
- * its energy stays in its cgroup's) and one series per distinct cgroup path cut to D levels
- * (at most SERVE_ATTRIBUTION_MAX_CGROUPS; the rest go to "/"). A cgroup's figure is its live
- * processes' joules plus the joules of its processes that exited (the engine's exited_joules),
- * so it covers the same processes on cgroup v1 and v2 hosts; the exporter keeps the highest
- * value it has written, so a counter never goes back (e.g. when a process leaves a cgroup).
+ * A cgroup's figure is the engine's cgroup accounting (the figures `top --by cgroup` shows): each
+ * cgroup v2 cgroup's own cpu.stat usage (less its tracked children's) charged against the node's
+ * energy, so a process that started and exited between two ticks counts in its cgroup, which no
+ * process scan saw. A series is a path cut to --cgroup-depth D levels and adds up the engine's
+ * cgroups at or below it: charges of own usage do not overlap, so nothing is counted twice.
+ * cgroups + idle = the split package energy within kind="cgroup_bound" of the error series.
+ * Without cgroup v2 (no cpu.stat usage) there is no cgroup series.
+ *
+ * Counters never go back: the engine keeps a removed cgroup with its total, so its series keeps
+ * its last value (it does not fold into the parent's, whose rate would jump). Cardinality is
+ * bounded: N process series (a process that leaves the top N loses its series) and one series
+ * per distinct cut path, at most SERVE_ATTRIBUTION_MAX_CGROUPS (the rest count in "/", the
+ * table's first entry); the exporter writes the highest value it has written.
  */
 #include "tools/mon/serve.h"
 
@@ -45,10 +52,15 @@ struct serve_attribution {
 	double idle_joules;
 	double other_joules;
 	double error_joules;
+	double cgroup_error_joules;
+	bool cgroup_accounting;	   /* some interval read a cgroup's cpu.stat */
 	struct mon_rank rank;      /* visible processes by joules so far */
 	size_t top_count;
 	size_t cgroup_count;
 	struct exported_cgroup cgroups[SERVE_ATTRIBUTION_MAX_CGROUPS];
+	size_t *exported_of; /* per engine cgroup (their order is stable): its series' index */
+	size_t mapped;	     /* how many engine cgroups exported_of covers */
+	size_t map_size;
 };
 
 int serve_attribution_open(struct serve_state *state, unsigned top, unsigned depth)
@@ -65,6 +77,8 @@ int serve_attribution_open(struct serve_state *state, unsigned top, unsigned dep
 	}
 	view->top = top;
 	view->depth = depth;
+	view->cgroup_count = 1; /* "/": where the cgroups over the bound go */
+	snprintf(view->cgroups[0].path, sizeof(view->cgroups[0].path), "/");
 	state->attribution = view;
 	return 0;
 }
@@ -77,6 +91,7 @@ void serve_attribution_close(struct serve_state *state)
 		return;
 	attribution_close(view->engine);
 	mon_rank_free(&view->rank);
+	free(view->exported_of);
 	free(view);
 	state->attribution = NULL;
 }
@@ -95,42 +110,50 @@ static void cut_path(const char *path, unsigned depth, char *out, size_t size)
 	snprintf(out, size, "%.*s", (int)end, path);
 }
 
-static struct exported_cgroup *find_cgroup(struct serve_attribution *view, const char *path)
-{
-	for (size_t i = 0; i < view->cgroup_count; i++)
-		if (strcmp(view->cgroups[i].path, path) == 0)
-			return &view->cgroups[i];
-	if (view->cgroup_count == SERVE_ATTRIBUTION_MAX_CGROUPS)
-		return strcmp(path, "/") == 0 ? NULL : find_cgroup(view, "/");
-	struct exported_cgroup *cgroup = &view->cgroups[view->cgroup_count++];
-	snprintf(cgroup->path, sizeof(cgroup->path), "%s", path);
-	return cgroup;
-}
-
-static void add_to_cgroup(struct serve_attribution *view, const char *path, double joules)
+/* The index of the series of path cut to the depth, added when new ("/"'s when full). */
+static size_t series_of(struct serve_attribution *view, const char *path)
 {
 	char cut[ATTRIBUTION_CGROUP_MAX];
-	struct exported_cgroup *cgroup;
 
 	cut_path(path, view->depth, cut, sizeof(cut));
-	cgroup = find_cgroup(view, cut);
-	if (cgroup != NULL)
-		cgroup->sum += joules;
+	for (size_t i = 0; i < view->cgroup_count; i++)
+		if (strcmp(view->cgroups[i].path, cut) == 0)
+			return i;
+	if (view->cgroup_count == SERVE_ATTRIBUTION_MAX_CGROUPS)
+		return 0;
+	snprintf(view->cgroups[view->cgroup_count].path, sizeof(view->cgroups[0].path), "%s", cut);
+	return view->cgroup_count++;
 }
 
+/* exported_of for the engine's cgroups new since the last tick. 0 or -ENOMEM. */
+static int map_cgroups(struct serve_attribution *view, const struct attribution_cgroup *cgroups,
+		       size_t count)
+{
+	if (count > view->map_size) {
+		size_t size = count * 2;
+		size_t *grown = realloc(view->exported_of, size * sizeof(*grown));
+		if (grown == NULL)
+			return -ENOMEM;
+		view->exported_of = grown;
+		view->map_size = size;
+	}
+	for (; view->mapped < count; view->mapped++)
+		view->exported_of[view->mapped] = series_of(view, cgroups[view->mapped].path);
+	return 0;
+}
+
+/* Each series: the engine's totals of the cgroups cut to its path (removed ones included). */
 static void sum_cgroups(struct serve_attribution *view)
 {
-	const struct attribution_process *processes;
 	const struct attribution_cgroup *cgroups;
-	size_t process_count = attribution_processes(view->engine, &processes);
-	size_t cgroup_count = attribution_cgroups(view->engine, &cgroups);
+	size_t count = attribution_cgroups(view->engine, &cgroups);
 
+	if (map_cgroups(view, cgroups, count) < 0)
+		return; /* the series keep their values: the next tick adds this one's */
 	for (size_t i = 0; i < view->cgroup_count; i++)
 		view->cgroups[i].sum = 0;
-	for (size_t i = 0; i < process_count; i++)
-		add_to_cgroup(view, processes[i].cgroup, processes[i].joules_total);
-	for (size_t i = 0; i < cgroup_count; i++)
-		add_to_cgroup(view, cgroups[i].path, cgroups[i].exited_joules);
+	for (size_t i = 0; i < count; i++)
+		view->cgroups[view->exported_of[i]].sum += cgroups[i].joules_total;
 	for (size_t i = 0; i < view->cgroup_count; i++)
 		if (view->cgroups[i].sum > view->cgroups[i].joules)
 			view->cgroups[i].joules = view->cgroups[i].sum;
@@ -192,6 +215,8 @@ void serve_attribution_tick(struct serve_state *state)
 	view->idle_joules += interval.idle_joules;
 	view->other_joules += interval.other_joules;
 	view->error_joules += interval.error_joules;
+	view->cgroup_error_joules += interval.cgroup_error_joules;
+	view->cgroup_accounting = view->cgroup_accounting || interval.cgroup_accounting;
 	sum_cgroups(view);
 	if (order_top(view) < 0)
 		view->top_count = 0;
@@ -232,10 +257,11 @@ static void write_processes(FILE *out, const struct serve_attribution *view, boo
 static void write_cgroups(FILE *out, const struct serve_attribution *view, bool openmetrics,
 			  bool simulated)
 {
-	if (view->cgroup_count == 0)
+	if (!view->cgroup_accounting)
 		return;
 	serve_write_joules_family(out, openmetrics, "haecer_cgroup_energy_joules",
-		     "Package energy charged to a cgroup's processes, exited ones included.");
+		     "Node energy charged to a cgroup and those below it by their cgroup v2 CPU "
+		     "usage, short-lived processes included.");
 	for (size_t i = 0; i < view->cgroup_count; i++) {
 		fputs("haecer_cgroup_energy_joules_total{cgroup=\"", out);
 		serve_write_label_value(out, view->cgroups[i].path);
@@ -256,13 +282,18 @@ static void write_rest(FILE *out, const struct serve_attribution *view, bool ope
 	write_value(out, simulated, view->other_joules);
 	serve_write_joules_family(out, openmetrics, "haecer_attributed_package_energy_joules",
 		     "Package energy the attribution has split since the exporter started: "
-		     "cgroups + idle + other.");
+		     "processes + idle + other; cgroups + idle within the cgroup bound.");
 	fputs("haecer_attributed_package_energy_joules_total{domain=\"energy-pkg\"", out);
 	write_value(out, simulated, view->package_joules);
 	serve_write_joules_family(out, openmetrics, "haecer_attribution_error_joules",
-		     "The sum of the intervals' bounds on the process/other split.");
+		     "The sum of the intervals' bounds: on the process/other split (bound), on "
+		     "cgroups + idle against the package (cgroup_bound).");
 	fputs("haecer_attribution_error_joules_total{kind=\"bound\"", out);
 	write_value(out, simulated, view->error_joules);
+	if (!view->cgroup_accounting)
+		return;
+	fputs("haecer_attribution_error_joules_total{kind=\"cgroup_bound\"", out);
+	write_value(out, simulated, view->cgroup_error_joules);
 }
 
 void serve_attribution_render(const struct serve_state *state, FILE *out, bool openmetrics)

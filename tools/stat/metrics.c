@@ -79,9 +79,8 @@ static int metric_alloc(struct stat_metric *metric, size_t wanted, unsigned runs
 	metric->samples = calloc(runs, sizeof(*metric->samples));
 	metric->time_start = calloc(wanted, sizeof(*metric->time_start));
 	metric->time_previous = calloc(wanted, sizeof(*metric->time_previous));
-	if (metric->time_start == NULL || metric->time_previous == NULL)
-		return -ENOMEM;
-	if (metric->counters == NULL || metric->units == NULL || metric->start == NULL ||
+	if (metric->time_start == NULL || metric->time_previous == NULL ||
+	    metric->counters == NULL || metric->units == NULL || metric->start == NULL ||
 	    metric->previous == NULL || metric->totals == NULL || metric->interval == NULL ||
 	    metric->cpus == NULL || metric->packages == NULL || metric->dies == NULL ||
 	    metric->samples == NULL)

@@ -148,6 +148,8 @@ struct haecer_counter {
 	bool wants_precise;         /* regions and read_energy: ask for the page's precise edges */
 	int perf_fd;                /* HAECER_COUNTER_PERF: the event msrd handed over */
 	struct haecer_perf_map *perf_map; /* ... and its mmap page (RDPMC where allowed), or NULL */
+	uint64_t perf_time_enabled; /* ... and its times as of the latest read (ns) */
+	uint64_t perf_time_running;
 };
 
 /* ---- haecer_context.c ---- */

@@ -24,9 +24,33 @@ int haecer__perf_read_locked(struct haecer_counter *counter, uint64_t *value)
 	if (error < 0)
 		return haecer__fail(error, "reading perf event %s", counter->info.name);
 	counter->info.scaled = reading.scaled;
+	counter->perf_time_enabled = reading.time_enabled;
+	counter->perf_time_running = reading.time_running;
 	counter->value = reading.value;
 	*value = reading.value;
 	return 0;
+}
+
+int haecer_counter_times(const struct haecer_counter *counter, uint64_t *time_enabled,
+			 uint64_t *time_running)
+{
+	struct haecer_context *ctx;
+	int error;
+
+	if (time_enabled == NULL || time_running == NULL)
+		return haecer__fail(-EINVAL, "no place for the counter's times");
+	error = haecer__counter_lock(counter, &ctx);
+	if (error < 0)
+		return error;
+	if (counter->info.kind == HAECER_COUNTER_PERF) {
+		*time_enabled = counter->perf_time_enabled;
+		*time_running = counter->perf_time_running;
+	} else {
+		error = haecer__fail(-EOPNOTSUPP, "counter %s is no perf event: it has no "
+				     "time_enabled / time_running", counter->info.name);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return error;
 }
 
 int haecer__perf_control(struct haecer_counter *counter, uint16_t action)

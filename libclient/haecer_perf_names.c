@@ -156,6 +156,13 @@ static int pmu_event(const char *name, struct haecer_perf_spec *spec)
 	return error < 0 ? error : apply_terms(pmu, terms, spec, 0);
 }
 
+const char *haecer_perf_software_event_name(size_t index)
+{
+	return index < sizeof(software_events) / sizeof(software_events[0])
+		       ? software_events[index].name
+		       : NULL;
+}
+
 int haecer_perf_event_by_name(const char *name, struct haecer_perf_spec *spec)
 {
 	int error;

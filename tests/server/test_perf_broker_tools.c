@@ -12,7 +12,9 @@
  *   - haecer-stat --skip-unavailable -e context-switches,msr/tsc/,cycles: the first two counted
  *     through the broker ("# perf broker" beside each), cycles <not supported> with the
  *     kernel's reason, in the same run; as nobody (scope own) it is refused CPU-wide events
- *     with the policy's reason (exit 129).
+ *     with the policy's reason (exit 129);
+ *   - its figures carry the kernel's run time and percentage of running time (CSV, JSON), and
+ *     `haecer-stat list` lists the software and msr PMU events as counted via the broker.
  * Where the kernel has a core PMU the hardware events count instead (checked as counting
  * through the broker). The encodings against the kernel's format files:
  * libclient/test_perf_core_encoding.
@@ -129,6 +131,22 @@ static void test_hardware_events(void **state)
 
 #define STAT_ARGS 40u
 
+/* haecer-stat --socket msrd's tool_arguments...: its exit status, *out and *err (malloc'ed;
+ * out may be NULL). */
+static int run_tool(const char *const *tool_arguments, char **out, char **err)
+{
+	static char tool[PATH_MAX];
+	const char *argv[STAT_ARGS];
+	char *ignored = NULL;
+	int status;
+
+	snprintf(tool, sizeof(tool), "%s/haecer-stat", harness_build_dir());
+	harness_tool_argv(argv, STAT_ARGS, tool, server.socket_path, tool_arguments);
+	status = harness_run(argv, out != NULL ? out : &ignored, err);
+	free(ignored);
+	return status;
+}
+
 /* haecer-stat --socket msrd's [--skip-unavailable] -e events -- /bin/sleep 0.02: its exit
  * status; *err its report. */
 static int run_stat(const char *events, bool skip, char **err)
@@ -136,17 +154,8 @@ static int run_stat(const char *events, bool skip, char **err)
 	const char *const stat_arguments[] = { "-e", events, "--", "/bin/sleep", "0.02", NULL };
 	const char *const skipping[] = { "--skip-unavailable", "-e",	    events, "--",
 					 "/bin/sleep",	       "0.02", NULL };
-	static char tool[PATH_MAX];
-	const char *argv[STAT_ARGS];
-	char *out = NULL;
-	int status;
 
-	snprintf(tool, sizeof(tool), "%s/haecer-stat", harness_build_dir());
-	harness_tool_argv(argv, STAT_ARGS, tool, server.socket_path,
-			  skip ? skipping : stat_arguments);
-	status = harness_run(argv, &out, err);
-	free(out);
-	return status;
+	return run_tool(skip ? skipping : stat_arguments, NULL, err);
 }
 
 /* The line of the report that names `event`, or NULL. */
@@ -225,11 +234,74 @@ static void test_stat_named_events(void **state)
 	assert_int_equal(run_as(NOBODY, NOBODY, NULL, 0, stat_as_nobody, NULL), 0);
 }
 
+/* haecer-stat's figures of brokered events carry the kernel's times as perf stat's do: a
+ * software event counts whenever enabled, so its run time is at least the command's 20 ms (on
+ * every CPU of the scope, summed) and it ran 100% of it, unscaled: perf's CSV run-time and
+ * percentage fields, perf -j's "event-runtime" / "pcnt-running", and no "(xx.xx%)" note in
+ * the text report. (A scaled count's note: tests/stat/test_stats, as nothing multiplexes on
+ * a machine without a hardware PMU.) */
+static void test_stat_running_time(void **state)
+{
+	const char *const csv[] = { "-x", ",", "-e", "cs", "--", "/bin/sleep", "0.02", NULL };
+	const char *const json[] = { "--json", "-e", "cs", "--", "/bin/sleep", "0.02", NULL };
+	char *err = NULL, line[512], *runtime = NULL;
+	double run_ns;
+
+	(void)state;
+	assert_int_equal(run_tool(csv, NULL, &err), 0);
+	assert_non_null(report_line(err, ",cs,", line, sizeof(line)));
+	fprintf(stderr, "csv: %s\n", line);
+	runtime = strstr(line, ",cs,") + 4;
+	run_ns = strtod(runtime, &runtime);
+	assert_true(run_ns >= 20e6);
+	assert_int_equal(strncmp(runtime, ",100.00,", 8), 0);
+	free(err);
+	err = NULL;
+	assert_int_equal(run_tool(json, NULL, &err), 0);
+	assert_non_null(report_line(err, "\"name\": \"cs\"", line, sizeof(line)));
+	assert_non_null(strstr(line, "\"source\": \"perf broker\""));
+	assert_non_null(strstr(line, "\"pcnt-running\": 100.00"));
+	assert_non_null(strstr(line, "\"scaled\": false"));
+	runtime = strstr(line, "\"event-runtime\": ");
+	assert_non_null(runtime);
+	assert_true(strtod(runtime + 17, NULL) >= 20e6);
+	free(err);
+	err = NULL;
+	assert_int_equal(run_stat("cs", false, &err), 0);
+	assert_non_null(report_line(err, " cs ", line, sizeof(line)));
+	assert_null(strstr(line, "%)"));
+	free(err);
+}
+
+/* haecer-stat list over msrd --backend perf: perf's software events and the msr PMU's events
+ * of this kernel's sysfs, each marked as counted through msrd's perf broker (the list of
+ * msrd without a broker says they are not counted: tests/stat/test_perf_formats). */
+static void test_list_via_broker(void **state)
+{
+	const char *const list[] = { "list", NULL };
+	char *out = NULL, *err = NULL, line[512];
+
+	(void)state;
+	assert_int_equal(run_tool(list, &out, &err), 0);
+	assert_non_null(out);
+	assert_non_null(report_line(out, "context-switches OR cs ", line, sizeof(line)));
+	assert_non_null(strstr(line, "[Software event, via perf broker]"));
+	assert_non_null(report_line(out, "page-faults OR faults ", line, sizeof(line)));
+	assert_non_null(strstr(line, "[Software event, via perf broker]"));
+	assert_non_null(report_line(out, "msr/tsc/ ", line, sizeof(line)));
+	assert_non_null(strstr(line, "[Kernel PMU event, via perf broker]"));
+	assert_null(strstr(out, "no perf broker"));
+	free(out);
+	free(err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hardware_events),
 		cmocka_unit_test(test_stat_named_events),
+		cmocka_unit_test(test_stat_running_time),
+		cmocka_unit_test(test_list_via_broker),
 	};
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 ||

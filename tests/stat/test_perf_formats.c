@@ -11,7 +11,8 @@
  *  - -o FILE is opened before the command runs: a path that cannot be written is status 125
  *    and the command never runs;
  *  - "haecer-stat list" lists perf's events, this CPU's power/energy-* domains and the
- *    libpfm4 events of the model, which -e counts.
+ *    libpfm4 events of the model, which -e counts; without msrd's perf broker it says that
+ *    the software and kernel PMU events are not counted here.
  */
 #include <sched.h>
 
@@ -226,6 +227,11 @@ static void test_list(void **state)
 	assert_non_null(strstr(out, "[Hardware event, via sim]\n"));
 	assert_non_null(strstr(out, "[Kernel PMU event, package-wide energy (J), via sim]\n"));
 	assert_null(strstr(out, "via perf broker"));
+	/* Without msrd's perf broker the software and kernel PMU events are not counted here,
+	 * and the list says why instead of listing them. */
+	assert_null(strstr(out, "[Software event"));
+	assert_null(strstr(out, "msr/tsc/ "));
+	assert_non_null(strstr(out, "not counted here: msrd runs no perf broker"));
 	assert_non_null(strstr(out, "instructions"));
 	assert_non_null(strstr(out, "power/energy-pkg/"));
 	assert_non_null(strstr(out, "power/energy-gpu/"));

@@ -1,7 +1,9 @@
 /*
  * The arithmetic of haecer-stat -r (tools/stat/stats.c, compiled into this test): mean, sample
  * standard deviation (n - 1), standard error, relative spread and extremes for inputs whose
- * answers are known by hand, and stability where the naive sum of squares cancels.
+ * answers are known by hand, and stability where the naive sum of squares cancels; and perf
+ * stat's percentage of running time of a multiplexed event, which this machine (no hardware
+ * PMU) cannot produce for real: the note a scaled count gets, none for one that ran throughout.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -92,6 +94,29 @@ static void test_no_samples(void **state)
 	assert_near(summary.stddev, 0.0);
 }
 
+static void test_running_percentage(void **state)
+{
+	char note[24];
+
+	(void)state;
+	/* Enabled 8 ms, on a counter 5 ms of them: perf stat prints (62.50%). */
+	assert_near(stat_running_percent(8e6, 5e6), 62.5);
+	stat_running_note(8e6, 5e6, note, sizeof(note));
+	assert_string_equal(note, "(62.50%)");
+	stat_running_note(3e6, 1e6, note, sizeof(note));
+	assert_string_equal(note, "(33.33%)");
+	/* Ran whenever enabled, or never enabled: 100%, unscaled, no note. */
+	assert_near(stat_running_percent(8e6, 8e6), 100.0);
+	assert_near(stat_running_percent(0, 0), 100.0);
+	stat_running_note(8e6, 8e6, note, sizeof(note));
+	assert_string_equal(note, "");
+	stat_running_note(0, 0, note, sizeof(note));
+	assert_string_equal(note, "");
+	/* Enabled but never on a counter: 0%, as perf says of an event that never ran. */
+	stat_running_note(8e6, 0, note, sizeof(note));
+	assert_string_equal(note, "(0.00%)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -100,6 +125,7 @@ int main(void)
 		cmocka_unit_test(test_large_close_values),
 		cmocka_unit_test(test_zero_mean_and_negatives),
 		cmocka_unit_test(test_no_samples),
+		cmocka_unit_test(test_running_percentage),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

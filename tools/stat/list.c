@@ -2,15 +2,20 @@
  * tools/stat/list.c — "haecer-stat list", laid out like perf list: perf's generic hardware
  * events this machine can count, the energy domains of its RAPL (power/energy-pkg/ and the
  * others, as the kernel's power PMU names them), the fixed counters and raw syntax, and the
- * libpfm4 events of msrd's CPU model. Every entry says through which of msrd's backends it is
- * counted ("via sim", "via powercap", "via perf broker"): energy through msrd's backend, events
- * through whatever opened them here (a counter slot of the register backend, or a perf event
- * of msrd's broker).
+ * libpfm4 events of msrd's CPU model; where msrd runs its perf broker, also perf's software
+ * events and the events of the kernel PMUs it brokers (msr/tsc/ ...). Every entry says through
+ * which of msrd's backends it is counted ("via sim", "via powercap", "via perf broker"):
+ * energy through msrd's backend, events through whatever opened them here (a counter slot of
+ * the register backend, or a perf event of msrd's broker).
  */
 #include "tools/stat/stat.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define DEVICES "/sys/bus/event_source/devices"
 
 static void entry(const char *name, const char *kind, const char *via)
 {
@@ -87,11 +92,83 @@ static const char *list_generic(struct haecer_context *ctx, const char *via)
 		       : "nothing (msrd's backend has no counters, its perf broker is off)";
 }
 
+/* perf's software events, an alias after its event as perf list writes them
+ * ("context-switches OR cs"): the names haecer_perf_event_by_name knows. */
+static void list_software(void)
+{
+	struct haecer_perf_spec spec, previous = { .type = UINT32_MAX };
+	char line[160] = "";
+	const char *name;
+
+	for (size_t i = 0; (name = haecer_perf_software_event_name(i)) != NULL; i++) {
+		size_t used = strlen(line);
+		if (haecer_perf_event_by_name(name, &spec) < 0)
+			continue;
+		if (used > 0 && spec.config == previous.config) {
+			snprintf(line + used, sizeof(line) - used, " OR %s", name);
+			continue;
+		}
+		if (used > 0)
+			entry(line, "Software event", VIA_BROKER);
+		snprintf(line, sizeof(line), "%s", name);
+		previous = spec;
+	}
+	if (line[0] != '\0')
+		entry(line, "Software event", VIA_BROKER);
+}
+
+static int visible(const struct dirent *entry)
+{
+	return entry->d_name[0] != '.';
+}
+
+/* The events of one kernel PMU, as perf list writes them ("msr/tsc/"): the files of its
+ * events/ directory, without their .scale / .unit companions. */
+static void list_pmu_events(const char *root, const char *pmu)
+{
+	struct dirent **events;
+	char path[512], name[STAT_NAME_MAX];
+	int count;
+
+	snprintf(path, sizeof(path), "%s" DEVICES "/%s/events", root, pmu);
+	count = scandir(path, &events, visible, alphasort);
+	for (int i = 0; i < count; i++) {
+		if (strchr(events[i]->d_name, '.') == NULL) {
+			snprintf(name, sizeof(name), "%s/%.64s/", pmu, events[i]->d_name);
+			entry(name, "Kernel PMU event", VIA_BROKER);
+		}
+		free(events[i]);
+	}
+	if (count >= 0)
+		free(events);
+}
+
+/* What msrd's perf broker counts besides perf's generic events: the software events and the
+ * events of the kernel's msr and core PMUs (the classes msrd brokers; the power PMU's
+ * energy-* are the energy domains listed below, counted by msrd's energy path). Without the
+ * broker none of them is counted here, and the list says so. */
+static void list_perf(bool broker)
+{
+	static const char *const pmus[] = { "msr", "cpu", "cpu_core", "cpu_atom" };
+	const char *root = getenv(HAECER_SYSFS_ROOT_ENV);
+
+	printf("\n");
+	if (!broker) {
+		printf("  (perf's software and kernel PMU events, e.g. context-switches and msr/tsc/, "
+		       "are not counted here: msrd runs no perf broker)\n");
+		return;
+	}
+	list_software();
+	printf("\n");
+	for (size_t i = 0; i < sizeof(pmus) / sizeof(pmus[0]); i++)
+		list_pmu_events(root != NULL ? root : "", pmus[i]);
+}
+
 int stat_list(const struct stat_options *options)
 {
 	const struct haecer_machine_info *machine;
 	struct haecer_context *ctx;
-	const char *events_via;
+	const char *events_via, *backend_via;
 	bool simulated;
 	char name[64];
 
@@ -105,7 +182,9 @@ int stat_list(const struct stat_options *options)
 	       simulated ? "the SIMULATED CPU " : "", simulated ? machine->sim_model
 							     : machine->model_name,
 	       machine->cpu_count, machine->package_count, machine->package_count == 1 ? "" : "s");
-	events_via = list_generic(ctx, print_backend(options, ctx));
+	backend_via = print_backend(options, ctx);
+	events_via = list_generic(ctx, backend_via);
+	list_perf(strcmp(backend_via, VIA_BROKER) == 0);
 	printf("\n");
 	for (unsigned domain = 0; domain < HAECER_RAPL_DOMAINS; domain++) {
 		const char *domain_name = haecer_energy_domain_name(domain);

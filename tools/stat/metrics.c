@@ -80,7 +80,10 @@ static int metric_alloc(struct stat_metric *metric, size_t wanted, unsigned runs
 	metric->samples = calloc(runs, sizeof(*metric->samples));
 	metric->marks = calloc(wanted, sizeof(*metric->marks));
 	metric->uncertainty = calloc(runs, sizeof(*metric->uncertainty));
-	if (metric->marks == NULL || metric->uncertainty == NULL)
+	metric->time_start = calloc(wanted, sizeof(*metric->time_start));
+	metric->time_previous = calloc(wanted, sizeof(*metric->time_previous));
+	if (metric->marks == NULL || metric->uncertainty == NULL || metric->time_start == NULL ||
+	    metric->time_previous == NULL)
 		return -ENOMEM;
 	if (metric->counters == NULL || metric->units == NULL || metric->start == NULL ||
 	    metric->previous == NULL || metric->totals == NULL || metric->interval == NULL ||
@@ -492,6 +495,8 @@ void stat_session_close(struct stat_session *session)
 		free(metric->samples);
 		free(metric->marks);
 		free(metric->uncertainty);
+		free(metric->time_start);
+		free(metric->time_previous);
 	}
 	free(session->metrics);
 	free(session->all);
@@ -533,6 +538,18 @@ static int read_all(struct stat_session *session)
 	return 0;
 }
 
+/* A brokered event's times as of the latest read (perf stat's percentage of running time);
+ * zero for the other counters, which count whenever enabled. */
+static struct stat_event_times times_of(const struct stat_metric *metric, size_t counter)
+{
+	struct stat_event_times times = { 0, 0 };
+
+	if (metric->brokered &&
+	    haecer_counter_times(metric->counters[counter], &times.enabled, &times.running) < 0)
+		times = (struct stat_event_times){ 0, 0 };
+	return times;
+}
+
 /* A failed read leaves nothing to trust: every metric becomes "not counted" with the reason. */
 static void give_up(struct stat_session *session)
 {
@@ -555,9 +572,11 @@ int stat_metrics_start(struct stat_session *session)
 		return error;
 	}
 	for (size_t i = 0; i < session->metric_count; i++)
-		for (size_t j = 0; j < session->metrics[i].count; j++, at++)
-			session->metrics[i].start[j] = session->metrics[i].previous[j] =
-				session->values[at];
+		for (size_t j = 0; j < session->metrics[i].count; j++, at++) {
+			struct stat_metric *metric = &session->metrics[i];
+			metric->start[j] = metric->previous[j] = session->values[at];
+			metric->time_start[j] = metric->time_previous[j] = times_of(metric, j);
+		}
 	return stat_energy_marks_start(session);
 }
 
@@ -570,10 +589,17 @@ int stat_metrics_interval(struct stat_session *session)
 		return error;
 	for (size_t i = 0; i < session->metric_count; i++) {
 		struct stat_metric *metric = &session->metrics[i];
+		metric->interval_enabled = metric->interval_running = 0.0;
 		for (size_t j = 0; j < metric->count; j++, at++) {
+			struct stat_event_times now = times_of(metric, j);
 			metric->interval[j] = (double)(session->values[at] - metric->previous[j]) *
 					      metric->units[j];
 			metric->previous[j] = session->values[at];
+			metric->interval_enabled += (double)(now.enabled -
+							     metric->time_previous[j].enabled);
+			metric->interval_running += (double)(now.running -
+							     metric->time_previous[j].running);
+			metric->time_previous[j] = now;
 		}
 	}
 	return 0;
@@ -592,8 +618,11 @@ int stat_metrics_stop(struct stat_session *session)
 		struct stat_metric *metric = &session->metrics[i];
 		double sum = 0.0;
 		for (size_t j = 0; j < metric->count; j++, at++) {
+			struct stat_event_times now = times_of(metric, j);
 			double value = (double)(session->values[at] - metric->start[j]) *
 				       metric->units[j];
+			metric->time_enabled += (double)(now.enabled - metric->time_start[j].enabled);
+			metric->time_running += (double)(now.running - metric->time_start[j].running);
 			metric->totals[j] += value;
 			sum += value;
 		}

@@ -1,7 +1,8 @@
 /*
  * tools/stat/report.c — haecer-stat's report, laid out like perf stat's: right-aligned values,
  * the metric's name, a '#' comment (power, insn per cycle, GHz), the relative spread
- * "( +- x.xx% )" with -r, "<not counted>" with the reason for what the policy refused, the
+ * "( +- x.xx% )" with -r, "(62.50%)" of running time for an event the kernel multiplexed
+ * (scaled), "<not counted>" with the reason for what the policy refused, the
  * elapsed time, and a note on where things were counted. Or the same as one JSON object.
  */
 #include "tools/stat/stat.h"
@@ -247,6 +248,34 @@ static const double *metric_cycles_source(const struct stat_session *session, bo
 	return NULL;
 }
 
+/* ---- running time (events the kernel multiplexed) ---- */
+
+/* perf stat's run time and percentage of running time of a metric over the mean run (or the
+ * last -I slice): a brokered event's kernel times (time_running summed over its counters, as
+ * perf sums them over CPUs), else the elapsed time and 100% (counted whenever enabled). */
+struct running {
+	double seconds;   /* the run's or the slice's elapsed time */
+	double ns;        /* the event's run time */
+	double percent;
+	char note[24];    /* "(62.50%)" when scaled, else "" */
+};
+
+static struct running running_of(const struct stat_session *session,
+				  const struct stat_metric *metric, bool interval, double seconds)
+{
+	double runs = session->runs_done > 0 ? (double)session->runs_done : 1.0;
+	double enabled = interval ? metric->interval_enabled : metric->time_enabled / runs;
+	double running = interval ? metric->interval_running : metric->time_running / runs;
+	struct running run = { seconds, seconds * 1e9, 100.0, "" };
+
+	if (!metric->brokered || enabled <= 0)
+		return run;
+	run.ns = running;
+	run.percent = stat_running_percent(enabled, running);
+	stat_running_note(enabled, running, run.note, sizeof(run.note));
+	return run;
+}
+
 /* ---- CSV (perf stat -x) ---- */
 
 static void csv_comments(FILE *out, const struct stat_session *session)
@@ -268,7 +297,8 @@ static void csv_comments(FILE *out, const struct stat_session *session)
 
 static void csv_line(FILE *out, const struct stat_options *options,
 		     const struct stat_session *session, const struct stat_metric *metric,
-		     const char *prefix, const struct row *row, double run_seconds, double cycles)
+		     const char *prefix, const struct row *row, const struct running *run,
+		     double cycles)
 {
 	const char *sep = options->separator, *unit;
 	double metric_value;
@@ -283,12 +313,12 @@ static void csv_line(FILE *out, const struct stat_options *options,
 			sep, sep, sep);
 		return;
 	}
-	derived(session, metric, row->value, cycles, run_seconds, &metric_value, &unit);
+	derived(session, metric, row->value, cycles, run->seconds, &metric_value, &unit);
 	if (metric->kind == STAT_METRIC_ENERGY)
 		fprintf(out, "%.9f%sJoules%s%s", row->value, sep, sep, metric->name);
 	else
 		fprintf(out, "%.0f%s%s%s", row->value, sep, sep, metric->name);
-	fprintf(out, "%s%.0f%s100.00%s", sep, run_seconds * 1e9, sep, sep);
+	fprintf(out, "%s%.0f%s%.2f%s", sep, run->ns, sep, run->percent, sep);
 	if (unit[0] != '\0')
 		fprintf(out, "%.3f%s%s\n", metric_value, sep, unit);
 	else
@@ -306,17 +336,17 @@ static void csv_metrics(FILE *out, const struct stat_options *options,
 	cycles *= scale;
 	for (size_t i = 0; i < session->metric_count; i++) {
 		const struct stat_metric *metric = &session->metrics[i];
+		struct running run = running_of(session, metric, interval, run_seconds);
 		size_t count = metric_rows(session, options, metric,
 					   interval ? metric->interval : metric->totals, scale, rows,
 					   HAECER_MAX_CPUS);
 		if (metric->state != STAT_COUNTED || count == 0) {
 			struct row none = { "", 0, 0.0, NULL };
-			csv_line(out, options, session, metric, prefix, &none, run_seconds, cycles);
+			csv_line(out, options, session, metric, prefix, &none, &run, cycles);
 			continue;
 		}
 		for (size_t r = 0; r < count; r++)
-			csv_line(out, options, session, metric, prefix, &rows[r], run_seconds,
-				 cycles);
+			csv_line(out, options, session, metric, prefix, &rows[r], &run, cycles);
 	}
 }
 
@@ -410,6 +440,7 @@ static void print_metric(FILE *out, const struct stat_session *session,
 {
 	const char *unit = metric->kind == STAT_METRIC_ENERGY ? "J" : "";
 	char value[64], spread[80] = "", note[160], line[1024];
+	struct running run = running_of(session, metric, false, mean_elapsed(session));
 	struct stat_summary summary;
 	size_t used;
 
@@ -433,6 +464,8 @@ static void print_metric(FILE *out, const struct stat_session *session,
 	if (session->runs_done > 1 && used < sizeof(line))
 		used += (size_t)snprintf(line + used, sizeof(line) - used, " ( +- %5.2f%% )",
 					 summary.relative_percent);
+	if (run.note[0] != '\0' && used < sizeof(line))
+		used += (size_t)snprintf(line + used, sizeof(line) - used, "  %s", run.note);
 	if (metric->reason[0] != '\0' && used < sizeof(line))
 		snprintf(line + used, sizeof(line) - used, " (%s)", metric->reason);
 	print_line(out, line);
@@ -516,6 +549,7 @@ static void text_rows(FILE *out, const struct stat_options *options,
 	for (size_t i = 0; i < session->metric_count; i++) {
 		const struct stat_metric *metric = &session->metrics[i];
 		const char *unit = metric->kind == STAT_METRIC_ENERGY ? "J" : "";
+		struct running run = running_of(session, metric, interval, seconds);
 		size_t count = metric->state == STAT_COUNTED
 				       ? metric_rows(session, options, metric,
 						     interval ? metric->interval : metric->totals,
@@ -542,8 +576,8 @@ static void text_rows(FILE *out, const struct stat_options *options,
 					 rows[r].cpus, rows[r].core_type ? rows[r].core_type : "",
 					 rows[r].core_type ? " " : "");
 			format_value(metric, rows[r].value, rows[r].value, value, sizeof(value));
-			snprintf(line, sizeof(line), "%s%s%*s %-2s %-*s %s", prefix, aggr,
-				 VALUE_WIDTH, value, unit, NAME_WIDTH, metric->name, note);
+			snprintf(line, sizeof(line), "%s%s%*s %-2s %-*s %-28s  %s", prefix, aggr,
+				 VALUE_WIDTH, value, unit, NAME_WIDTH, metric->name, note, run.note);
 			print_line(out, line);
 		}
 	}
@@ -625,6 +659,19 @@ static void json_power(FILE *out, const struct stat_session *session,
 	free(watts);
 }
 
+/* A brokered event's kernel times, in perf stat -j's spelling ("event-runtime" ns per run,
+ * "pcnt-running") and in total, and whether its count was scaled. */
+static void json_running(FILE *out, const struct stat_session *session,
+			 const struct stat_metric *metric)
+{
+	struct running run = running_of(session, metric, false, mean_elapsed(session));
+
+	fprintf(out, ", \"source\": \"%s\", \"event-runtime\": %.0f, \"pcnt-running\": %.2f, "
+		"\"time_enabled\": %.0f, \"time_running\": %.0f, \"scaled\": %s", STAT_PERF_BROKER,
+		run.ns, run.percent, metric->time_enabled, metric->time_running,
+		run.note[0] != '\0' ? "true" : "false");
+}
+
 static void json_metric(FILE *out, const struct stat_options *options,
 			const struct stat_session *session, const struct stat_metric *metric)
 {
@@ -638,7 +685,7 @@ static void json_metric(FILE *out, const struct stat_options *options,
 		metric->state == STAT_COUNTED ? "true" : "false");
 	fprintf(out, ", \"counters\": %zu, \"wanted\": %zu", metric->count, metric->wanted);
 	if (metric->brokered)
-		fprintf(out, ", \"source\": \"%s\"", STAT_PERF_BROKER);
+		json_running(out, session, metric);
 	if (metric->reason[0] != '\0') {
 		fprintf(out, ", \"reason\": ");
 		json_write_string(out, metric->reason);

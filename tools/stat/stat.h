@@ -76,9 +76,22 @@ struct stat_summary {
 /* Summarise count (>= 1) samples; *out is all zero for count 0. Numerically stable (Welford). */
 void stat_summarize(const double *samples, size_t count, struct stat_summary *out);
 
+/* perf stat's percentage of running time, 100 * running / enabled (ns): below 100 when the
+ * kernel multiplexed the event and scaled its count; 100 when it ran whenever enabled (or was
+ * never enabled). */
+double stat_running_percent(double enabled, double running);
+/* perf stat's note after a scaled count in its text report, "(62.50%)"; "" for one that ran
+ * the whole time. */
+void stat_running_note(double enabled, double running, char *out, size_t size);
+
 /* ---- metrics: what is counted (metrics.c) ---- */
 
 enum stat_metric_kind { STAT_METRIC_ENERGY, STAT_METRIC_EVENT };
+
+/* A brokered perf event's time_enabled / time_running (ns), as the kernel reports them. */
+struct stat_event_times {
+	uint64_t enabled, running;
+};
 
 enum stat_state {
 	STAT_COUNTED,
@@ -115,6 +128,12 @@ struct stat_metric {
 	uint64_t measurement_cpu_ns;
 	double measurement_j, measurement_doubt_j;
 	bool measurement_pages_known;     /* msrd's page counted its part (else round trips) */
+	/* Brokered events: the kernel's times, for perf's percentage of running time (the
+	 * others count whenever enabled: 100%). */
+	struct stat_event_times *time_start;    /* per counter: when the run started */
+	struct stat_event_times *time_previous; /* per counter: at the last -I print */
+	double time_enabled, time_running;      /* ns over every run, summed over counters */
+	double interval_enabled, interval_running; /* ns of the last -I slice */
 };
 
 /* Where haecer-stat counts. The default keeps the command's affinity (a measurement must not

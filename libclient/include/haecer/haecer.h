@@ -333,6 +333,11 @@ int haecer_counter_read_many(struct haecer_counter *const *counters, size_t coun
 			     uint64_t *values, unsigned flags);
 
 int haecer_counter_info(const struct haecer_counter *counter, struct haecer_counter_info *out);
+/* A brokered perf event's time_enabled and time_running (ns) as of its latest read, the
+ * kernel's figures (perf stat's "percentage of running time" is running / enabled); -EOPNOTSUPP
+ * for every other kind of counter, which counts whenever it is enabled. */
+int haecer_counter_times(const struct haecer_counter *counter, uint64_t *time_enabled,
+			 uint64_t *time_running);
 
 /* ---- monitoring (FERRET) ---- */
 

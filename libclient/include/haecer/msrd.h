@@ -341,6 +341,9 @@ int haecer_perf_open(struct haecer_conn *conn, const struct haecer_perf_spec *sp
  * format/ files (under $HAECER_SYSFS_ROOT when set). -ENOENT no such event or PMU; -EINVAL or
  * -ERANGE a term the PMU's format cannot hold. Whether msrd opens it is the policy's word. */
 int haecer_perf_event_by_name(const char *name, struct haecer_perf_spec *spec);
+/* The software event names haecer_perf_event_by_name knows, aliases included ("cs" follows
+ * "context-switches", with the same config): index 0, 1, ...; NULL beyond. */
+const char *haecer_perf_software_event_name(size_t index);
 
 /* One read() of a brokered event: value scaled by time_enabled / time_running when the kernel
  * multiplexed it (scaled true; raw keeps the count as read). -errno of read(), or -EIO for a

@@ -1,7 +1,8 @@
 /*
  * tools/stat/stat.h — haecer-stat's internals: options (args.c), the statistics of repeated
  * runs (stats.c), counters and energy through libhaecer (metrics.c), running the command
- * (run.c) and the report as text or JSON (report.c).
+ * (run.c) and the report as text and -I (report.c), CSV (report_csv.c) or JSON
+ * (report_json.c), from the figures they share (report_figures.c, declared in report.h).
  *
  * Functions return 0 (or a count) on success and -errno on failure, never setting errno;
  * messages for the user are printed by the callers that know the context.
@@ -228,7 +229,7 @@ struct stat_times {
 int stat_run_command(const struct stat_run_request *request, struct stat_times *times,
 		     int *status);
 
-/* ---- the report (report.c) ---- */
+/* ---- the report (report.c, report_csv.c, report_json.c) ---- */
 
 void stat_report_text(FILE *out, const struct stat_options *options,
 		      const struct stat_session *session);

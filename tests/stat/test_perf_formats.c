@@ -236,6 +236,8 @@ static void test_list(void **state)
 	assert_non_null(strstr(out, "power/energy-pkg/"));
 	assert_non_null(strstr(out, "power/energy-gpu/"));
 	assert_null(strstr(out, "power/energy-ram/"));
+	/* One blank line between sections, never two. */
+	assert_null(strstr(out, "\n\n\n"));
 	/* libpfm4's events of the model, each one -e can count: try the first. */
 	const char *first = strstr(out, "[libpfm4 event of PMU snb, via sim]");
 	assert_non_null(first);

@@ -17,13 +17,31 @@
 
 #define DEVICES "/sys/bus/event_source/devices"
 
+/* Sections are set apart by a blank line, printed with a section's first line: one with
+ * nothing to list here (no hardware events, no RAPL domain) must not leave a second blank. */
+static bool blank_due;
+
+static void section(void)
+{
+	blank_due = true;
+}
+
+static void line_start(void)
+{
+	if (blank_due)
+		printf("\n");
+	blank_due = false;
+}
+
 static void entry(const char *name, const char *kind, const char *via)
 {
+	line_start();
 	printf("  %-44s [%s, via %s]\n", name, kind, via);
 }
 
 static void pfm_entry(void *arg, const char *name)
 {
+	line_start();
 	printf("  %-44s [%s]\n", name, (const char *)arg);
 }
 
@@ -40,12 +58,12 @@ static const char *print_backend(const struct stat_options *options,
 	bool broker;
 
 	if (haecer_connect(options->socket_path, &conn) < 0) {
-		printf("backend: unknown (%s)\n\n", haecer_error_detail());
+		printf("backend: unknown (%s)\n", haecer_error_detail());
 		return haecer_context_backend(ctx);
 	}
 	info = haecer_server_info(conn);
 	broker = (info->features & HAECER_FEATURE_PERF) != 0;
-	printf("backend: msrd --backend %s%s\n\n", haecer_backend_name(info->backend),
+	printf("backend: msrd --backend %s%s\n", haecer_backend_name(info->backend),
 	       broker ? "; perf events (software, msr, power, core PMUs) through its perf broker"
 		      : "");
 	haecer_close(conn);
@@ -152,14 +170,15 @@ static void list_perf(bool broker)
 	static const char *const pmus[] = { "msr", "cpu", "cpu_core", "cpu_atom" };
 	const char *root = getenv(HAECER_SYSFS_ROOT_ENV);
 
-	printf("\n");
+	section();
 	if (!broker) {
+		line_start();
 		printf("  (perf's software and kernel PMU events, e.g. context-switches and msr/tsc/, "
 		       "are not counted here: msrd runs no perf broker)\n");
 		return;
 	}
 	list_software();
-	printf("\n");
+	section();
 	for (size_t i = 0; i < sizeof(pmus) / sizeof(pmus[0]); i++)
 		list_pmu_events(root != NULL ? root : "", pmus[i]);
 }
@@ -183,9 +202,10 @@ int stat_list(const struct stat_options *options)
 							     : machine->model_name,
 	       machine->cpu_count, machine->package_count, machine->package_count == 1 ? "" : "s");
 	backend_via = print_backend(options, ctx);
+	section();
 	events_via = list_generic(ctx, backend_via);
 	list_perf(strcmp(backend_via, VIA_BROKER) == 0);
-	printf("\n");
+	section();
 	for (unsigned domain = 0; domain < HAECER_RAPL_DOMAINS; domain++) {
 		const char *domain_name = haecer_energy_domain_name(domain);
 		if (domain_name == NULL || !(machine->rapl_domains & (1u << domain)))
@@ -193,19 +213,21 @@ int stat_list(const struct stat_options *options)
 		snprintf(name, sizeof(name), "power/%s/", domain_name);
 		entry(name, "Kernel PMU event, package-wide energy (J)", haecer_context_backend(ctx));
 	}
-	printf("\n");
+	section();
 	entry("fixed0, fixed1, fixed2", "Fixed counters (INST_RETIRED_ANY, CPU_CLK_UNHALTED_*)",
 	      events_via);
 	entry("rUUEE", "Raw event descriptor: umask UU, event EE (hex)", events_via);
-	printf("\n");
+	section();
 	/* libpfm4's events of msrd's model (not necessarily the host's), as -e takes them. */
 	const char *pmu = NULL;
 	char kind[128];
 	haecer_event_list(ctx, NULL, NULL, &pmu);
 	snprintf(kind, sizeof(kind), "libpfm4 event of PMU %s, via %s", pmu != NULL ? pmu : "?",
 		 events_via);
-	if (haecer_event_list(ctx, pfm_entry, kind, NULL) < 0)
+	if (haecer_event_list(ctx, pfm_entry, kind, NULL) < 0) {
+		line_start();
 		printf("  (no libpfm4 events: %s)\n", haecer_error_detail());
+	}
 	printf("\nModifiers :u (user) and :k (kernel) apply to every event above.\n");
 	haecer_context_close(ctx);
 	return 0;

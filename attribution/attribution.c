@@ -27,6 +27,7 @@ struct attribution {
 	long long *read_usec;  /* per cgroup: this snapshot's usage_usec, or -errno */
 	size_t cgroups_read;   /* how many of the cgroups read_usec holds */
 	size_t index_size;
+	uint64_t next_cgroup_id;
 };
 
 static void copy_root(char *to, size_t size, const char *given, const char *fallback)
@@ -124,10 +125,30 @@ static struct attribution_cgroup *cgroup_of(struct attribution *engine, const ch
 		if (engine->cgroup_count == engine->cgroup_limit)
 			return NULL;
 		struct attribution_cgroup *cgroup = &engine->cgroups[engine->cgroup_count];
+		memset(cgroup, 0, sizeof(*cgroup)); /* the place of one dropped before */
 		snprintf(cgroup->path, sizeof(cgroup->path), "%s", path);
+		cgroup->id = engine->next_cgroup_id++;
 		*slot = engine->cgroup_count++;
 	}
 	return &engine->cgroups[*slot];
+}
+
+/* Drops the cgroups that ended in the previous step (their final totals were listed once),
+ * keeping the others' order, and rebuilds the index over what is left. */
+static void drop_ended_cgroups(struct attribution *engine)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < engine->cgroup_count; i++)
+		if (!engine->cgroups[i].ended)
+			engine->cgroups[kept++] = engine->cgroups[i];
+	if (kept == engine->cgroup_count)
+		return;
+	engine->cgroup_count = kept;
+	memset(engine->cgroup_index, 0xff, engine->index_size * sizeof(*engine->cgroup_index));
+	for (size_t i = 0; i < kept; i++) {
+		const char *path = engine->cgroups[i].path;
+		*cgroup_slot(engine, path, strlen(path)) = i;
+	}
 }
 
 /* The nearest cgroup above path that the engine tracks and saw in this snapshot, or NULL. */
@@ -285,7 +306,8 @@ static void read_cgroups(struct attribution *engine, size_t first)
 }
 
 /* Each tracked cgroup's usage since the previous snapshot (interval_usec, 0 for a cgroup first
- * read now); a cgroup whose cpu.stat is gone (removed) keeps its totals and is no longer seen. */
+ * read now); a cgroup whose cpu.stat is gone (removed) and that no process is in any more keeps
+ * its totals this once, ended, and is dropped at the next step. */
 static void apply_cgroup_usage(struct attribution *engine, bool charge,
 			       struct attribution_interval *interval)
 {
@@ -295,6 +317,7 @@ static void apply_cgroup_usage(struct attribution *engine, bool charge,
 		cgroup->interval_usec = 0;
 		cgroup->interval_joules = 0;
 		long long usage = engine->read_usec[i];
+		cgroup->ended = usage == -ENOENT && !cgroup->named;
 		if (usage < 0)
 			continue;
 		cgroup->seen = true;
@@ -311,8 +334,13 @@ static void charge_cgroups(struct attribution *engine, const struct procfs_snaps
 			   double node_joules, double node_capacity_ns, bool charge,
 			   struct attribution_interval *interval)
 {
-	for (size_t i = 0; i < latest->count; i++)
-		cgroup_of(engine, latest->processes[i].cgroup);
+	for (size_t i = 0; i < engine->cgroup_count; i++)
+		engine->cgroups[i].named = false;
+	for (size_t i = 0; i < latest->count; i++) {
+		struct attribution_cgroup *cgroup = cgroup_of(engine, latest->processes[i].cgroup);
+		if (cgroup)
+			cgroup->named = true;
+	}
 	read_cgroups(engine, engine->cgroups_read); /* new since: exited processes' or new ones' */
 	apply_cgroup_usage(engine, charge, interval);
 	for (size_t i = 0; i < engine->cgroup_count; i++)
@@ -347,6 +375,7 @@ int attribution_step(struct attribution *engine, const double *package_joules, u
 	memset(interval, 0, sizeof(*interval));
 	struct procfs_snapshot *previous = &engine->snapshots[engine->current];
 	struct procfs_snapshot *latest = &engine->snapshots[!engine->current];
+	drop_ended_cgroups(engine);
 	read_cgroups(engine, 0);
 	int ret = procfs_read_snapshot(&engine->roots, latest);
 	if (ret < 0)

@@ -37,7 +37,8 @@
  * the busy time of PROC/stat) cgroups + idle = the node's energy, ± cgroup_error_joules = E_node
  * × (two ticks per CPU + two ticks per charged cgroup: cpu.stat's usage of a running task is
  * brought up to date at the scheduler tick) / capacity_node. Memory: at most max_processes
- * processes and max_cgroups cgroups are tracked (the rest count in dropped and go to "other").
+ * processes and max_cgroups cgroups are tracked (the rest count in dropped and go to "other");
+ * removed cgroups leave the table (attribution_cgroups()).
  */
 #ifndef HAECER_ATTRIBUTION_ATTRIBUTION_H
 #define HAECER_ATTRIBUTION_ATTRIBUTION_H
@@ -89,7 +90,10 @@ struct attribution_cgroup {
 	double interval_joules;	  /* charged for interval_usec */
 	double joules_total;  /* by cpu.stat: every process of it, short-lived ones included */
 	double exited_joules; /* process-view joules of its processes that have exited */
+	uint64_t id;	      /* never reused: the table is in ascending id order */
 	bool seen;	      /* in the latest snapshot */
+	bool ended;	      /* removed: its totals are final; dropped at the next step */
+	bool named;	      /* private to the engine */
 };
 
 /* What the last interval's energy went to; processes + idle + other = package exactly. */
@@ -124,8 +128,14 @@ int attribution_step(struct attribution *engine, const double *package_joules, u
 		     struct attribution_interval *interval);
 
 /* The processes and cgroups of the latest snapshot (processes by pid ascending); valid until the
- * next attribution_step(). Cgroups include ones not seen any more (seen false): their totals
- * stay. */
+ * next attribution_step(). Cgroups are in ascending id order (ids are never reused; a path
+ * removed and made again is a new id). A cgroup whose cpu.stat is gone (removed) and that no
+ * process of the snapshot is in is listed once more with ended set and its final totals (its
+ * usage after the last snapshot that read it is in its parent's), then dropped at the next
+ * step: the table holds the live cgroups and those ended in the last interval, so it stays
+ * bounded on a node where containers come and go. A caller that keeps a cgroup's total beyond
+ * that keeps it itself (serve retires it into its series). Unreadable for another reason
+ * (permissions), a cgroup stays, not seen. */
 size_t attribution_processes(const struct attribution *engine,
 			     const struct attribution_process **processes);
 size_t attribution_cgroups(const struct attribution *engine,

@@ -32,7 +32,8 @@ static const struct command commands[] = {
 	{ "plot", MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_OUTPUT |
 	  MON_OPT_DATA, mon_plot_main },
 	{ "serve", MON_OPT_LISTEN | MON_OPT_INTERVAL | MON_OPT_RESOLUTION | MON_OPT_TOP |
-			  MON_OPT_CGROUP_DEPTH | MON_OPT_WEB | MON_OPT_SLURM_DIR,
+			  MON_OPT_CGROUP_DEPTH | MON_OPT_CGROUP_RETENTION | MON_OPT_WEB |
+			  MON_OPT_SLURM_DIR,
 	  mon_serve_main },
 	{ "top", MON_OPT_FORMAT | MON_OPT_DURATION | MON_OPT_COUNT | MON_OPT_INTERVAL | MON_OPT_BY,
 	  mon_top_main },
@@ -50,6 +51,7 @@ static const struct {
 	{ MON_OPT_RESOLUTION, "--resolution-uj" },
 	{ MON_OPT_TOP, "--top" },
 	{ MON_OPT_CGROUP_DEPTH, "--cgroup-depth" },
+	{ MON_OPT_CGROUP_RETENTION, "--cgroup-retention" },
 	{ MON_OPT_WEB, "--tls-cert, --tls-key or --basic-auth-file" },
 	{ MON_OPT_SLURM_DIR, "--slurm-dir" },
 };
@@ -84,6 +86,8 @@ static void usage(FILE *out)
 		"      --top N            per-process energy series for the N heaviest\n"
 		"                         processes (default 20)                      serve\n"
 		"      --cgroup-depth D   cgroup series cut to D path levels (3)      serve\n"
+		"      --cgroup-retention SECONDS  how long a removed cgroup's series stays\n"
+		"                         with its final total (default 300)        serve\n"
 		"      --tls-cert FILE    serve HTTPS with this PEM certificate ...   serve\n"
 		"      --tls-key FILE     ... and this PEM private key              serve\n"
 		"      --basic-auth-file FILE  require HTTP basic auth: one line USER:PASSWORD\n"
@@ -173,6 +177,11 @@ static int take_option(int option, const char *value, struct mon_options *option
 		if (!number_parse_u32(value, &options->cgroup_depth) || options->cgroup_depth > 64)
 			return tool_usage_error("--cgroup-depth takes 0 to 64, not '%s'", value);
 		return 0;
+	case 'E':
+		options->given |= MON_OPT_CGROUP_RETENTION;
+		if (!number_parse_u32(value, &options->cgroup_retention_s))
+			return tool_usage_error("--cgroup-retention takes seconds, not '%s'", value);
+		return 0;
 	case 'C': options->given |= MON_OPT_WEB; options->tls_cert = value; return 0;
 	case 'K': options->given |= MON_OPT_WEB; options->tls_key = value; return 0;
 	case 'A': options->given |= MON_OPT_WEB; options->basic_auth_file = value; return 0;
@@ -212,6 +221,7 @@ int main(int argc, char **argv)
 		{ "resolution-uj", required_argument, NULL, 'R' },
 		{ "top", required_argument, NULL, 'T' },
 		{ "cgroup-depth", required_argument, NULL, 'G' },
+		{ "cgroup-retention", required_argument, NULL, 'E' },
 		{ "tls-cert", required_argument, NULL, 'C' },
 		{ "tls-key", required_argument, NULL, 'K' },
 		{ "basic-auth-file", required_argument, NULL, 'A' },
@@ -220,7 +230,8 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct mon_options options = { .interval_ms = MON_DEFAULT_INTERVAL_MS, .top = 20, .cgroup_depth = 3 };
+	struct mon_options options = { .interval_ms = MON_DEFAULT_INTERVAL_MS, .top = 20, .cgroup_depth = 3,
+				       .cgroup_retention_s = MON_DEFAULT_CGROUP_RETENTION_S };
 	const struct command *command;
 	int option;
 	int status;

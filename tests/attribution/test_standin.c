@@ -2,10 +2,11 @@
  * tests/attribution/test_standin.c — the attribution engine on stand-in /proc, /sys and cgroup
  * trees of regular files with known CPU times: exact shares, idle and other apart, the ± it
  * states, two packages, schedstat's ns, pid reuse, exits folding into their cgroup, a removed
- * cgroup, the table's bound, the cgroup v2 mount found in mountinfo, and nested cgroups charged
- * without overlap.
+ * cgroup, the table's bound, the cgroup v2 mount found in mountinfo, nested cgroups charged
+ * without overlap, and 10 000 cgroups coming and going through the bounded cgroup table.
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,8 +65,12 @@ static void put_usage(const char *cgroup_root, const char *path, unsigned long l
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	snprintf(f->root, sizeof(f->root), "/tmp/haecer-attr-XXXXXX");
-	assert_non_null(mkdtemp(f->root));
+	/* tmpfs where there is one: the churn test writes some 40 000 files */
+	snprintf(f->root, sizeof(f->root), "/dev/shm/haecer-attr-XXXXXX");
+	if (!mkdtemp(f->root)) {
+		snprintf(f->root, sizeof(f->root), "/tmp/haecer-attr-XXXXXX");
+		assert_non_null(mkdtemp(f->root));
+	}
 	snprintf(f->proc, sizeof(f->proc), "%s/proc", f->root);
 	snprintf(f->sys, sizeof(f->sys), "%s/sys", f->root);
 	snprintf(f->cgroup, sizeof(f->cgroup), "%s/cgroup", f->root);
@@ -316,6 +321,106 @@ static void test_nested_cgroups(void **state)
 	assert_float_equal(interval.cgroup_error_joules, 10.0, 1e-9);
 }
 
+#define CHURN_ROUNDS 100
+#define CHURN_WIDTH 100 /* cgroups made each round: 10 000 in all, over the table's 4 096 */
+
+/* Round k's cgroup j: /churn/rK/cJ, its process pid 1000 + (k % 3) × 100 + j. */
+static void put_churn_round(struct fixture *f, int round, bool new, unsigned long long usage)
+{
+	for (int j = 0; j < CHURN_WIDTH; j++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/churn/r%d/c%d", round, j);
+		if (new)
+			put_process(f->proc, 1000 + (round % 3) * 100 + j, "c", 0,
+				    (10ull + round) * TICKS - 50, 0, path);
+		put_usage(f->cgroup, path, usage);
+	}
+}
+
+/* Round's processes and cgroups gone (each a directory of the files put_churn_round wrote). */
+static void remove_churn_round(struct fixture *f, int round)
+{
+	char path[300];
+	for (int j = 0; j < CHURN_WIDTH; j++) {
+		int pid = 1000 + (round % 3) * 100 + j;
+		static const char *const process_files[] = { "stat", "cgroup", "" };
+		for (size_t i = 0; i < 3; i++) {
+			snprintf(path, sizeof(path), "%s/%d/%s", f->proc, pid, process_files[i]);
+			assert_int_equal(i < 2 ? unlink(path) : rmdir(path), 0);
+		}
+		snprintf(path, sizeof(path), "%s/churn/r%d/c%d/cpu.stat", f->cgroup, round, j);
+		assert_int_equal(unlink(path), 0);
+		*strrchr(path, '/') = '\0';
+		assert_int_equal(rmdir(path), 0);
+	}
+	snprintf(path, sizeof(path), "%s/churn/r%d", f->cgroup, round);
+	assert_int_equal(rmdir(path), 0);
+}
+
+/* The cgroups ended in the last step (removed, in no process): each with its final total. */
+static size_t count_ended(struct attribution *engine, double *ended_joules)
+{
+	const struct attribution_cgroup *cgroups;
+	size_t count = attribution_cgroups(engine, &cgroups), ended = 0;
+	for (size_t i = 0; i < count; i++) {
+		if (i > 0)
+			assert_true(cgroups[i].id > cgroups[i - 1].id);
+		if (!cgroups[i].ended)
+			continue;
+		assert_false(cgroups[i].seen);
+		assert_float_equal(cgroups[i].joules_total, 1.0, 1e-9);
+		*ended_joules += cgroups[i].joules_total;
+		ended++;
+	}
+	return ended;
+}
+
+/* Containers come and go: each round makes 100 cgroups with a process each, charges the
+ * previous round's 10 ms (1 J of 200 J over 2 s of capacity) and removes the round before
+ * (processes and directories). 10 000 cgroups pass through a table of 4 096: it holds the live
+ * ones plus those ended in the last interval, every new one is tracked (none falls over the
+ * bound), each removed one's final total is listed exactly once, and a long-lived cgroup's total
+ * is exact throughout. */
+static void test_cgroup_churn(void **state)
+{
+	struct fixture *f = *state;
+	struct attribution_interval interval;
+	double joules = 200, ended_joules = 0;
+	char command[300];
+
+	put_process(f->proc, 10, "live", 0, 50, 1, "/live");
+	open_engine(f, 0);
+	for (int k = 0; k < CHURN_ROUNDS; k++) {
+		put_cpus(f->proc, 1000 + 100ull * k, 500 + 50ull * k, 1000 + 100ull * k,
+			 500 + 50ull * k, 10.0 + k);
+		put_usage(f->cgroup, "/live", 1000000 + 500000ull * k);
+		put_churn_round(f, k, true, 1000);
+		if (k >= 1)
+			put_churn_round(f, k - 1, false, 11000);
+		if (k >= 2)
+			remove_churn_round(f, k - 2);
+		assert_int_equal(attribution_step(f->engine, &joules, 1, &interval), 0);
+
+		const struct attribution_cgroup *cgroups;
+		size_t count = attribution_cgroups(f->engine, &cgroups);
+		assert_true(count <= 1 + 3 * CHURN_WIDTH);
+		assert_int_equal(count_ended(f->engine, &ended_joules), k >= 2 ? CHURN_WIDTH : 0);
+		snprintf(command, sizeof(command), "/churn/r%d/c%d", k, CHURN_WIDTH - 1);
+		assert_non_null(cgroup_named(f->engine, command));
+		assert_true(cgroup_named(f->engine, command)->seen);
+		if (k == 0)
+			continue;
+		assert_float_equal(cgroup_named(f->engine, "/live")->interval_joules, 50.0, 1e-9);
+		snprintf(command, sizeof(command), "/churn/r%d/c0", k - 1);
+		assert_float_equal(cgroup_named(f->engine, command)->interval_joules, 1.0, 1e-9);
+	}
+	assert_float_equal(cgroup_named(f->engine, "/live")->joules_total, 50.0 * (CHURN_ROUNDS - 1),
+			   1e-6);
+	assert_float_equal(ended_joules, 1.0 * CHURN_WIDTH * (CHURN_ROUNDS - 2), 1e-6);
+	snprintf(command, sizeof(command), "/churn/r%d/c0", CHURN_ROUNDS - 4);
+	assert_null(cgroup_named(f->engine, command)); /* ended two steps ago: dropped */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -325,6 +430,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bounded_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cgroup2_mount, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nested_cgroups, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cgroup_churn, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

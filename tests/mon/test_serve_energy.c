@@ -14,7 +14,7 @@
  *  - two real cgroups made under the cgroup v2 mount (test_real_cgroups): top --by cgroup and
  *    --by service, serve's cgroup series at two depths and in agreement with top --by cgroup,
  *    a short-lived process in its cgroup's series, a removed cgroup's series that does not go
- *    back, and Prometheus scraping them.
+ *    back and goes once --cgroup-retention is up, and Prometheus scraping them.
  * Named *energy* so scripts/run-tests.sh runs it alone (it measures CPU time).
  */
 #include "tests/mon/prometheus_test.h"
@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 
 #include "attribution/attribution.h"
+#include "common/clock.h"
 #include "harness/text_file.h"
 #include "tests/lib/msrd_group.h"
 
@@ -63,10 +64,12 @@ static double cpu_ns(pid_t pid)
 	return ns;
 }
 
-static unsigned start_serve(struct proc *serve, const char *top, const char *depth)
+static unsigned start_serve_kept(struct proc *serve, const char *top, const char *depth,
+				 const char *retention)
 {
-	const char *arguments[] = { "serve",   "--listen", "127.0.0.1:0", "--interval", "500",
-				    "--top",   top,	   "--cgroup-depth", depth,	NULL };
+	const char *arguments[] = { "serve",	      "--listen",	"127.0.0.1:0", "--interval",
+				    "500",	      "--top",		top,	       "--cgroup-depth",
+				    depth,	      "--cgroup-retention", retention,  NULL };
 	char line[128];
 	unsigned port = 0;
 
@@ -75,6 +78,11 @@ static unsigned start_serve(struct proc *serve, const char *top, const char *dep
 	assert_true(read_line(serve->out, line, sizeof(line), MON_TEST_TIMEOUT_MS));
 	assert_int_equal(sscanf(line, "listening on 127.0.0.1:%u", &port), 1);
 	return port;
+}
+
+static unsigned start_serve(struct proc *serve, const char *top, const char *depth)
+{
+	return start_serve_kept(serve, top, depth, "300");
 }
 
 /* The scrape's body (malloc'ed) once it has the series `wanted`. */
@@ -94,6 +102,24 @@ static char *scrape_with(unsigned port, const char *wanted)
 	}
 	fail_msg("no %s in serve's answer", wanted);
 	return NULL;
+}
+
+/* Seconds until serve's answer no longer has the series `gone`. */
+static double scrape_until_gone(unsigned port, const char *gone)
+{
+	uint64_t start = clock_monotonic_ns();
+	for (int round = 0; round < 200; round++) {
+		struct http_reply reply;
+		http_get(port, "/metrics", NULL, &reply);
+		assert_int_equal(reply.code, 200);
+		bool there = strstr(reply.body, gone) != NULL;
+		free(reply.text);
+		if (!there)
+			return (double)(clock_monotonic_ns() - start) / 1e9;
+		usleep(100000);
+	}
+	fail_msg("%s stays in serve's answer", gone);
+	return 0;
 }
 
 /* The sum of every sample of family `prefix` ("name{"), and how many there were. */
@@ -570,7 +596,7 @@ static void run_short_lived(unsigned count, uint64_t ns, unsigned cgroup)
  * two of serve's ticks (summing the processes a scan saw would miss most of them): the
  * cgroup's series grows by their energy, in the same proportion to cpu.stat's usage as the
  * busy cgroup's. Then the sleepy cgroup is removed: its series stays, and does not go back. */
-static void check_short_lived_and_removed(unsigned port)
+static void check_short_lived_and_removed(unsigned port, unsigned brief_port)
 {
 	char *last = scrape_with(port, "haecer_attributed_package_energy_joules_total{");
 	char *before = scrape_next_tick(port, last); /* cpu.stat read right after a tick */
@@ -602,6 +628,13 @@ static void check_short_lived_and_removed(unsigned port)
 	assert_true(cgroup_joules(removed, cgroup_paths[SLEEPY]) >=
 		    cgroup_joules(after, cgroup_paths[SLEEPY]));
 	check_sums(removed);
+	/* serve with --cgroup-retention 1: the series stays a retention past the tick the engine
+	 * dropped the cgroup (the one after it listed it ended), then goes */
+	char series[PATH_MAX + 64];
+	snprintf(series, sizeof(series), "haecer_cgroup_energy_joules_total{cgroup=\"%s\"",
+		 cgroup_paths[SLEEPY]);
+	double gone_after = scrape_until_gone(brief_port, series);
+	fprintf(stderr, "removed cgroup's series gone after %.2f s (retention 1 s)\n", gone_after);
 	free(last);
 	free(before);
 	free(ended);
@@ -617,8 +650,8 @@ static void check_short_lived_and_removed(unsigned port)
 static void test_real_cgroups(void **state)
 {
 	char why[PATH_MAX + 128], query[PATH_MAX + 64], wanted[PATH_MAX + 64];
-	struct proc serve, shallow;
-	unsigned port, shallow_port;
+	struct proc serve, shallow, brief;
+	unsigned port, shallow_port, brief_port;
 
 	(void)state;
 	if (make_cgroups(why, sizeof(why)) != NULL) {
@@ -629,6 +662,7 @@ static void test_real_cgroups(void **state)
 	move_to(start_child(1, 1000000, 99000), SLEEPY);
 	port = start_serve(&serve, "10", "3");
 	shallow_port = start_serve(&shallow, "10", "1");
+	brief_port = start_serve_kept(&brief, "10", "3", "1");
 	scrape_by_prometheus(port);
 	top_by_cgroup_and_service(port);
 
@@ -658,8 +692,12 @@ static void test_real_cgroups(void **state)
 	snprintf(query, sizeof(query), "query=haecer_cgroup_energy_joules_total{cgroup=\"%s\"}",
 		 cgroup_paths[SLEEPY]);
 	assert_true(busy_prometheus > 5 * prometheus_value(query));
-	check_short_lived_and_removed(port);
+	snprintf(wanted, sizeof(wanted), "haecer_cgroup_energy_joules_total{cgroup=\"%s\"",
+		 cgroup_paths[SLEEPY]);
+	free(scrape_with(brief_port, wanted));
+	check_short_lived_and_removed(port, brief_port);
 	remove_cgroups();
+	serve_stop(&brief, NULL);
 	serve_stop(&shallow, NULL);
 	serve_stop(&serve, NULL);
 }

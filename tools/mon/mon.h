@@ -261,6 +261,10 @@ int mon_watch_ring(const struct mon_options *options, int count, char *const *wo
 #define MON_OPT_CGROUP_DEPTH 0x800u
 #define MON_OPT_WEB 0x1000u /* serve --tls-cert, --tls-key, --basic-auth-file */
 #define MON_OPT_SLURM_DIR 0x2000u
+#define MON_OPT_CGROUP_RETENTION 0x4000u
+/* serve: how long a series none of whose cgroups is live keeps its final total (a few
+ * scrapes' worth) before it goes */
+#define MON_DEFAULT_CGROUP_RETENTION_S 300u
 
 /* top --by: whose energy rows show (tools/mon/top_by.c). */
 enum mon_by { MON_BY_PACKAGE, MON_BY_PROCESS, MON_BY_CGROUP, MON_BY_SERVICE };
@@ -280,6 +284,7 @@ struct mon_options {
 	uint64_t resolution_uj;   /* MON_OPT_RESOLUTION: serve's energy resolution, 0 full */
 	uint32_t top;             /* serve --top: process series (SERVE_DEFAULT_TOP) */
 	uint32_t cgroup_depth;    /* serve --cgroup-depth: levels of a cgroup series' path */
+	uint32_t cgroup_retention_s; /* serve --cgroup-retention: a removed cgroup's series */
 	const char *tls_cert;     /* serve --tls-cert: PEM file; HTTPS with tls_key */
 	const char *tls_key;
 	const char *basic_auth_file; /* serve --basic-auth-file: "USER:PASSWORD" */

@@ -405,7 +405,8 @@ int mon_serve_main(const struct mon_options *options, int count, char *const *wo
 							    : SERVE_DEFAULT_RESOLUTION_UJ);
 	server->state.interval_by_policy = !(options->given & MON_OPT_INTERVAL);
 	server->state.resolution_by_policy = !(options->given & MON_OPT_RESOLUTION);
-	if (serve_attribution_open(&server->state, options->top, options->cgroup_depth) < 0)
+	if (serve_attribution_open(&server->state, options->top, options->cgroup_depth,
+				   options->cgroup_retention_s) < 0)
 		tool_warn("no per-process energy series: out of memory");
 	if (serve_slurm_open(&server->state, options->slurm_dir != NULL
 						     ? options->slurm_dir

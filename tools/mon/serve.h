@@ -92,7 +92,8 @@ int serve_render(const struct serve_state *state, bool openmetrics, char **text,
 /* serve_attribution.c: per-process and per-cgroup energy series (--top N, --cgroup-depth D). */
 #define SERVE_DEFAULT_TOP 20u
 #define SERVE_DEFAULT_CGROUP_DEPTH 3u
-int serve_attribution_open(struct serve_state *state, unsigned top, unsigned depth);
+int serve_attribution_open(struct serve_state *state, unsigned top, unsigned depth,
+			   double retention_s);
 void serve_attribution_close(struct serve_state *state);
 void serve_attribution_tick(struct serve_state *state);
 void serve_attribution_render(const struct serve_state *state, FILE *out, bool openmetrics);

@@ -20,11 +20,19 @@
  * cgroups + idle = the split package energy within kind="cgroup_bound" of the error series.
  * Without cgroup v2 (no cpu.stat usage) there is no cgroup series.
  *
- * Counters never go back: the engine keeps a removed cgroup with its total, so its series keeps
- * its last value (it does not fold into the parent's, whose rate would jump). Cardinality is
- * bounded: N process series (a process that leaves the top N loses its series) and one series
- * per distinct cut path, at most SERVE_ATTRIBUTION_MAX_CGROUPS (the rest count in "/", the
- * table's first entry); the exporter writes the highest value it has written.
+ * Counters never go back: a series is the final totals of its cgroups that were removed (the
+ * engine lists a removed cgroup once, ended, then drops it; the series keeps that total as
+ * "retired") plus its live cgroups' totals, so a container that goes keeps its share in the
+ * series and one made again at the same path adds to it. A series none of whose cgroups is live
+ * any more keeps its last value for `retention` seconds (--cgroup-retention, 300 by default: a
+ * few scrapes get the final value) and is then dropped; a counter that vanishes is an ended
+ * series to Prometheus, whereas folding it into the parent's would make the parent's rate jump.
+ * Cardinality is bounded: N process series (a process that leaves the top N loses its series)
+ * and one series per cut path live or ended within the retention, at most
+ * SERVE_ATTRIBUTION_MAX_CGROUPS; when a new path finds the table full, the series ended longest
+ * ago goes before its retention is up, and only when every series is live does the new path
+ * count in "/" (the table's first entry, never dropped). The exporter writes the highest value
+ * it has written.
  */
 #include "tools/mon/serve.h"
 
@@ -38,8 +46,19 @@
 
 struct exported_cgroup {
 	char path[ATTRIBUTION_CGROUP_MAX];
-	double joules; /* the highest value written: the counter never goes back */
-	double sum;    /* scratch: this tick's sum */
+	double joules;	 /* the highest value written: the counter never goes back */
+	double retired;	 /* final totals of its cgroups the engine has dropped */
+	double sum;	 /* scratch: this tick's sum */
+	size_t members;	 /* engine cgroups in it now */
+	double ended_at; /* mon_now() when its last member went */
+	bool used;	 /* false: a free place */
+};
+
+/* An engine cgroup (known by its id, which the engine never reuses) and its series. */
+struct cgroup_member {
+	uint64_t id;
+	size_t series;
+	double total; /* its joules_total as of the last tick */
 };
 
 struct serve_attribution {
@@ -57,13 +76,15 @@ struct serve_attribution {
 	struct mon_rank rank;      /* visible processes by joules so far */
 	size_t top_count;
 	size_t cgroup_count;
+	double retention; /* seconds a series with no live cgroup stays */
 	struct exported_cgroup cgroups[SERVE_ATTRIBUTION_MAX_CGROUPS];
-	size_t *exported_of; /* per engine cgroup (their order is stable): its series' index */
-	size_t mapped;	     /* how many engine cgroups exported_of covers */
-	size_t map_size;
+	struct cgroup_member *members; /* the engine's cgroups, in its (ascending id) order */
+	size_t member_count;
+	size_t member_size;
 };
 
-int serve_attribution_open(struct serve_state *state, unsigned top, unsigned depth)
+int serve_attribution_open(struct serve_state *state, unsigned top, unsigned depth,
+			   double retention)
 {
 	struct serve_attribution *view = calloc(1, sizeof(*view));
 	int status;
@@ -77,7 +98,9 @@ int serve_attribution_open(struct serve_state *state, unsigned top, unsigned dep
 	}
 	view->top = top;
 	view->depth = depth;
+	view->retention = retention;
 	view->cgroup_count = 1; /* "/": where the cgroups over the bound go */
+	view->cgroups[0].used = true;
 	snprintf(view->cgroups[0].path, sizeof(view->cgroups[0].path), "/");
 	state->attribution = view;
 	return 0;
@@ -91,7 +114,7 @@ void serve_attribution_close(struct serve_state *state)
 		return;
 	attribution_close(view->engine);
 	mon_rank_free(&view->rank);
-	free(view->exported_of);
+	free(view->members);
 	free(view);
 	state->attribution = NULL;
 }
@@ -110,6 +133,25 @@ static void cut_path(const char *path, unsigned depth, char *out, size_t size)
 	snprintf(out, size, "%.*s", (int)end, path);
 }
 
+/* A place for a new series: a free one, else that of the series ended longest ago (before its
+ * retention is up), else 0 ("/"). */
+static size_t free_series(struct serve_attribution *view)
+{
+	size_t oldest = 0;
+
+	for (size_t i = 1; i < view->cgroup_count; i++) {
+		const struct exported_cgroup *series = &view->cgroups[i];
+		if (!series->used)
+			return i;
+		if (series->members == 0 &&
+		    (oldest == 0 || series->ended_at < view->cgroups[oldest].ended_at))
+			oldest = i;
+	}
+	if (view->cgroup_count < SERVE_ATTRIBUTION_MAX_CGROUPS)
+		return view->cgroup_count++;
+	return oldest;
+}
+
 /* The index of the series of path cut to the depth, added when new ("/"'s when full). */
 static size_t series_of(struct serve_attribution *view, const char *path)
 {
@@ -117,46 +159,86 @@ static size_t series_of(struct serve_attribution *view, const char *path)
 
 	cut_path(path, view->depth, cut, sizeof(cut));
 	for (size_t i = 0; i < view->cgroup_count; i++)
-		if (strcmp(view->cgroups[i].path, cut) == 0)
+		if (view->cgroups[i].used && strcmp(view->cgroups[i].path, cut) == 0)
 			return i;
-	if (view->cgroup_count == SERVE_ATTRIBUTION_MAX_CGROUPS)
+	size_t index = free_series(view);
+	if (index == 0)
 		return 0;
-	snprintf(view->cgroups[view->cgroup_count].path, sizeof(view->cgroups[0].path), "%s", cut);
-	return view->cgroup_count++;
+	struct exported_cgroup *series = &view->cgroups[index];
+	memset(series, 0, sizeof(*series));
+	snprintf(series->path, sizeof(series->path), "%s", cut);
+	series->used = true;
+	return index;
 }
 
-/* exported_of for the engine's cgroups new since the last tick. 0 or -ENOMEM. */
-static int map_cgroups(struct serve_attribution *view, const struct attribution_cgroup *cgroups,
-		       size_t count)
+/* A cgroup the engine dropped (removed, its final total listed): its total stays in its
+ * series. */
+static void retire(struct serve_attribution *view, const struct cgroup_member *member, double now)
 {
-	if (count > view->map_size) {
-		size_t size = count * 2;
-		size_t *grown = realloc(view->exported_of, size * sizeof(*grown));
+	struct exported_cgroup *series = &view->cgroups[member->series];
+
+	series->retired += member->total;
+	if (--series->members == 0)
+		series->ended_at = now;
+}
+
+/* members to the engine's cgroups: both are in ascending id order and the engine's new ids are
+ * above all it listed before, so one pass in place retires the dropped ones (before any new one
+ * needs a place) and adds the new. 0 or -ENOMEM. */
+static int follow_cgroups(struct serve_attribution *view, const struct attribution_cgroup *cgroups,
+			  size_t count, double now)
+{
+	size_t kept = 0, old = 0, old_count = view->member_count;
+
+	if (count > view->member_size) {
+		struct cgroup_member *grown = reallocarray(view->members, count * 2, sizeof(*grown));
 		if (grown == NULL)
 			return -ENOMEM;
-		view->exported_of = grown;
-		view->map_size = size;
+		view->members = grown;
+		view->member_size = count * 2;
 	}
-	for (; view->mapped < count; view->mapped++)
-		view->exported_of[view->mapped] = series_of(view, cgroups[view->mapped].path);
+	for (size_t i = 0; i < count; i++) {
+		while (old < old_count && view->members[old].id < cgroups[i].id)
+			retire(view, &view->members[old++], now);
+		struct cgroup_member *member = &view->members[kept++];
+		if (old < old_count && view->members[old].id == cgroups[i].id) {
+			*member = view->members[old++];
+		} else {
+			member->id = cgroups[i].id;
+			member->series = series_of(view, cgroups[i].path);
+			view->cgroups[member->series].members++;
+		}
+		member->total = cgroups[i].joules_total;
+	}
+	while (old < old_count)
+		retire(view, &view->members[old++], now);
+	view->member_count = kept;
 	return 0;
 }
 
-/* Each series: the engine's totals of the cgroups cut to its path (removed ones included). */
+/* Each series: its retired totals and its live cgroups' totals; a series with none live past
+ * the retention is dropped. */
 static void sum_cgroups(struct serve_attribution *view)
 {
 	const struct attribution_cgroup *cgroups;
 	size_t count = attribution_cgroups(view->engine, &cgroups);
+	double now = mon_now();
 
-	if (map_cgroups(view, cgroups, count) < 0)
-		return; /* the series keep their values: the next tick adds this one's */
+	if (follow_cgroups(view, cgroups, count, now) < 0)
+		return; /* the series keep their values; a cgroup dropped meanwhile keeps the total
+			 * it had at the last tick */
 	for (size_t i = 0; i < view->cgroup_count; i++)
-		view->cgroups[i].sum = 0;
-	for (size_t i = 0; i < count; i++)
-		view->cgroups[view->exported_of[i]].sum += cgroups[i].joules_total;
-	for (size_t i = 0; i < view->cgroup_count; i++)
-		if (view->cgroups[i].sum > view->cgroups[i].joules)
-			view->cgroups[i].joules = view->cgroups[i].sum;
+		view->cgroups[i].sum = view->cgroups[i].retired;
+	for (size_t i = 0; i < view->member_count; i++)
+		view->cgroups[view->members[i].series].sum += view->members[i].total;
+	for (size_t i = 0; i < view->cgroup_count; i++) {
+		struct exported_cgroup *series = &view->cgroups[i];
+		if (series->sum > series->joules)
+			series->joules = series->sum;
+		if (i > 0 && series->used && series->members == 0 &&
+		    now - series->ended_at > view->retention)
+			series->used = false;
+	}
 }
 
 /* The top N visible processes by joules so far, in view->rank. 0 or -ENOMEM. */
@@ -263,6 +345,8 @@ static void write_cgroups(FILE *out, const struct serve_attribution *view, bool 
 		     "Node energy charged to a cgroup and those below it by their cgroup v2 CPU "
 		     "usage, short-lived processes included.");
 	for (size_t i = 0; i < view->cgroup_count; i++) {
+		if (!view->cgroups[i].used)
+			continue;
 		fputs("haecer_cgroup_energy_joules_total{cgroup=\"", out);
 		serve_write_label_value(out, view->cgroups[i].path);
 		fputc('"', out);

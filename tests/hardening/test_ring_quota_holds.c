@@ -2,7 +2,8 @@
  * Ring memory and the per-uid limit (issue 14, items 3 and 4), with --ring-memory-per-uid-mib 1,
  * a grace period of 0.75 s (1.5 s under valgrind) and rings of 516 KiB (16384 records plus the
  * header page), so that uid 4001 may hold one ring at a time. Each round uid 4001 creates a
- * ring, fills every record and leaves; root, another uid, opens it as a monitor and keeps its descriptor.
+ * ring, fills every record and leaves; root, another uid, opens it as a monitor and keeps its
+ * descriptor.
  *   - A monitor that stays connected does not hold the creator's quota: every round's create
  *     succeeds (it failed with LIMIT from the second round on, the first ring being kept listed
  *     and charged while any consumer was connected).

@@ -37,7 +37,7 @@ SERIAL_TESTS='^(prof/|region/|demo/)|attribution/test_real|mon/test_top_by|energ
 # Of those, the ones whose every msrd runs the simulated CPU in virtual time (--sim-virtual-time:
 # its time moves with register accesses and SIM_ADVANCE, not with the host's clock), so what
 # they assert does not depend on a test beside them: they run with the others.
-VIRTUAL_TIME_TESTS='^(libclient/test_energy_(region|wrap|accuracy)|server/test_(energy_above_max_power|stale_energy_reads|energy_totals|coarse_energy|sim_clock)|backend/test_sim_energy_wrap)$'
+VIRTUAL_TIME_TESTS='^(region/test_known_work|libclient/test_energy_(region|wrap|accuracy)|server/test_(energy_above_max_power|stale_energy_reads|energy_totals|coarse_energy|sim_clock)|backend/test_sim_energy_wrap)$'
 
 build=$(cd "$build" && pwd)
 export HAECER_BUILD="$build"

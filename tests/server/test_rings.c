@@ -24,7 +24,7 @@
 #include "tests/lib/msrd_group.h"
 #include "tests/lib/test_check.h"
 
-#define GRACE_MS "2000" /* a monitor arrives well within it (ms after), even on a busy machine */
+#define GRACE_MS "1000" /* a monitor arrives well within it (ms after), even on a busy machine */
 #define OTHER_UID 4001
 
 static const char policy[] =

@@ -5,9 +5,9 @@
  * (curl) the target must be up and the package energy series must arrive and increase, and go
  * on increasing while 1 000 idle half-sent requests hold connections to serve (slowloris).
  *
- * Skipped (77) only when Prometheus is not installed, or while msrd still answers ENERGY_READ
- * with -EOPNOTSUPP (an msrd without energy totals, HAECER_FEATURE_ENERGY): then there is no
- * series to check.
+ * Skipped only when Prometheus is not installed (77), or while msrd still answers ENERGY_READ
+ * with -EOPNOTSUPP (an msrd without energy totals, HAECER_FEATURE_ENERGY; a cmocka skip inside):
+ * then there is no series to check.
  */
 #include "tests/mon/prometheus_test.h"
 
@@ -35,6 +35,19 @@ static double energy_above(double floor)
 	return value;
 }
 
+/* Whether msrd keeps energy totals (msrd(8), ENERGY_READ). */
+static int energy_api(void)
+{
+	struct haecer_conn *conn = NULL;
+	uint64_t total;
+	int status = haecer_connect(server.socket_path, &conn);
+
+	if (status == 0)
+		status = haecer_energy_read(conn, 0, 0x611, NULL, &total);
+	haecer_close(conn);
+	return status;
+}
+
 static void test_prometheus_scrapes_energy(void **state)
 {
 	struct proc serve;
@@ -48,6 +61,13 @@ static void test_prometheus_scrapes_energy(void **state)
 	int *slow;
 
 	(void)state;
+	/* Asked of the group's msrd: a second msrd start only for this costs seconds under
+	 * valgrind. */
+	if (energy_api() == -EOPNOTSUPP) {
+		print_message("msrd answers ENERGY_READ with -EOPNOTSUPP (issue 5's energy totals "
+			      "have not landed); re-run once they have\n");
+		skip();
+	}
 	if (!raise_file_limit(SLOW + 64))
 		slow_count = 0;
 	snprintf(directory, sizeof(directory), "%s", "/tmp/haecer-prometheus-XXXXXX");
@@ -81,41 +101,17 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Whether msrd keeps energy totals (msrd(8), ENERGY_READ). */
-static int energy_api(void)
-{
-	struct haecer_conn *conn = NULL;
-	uint64_t total;
-	int status = haecer_connect(server.socket_path, &conn);
-
-	if (status == 0)
-		status = haecer_energy_read(conn, 0, 0x611, NULL, &total);
-	haecer_close(conn);
-	return status;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_prometheus_scrapes_energy, teardown),
 	};
 	const char *arguments[] = { "--backend", "sim", NULL };
-	int status;
 
 	if (access(PROMETHEUS, X_OK) != 0 || access("/usr/bin/curl", X_OK) != 0) {
 		printf("skip: %s or curl is not installed (scripts/install-deps.sh)\n", PROMETHEUS);
 		return 77;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	if (msrd_start(&server, MON_TEST_POLICY, arguments) != 0)
-		return 1;
-	status = energy_api();
-	if (msrd_stop(&server) != 0)
-		return 1;
-	if (status == -EOPNOTSUPP) {
-		printf("skip: msrd answers ENERGY_READ with -EOPNOTSUPP (issue 5's energy totals "
-		       "have not landed); re-run once they have\n");
-		return 77;
-	}
 	return MSRD_RUN_GROUP(&server, MON_TEST_POLICY, arguments, NULL, tests);
 }

@@ -107,6 +107,9 @@ struct energy_state {
 	uint32_t edge_wake_count;      /* wakes noted so far (the history is a ring) */
 	uint64_t edge_samples;
 	uint64_t edge_yields;          /* spins that stopped for waiting work (loop_work_waiting) */
+	uint64_t edge_cpu_total_ns;    /* every window's CPU since msrd started (the debug line) */
+	uint64_t edge_wakes;           /* the windows' timer wakes since msrd started */
+	uint64_t edge_idle_wakes;      /* of them, wakes that found no register due */
 	/* The windows' CPU budget (policy edge_cpu_percent, _per_uid), per second from
 	 * edge_budget_from_ns: what they took in all, and when holders were last checked. */
 	uint64_t edge_budget_from_ns;

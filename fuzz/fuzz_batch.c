@@ -291,6 +291,7 @@ static void take_register_values(const uint8_t *data, size_t size, uint32_t coun
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct machine *machine;
+	struct policy_grant *grant = NULL;
 	struct refusal refusal = { 0 };
 	uint32_t count, refused;
 	size_t length;
@@ -299,8 +300,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 3)
 		return 0;
 	machine = &machines[data[0] & 1];
-	assert(policy_resolve(policies[data[1] % policy_count], &subjects[data[2] % 4],
-			      &machine->self.grant) == 0);
+	assert(policy_resolve(policies[data[1] % policy_count], &subjects[data[2] % 4], &grant) ==
+	       0);
+	client_replace_grant(&machine->self, grant);
 	data += 3;
 	size -= 3;
 	length = take_u16(&data, &size);
@@ -324,7 +326,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_accepted(machine, count);
 	}
 out:
-	policy_grant_free(machine->self.grant);
-	machine->self.grant = NULL;
+	client_replace_grant(&machine->self, NULL);
 	return 0;
 }

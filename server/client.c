@@ -214,6 +214,13 @@ bool client_refusal_loggable(struct client *client)
 						     REFUSAL_LOG_UID_FACTOR * burst);
 }
 
+void client_replace_grant(struct client *client, struct policy_grant *grant)
+{
+	policy_grant_free(client->grant);
+	client->grant = grant;
+	client->read_granted = false;
+}
+
 void client_close(struct client *client, const char *reason)
 {
 	uint64_t now = msrd_now_ns();

@@ -206,6 +206,10 @@ void client_reply_error(struct client *client, uint16_t op, uint32_t request_id,
 void client_fail(struct client *client, uint32_t request_id, uint16_t status, const char *detail);
 /* Disconnect now; the reason goes to the log. */
 void client_close(struct client *client, const char *reason);
+/* Give the client `grant` in place of its current one (freed): the only way a client's grant
+ * changes after it connected, so that what was decided under the old grant (msr_check.c's note
+ * of the last register it may read) goes with it. */
+void client_replace_grant(struct client *client, struct policy_grant *grant);
 void client_sqe_done(struct client *client);
 /* Free the clients retired during this loop turn (called once the turn's completions, and the
  * dirty and rearm lists that may name them, are done). */

@@ -65,9 +65,7 @@ void msrd_reload_policy(struct msrd *server)
 	}
 	index = 0;
 	for (struct client *client = server->clients; client != NULL; client = client->next) {
-		policy_grant_free(client->grant);
-		client->grant = grants[index++];
-		client->read_granted = false; /* msr_check.c's note was the old grant's */
+		client_replace_grant(client, grants[index++]);
 		client->grant_generation = server->policy_generation + 1;
 	}
 	free(grants);

@@ -47,7 +47,7 @@ static int resolve_slot_read(const struct client *client, struct msr_op *op, cha
 /* Whether the client's grant allows reading `address`. A program reads the same register
  * again and again: the last one allowed is noted in the client's hot lines, so those reads do
  * not look into the grant (two lines of its own, cold at thousands of clients). The note is
- * the grant's and is dropped when a reload replaces the grant (lifecycle.c). */
+ * the grant's and goes with it (client_replace_grant). */
 static bool read_granted(struct client *client, uint32_t address)
 {
 	if (client->read_granted && client->read_granted_address == address)

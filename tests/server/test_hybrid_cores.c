@@ -23,6 +23,7 @@
 #include "haecer/msrd.h"
 #include "harness/policy_text.h"
 #include "harness/standin_tree.h"
+#include "tests/lib/core_type_check.h"
 #include "tests/lib/msrd_group.h"
 
 #define CPUS 4u
@@ -78,31 +79,11 @@ static void test_counters_per_core_type(void **state)
 static void test_event_table_per_core_type(void **state)
 {
 	struct haecer_context *ctx;
-	struct haecer_counter *counter = NULL;
-	struct haecer_counter_info info;
 
 	(void)state;
 	assert_int_equal(haecer_context_open(server.socket_path, &ctx), 0);
-	for (unsigned cpu = 1; cpu < CPUS; cpu++) {
-		const char *table = is_e_core(cpu) ? "adl_grt" : "adl_glc";
-		int error = haecer_counter_open_named(ctx, (int)cpu, "INST_RETIRED:ANY_P", 0, 0,
-						      &counter);
-
-		if (error < 0) {
-			print_message("cpu %u: %s\n", cpu, haecer_error_detail());
-			assert_non_null(strstr(haecer_error_detail(), table));
-		} else {
-			assert_int_equal(haecer_counter_info(counter, &info), 0);
-			assert_non_null(strstr(info.name, table));
-			haecer_counter_free(counter);
-		}
-		assert_int_equal(haecer_counter_open_arch(ctx, (int)cpu,
-							  HAECER_ARCH_INSTRUCTIONS_RETIRED, 0, 0,
-							  &counter), 0);
-		assert_int_equal(haecer_counter_info(counter, &info), 0);
-		assert_string_equal(info.core_type, is_e_core(cpu) ? "E-core" : "P-core");
-		haecer_counter_free(counter);
-	}
+	for (unsigned cpu = 1; cpu < CPUS; cpu++)
+		assert_core_type_counts(ctx, cpu, is_e_core(cpu));
 	haecer_context_close(ctx);
 }
 

@@ -19,19 +19,13 @@
 #include <unistd.h>
 
 #include "harness/msrd_harness.h"
+#include "harness/policy_text.h"
 #include "harness/process_figures.h"
 
 #define WARM_UP_S 3
 #define WINDOW_S 5
 
-static const char policy[] =
-	"version: 1\n"
-	"default: deny\n"
-	"msrs:\n"
-	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"
-	"  - {name: PKG_ENERGY_STATUS, address: 0x611, read: true, set: rapl}\n"
-	"rules:\n"
-	"  - {match: {uid: 0}, allow: [rapl]}\n";
+static const char policy[] = POLICY_RAPL_PKG_FOR_ROOT;
 
 /* count children that sleep until killed (or until this benchmark dies). */
 static pid_t *start_sleepers(unsigned count)

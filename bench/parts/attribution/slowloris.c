@@ -24,18 +24,12 @@
 
 #include "bench/lib/bench_stats.h"
 #include "harness/msrd_harness.h"
+#include "harness/policy_text.h"
 
 #define SCRAPES 21
 #define READ_TIMEOUT_MS 10000
 
-static const char policy[] =
-	"version: 1\n"
-	"default: deny\n"
-	"msrs:\n"
-	"  - {name: RAPL_POWER_UNIT, address: 0x606, read: true, set: rapl}\n"
-	"  - {name: PKG_ENERGY_STATUS, address: 0x611, read: true, set: rapl}\n"
-	"rules:\n"
-	"  - {match: {uid: 0}, allow: [rapl]}\n";
+static const char policy[] = POLICY_RAPL_PKG_FOR_ROOT;
 
 /* serve on a loopback port of the kernel's choice; its pid, the port in *port, or -errno. */
 static pid_t start_serve(const char *socket_path, unsigned *port)

@@ -4,10 +4,16 @@
  * /proc/stat counts each CPU's busy time in ticks of 1/USER_HZ (10 ms): a program that measures
  * a 300 us region (busy) and then polls msrd (blocked in recv) looks the same to it, so the
  * simulated package drew the same power for the measured code and the measuring loop. The
- * kernel keeps each process's CPU time exactly (its CPU-time clock, clock_getcpuclockid: the
- * scheduler's runtime including the slice running now; any process may read another's), and
- * msrd knows its clients' pids (SO_PEERCRED). So msrd tells the simulator whom to follow
- * (sim_follow_process), and:
+ * kernel keeps each process's CPU time, and msrd knows its clients' pids (SO_PEERCRED). But the
+ * process's CPU-time clock (clock_getcpuclockid), read from another process, adds a running
+ * thread's time only at the scheduler's tick or when the thread blocks (thread_group_cputime
+ * brings only the reader's own thread up to date): a client spinning through its regions showed
+ * 0, 0, 0 and then 4 ms of CPU in 1 ms samples (HZ 250), and the simulated package swung between
+ * 11 and 35 W for a load that never changed (bench/fidelity's 300 us regions: p95 error 190 %,
+ * 9 % once followed exactly). A perf task-clock counter of the process is brought up to date when
+ * read (an IPI to the CPU it runs on), so a process msrd may read one of (open_task_clock: its
+ * uid, capabilities no more than msrd's) is followed by that; any other by its clock, at the
+ * tick's granularity. So msrd tells the simulator whom to follow (sim_follow_process), and:
  *  - at each observation at least SIM_FOLLOW_SAMPLE_NS after the last, the followed processes'
  *    CPU time since then, over that interval, is their load, placed on the host CPU where
  *    /proc/PID/stat last saw each run (a process busier than one CPU spills the rest evenly over
@@ -33,10 +39,11 @@
  * A process's CPU-time clock costs the kernel a walk over all its threads (thread_group_cputime):
  * one process with 10 000 threads, each with a connection, took ~135 us a read, 13 % of msrd's
  * CPU at one sample a millisecond, charged to every read (issue 31). So the next fine sample
- * waits at least SIM_FOLLOW_COST_SHARE times what the last one cost: the follow takes at most
- * about 0.25 % of a CPU (100 times was 1.6 % with the placement reads below, 0.23 us of msrd's
- * ~9.7 us per read at 10 000 clients), and a process with few threads (a clock read of a few
- * microseconds) is still sampled every millisecond.
+ * waits at least SIM_FOLLOW_FINE_COST_SHARE times what the last one cost: the follow takes at
+ * most about 1 % of a CPU, and a process with few threads is still sampled every millisecond. A
+ * task clock's read costs its IPI, ~10 us on the 2-core VM the suite runs on (400 times that, the
+ * placement reads' share below, sampled every 4 ms: a sleeping region's dip was spread over 4
+ * of them).
  * The same holds for where the processes ran (/proc/PID/stat sums over the threads too: ~2.5 ms
  * for that process).
  *
@@ -52,10 +59,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,12 +75,14 @@
 #define SIM_FOLLOW_SAMPLE_NS 1000000ull
 #define SIM_FOLLOW_REST_NS 50000000ull
 #define SIM_FOLLOW_COST_SHARE 400u
+#define SIM_FOLLOW_FINE_COST_SHARE 100u
 
 struct sim_followed {
 	pid_t pid;
 	int procfd;             /* its /proc/PID: the process itself, not whoever has its pid later */
 	uint32_t holds;         /* connections of the process: followed while any is open */
 	clockid_t clock;
+	int task_clock;         /* its perf task-clock count (all its threads), -1: the clock */
 	uint64_t cpu_ns;        /* its CPU time at the last fine sample */
 	uint32_t host_cpu;      /* where /proc/PID/stat last saw it run */
 };
@@ -120,9 +131,10 @@ static uint64_t monotonic_ns(void)
 	return ns;
 }
 
-/* Field 39 of /proc/PID/stat, the CPU the process last ran on (after the command in parentheses,
- * which may hold spaces and parentheses itself). */
-static int read_last_cpu(int procfd, uint32_t *cpu)
+/* Field `wanted` (3 or later) of /proc/PID/stat: 20 is the number of threads, 39 the CPU the
+ * process last ran on (counted after the command in parentheses, which may hold spaces and
+ * parentheses itself). */
+static int read_stat_field(int procfd, unsigned wanted, uint32_t *value)
 {
 	char text[1024];
 	const char *at;
@@ -140,11 +152,64 @@ static int read_last_cpu(int procfd, uint32_t *cpu)
 	at = strrchr(text, ')');
 	if (at == NULL)
 		return -EINVAL;
-	while (field < 39 && (at = strchr(at + 1, ' ')) != NULL)
+	while (field < wanted && (at = strchr(at + 1, ' ')) != NULL)
 		field++;
-	if (at == NULL || sscanf(at + 1, "%" SCNu32, cpu) != 1)
+	if (at == NULL || sscanf(at + 1, "%" SCNu32, value) != 1)
 		return -EINVAL;
 	return 0;
+}
+
+static int read_last_cpu(int procfd, uint32_t *cpu)
+{
+	return read_stat_field(procfd, 39, cpu);
+}
+
+/* A task-clock counter of another process: the kernel brings a running task's count up to
+ * date when it is read (an IPI to its CPU), where the process's CPU-time clock read from
+ * another process adds a running thread's time only at the scheduler's tick (HZ) or when it
+ * blocks (thread_group_cputime): a client spinning through several fine samples showed 0, 0,
+ * 0 and then 4 ms of CPU in one 1 ms sample (HZ 250), and the simulated package drew 11 to 35 W
+ * for a load that never changed. Only for a process with one thread when it is first followed:
+ * inherit counts the threads it starts later, not those it has (their time would be missing).
+ * Counting only (exclude_kernel is for samples; task-clock counts all the time on a CPU), so
+ * perf_event_paranoid 2 allows it for a process of msrd's own uid; anything else (another uid,
+ * no perf_event) keeps the clock. */
+static int open_task_clock(const struct sim_followed *process)
+{
+	struct perf_event_attr attr;
+	uint32_t threads = 0;
+	long fd;
+
+	if (process->pid == getpid() || read_stat_field(process->procfd, 20, &threads) < 0 ||
+	    threads != 1)
+		return -1; /* msrd reads its own clock exactly */
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_TASK_CLOCK;
+	attr.inherit = 1;
+	attr.exclude_kernel = 1;
+	attr.exclude_hv = 1;
+	fd = syscall(SYS_perf_event_open, &attr, process->pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -1 : (int)fd;
+}
+
+static int read_task_clock(int fd, uint64_t *ns)
+{
+	uint64_t count;
+
+	if (read(fd, &count, sizeof(count)) != (ssize_t)sizeof(count))
+		return -EIO;
+	*ns = count;
+	return 0;
+}
+
+/* The process's CPU time: its task clock when it has one, else its CPU-time clock. */
+static int read_cpu_time(const struct sim_followed *process, uint64_t *ns)
+{
+	if (process->task_clock >= 0)
+		return read_task_clock(process->task_clock, ns);
+	return read_cpu_clock(process->clock, ns);
 }
 
 static int make_follow(struct sim *sim, uint64_t now)
@@ -192,13 +257,15 @@ static struct sim_followed *find(struct sim_follow *follow, pid_t pid)
 static void forget(struct sim_follow *follow, struct sim_followed *process)
 {
 	close(process->procfd);
+	if (process->task_clock >= 0)
+		close(process->task_clock);
 	*process = follow->processes[--follow->count];
 }
 
 static int start_following(struct sim *sim, pid_t pid)
 {
 	struct sim_follow *follow = sim->follow;
-	struct sim_followed process = { .pid = pid, .holds = 1 };
+	struct sim_followed process = { .pid = pid, .holds = 1, .task_clock = -1 };
 	char path[32];
 	int ret, procfd;
 
@@ -217,17 +284,21 @@ static int start_following(struct sim *sim, pid_t pid)
 	if (procfd < 0)
 		return -errno; /* gone already: nothing of it to follow */
 	process.procfd = procfd;
-	ret = read_cpu_clock(process.clock, &process.cpu_ns);
+	process.task_clock = open_task_clock(&process);
+	ret = read_cpu_time(&process, &process.cpu_ns);
 	if (ret == 0 && exited(&process))
 		ret = -ESRCH;
 	if (ret < 0) {
+		if (process.task_clock >= 0)
+			close(process.task_clock);
 		close(procfd);
 		return ret;
 	}
 	if (read_last_cpu(procfd, &process.host_cpu) < 0 || process.host_cpu >= follow->host_cpus)
 		process.host_cpu = 0;
 	follow->processes[follow->count++] = process;
-	log_debug("sim: following pid %d's load (host CPU %u)", (int)pid, process.host_cpu);
+	log_debug("sim: following pid %d's load by its %s (host CPU %u)", (int)pid,
+		  process.task_clock >= 0 ? "task clock" : "CPU-time clock", process.host_cpu);
 	return 0;
 }
 
@@ -272,7 +343,7 @@ static uint64_t fine_loads(struct sim_follow *follow, uint64_t interval)
 		struct sim_followed *process = &follow->processes[i];
 		uint32_t *load = &follow->loads[process->host_cpu];
 		uint64_t now = 0, share, room, began = monotonic_ns();
-		int read = read_cpu_clock(process->clock, &now);
+		int read = read_cpu_time(process, &now);
 
 		clock_ns += monotonic_ns() - began;
 		if (read < 0 || exited(process)) {
@@ -319,8 +390,8 @@ bool sim_follow_sample(struct sim *sim, uint64_t now, uint64_t *from, const uint
 	if (follow == NULL || follow->count == 0 || now < follow->fine_at + follow->fine_pause)
 		return false;
 	cost = fine_loads(follow, now - follow->fine_at);
-	follow->fine_pause = cost * SIM_FOLLOW_COST_SHARE > SIM_FOLLOW_SAMPLE_NS
-				     ? cost * SIM_FOLLOW_COST_SHARE
+	follow->fine_pause = cost * SIM_FOLLOW_FINE_COST_SHARE > SIM_FOLLOW_SAMPLE_NS
+				     ? cost * SIM_FOLLOW_FINE_COST_SHARE
 				     : SIM_FOLLOW_SAMPLE_NS;
 	*from = follow->fine_at;
 	follow->fine_at = now;
@@ -378,8 +449,11 @@ void sim_follow_free(struct sim_follow *follow)
 {
 	if (follow == NULL)
 		return;
-	for (uint32_t i = 0; i < follow->count; i++)
+	for (uint32_t i = 0; i < follow->count; i++) {
 		close(follow->processes[i].procfd);
+		if (follow->processes[i].task_clock >= 0)
+			close(follow->processes[i].task_clock);
+	}
 	free(follow->others);
 	free(follow->ran);
 	free(follow->busy_ticks);

@@ -9,11 +9,25 @@
  *    host CPU over the rest of its CPU's load (other processes: a CPU busy anyway leaves less to
  *    tell apart), by the simulator's own energy (SIM_ENERGY_AT over each phase); /proc/stat alone,
  *    sampled every 10 ms, gave both phases about the same power (measured: 0.3-2 W apart);
+ *  - a client without capabilities (as a user's program runs) that spins without a system call
+ *    is followed by its task clock, and the package draws its power all the time it spins:
+ *    while another process makes msrd observe the package every millisecond (as its page
+ *    sampler and precise edges do), no 1 ms step of the simulator's energy falls more than half
+ *    a busy host CPU's power below their median. Followed by its CPU-time clock, which another
+ *    process sees move only at the scheduler's tick, steps of 0 and of 4 ms of its CPU
+ *    alternated (6 W against a median of 20 W here; 11 to 35 W on the rough model in
+ *    bench/fidelity). Only the fall is checked: under valgrind msrd's own load, which the
+ *    simulator follows too, lifts single steps by 8 W;
  *  - msrd logs that it follows the client, and stops when the client disconnects.
  */
 #include <math.h>
 #include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/capability.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -173,6 +187,145 @@ static void test_busy_and_asleep_draw_apart(void **state)
 	assert_true(busy_watts - asleep_watts >= 0.5 * expected - 1.0);
 }
 
+#define STEADY_SPIN_NS 60000000ull
+#define STEADY_STEP_NS 1000000ull
+#define STEADY_STEPS (STEADY_SPIN_NS / STEADY_STEP_NS)
+#define STEADY_SKIP_STEPS 10 /* the first samples after the follow began */
+/* The last: the child's exit loses its time since the last sample (sim_follow.c), which the
+ * simulator then draws as idle from that sample on. */
+#define STEADY_LAST_STEPS 5
+/* A step in which the child's clock reads came further apart than this was not all its own:
+ * another process ran on its CPU (two test jobs share the machine), and the package rightly
+ * drew less for it; that step and its neighbours (the simulator's samples straddle steps) are
+ * not checked. */
+#define STEADY_GAP_NS 100000ull
+#define STEADY_MIN_CHECKED 10
+#define STEADY_TRIES 3
+
+/* What the spinning child tells the test, in memory both share. */
+struct spin_record {
+	uint64_t began;
+	uint64_t longest_gap[STEADY_STEPS];
+};
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void pin_to(unsigned cpu)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+}
+
+/* The child: no capabilities, its own connection (so msrd follows it), then a spin that reads
+ * only the vDSO's clock (a system call, or a read of its own CPU-time clock, would bring the
+ * kernel's count of it up to date and hide what is tested), noting the longest gap between two
+ * reads in each step. */
+static void spinning_child(const char *socket_path, int ready, struct spin_record *record)
+{
+	struct haecer_conn *own;
+	cap_t none = cap_init();
+	uint64_t last, now;
+	char byte = 1;
+
+	pin_to(0);
+	if (none == NULL || cap_set_proc(none) != 0 || haecer_connect(socket_path, &own) != 0)
+		_exit(1);
+	cap_free(none);
+	if (write(ready, &byte, 1) != 1)
+		_exit(1);
+	usleep(20000); /* the simulator's first sample of it */
+	record->began = last = clock_monotonic_raw_ns();
+	while ((now = clock_monotonic_raw_ns()) < record->began + STEADY_SPIN_NS) {
+		uint64_t step = (now - record->began) / STEADY_STEP_NS;
+
+		if (now - last > record->longest_gap[step])
+			record->longest_gap[step] = now - last;
+		last = now;
+	}
+	haecer_close(own);
+	_exit(0);
+}
+
+/* One child's spin, msrd made to observe the package every millisecond meanwhile. */
+static void spin_once(struct spin_record *record)
+{
+	unsigned cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+	int ready[2], status = 0;
+	char text[96], byte;
+	pid_t child;
+
+	memset(record, 0, sizeof(*record));
+	assert_int_equal(pipe(ready), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		spinning_child(server.socket_path, ready[1], record);
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &byte, 1), 1);
+	close(ready[0]);
+	/* Elsewhere than the child: msrd observes the package at each of these round trips. */
+	pin_to(cpus > 1 ? 1 : 0);
+	while (waitpid(child, &status, WNOHANG) == 0) {
+		uint64_t tsc;
+
+		assert_int_equal(haecer_msr_read(conn, 0, MSR_IA32_TSC, &tsc), 0);
+		usleep(1000);
+	}
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	snprintf(text, sizeof(text), "sim: following pid %d's load by its task clock", (int)child);
+	assert_int_equal(msrd_log_count(&server, text), 1);
+}
+
+static bool undisturbed(const struct spin_record *record, uint64_t step)
+{
+	for (uint64_t near = step - 1; near <= step + 1; near++) {
+		if (record->longest_gap[near] > STEADY_GAP_NS)
+			return false;
+	}
+	return true;
+}
+
+static void test_a_spinning_client_draws_steady_power(void **state)
+{
+	struct spin_record *record = mmap(NULL, sizeof(*record), PROT_READ | PROT_WRITE,
+					  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	double steps[STEADY_STEPS], median;
+	size_t count = 0;
+
+	(void)state;
+	assert_true(record != MAP_FAILED);
+	for (int tries = 0; tries < STEADY_TRIES && count < STEADY_MIN_CHECKED; tries++) {
+		spin_once(record);
+		count = 0;
+		for (uint64_t step = STEADY_SKIP_STEPS; step < STEADY_STEPS - STEADY_LAST_STEPS;
+		     step++) {
+			uint64_t at = record->began + step * STEADY_STEP_NS;
+
+			if (undisturbed(record, step))
+				steps[count++] = joules_at(at + STEADY_STEP_NS) - joules_at(at);
+		}
+	}
+	munmap(record, sizeof(*record));
+	if (count < STEADY_MIN_CHECKED) {
+		print_message("the child was preempted in all but %zu steps of each of %d spins: "
+			      "nothing to check\n", count, STEADY_TRIES);
+		skip();
+	}
+	qsort(steps, count, sizeof(steps[0]), by_value);
+	median = steps[count / 2];
+	print_message("%zu undisturbed steps of 1 ms while the child spun: %.2f .. %.2f W, median "
+		      "%.2f W\n", count, steps[0] * 1e3, steps[count - 1] * 1e3, median * 1e3);
+	assert_true(steps[0] * 1e3 >= median * 1e3 - ONE_HOST_CPU_WATTS / 2.0);
+}
+
 static void test_a_closed_client_is_no_longer_followed(void **state)
 {
 	struct haecer_conn *other;
@@ -199,6 +352,7 @@ int main(void)
 				    "--sim-ideal", NULL };
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_busy_and_asleep_draw_apart),
+		cmocka_unit_test(test_a_spinning_client_draws_steady_power),
 		cmocka_unit_test(test_a_closed_client_is_no_longer_followed),
 	};
 

@@ -32,8 +32,10 @@
  * trips then grow and so do the short-region errors; the table shows the median round trip.
  *
  * FIDELITY_VERBOSE=PCT prints every region off by more than PCT % (its parts and stated +-).
- * In the load-following part it prints every region beyond its +-, its error split into lead,
- * wait and update times. FIDELITY_FOLLOW_ONLY=1 runs only the load-following part.
+ * In the load-following part it prints every region beyond its +- or off by more than PCT %,
+ * its error split into lead, wait and update times. FIDELITY_FOLLOW_ONLY=1 runs only the
+ * load-following part; with FIDELITY_POWER_TRACE=1 too, it prints the simulated power through a
+ * loop of regions instead (bench/parts/fidelity/follow.c).
  *
  * Then the same under load-following power (no trace; bench/parts/fidelity/follow.c): coverage,
  * the share of results within their own stated +-, for regions, register differences and
@@ -52,6 +54,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/capability.h>
 
 #include "haecer/msrd.h"
 #include "common/clock.h"
@@ -407,6 +410,21 @@ static void smi_virtual(const char *model, unsigned domain, uint64_t *detected, 
 		die("virtual-time msrd did not stop cleanly", -EIO);
 }
 
+/* The measured program runs as a user's program would: without capabilities. msrd drops all but
+ * CAP_SYS_RAWIO, and the kernel lets a process read another's task clock only when the other's
+ * capabilities are a subset of its own (cap_ptrace_access_check): the simulator follows a
+ * client it may not read by the client's CPU-time clock, which another process sees move only
+ * at the scheduler's ticks (backend/sim/sim_follow.c), and load-following power then swings
+ * with the tick, not with the load. */
+static void drop_capabilities(void)
+{
+	cap_t none = cap_init();
+
+	if (none == NULL || cap_set_proc(none) != 0)
+		die("cannot drop this process's capabilities", -errno);
+	cap_free(none);
+}
+
 int main(void)
 {
 	const char *arguments[] = {"--backend", "sim", "--sim-model", "sandybridge", "--sim-seed",
@@ -431,6 +449,7 @@ int main(void)
 	}
 	bench_pin(server.pid, cpus > 1 ? 1 : 0);
 	bench_pin(0, 0);
+	drop_capabilities();
 	srand(12);
 	check(haecer_connect(server.socket_path, &conn), "connect");
 	check(haecer_default_context(&ctx), "context");

@@ -160,7 +160,9 @@ static void follow_region(struct haecer_counter *pkg, enum follow_condition cond
 	truth = truth_at(end_ns) - truth_at(start_ns);
 	*on_j += truth / (double)(end_ns - start_ns);
 	add(c, result.joules - truth, truth, result.uncertainty_joules);
-	if (getenv("FIDELITY_VERBOSE") && fabs(result.joules - truth) > result.uncertainty_joules)
+	if (getenv("FIDELITY_VERBOSE") &&
+	    (fabs(result.joules - truth) > result.uncertainty_joules ||
+	     100.0 * fabs(result.joules - truth) > atof(getenv("FIDELITY_VERBOSE")) * truth))
 		explain(condition, ns, &result, start_ns, end_ns, truth);
 }
 
@@ -367,6 +369,49 @@ static double min_or(double current, double value)
 	return value < current ? value : current;
 }
 
+/* FIDELITY_POWER_TRACE=1: instead of the conditions, the simulated package's power at 100 us
+ * steps through 60 ms of 300 us spinning regions, each step marked where a region started (S),
+ * its work ended (E) and its end returned (e): what the regions measure, to see whether the
+ * simulator's power follows the load or something else (it swung 11-35 W with the tick while
+ * this loop's load never changed, until the simulator read clients' task clocks). */
+#define TRACE_NS 60000000ull
+#define TRACE_STEP_NS 100000ull
+#define TRACE_MARKS 3000
+
+static void trace_power(struct haecer_counter *pkg)
+{
+	static uint64_t marks[TRACE_MARKS];
+	uint64_t from = clock_monotonic_raw_ns(), to;
+	size_t count = 0, next = 0;
+	double previous;
+
+	while (clock_monotonic_raw_ns() < from + TRACE_NS && count + 3 <= TRACE_MARKS) {
+		struct haecer_energy_region region;
+		struct haecer_energy_result result;
+
+		if (haecer_energy_start(pkg, &region) < 0)
+			return;
+		marks[count++] = clock_monotonic_raw_ns();
+		work(QUIET_SPIN, 300000);
+		marks[count++] = clock_monotonic_raw_ns();
+		if (haecer_energy_end(pkg, &region, &result) < 0)
+			return;
+		marks[count++] = clock_monotonic_raw_ns();
+	}
+	to = clock_monotonic_raw_ns();
+	previous = truth_at(from);
+	for (uint64_t t = from + TRACE_STEP_NS; t < to; t += TRACE_STEP_NS) {
+		double now = truth_at(t);
+		char mark = ' ';
+
+		for (; next < count && marks[next] <= t; next++)
+			mark = "SEe"[next % 3];
+		printf("power %8.1f us %6.2f W %c\n", (double)(t - from) / 1e3,
+		       (now - previous) * 1e9 / (double)TRACE_STEP_NS, mark);
+		previous = now;
+	}
+}
+
 static void follow_condition(struct haecer_counter *pkg, enum follow_condition c,
 			     struct follow_keys *keys)
 {
@@ -459,6 +504,10 @@ void fidelity_follow(struct haecer_conn *conn, struct haecer_counter *pkg, pid_t
 	if (haecer_sim_power_trace(conn, "") < 0) {
 		fprintf(stderr, "bench/fidelity: cannot give the power back to the load\n");
 		exit(1);
+	}
+	if (getenv("FIDELITY_POWER_TRACE")) {
+		trace_power(pkg);
+		return;
 	}
 	for (int c = 0; c < FOLLOW_CONDITIONS; c++) {
 		pid_t spinner = c == BUSY_SPIN || c == BUSY_SLEEP ? start_spinner() : 0;

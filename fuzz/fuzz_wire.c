@@ -92,6 +92,7 @@ ADAPT(schedule_started, struct wire_schedule_started)
 ADAPT(energy_page_request, struct wire_energy_page_request)
 ADAPT(energy_page, struct wire_energy_page)
 ADAPT(energy_grant_request, struct wire_energy_grant_request)
+ADAPT(energy_read_request, struct wire_energy_read_request)
 ADAPT(energy_grant, struct wire_energy_grant)
 
 /* Messages of one or two plain integers. */
@@ -200,6 +201,8 @@ static const struct codec codecs[] = {
 	{ "energy_page", decode_energy_page, encode_energy_page, sizeof(struct wire_energy_page) },
 	{ "energy_grant_request", decode_energy_grant_request, encode_energy_grant_request,
 	  sizeof(struct wire_energy_grant_request) },
+	{ "energy_read_request", decode_energy_read_request, encode_energy_read_request,
+	  sizeof(struct wire_energy_read_request) },
 	{ "energy_grant", decode_energy_grant, encode_energy_grant,
 	  sizeof(struct wire_energy_grant) },
 	{ "u64", decode_u64, encode_u64, sizeof(struct pair) },

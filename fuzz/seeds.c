@@ -131,6 +131,10 @@ static void wire_seeds(void)
 	wire_put_energy_reading(&writer, 5, 1ull << 33);
 	save("wire", "energy-reply", frame, finish(&writer, WIRE_OP_ENERGY_READ, WIRE_FLAG_REPLY));
 	start(&writer);
+	wire_put_energy_read_request(&writer, &(struct wire_energy_read_request){
+		0, 0x611, WIRE_ENERGY_READ_REGION, 3500 });
+	save("wire", "energy-read-region", frame, finish(&writer, WIRE_OP_ENERGY_READ, 0));
+	start(&writer);
 	wire_put_energy_grant_request(&writer, &(struct wire_energy_grant_request){ 0x611, 0 });
 	save("wire", "energy-grant", frame, finish(&writer, WIRE_OP_ENERGY_GRANT, 0));
 	start(&writer);

@@ -47,4 +47,9 @@ int haecer__call_batch(struct haecer_conn *conn, uint16_t op, const struct haece
 int haecer__take_batch_results(const struct haecer_reply *reply, struct haecer_msr_op *ops,
 			       size_t count);
 
+/* An ENERGY_READ that tells msrd a region begins: its precise windows for this connection run
+ * region_edges_us more, then stop until the next request (-EOPNOTSUPP: an msrd without it). */
+int haecer__energy_read_region(struct haecer_conn *conn, uint32_t cpu, uint32_t address,
+			       uint32_t region_edges_us);
+
 #endif

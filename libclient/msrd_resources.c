@@ -108,16 +108,15 @@ int haecer_slot_free(struct haecer_conn *conn, uint32_t slot_id)
 
 /* ---- energy ---- */
 
-int haecer_energy_read(struct haecer_conn *conn, uint32_t cpu, uint32_t address, uint64_t *raw,
-		       uint64_t *total)
+static int energy_read(struct haecer_conn *conn, const struct wire_energy_read_request *request,
+		       uint64_t *raw, uint64_t *total)
 {
-	struct wire_read_request request = { .cpu = cpu, .address = address };
 	struct wire_writer writer = haecer__begin(conn);
 	struct haecer_reply reply;
 	uint64_t raw_value, total_value;
 	int status;
 
-	wire_put_read_request(&writer, &request);
+	wire_put_energy_read_request(&writer, request);
 	status = haecer__call_checked(conn, WIRE_OP_ENERGY_READ, &writer, &reply);
 	if (status < 0)
 		return status;
@@ -128,6 +127,28 @@ int haecer_energy_read(struct haecer_conn *conn, uint32_t cpu, uint32_t address,
 	if (total != NULL)
 		*total = total_value;
 	return 0;
+}
+
+int haecer_energy_read(struct haecer_conn *conn, uint32_t cpu, uint32_t address, uint64_t *raw,
+		       uint64_t *total)
+{
+	struct wire_energy_read_request request = { .cpu = cpu, .address = address };
+
+	return energy_read(conn, &request, raw, total);
+}
+
+int haecer__energy_read_region(struct haecer_conn *conn, uint32_t cpu, uint32_t address,
+			       uint32_t region_edges_us)
+{
+	struct wire_energy_read_request request = { .cpu = cpu, .address = address,
+						    .flags = WIRE_ENERGY_READ_REGION,
+						    .region_edges_us = region_edges_us };
+
+	if (!(haecer_server_info(conn)->features & HAECER_FEATURE_ENERGY_REGION))
+		return -EOPNOTSUPP; /* an older msrd would refuse the flags as malformed */
+	_Static_assert(HAECER_FEATURE_ENERGY_REGION == WIRE_FEATURE_ENERGY_REGION,
+		       "the public feature bit is the wire's");
+	return energy_read(conn, &request, NULL, NULL);
 }
 
 int haecer_energy_page_open(struct haecer_conn *conn, uint32_t address, uint32_t rate_hz,

@@ -53,6 +53,7 @@ enum wire_op { WIRE_OPS(WIRE_OP_ENUM_ENTRY) };
 #define WIRE_FEATURE_SCHEDULES (1ull << 6)   /* SCHEDULE_START, SCHEDULE_STOP */
 #define WIRE_FEATURE_ENERGY_PAGE (1ull << 7) /* ENERGY_PAGE */
 #define WIRE_FEATURE_PERF (1ull << 8)        /* PERF_OPEN: msrd's perf_event broker runs */
+#define WIRE_FEATURE_ENERGY_REGION (1ull << 9) /* ENERGY_READ's flags (WIRE_ENERGY_READ_*) */
 
 /*
  * Status codes: stable numbers, each with a text (wire_status_text) and an errno-style value
@@ -343,7 +344,21 @@ struct wire_slot_ids {
 
 /* ---- energy totals ---- */
 
-/* ENERGY_READ: request as READ (u32 cpu, u32 address); reply u64 raw, u64 total. */
+/* ENERGY_READ: request u32 cpu, u32 address, optionally u32 flags (8-byte requests, as READ's,
+ * have none; only to a server announcing WIRE_FEATURE_ENERGY_REGION); reply u64 raw, u64 total.
+ * WIRE_ENERGY_READ_REGION: an energy region of this connection begins; its precise windows
+ * (server/energy_edges.c) run for region_edges_us more, for the region's start, then stop
+ * until the connection's next request (its end's), so that msrd does not spin on the measured
+ * package through the region's body. */
+struct wire_energy_read_request {
+	uint32_t cpu;
+	uint32_t address;
+	uint32_t flags;                /* WIRE_ENERGY_READ_* */
+	uint32_t region_edges_us;      /* with WIRE_ENERGY_READ_REGION: 1 .. 1 000 000; else 0 */
+};
+#define WIRE_ENERGY_READ_REQUEST_SIZE 16u
+#define WIRE_ENERGY_READ_REGION 0x1u
+#define WIRE_ENERGY_READ_REGION_MAX_US 1000000u
 #define WIRE_ENERGY_READ_REPLY_SIZE 16u
 
 /* ENERGY_PAGE: u32 address (an energy-status register), u32 rate_hz (0: the policy's bound),
@@ -524,6 +539,10 @@ int wire_get_slot_values(const void *payload, size_t length, uint64_t *values, u
 
 void wire_put_energy_reading(struct wire_writer *writer, uint64_t raw, uint64_t total);
 int wire_get_energy_reading(const void *payload, size_t length, uint64_t *raw, uint64_t *total);
+void wire_put_energy_read_request(struct wire_writer *writer,
+				  const struct wire_energy_read_request *message);
+int wire_get_energy_read_request(const void *payload, size_t length,
+				 struct wire_energy_read_request *out);
 void wire_put_energy_page_request(struct wire_writer *writer,
 				  const struct wire_energy_page_request *message);
 int wire_get_energy_page_request(const void *payload, size_t length,

@@ -24,6 +24,42 @@ int wire_get_energy_reading(const void *payload, size_t length, uint64_t *raw, u
 	return wire_reader_finish(&reader);
 }
 
+void wire_put_energy_read_request(struct wire_writer *writer,
+				  const struct wire_energy_read_request *message)
+{
+	wire_put_u32(writer, message->cpu);
+	wire_put_u32(writer, message->address);
+	if (message->flags == 0)
+		return; /* as READ's: what every server takes */
+	wire_put_u32(writer, message->flags);
+	wire_put_u32(writer, message->region_edges_us);
+}
+
+int wire_get_energy_read_request(const void *payload, size_t length,
+				 struct wire_energy_read_request *out)
+{
+	struct wire_reader reader;
+	int status;
+
+	wire_reader_init(&reader, payload, length);
+	out->cpu = wire_get_u32(&reader);
+	out->address = wire_get_u32(&reader);
+	out->flags = out->region_edges_us = 0;
+	if (length == WIRE_ENERGY_READ_REQUEST_SIZE) {
+		out->flags = wire_get_u32(&reader);
+		out->region_edges_us = wire_get_u32(&reader);
+	}
+	status = wire_reader_finish(&reader);
+	if (status < 0)
+		return status;
+	/* A flagged request says what it asks: a region's length of windows, nothing else. */
+	if (length == WIRE_ENERGY_READ_REQUEST_SIZE &&
+	    (out->flags != WIRE_ENERGY_READ_REGION || out->region_edges_us == 0 ||
+	     out->region_edges_us > WIRE_ENERGY_READ_REGION_MAX_US))
+		return -EINVAL;
+	return 0;
+}
+
 void wire_put_energy_page_request(struct wire_writer *writer,
 				  const struct wire_energy_page_request *message)
 {

@@ -169,6 +169,8 @@ struct client {
 	struct client *next_holder;
 	uint32_t perf_open;            /* perf events handed out (ACCOUNT_PERF_EVENTS) */
 	uint64_t last_energy_read_raw_ns; /* of its latest ENERGY_READ (the long lease) */
+	uint64_t edges_pause_raw_ns;   /* a region's body: no windows from here to its next
+					* request (0: none; energy_pages_note_region) */
 	struct log_ratelimit refusals; /* its refusal log lines (the uid's limit applies too) */
 } __attribute__((aligned(64)));
 

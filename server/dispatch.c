@@ -81,7 +81,8 @@ void dispatch_reply_empty(struct client *client, const struct wire_header *reque
 static uint64_t client_features(const struct client *client)
 {
 	uint64_t features = WIRE_FEATURE_MSR | WIRE_FEATURE_RINGS | WIRE_FEATURE_ENERGY |
-			    WIRE_FEATURE_HANDLES | WIRE_FEATURE_SCHEDULES | WIRE_FEATURE_ENERGY_PAGE;
+			    WIRE_FEATURE_HANDLES | WIRE_FEATURE_SCHEDULES | WIRE_FEATURE_ENERGY_PAGE |
+			    WIRE_FEATURE_ENERGY_REGION;
 
 	if (backend_kind(client->server->backend) == BACKEND_SIM &&
 	    policy_allows_sim_control(client->grant))
@@ -194,10 +195,24 @@ static void handle_read(struct client *client, const struct wire_header *header,
 		dispatch_malformed(client, header, length);
 		return;
 	}
-	energy_pages_note_read(client, request.cpu, request.address,
-			       header->op == WIRE_OP_ENERGY_READ);
-	exec_one(client, header, header->op == WIRE_OP_ENERGY_READ ? WIRE_BATCH_ENERGY_READ
-								   : WIRE_BATCH_READ,
+	energy_pages_note_read(client, request.cpu, request.address, false);
+	exec_one(client, header, WIRE_BATCH_READ,
+		 &(struct msr_op){ .cpu = request.cpu, .address = request.address });
+}
+
+static void handle_energy_read(struct client *client, const struct wire_header *header,
+			       const uint8_t *payload, size_t length)
+{
+	struct wire_energy_read_request request;
+
+	if (wire_get_energy_read_request(payload, length, &request) < 0) {
+		dispatch_malformed(client, header, length);
+		return;
+	}
+	energy_pages_note_read(client, request.cpu, request.address, true);
+	if (request.flags & WIRE_ENERGY_READ_REGION)
+		energy_pages_note_region(client, request.region_edges_us);
+	exec_one(client, header, WIRE_BATCH_ENERGY_READ,
 		 &(struct msr_op){ .cpu = request.cpu, .address = request.address });
 }
 
@@ -490,7 +505,7 @@ typedef void dispatch_handler(struct client *client, const struct wire_header *h
 #define handler_SLOT_CONTROL slots_handle_control
 #define handler_SLOT_READ slots_handle_read
 #define handler_SLOT_FREE slots_handle_free
-#define handler_ENERGY_READ handle_read
+#define handler_ENERGY_READ handle_energy_read
 #define handler_ENERGY_PAGE energy_pages_handle_request
 #define handler_ENERGY_GRANT energy_grant_handle_request
 #define handler_BATCH_REGISTER handles_handle_register

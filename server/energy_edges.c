@@ -69,7 +69,10 @@
  * edges and not through its body): the windows then stopped and started between regions, the
  * first windows after each start missed their update often, and bench/fidelity's 300 us regions
  * under an imposed constant power went from a p95 error of 1.5 % to 115 %. Regions keep the
- * long lease. A program that measured one
+ * long lease, and pause it only through their bodies (WIRE_ENERGY_READ_REGION,
+ * energy_pages_note_region): the start asks, with its lease renewal, for windows until its own
+ * two updates and the body's first are past, the end's first request starts them again; the
+ * windows between regions, and so the start's, run as before. A program that measured one
  * region and then computes for an hour would otherwise keep msrd spinning on the package it
  * measures for that hour. The windows' own timer (at least once per update while any run)
  * computes the set again when the earliest lease lapses, so they stop within about a

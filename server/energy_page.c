@@ -288,13 +288,16 @@ static bool within_budget(struct msrd *server, const struct client *client)
 }
 
 /* The later of the two leases (energy_edges.h): an ENERGY_READ's long one, any request's short
- * one. */
+ * one; or earlier, where a region's body begins (energy_pages_note_region). */
 static uint64_t lease_lapse(const struct client *client)
 {
 	uint64_t short_lapse = client->last_request_raw_ns + EDGE_SHORT_LEASE_NS;
 	uint64_t long_lapse = client->last_energy_read_raw_ns + EDGE_LEASE_NS;
+	uint64_t lapse = long_lapse > short_lapse ? long_lapse : short_lapse;
 
-	return long_lapse > short_lapse ? long_lapse : short_lapse;
+	if (client->edges_pause_raw_ns != 0 && client->edges_pause_raw_ns < lapse)
+		return client->edges_pause_raw_ns;
+	return lapse;
 }
 
 /* Windows only for the registers the holder measures: of each precise page, the entries it
@@ -596,6 +599,8 @@ static bool holds_precise(const struct client *client)
 void energy_pages_client_request(struct client *client)
 {
 	client->last_request_raw_ns = clock_monotonic_raw_ns();
+	/* Any request ends a region's pause: its end asks for the closing update's window. */
+	client->edges_pause_raw_ns = 0;
 	/* A lapsed lease renewed: the windows start again (their grid is kept, energy_edges.c). */
 	if (!client->edges_leased && holds_precise(client))
 		update_rate(client->server);
@@ -633,6 +638,20 @@ void energy_pages_note_read(struct client *client, uint32_t cpu, uint32_t addres
 	 * nothing: a read must not walk every holder. */
 	if (more || renewed)
 		update_rate(server);
+}
+
+/* Only the earliest lapse moves: the windows' timer computes the set again when it comes (and
+ * finds this pause, or a request that ended it), so a flood of these costs no walk over the
+ * holders. */
+void energy_pages_note_region(struct client *client, uint32_t region_edges_us)
+{
+	struct energy_state *energy = &client->server->energy;
+
+	if (client->page_hold_count == 0)
+		return;
+	client->edges_pause_raw_ns = client->last_request_raw_ns + region_edges_us * 1000ull;
+	if (client->edges_leased && client->edges_pause_raw_ns < energy->edge_lease_lapse_ns)
+		energy->edge_lease_lapse_ns = client->edges_pause_raw_ns;
 }
 
 void energy_pages_charge_edges(struct msrd *server, struct energy_counter *counter, uint64_t ns)

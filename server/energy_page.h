@@ -35,6 +35,10 @@ void energy_pages_client_request(struct client *client);
  * lease too (energy_edges.h). */
 void energy_pages_note_read(struct client *client, uint32_t cpu, uint32_t address,
 			    bool energy_read);
+/* An ENERGY_READ flagged WIRE_ENERGY_READ_REGION: the client's windows run for region_edges_us
+ * more (its region's start) and then stop until its next request (the region's end), as if
+ * its lease had lapsed. */
+void energy_pages_note_region(struct client *client, uint32_t region_edges_us);
 /* A lease in the precise edges' set may have lapsed (now >= energy.edge_lease_lapse_ns):
  * compute the set again. */
 void energy_pages_leases_check(struct msrd *server);

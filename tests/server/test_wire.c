@@ -275,6 +275,41 @@ static void test_energy_grant_messages(void **state)
 	assert_int_equal(wire_get_energy_grant(buffer, writer.used, &grant_out), -EINVAL);
 }
 
+/* ENERGY_READ: READ's 8 bytes, or 16 with a region's flags; nothing else. */
+static void test_energy_read_messages(void **state)
+{
+	struct wire_energy_read_request plain = { 1, 0x611, 0, 0 };
+	struct wire_energy_read_request region = { 1, 0x611, WIRE_ENERGY_READ_REGION, 3500 }, out;
+	struct wire_writer writer;
+
+	(void)state;
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_energy_read_request(&writer, &plain);
+	assert_int_equal(writer.used, WIRE_READ_REQUEST_SIZE);
+	assert_int_equal(wire_get_energy_read_request(buffer, writer.used, &out), 0);
+	assert_memory_equal(&out, &plain, sizeof(out));
+
+	wire_writer_init(&writer, buffer, sizeof(buffer));
+	wire_put_energy_read_request(&writer, &region);
+	assert_int_equal(writer.used, WIRE_ENERGY_READ_REQUEST_SIZE);
+	CHECK_EXACT(wire_get_energy_read_request, writer.used, &out);
+	assert_memory_equal(&out, &region, sizeof(out));
+	assert_int_equal(wire_get_energy_read_request(buffer, 12, &out), -EBADMSG);
+	memset(buffer + 12, 0, 4); /* no windows at all */
+	assert_int_equal(wire_get_energy_read_request(buffer, writer.used, &out), -EINVAL);
+	buffer[12] = 0xa0;
+	buffer[13] = 0x0f; /* 4000 us again */
+	buffer[8] = 0x3; /* a flag nobody knows */
+	assert_int_equal(wire_get_energy_read_request(buffer, writer.used, &out), -EINVAL);
+	buffer[8] = 0; /* 16 bytes that ask nothing */
+	assert_int_equal(wire_get_energy_read_request(buffer, writer.used, &out), -EINVAL);
+	buffer[8] = WIRE_ENERGY_READ_REGION;
+	assert_int_equal(wire_get_energy_read_request(buffer, writer.used, &out), 0);
+	assert_int_equal(out.region_edges_us, 4000);
+	buffer[15] = 0x40; /* over WIRE_ENERGY_READ_REGION_MAX_US */
+	assert_int_equal(wire_get_energy_read_request(buffer, writer.used, &out), -EINVAL);
+}
+
 static void test_resource_messages(void **state)
 {
 	static struct wire_slot_ids ids, ids_out;
@@ -443,6 +478,7 @@ int main(void)
 		cmocka_unit_test(test_variable_messages),
 		cmocka_unit_test(test_machine_info_fields),
 		cmocka_unit_test(test_energy_grant_messages),
+		cmocka_unit_test(test_energy_read_messages),
 		cmocka_unit_test(test_resource_messages),
 		cmocka_unit_test(test_status_codes),
 		cmocka_unit_test(test_op_table),

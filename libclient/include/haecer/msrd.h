@@ -66,6 +66,8 @@ struct haecer_server_info {
 #define HAECER_FEATURE_SCHEDULES (1ull << 6)
 #define HAECER_FEATURE_ENERGY_PAGE (1ull << 7)
 #define HAECER_FEATURE_PERF (1ull << 8)  /* msrd's perf broker: haecer_perf_open */
+#define HAECER_FEATURE_ENERGY_REGION (1ull << 9) /* energy regions pause msrd's precise edges
+						  * through their bodies */
 
 #define HAECER_BACKEND_MSR 1
 #define HAECER_BACKEND_MSR_SAFE 2

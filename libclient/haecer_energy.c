@@ -382,12 +382,29 @@ static void region_lease(struct haecer_counter *counter)
 {
 	struct haecer_context *ctx = counter->ctx;
 	uint32_t us = ctx->energy_exact ? 0 : region_edges_us(counter);
+	uint64_t asked = clock_monotonic_raw_ns();
 
 	if (us == 0 || lease_renew_now(counter, us) < 0) {
 		haecer__energy_lease_renew(counter); /* no pause (or an msrd without): as before */
 		return;
 	}
+	__atomic_store_n(&ctx->edges_pause_ns, asked + us * 1000ull, __ATOMIC_RELAXED);
 	__atomic_store_n(&ctx->edges_paused, true, __ATOMIC_RELAXED);
+}
+
+/* A start whose update was not sharp waits for the next one: when that comes after the pause
+ * asked for (an SMI blurred one of its updates: about one start in twenty on a quiet host, which
+ * then took a sampler's bracket, 1 ms wide, as its start), the windows are asked again now, and
+ * this region's body keeps them. */
+static void start_keeps_windows(struct haecer_counter *counter)
+{
+	struct haecer_context *ctx = counter->ctx;
+	uint64_t next = clock_monotonic_raw_ns() + RAPL_UPDATE_NS + REGION_EDGES_LATE_NS;
+
+	if (__atomic_load_n(&ctx->edges_paused, __ATOMIC_RELAXED) &&
+	    next >= __atomic_load_n(&ctx->edges_pause_ns, __ATOMIC_RELAXED) &&
+	    __atomic_exchange_n(&ctx->edges_paused, false, __ATOMIC_RELAXED))
+		lease_renew_now(counter, 0);
 }
 
 /* The end: windows again at once if a start paused them (a round trip, in the wait). */
@@ -518,7 +535,7 @@ int haecer_energy_calibrate(struct haecer_counter *energy, unsigned updates,
 }
 
 /* Until `at` is an update whose time is known: a blurred detection (a preempted poll) or one an
- * SMI stretched waits for the next update instead (at most SHARP_TRIES). */
+ * SMI stretched waits for the next update instead (at most SHARP_TRIES). Regions' starts only. */
 static int sharp_update(struct haecer_counter *energy, struct update_seen *at)
 {
 	int error = 0;
@@ -527,6 +544,7 @@ static int sharp_update(struct haecer_counter *energy, struct update_seen *at)
 	     clean(at)); tries++) {
 		struct energy_sample from = at->after;
 
+		start_keeps_windows(energy);
 		error = wait_for_update(energy, &from, at);
 	}
 	return error;

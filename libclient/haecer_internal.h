@@ -77,6 +77,7 @@ struct haecer_context {
 				     * precise edges run within a lease of the last request */
 	bool edges_paused;          /* a region's start asked msrd to pause them (atomic): its
 				     * end asks for them again */
+	uint64_t edges_pause_ns;    /* when that pause begins (atomic, CLOCK_MONOTONIC_RAW) */
 	uint64_t region_start_ns;   /* how long the last region's start took (atomic) */
 	struct haecer_page pages[HAECER_CONTEXT_PAGES];
 	struct haecer_machine_info machine;

@@ -266,32 +266,38 @@ static bool wait_windows_off(void)
 	return false;
 }
 
+/* A connection for the truth, at a constant 30 W, and a package counter whose precise edges
+ * have found the grid: a first region ran while the windows searched for it (not checked; it
+ * asks no pause of them either). */
+static void open_for_regions(struct haecer_conn **conn, struct haecer_machine_info *machine,
+			     struct haecer_context **ctx, struct haecer_counter **pkg)
+{
+	struct haecer_energy_region region;
+	struct haecer_energy_result result;
+	struct timed once;
+
+	assert_int_equal(haecer_connect(server.socket_path, conn), 0);
+	assert_int_equal(haecer_machine_info(*conn, machine), 0);
+	assert_true(machine->tsc_hz > 0);
+	assert_int_equal(haecer_sim_power_trace(*conn, "pkg: 3600000 30\n"), 0);
+	assert_int_equal(haecer_context_open(server.socket_path, ctx), 0);
+	assert_int_equal(haecer_counter_open_energy(*ctx, 0, RAPL_PKG, pkg), 0);
+	read_timed(*pkg, &once); /* asks for the precise edges */
+	assert_int_equal(haecer_energy_start(*pkg, &region), 0);
+	assert_int_equal(haecer_energy_end(*pkg, &region, &result), 0);
+}
+
 static void test_region_after_a_lease_lapse(void **state)
 {
 	struct haecer_machine_info machine;
 	struct haecer_context *ctx;
 	struct haecer_counter *pkg;
 	struct haecer_conn *conn;
-	struct timed once;
 	unsigned checked = 0;
 
 	(void)state;
-	assert_int_equal(haecer_connect(server.socket_path, &conn), 0);
-	assert_int_equal(haecer_machine_info(conn, &machine), 0);
-	assert_true(machine.tsc_hz > 0);
-	assert_int_equal(haecer_sim_power_trace(conn, "pkg: 3600000 30\n"), 0);
-	assert_int_equal(haecer_context_open(server.socket_path, &ctx), 0);
-	assert_int_equal(haecer_counter_open_energy(ctx, 0, RAPL_PKG, &pkg), 0);
-	read_timed(pkg, &once); /* asks for the precise edges */
-	/* A first region while the windows search for the grid, not checked here. Every region
-	 * below comes after a lapse. */
-	{
-		struct haecer_energy_region region;
-		struct haecer_energy_result result;
-
-		assert_int_equal(haecer_energy_start(pkg, &region), 0);
-		assert_int_equal(haecer_energy_end(pkg, &region, &result), 0);
-	}
+	open_for_regions(&conn, &machine, &ctx, &pkg);
+	/* Every region below comes after a lapse. */
 	for (int round = 0; round < 4; round++) {
 		struct haecer_energy_region region;
 		struct haecer_energy_result result;
@@ -441,25 +447,11 @@ static void test_region_body_pauses_the_windows(void **state)
 	struct haecer_context *ctx;
 	struct haecer_counter *pkg;
 	struct haecer_conn *conn;
-	struct timed once;
 	unsigned checked = 0;
 
 	(void)state;
-	assert_int_equal(haecer_connect(server.socket_path, &conn), 0);
-	assert_int_equal(haecer_machine_info(conn, &machine), 0);
+	open_for_regions(&conn, &machine, &ctx, &pkg);
 	assert_true(haecer_server_info(conn)->features & HAECER_FEATURE_ENERGY_REGION);
-	assert_int_equal(haecer_sim_power_trace(conn, "pkg: 3600000 30\n"), 0);
-	assert_int_equal(haecer_context_open(server.socket_path, &ctx), 0);
-	assert_int_equal(haecer_counter_open_energy(ctx, 0, RAPL_PKG, &pkg), 0);
-	read_timed(pkg, &once); /* asks for the precise edges */
-	/* A first region while the windows search for the grid: no pause asked, not checked. */
-	{
-		struct haecer_energy_region region;
-		struct haecer_energy_result result;
-
-		assert_int_equal(haecer_energy_start(pkg, &region), 0);
-		assert_int_equal(haecer_energy_end(pkg, &region, &result), 0);
-	}
 	for (int round = 0; round < 3; round++) {
 		struct haecer_energy_region region;
 		struct haecer_energy_result result;

@@ -63,8 +63,9 @@ int client_accept(struct msrd *server, int fd)
 	if (status < 0)
 		goto fail;
 	client->grant_generation = server->policy_generation;
-	/* On the simulated CPU, the client's load to the microsecond (its CPU-time clock), not to
-	 * /proc/stat's tick: its measured code and its polling then draw different power. Not
+	/* On the simulated CPU, the client's load at 1 ms samples (its task clock or CPU-time clock,
+	 * sim_follow.c), not at /proc/stat's tick: its measured code and its polling then draw
+	 * different power. Not
 	 * available in virtual time or on hardware: nothing to do then. */
 	client->followed = backend_sim_follow_process(server->backend, (int)client->pid, true) == 0;
 	client->number = ++server->next_client_number;

@@ -439,7 +439,8 @@ static void test_region_end_across_a_stall(void **state)
 
 /* Long enough for the pause (the start's two updates and the body's first, or 1.5 times what a
  * start took: under valgrind tens of milliseconds) and the windows' next look at their leases. */
-#define PAUSED_BODY_NS (harness_valgrind() ? 600000000ull : 30000000ull)
+#define PAUSED_BODY_NS (harness_valgrind() ? 300000000ull : 30000000ull)
+#define PAUSED_ROUNDS (harness_valgrind() ? 2 : 3)
 
 static void test_region_body_pauses_the_windows(void **state)
 {
@@ -452,7 +453,7 @@ static void test_region_body_pauses_the_windows(void **state)
 	(void)state;
 	open_for_regions(&conn, &machine, &ctx, &pkg);
 	assert_true(haecer_server_info(conn)->features & HAECER_FEATURE_ENERGY_REGION);
-	for (int round = 0; round < 3; round++) {
+	for (int round = 0; round < PAUSED_ROUNDS; round++) {
 		struct haecer_energy_region region;
 		struct haecer_energy_result result;
 		size_t offs, ons;

@@ -39,11 +39,13 @@
  * A process's CPU-time clock costs the kernel a walk over all its threads (thread_group_cputime):
  * one process with 10 000 threads, each with a connection, took ~135 us a read, 13 % of msrd's
  * CPU at one sample a millisecond, charged to every read (issue 31). So the next fine sample
- * waits at least SIM_FOLLOW_FINE_COST_SHARE times what the last one cost: the follow takes at
- * most about 1 % of a CPU, and a process with few threads is still sampled every millisecond. A
- * task clock's read costs its IPI, ~10 us on the 2-core VM the suite runs on (400 times that, the
- * placement reads' share below, sampled every 4 ms: a sleeping region's dip was spread over 4
- * of them).
+ * waits at least SIM_FOLLOW_COST_SHARE times what the clocks' reads cost: the follow takes at
+ * most about 0.25 % of a CPU, and a process with few threads is still sampled every
+ * millisecond. A task clock's read costs its IPI, ~10 us on the 2-core VM the suite runs on, and
+ * counts SIM_FOLLOW_FINE_COST_SHARE times (at most about 1 % of a CPU): at 400 times it was
+ * sampled every 4 ms, and a sleeping region's dip was spread over 4 of them. (Clocks at 100
+ * times too would sample four times as often under valgrind, where their reads cost tens of
+ * microseconds, for no gain: they move only at the tick.)
  * The same holds for where the processes ran (/proc/PID/stat sums over the threads too: ~2.5 ms
  * for that process).
  *
@@ -331,12 +333,12 @@ int sim_follow_change(struct sim *sim, pid_t pid, bool follow, uint64_t now)
 
 /* The followed processes' CPU time since the last fine sample, as loads per host CPU, plus the
  * rest of the host's; what was placed on each CPU also counts as theirs there for the next
- * /proc/stat sample (so a process's spill is not counted again in the rest). Returns what the
- * CPU-time clocks cost to read: the part that grows with a process's threads (the check that a
- * process still lives costs the same for any). */
+ * /proc/stat sample (so a process's spill is not counted again in the rest). Returns how long
+ * the next sample waits for what the CPU time cost to read: the part that grows with a
+ * process's threads (the check that a process still lives costs the same for any). */
 static uint64_t fine_loads(struct sim_follow *follow, uint64_t interval)
 {
-	uint64_t spill = 0, clock_ns = 0;
+	uint64_t spill = 0, pause = 0;
 
 	memset(follow->loads, 0, follow->host_cpus * sizeof(*follow->loads));
 	for (uint32_t i = 0; i < follow->count;) {
@@ -345,7 +347,9 @@ static uint64_t fine_loads(struct sim_follow *follow, uint64_t interval)
 		uint64_t now = 0, share, room, began = monotonic_ns();
 		int read = read_cpu_time(process, &now);
 
-		clock_ns += monotonic_ns() - began;
+		pause += (monotonic_ns() - began) * (process->task_clock >= 0
+							     ? SIM_FOLLOW_FINE_COST_SHARE
+							     : SIM_FOLLOW_COST_SHARE);
 		if (read < 0 || exited(process)) {
 			/* Gone without closing its connection yet (a child may hold it): the rest
 			 * of its time is lost to the fine view, /proc/stat still has it; a reused
@@ -378,21 +382,19 @@ static uint64_t fine_loads(struct sim_follow *follow, uint64_t interval)
 		follow->ran[k] += (uint64_t)follow->loads[k] * interval / SIM_LOAD_ONE;
 		follow->loads[k] = total < SIM_LOAD_ONE ? (uint32_t)total : SIM_LOAD_ONE;
 	}
-	return clock_ns;
+	return pause;
 }
 
 bool sim_follow_sample(struct sim *sim, uint64_t now, uint64_t *from, const uint32_t **loads,
 		       uint32_t *host_cpus)
 {
 	struct sim_follow *follow = sim->follow;
-	uint64_t cost;
+	uint64_t pause;
 
 	if (follow == NULL || follow->count == 0 || now < follow->fine_at + follow->fine_pause)
 		return false;
-	cost = fine_loads(follow, now - follow->fine_at);
-	follow->fine_pause = cost * SIM_FOLLOW_FINE_COST_SHARE > SIM_FOLLOW_SAMPLE_NS
-				     ? cost * SIM_FOLLOW_FINE_COST_SHARE
-				     : SIM_FOLLOW_SAMPLE_NS;
+	pause = fine_loads(follow, now - follow->fine_at);
+	follow->fine_pause = pause > SIM_FOLLOW_SAMPLE_NS ? pause : SIM_FOLLOW_SAMPLE_NS;
 	*from = follow->fine_at;
 	follow->fine_at = now;
 	*loads = follow->loads;

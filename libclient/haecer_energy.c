@@ -334,9 +334,11 @@ void haecer__energy_lease_renew(struct haecer_counter *counter)
  * it placed from the page as below). The start asks before its waits, for its own two updates and the
  * body's first (a 1 ms region's closing update is that one): from the page's last edge, the
  * third update after the first a window can still catch (REGION_EDGES_LATE_NS on: the request's
- * round trip and the window's margin), and half an update more; or, when a start took longer
- * here (valgrind makes one last ten times as long), half as long again as the last one took;
- * 20 ms when neither is known. No pause while the page's last edge is not sharp: the windows
+ * round trip and the window's margin), and half an update more; or, where starts are slow (the
+ * last took over REGION_EDGES_SLOW_NS: valgrind makes one last ten times as long), half as long
+ * again as the last one took; 20 ms when neither is known. (That floor on every start, 1.5
+ * times a native start's 1-2.5 ms, often reached past the body's first update into its
+ * second: a window more in every long body.) No pause while the page's last edge is not sharp: the windows
  * have not found the grid yet (a first region), and a start still looking for a sharp update
  * when they stopped took a blurred one; nor when it is old (the lease lapsed: the windows may
  * have to search again). The end's first request ends the pause, and the closing update
@@ -346,13 +348,15 @@ void haecer__energy_lease_renew(struct haecer_counter *counter)
 #define REGION_EDGES_MAX_US 100000u
 #define REGION_EDGES_LATE_NS 150000ull
 #define REGION_EDGES_STALE_NS 5000000ull /* a last edge older: the windows have stopped */
+#define REGION_EDGES_SLOW_NS 4000000ull
 
 /* 0: no pause (the windows are not locked on the grid). */
 static uint32_t region_edges_us(struct haecer_counter *counter)
 {
 	const struct haecer_context *ctx = counter->ctx;
 	uint64_t last = __atomic_load_n(&ctx->region_start_ns, __ATOMIC_RELAXED);
-	uint64_t tsc_hz = ctx->machine.tsc_hz, us = last * 3 / 2 / 1000;
+	uint64_t tsc_hz = ctx->machine.tsc_hz;
+	uint64_t us = last > REGION_EDGES_SLOW_NS ? last * 3 / 2 / 1000 : 0;
 	struct energy_sample sample;
 
 	if (tsc_hz == 0 || poll_once(counter, &sample) < 0 || sample.edge_hi == 0 ||

@@ -20,7 +20,9 @@
  *    adds the energy after that update (tail_ticks) and holds the same;
  *  - a long region's body pauses the windows (WIRE_ENERGY_READ_REGION): msrd logs them off
  *    during the body, with the lease still running, and on again when the end is called, and
- *    the region holds its +- (its closing update windowed again, or placed from a later one).
+ *    the region holds its +- (its closing update windowed again, or placed from a later one);
+ *    in at least one of a few bodies (a start still waiting for a sharp update when its pause
+ *    came keeps them, by design), and every region holds its +-.
  */
 #include <errno.h>
 #include <math.h>
@@ -440,7 +442,7 @@ static void test_region_end_across_a_stall(void **state)
 /* Long enough for the pause (the start's two updates and the body's first, or 1.5 times what a
  * start took: under valgrind tens of milliseconds) and the windows' next look at their leases. */
 #define PAUSED_BODY_NS (harness_valgrind() ? 300000000ull : 30000000ull)
-#define PAUSED_ROUNDS (harness_valgrind() ? 2 : 3)
+#define PAUSED_ROUNDS_MAX (harness_valgrind() ? 3 : 6)
 
 static void test_region_body_pauses_the_windows(void **state)
 {
@@ -448,32 +450,39 @@ static void test_region_body_pauses_the_windows(void **state)
 	struct haecer_context *ctx;
 	struct haecer_counter *pkg;
 	struct haecer_conn *conn;
-	unsigned checked = 0;
+	unsigned checked = 0, paused = 0;
 
 	(void)state;
 	open_for_regions(&conn, &machine, &ctx, &pkg);
 	assert_true(haecer_server_info(conn)->features & HAECER_FEATURE_ENERGY_REGION);
-	for (int round = 0; round < PAUSED_ROUNDS; round++) {
+	for (int round = 0; round < PAUSED_ROUNDS_MAX && paused < 2; round++) {
 		struct haecer_energy_region region;
 		struct haecer_energy_result result;
 		size_t offs, ons;
 		uint64_t from, to;
+		bool off;
 
 		assert_int_equal(haecer_energy_start(pkg, &region), 0);
 		offs = msrd_log_count(&server, "precise edges off");
 		from = clock_monotonic_raw_ns();
 		harness_spin_ns(PAUSED_BODY_NS);
 		to = clock_monotonic_raw_ns();
-		/* Within the 150 ms lease the start renewed: only the pause stops them. */
-		assert_true(msrd_log_count(&server, "precise edges off") > offs);
+		/* Within the 150 ms lease the start renewed: only the pause stops them. A start
+		 * that was still waiting for a sharp update when its pause came asked for them again
+		 * (a loaded host): that body keeps them, by design. */
+		off = msrd_log_count(&server, "precise edges off") > offs;
 		ons = msrd_log_count(&server, "precise edges on");
 		assert_int_equal(haecer_energy_end(pkg, &region, &result), 0);
-		assert_true(msrd_log_count(&server, "precise edges on") > ons);
+		if (off)
+			assert_true(msrd_log_count(&server, "precise edges on") > ons);
+		paused += off;
 		if (result.smi_count_exact && result.smi_count != 0)
 			continue; /* filtered, as callers do */
 		check_region(conn, machine.tsc_hz, &result, from, to);
 		checked++;
 	}
+	print_message("%u bodies paused the windows, %u regions checked\n", paused, checked);
+	assert_true(paused >= 1);
 	assert_true(checked >= 1);
 	haecer_counter_free(pkg);
 	haecer_context_close(ctx);

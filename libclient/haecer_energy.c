@@ -330,8 +330,8 @@ void haecer__energy_lease_renew(struct haecer_counter *counter)
 /* Regions pause msrd's windows through their bodies (WIRE_ENERGY_READ_REGION): a window per
  * update costs msrd ~5 % of a CPU on the package being measured, and inside a body no update is
  * waited for (bench/fidelity: the energy msrd's CPU added to regions' bodies, worst condition,
- * 5.1 -> 2.1 % of their energy with the pause 6 ms after the start's request, 0.6-0.9 % with
- * it placed from the page as below). The start asks before its waits, for its own two updates and the
+ * 5.1 -> 2.1 % of their energy with the pause 6 ms after the start's request, 0.8-1.75 %
+ * over seven runs with it placed from the page as below). The start asks before its waits, for its own two updates and the
  * body's first (a 1 ms region's closing update is that one): from the page's last edge, the
  * third update after the first a window can still catch (REGION_EDGES_LATE_NS on: the request's
  * round trip and the window's margin), and half an update more; or, where starts are slow (the

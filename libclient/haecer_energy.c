@@ -330,21 +330,22 @@ void haecer__energy_lease_renew(struct haecer_counter *counter)
 /* Regions pause msrd's windows through their bodies (WIRE_ENERGY_READ_REGION): a window per
  * update costs msrd ~5 % of a CPU on the package being measured, and inside a body no update is
  * waited for (bench/fidelity: the energy msrd's CPU added to regions' bodies, worst condition,
- * 5.1 -> 2.1 % of their energy with the pause 6 ms after the start's request, 0.8-1.75 %
- * over seven runs with it placed from the page as below). The start asks before its waits, for its own two updates and the
- * body's first (a 1 ms region's closing update is that one): from the page's last edge, the
- * third update after the first a window can still catch (REGION_EDGES_LATE_NS on: the request's
- * round trip and the window's margin), and half an update more; or, where starts are slow (the
- * last took over REGION_EDGES_SLOW_NS: valgrind makes one last ten times as long), half as long
- * again as the last one took; 20 ms when neither is known. (That floor on every start, 1.5
- * times a native start's 1-2.5 ms, often reached past the body's first update into its
- * second: a window more in every long body.) No pause while the page's last edge is not sharp: the windows
- * have not found the grid yet (a first region), and a start still looking for a sharp update
- * when they stopped took a blurred one; nor when it is old (the lease lapsed: the windows may
- * have to search again). The end's first request ends the pause, and the closing update
- * of a longer body gets its window again unless the end call came within a window's margin of
- * it (then it is placed from a later sharp update, or its wide bracket counts in the +-). */
-#define REGION_EDGES_FIRST_US 20000u
+ * 5.1 -> 2.1 % of their energy with the pause 6 ms after the start's request, 0.8-1.75 % over
+ * seven runs with it placed from the page as below).
+ *
+ * The start asks before its waits, for its own two updates and the body's first (a 1 ms
+ * region's closing update is that one): from the page's last edge, the third update after the
+ * first a window can still catch (REGION_EDGES_LATE_NS on: the request's round trip and the
+ * window's margin), and half an update more. Where starts are slow (the last took over
+ * REGION_EDGES_SLOW_NS: valgrind makes one last ten times as long), no sooner than half as long
+ * again as the last one took. (That floor on every start, 1.5 times a native start's
+ * 1-2.5 ms, often reached past the body's first update into its second: a window more in every
+ * long body.) No pause while the page's last edge is not sharp: the windows have not found the
+ * grid yet (a first region), and a start still looking for a sharp update when they stopped
+ * took a blurred one; nor when it is old (the lease lapsed: the windows may have to search
+ * again). The end's first request ends the pause, and the closing update of a longer body gets
+ * its window again unless the end call came within a window's margin of it (then it is placed
+ * from a later sharp update, or its wide bracket counts in the +-). */
 #define REGION_EDGES_MAX_US 100000u
 #define REGION_EDGES_LATE_NS 150000ull
 #define REGION_EDGES_STALE_NS 5000000ull /* a last edge older: the windows have stopped */
@@ -356,30 +357,24 @@ static uint32_t region_edges_us(struct haecer_counter *counter)
 	const struct haecer_context *ctx = counter->ctx;
 	uint64_t last = __atomic_load_n(&ctx->region_start_ns, __ATOMIC_RELAXED);
 	uint64_t tsc_hz = ctx->machine.tsc_hz;
+	uint64_t update = tsc_hz * RAPL_UPDATE_NS / 1000000000ull;
+	uint64_t late = tsc_hz * REGION_EDGES_LATE_NS / 1000000000ull;
 	uint64_t us = last > REGION_EDGES_SLOW_NS ? last * 3 / 2 / 1000 : 0;
+	uint64_t next, behind, until;
 	struct energy_sample sample;
 
 	if (tsc_hz == 0 || poll_once(counter, &sample) < 0 || sample.edge_hi == 0 ||
-	    sample.edge_hi < sample.edge_lo ||
+	    sample.edge_hi < sample.edge_lo || sample.edge_hi > sample.after ||
 	    sample.edge_hi - sample.edge_lo > tsc_hz * PAGE_SHARP_NS / 1000000000ull ||
-	    (sample.edge_hi < sample.after &&
-	     sample.after - sample.edge_hi > tsc_hz * REGION_EDGES_STALE_NS / 1000000000ull))
+	    sample.after - sample.edge_hi > tsc_hz * REGION_EDGES_STALE_NS / 1000000000ull)
 		return 0;
-	if (sample.edge_hi <= sample.after) {
-		uint64_t update = tsc_hz * RAPL_UPDATE_NS / 1000000000ull;
-		uint64_t late = tsc_hz * REGION_EDGES_LATE_NS / 1000000000ull;
-		uint64_t next = sample.edge_hi + update;
-		uint64_t behind = sample.after + late > next ? sample.after + late - next : 0;
-		uint64_t until;
-
-		next += (behind + update - 1) / update * update;
-		until = next + 2 * update + update / 2 - sample.after;
-		if (until * 1000000ull / tsc_hz > us)
-			us = until * 1000000ull / tsc_hz;
-	} else if (last == 0) {
-		us = REGION_EDGES_FIRST_US;
-	}
-	return us > REGION_EDGES_MAX_US ? REGION_EDGES_MAX_US : (uint32_t)(us ? us : 1);
+	next = sample.edge_hi + update;
+	behind = sample.after + late > next ? sample.after + late - next : 0;
+	next += (behind + update - 1) / update * update;
+	until = next + 2 * update + update / 2 - sample.after;
+	if (until * 1000000ull / tsc_hz > us)
+		us = until * 1000000ull / tsc_hz;
+	return us > REGION_EDGES_MAX_US ? REGION_EDGES_MAX_US : (uint32_t)us;
 }
 
 static void region_lease(struct haecer_counter *counter)
@@ -393,7 +388,6 @@ static void region_lease(struct haecer_counter *counter)
 		return;
 	}
 	__atomic_store_n(&ctx->edges_pause_ns, asked + us * 1000ull, __ATOMIC_RELAXED);
-	__atomic_store_n(&ctx->edges_paused, true, __ATOMIC_RELAXED);
 }
 
 /* A start whose update was not sharp waits for the next one: when that comes after the pause
@@ -404,17 +398,18 @@ static void start_keeps_windows(struct haecer_counter *counter)
 {
 	struct haecer_context *ctx = counter->ctx;
 	uint64_t next = clock_monotonic_raw_ns() + RAPL_UPDATE_NS + REGION_EDGES_LATE_NS;
+	uint64_t pause = __atomic_load_n(&ctx->edges_pause_ns, __ATOMIC_RELAXED);
 
-	if (__atomic_load_n(&ctx->edges_paused, __ATOMIC_RELAXED) &&
-	    next >= __atomic_load_n(&ctx->edges_pause_ns, __ATOMIC_RELAXED) &&
-	    __atomic_exchange_n(&ctx->edges_paused, false, __ATOMIC_RELAXED))
+	if (pause != 0 && next >= pause &&
+	    __atomic_compare_exchange_n(&ctx->edges_pause_ns, &pause, 0, false, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED))
 		lease_renew_now(counter, 0);
 }
 
 /* The end: windows again at once if a start paused them (a round trip, in the wait). */
 static void region_end_lease(struct haecer_counter *counter)
 {
-	if (__atomic_exchange_n(&counter->ctx->edges_paused, false, __ATOMIC_RELAXED) &&
+	if (__atomic_exchange_n(&counter->ctx->edges_pause_ns, 0, __ATOMIC_RELAXED) != 0 &&
 	    lease_renew_now(counter, 0) == 0)
 		return;
 	haecer__energy_lease_renew(counter);

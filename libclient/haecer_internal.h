@@ -75,9 +75,9 @@ struct haecer_context {
 	bool energy_exact;          /* round trips only: $HAECER_ENERGY_EXACT, or the API */
 	uint64_t lease_renewed_ns;  /* last round trip of a region or estimate (atomic): msrd's
 				     * precise edges run within a lease of the last request */
-	bool edges_paused;          /* a region's start asked msrd to pause them (atomic): its
-				     * end asks for them again */
-	uint64_t edges_pause_ns;    /* when that pause begins (atomic, CLOCK_MONOTONIC_RAW) */
+	uint64_t edges_pause_ns;    /* a region's start asked msrd to pause them from then on
+				     * (atomic, CLOCK_MONOTONIC_RAW; 0: no pause asked): its end
+				     * asks for them again */
 	uint64_t region_start_ns;   /* how long the last region's start took (atomic) */
 	struct haecer_page pages[HAECER_CONTEXT_PAGES];
 	struct haecer_machine_info machine;

@@ -133,10 +133,13 @@ static uint64_t monotonic_ns(void)
 	return ns;
 }
 
-/* Field `wanted` (3 or later) of /proc/PID/stat: 20 is the number of threads, 39 the CPU the
- * process last ran on (counted after the command in parentheses, which may hold spaces and
- * parentheses itself). */
-static int read_stat_field(int procfd, unsigned wanted, uint32_t *value)
+#define STAT_THREADS 20u  /* /proc/PID/stat: the number of threads */
+#define STAT_LAST_CPU 39u /* the CPU the process last ran on */
+
+/* Fields of /proc/PID/stat (3 or later, in increasing order: wanted[i] into values[i]), from
+ * one read, counted after the command in parentheses, which may hold spaces and parentheses
+ * itself. */
+static int read_stat_fields(int procfd, const unsigned *wanted, uint32_t *values, unsigned count)
 {
 	char text[1024];
 	const char *at;
@@ -152,18 +155,18 @@ static int read_stat_field(int procfd, unsigned wanted, uint32_t *value)
 		return -EIO;
 	text[length] = '\0';
 	at = strrchr(text, ')');
-	if (at == NULL)
-		return -EINVAL;
-	while (field < wanted && (at = strchr(at + 1, ' ')) != NULL)
-		field++;
-	if (at == NULL || sscanf(at + 1, "%" SCNu32, value) != 1)
-		return -EINVAL;
+	for (unsigned i = 0; i < count; i++) {
+		while (at != NULL && field < wanted[i] && (at = strchr(at + 1, ' ')) != NULL)
+			field++;
+		if (at == NULL || sscanf(at + 1, "%" SCNu32, &values[i]) != 1)
+			return -EINVAL;
+	}
 	return 0;
 }
 
 static int read_last_cpu(int procfd, uint32_t *cpu)
 {
-	return read_stat_field(procfd, 39, cpu);
+	return read_stat_fields(procfd, &(const unsigned){ STAT_LAST_CPU }, cpu, 1);
 }
 
 /* A task-clock counter of another process: the kernel brings a running task's count up to
@@ -176,14 +179,12 @@ static int read_last_cpu(int procfd, uint32_t *cpu)
  * Counting only (exclude_kernel is for samples; task-clock counts all the time on a CPU), so
  * perf_event_paranoid 2 allows it for a process of msrd's own uid; anything else (another uid,
  * no perf_event) keeps the clock. */
-static int open_task_clock(const struct sim_followed *process)
+static int open_task_clock(const struct sim_followed *process, uint32_t threads)
 {
 	struct perf_event_attr attr;
-	uint32_t threads = 0;
 	long fd;
 
-	if (process->pid == getpid() || read_stat_field(process->procfd, 20, &threads) < 0 ||
-	    threads != 1)
+	if (process->pid == getpid() || threads != 1)
 		return -1; /* msrd reads its own clock exactly */
 	memset(&attr, 0, sizeof(attr));
 	attr.size = sizeof(attr);
@@ -268,6 +269,7 @@ static int start_following(struct sim *sim, pid_t pid)
 {
 	struct sim_follow *follow = sim->follow;
 	struct sim_followed process = { .pid = pid, .holds = 1, .task_clock = -1 };
+	uint32_t fields[2]; /* threads, last CPU */
 	char path[32];
 	int ret, procfd;
 
@@ -286,7 +288,12 @@ static int start_following(struct sim *sim, pid_t pid)
 	if (procfd < 0)
 		return -errno; /* gone already: nothing of it to follow */
 	process.procfd = procfd;
-	process.task_clock = open_task_clock(&process);
+	/* Its threads and where it ran, from one read of its stat. */
+	if (read_stat_fields(procfd, (const unsigned[]){ STAT_THREADS, STAT_LAST_CPU }, fields,
+			     2) < 0)
+		fields[0] = fields[1] = 0;
+	process.host_cpu = fields[1] < follow->host_cpus ? fields[1] : 0;
+	process.task_clock = open_task_clock(&process, fields[0]);
 	ret = read_cpu_time(&process, &process.cpu_ns);
 	if (ret == 0 && exited(&process))
 		ret = -ESRCH;
@@ -296,8 +303,6 @@ static int start_following(struct sim *sim, pid_t pid)
 		close(procfd);
 		return ret;
 	}
-	if (read_last_cpu(procfd, &process.host_cpu) < 0 || process.host_cpu >= follow->host_cpus)
-		process.host_cpu = 0;
 	follow->processes[follow->count++] = process;
 	log_debug("sim: following pid %d's load by its %s (host CPU %u)", (int)pid,
 		  process.task_clock >= 0 ? "task clock" : "CPU-time clock", process.host_cpu);

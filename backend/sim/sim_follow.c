@@ -124,12 +124,15 @@ static int read_cpu_clock(clockid_t clock, uint64_t *ns)
 	return 0;
 }
 
-/* What a sample costs msrd, in real time (the simulated clock may be virtual). */
-static uint64_t monotonic_ns(void)
+/* What a sample costs msrd: its own thread's CPU time, which has a task clock's IPI (the
+ * reader spins until it is answered) but not the time msrd lay preempted midway. Real time
+ * counted that too: on a loaded host one read that lost the CPU for 10 ms paused the follow for
+ * a second, and a client's whole run went unsampled. */
+static uint64_t cost_clock_ns(void)
 {
 	uint64_t ns = 0;
 
-	read_cpu_clock(CLOCK_MONOTONIC, &ns);
+	read_cpu_clock(CLOCK_THREAD_CPUTIME_ID, &ns);
 	return ns;
 }
 
@@ -349,10 +352,10 @@ static uint64_t fine_loads(struct sim_follow *follow, uint64_t interval)
 	for (uint32_t i = 0; i < follow->count;) {
 		struct sim_followed *process = &follow->processes[i];
 		uint32_t *load = &follow->loads[process->host_cpu];
-		uint64_t now = 0, share, room, began = monotonic_ns();
+		uint64_t now = 0, share, room, began = cost_clock_ns();
 		int read = read_cpu_time(process, &now);
 
-		pause += (monotonic_ns() - began) * (process->task_clock >= 0
+		pause += (cost_clock_ns() - began) * (process->task_clock >= 0
 							     ? SIM_FOLLOW_FINE_COST_SHARE
 							     : SIM_FOLLOW_COST_SHARE);
 		if (read < 0 || exited(process)) {
@@ -415,7 +418,7 @@ void sim_follow_host_sampled(struct sim *sim, uint64_t now)
 	if (follow == NULL)
 		return;
 	if (now >= follow->placed_at + follow->place_pause) {
-		uint64_t began = monotonic_ns();
+		uint64_t began = cost_clock_ns();
 
 		for (uint32_t i = 0; i < follow->count; i++) {
 			struct sim_followed *process = &follow->processes[i];
@@ -425,7 +428,7 @@ void sim_follow_host_sampled(struct sim *sim, uint64_t now)
 				process->host_cpu = cpu;
 		}
 		follow->placed_at = now;
-		follow->place_pause = (monotonic_ns() - began) * SIM_FOLLOW_COST_SHARE;
+		follow->place_pause = (cost_clock_ns() - began) * SIM_FOLLOW_COST_SHARE;
 	}
 	window = now - follow->window_at;
 	if (now < follow->window_at || window < SIM_FOLLOW_REST_NS)

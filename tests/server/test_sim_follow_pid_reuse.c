@@ -33,9 +33,10 @@ static const char policy[] =
 	"  - {match: {uid: 0}, allow: [time]}\n";
 
 static struct msrd_server server;
+static pid_t busy = -1; /* Q, killed in teardown when an assertion ends the test early */
 
 /* P: connect, read once (followed from here), fork the child that keeps the connection, tell
- * the test P's pid, exit. The child waits for `go`, then reads for a while. */
+ * the test P's pid, exit. The child waits for `go`, then reads until `go` closes. */
 static void run_p(int told, int go)
 {
 	struct haecer_conn *conn;
@@ -47,9 +48,11 @@ static void run_p(int told, int go)
 	    haecer_msr_read(conn, 0, MSR_IA32_TSC, &tsc) < 0)
 		_exit(1);
 	if (fork() == 0) {
-		if (read(go, &byte, 1) != 1)
+		if (read(go, &byte, 1) != 1 || fcntl(go, F_SETFL, O_NONBLOCK) < 0)
 			_exit(1);
-		for (int i = 0; i < 200; i++) {
+		/* Until the test has seen the log line (it closes `go`), at most ~30 s: on a loaded
+		 * host msrd may sample its followed processes seldom. */
+		for (int i = 0; i < 15000 && read(go, &byte, 1) != 0; i++) {
 			if (haecer_msr_read(conn, 0, MSR_IA32_TSC, &tsc) < 0)
 				_exit(1);
 			usleep(2000);
@@ -81,7 +84,7 @@ static pid_t take_pid(pid_t want)
 		for (;;)
 			; /* busy: its CPU clock runs */
 	if (q == want)
-		return q;
+		return busy = q;
 	kill(q, SIGKILL);
 	waitpid(q, NULL, 0);
 	return -1;
@@ -98,8 +101,10 @@ static void test_reused_pid_is_not_followed(void **state)
 	assert_int_equal(pipe(go), 0);
 	p = fork();
 	assert_true(p >= 0);
-	if (p == 0)
+	if (p == 0) {
+		close(go[1]); /* so that the child sees `go` close */
 		run_p(told[1], go[0]);
+	}
 	assert_int_equal(read(told[0], &p_pid, sizeof(p_pid)), sizeof(p_pid));
 	assert_int_equal(waitpid(p, &status, 0), p);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -112,9 +117,10 @@ static void test_reused_pid_is_not_followed(void **state)
 	assert_int_equal(write(go[1], "g", 1), 1);
 	snprintf(text, sizeof(text), "sim: pid %d exited while a connection of it is open",
 		 (int)p_pid);
-	assert_true(msrd_wait_log(&server, text, 5000));
-	kill(q, SIGKILL);
+	assert_true(msrd_wait_log(&server, text, 20000));
+	kill(q, SIGKILL); /* before `go` closes: Q holds a copy of it */
 	waitpid(q, NULL, 0);
+	busy = -1;
 	close(go[1]);
 	close(told[0]);
 }
@@ -130,6 +136,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
+	if (busy > 0) {
+		kill(busy, SIGKILL);
+		waitpid(busy, NULL, 0);
+	}
 	return msrd_stop(&server) == 0 ? 0 : -1;
 }
 

@@ -7,25 +7,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+# Each phase says when it began, so that the suite's time budget can be kept by its parts.
+phase() { echo "== $* [at ${SECONDS} s]"; }
 
-echo "== layering (scripts/check-layering.sh)"
+phase "layering (scripts/check-layering.sh)"
 status=0
 scripts/check-layering.sh || status=1
-echo "== gcc build (-Werror)"
+phase "gcc build (-Werror)"
 make -j"$jobs" all tests benches
-echo "== libhaecer's ABI against its soname's record (scripts/check-abi.sh, libabigail)"
+phase "libhaecer's ABI against its soname's record (scripts/check-abi.sh, libabigail)"
 scripts/check-abi.sh build || status=1
-echo "== clang ASan+UBSan build (-Werror)"
+phase "clang ASan+UBSan build (-Werror)"
 make -j"$jobs" SANITIZE=1 all tests
 
-echo "== tests: gcc build"
+phase "tests: gcc build"
 scripts/run-tests.sh build --jobs "$jobs" || status=1
-echo "== tests: the Python package (pytest, Debian's python3, over build/libhaecer.so)"
+phase "tests: the Python package (pytest, Debian's python3, over build/libhaecer.so)"
 HAECER_BUILD="$PWD/build" /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python || status=1
-echo "== tests: ASan+UBSan build"
+phase "tests: ASan+UBSan build"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	scripts/run-tests.sh build-asan --jobs "$jobs" || status=1
-echo "== tests: ThreadSanitizer build (clang, build-tsan/), the threaded code only"
+phase "tests: ThreadSanitizer build (clang, build-tsan/), the threaded code only"
 # The code where threads share memory: the rings (threads pushing and consuming), the library
 # (contexts and regions used from many threads, the public ring API posting beside reads) and
 # haecer-mon following a ring. Only these tests and what they start are built: the build and the
@@ -49,8 +51,9 @@ if make -j"$jobs" SANITIZE=thread $(printf '%s\n' "${tsan_targets[@]}" | sort -u
 else
 	status=1
 fi
-echo "== tests: valgrind memcheck (gcc build, small scale)"
+phase "tests: valgrind memcheck (gcc build, small scale)"
 scripts/run-tests.sh build --valgrind --jobs "$jobs" || status=1
-echo "== libFuzzer smoke run (clang, build-fuzz/, 10 s per target, one target per CPU)"
+phase "libFuzzer smoke run (clang, build-fuzz/, 10 s per target, one target per CPU)"
 make -j"$jobs" fuzz FUZZ_SECONDS=10 || status=1
+phase "done"
 exit $status

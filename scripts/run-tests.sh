@@ -51,6 +51,12 @@ if [ "$valgrind" = 1 ]; then
 	export HAECER_TEST_SCALE=small
 	export HAECER_VALGRIND=1
 	timeout_seconds=${HAECER_TEST_TIMEOUT:-600}
+	# Valgrind's stacks leave out inlined frames (--read-inline-info=no, through VALGRIND_OPTS so
+	# that the msrd and tools the tests start under valgrind take it too): each program starts
+	# about a fifth faster (mon/test_errors, 31 programs: 14.8 -> 12.9 s). A finding's file and
+	# line stay exact (the line table has the inlined code); only an inlined function's frame is
+	# folded into its caller's. Set VALGRIND_OPTS (even empty) to choose otherwise.
+	export VALGRIND_OPTS="${VALGRIND_OPTS---read-inline-info=no}"
 	runner=(valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
 		--trace-children=no --suppressions="$HAECER_SOURCE/tests/valgrind.supp")
 fi

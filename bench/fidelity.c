@@ -62,6 +62,7 @@
 #include "hw/msr.h"
 #include "bench/lib/bench_stats.h"
 #include "harness/msrd_harness.h"
+#include "bench/parts/fidelity/cost.h"
 #include "bench/parts/fidelity/follow.h"
 
 #define FIDELITY_SEED "12"
@@ -449,6 +450,8 @@ int main(void)
 	}
 	bench_pin(server.pid, cpus > 1 ? 1 : 0);
 	bench_pin(0, 0);
+	if (fidelity_cost_watch(server.pid) < 0)
+		fprintf(stderr, "bench/fidelity: no task clock of msrd: its CPU from schedstat\n");
 	drop_capabilities();
 	srand(12);
 	check(haecer_connect(server.socket_path, &conn), "connect");

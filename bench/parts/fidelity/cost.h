@@ -28,6 +28,11 @@ struct fidelity_cost {
 	double reported_cpu_pct;       /* their measurement_cpu_ns over the regions' time, % */
 };
 
+/* Opens a task clock of msrd's main thread (where its windows and page samples run), for the
+ * CPU figures: call before this process drops its capabilities. Without it (refused), they come
+ * from /proc/PID/schedstat, which lags a running thread by up to its slice. 0 or -errno. */
+int fidelity_cost_watch(pid_t msrd);
+
 /* Pairs of blocks, the measured one first and the unmeasured one second, of the same regions
  * (every length in `lengths`, several times) doing `work`; truth from `truth` at each region's
  * ends. */

@@ -607,22 +607,6 @@ int haecer_energy_start(struct haecer_counter *energy, struct haecer_energy_regi
 	return 0;
 }
 
-bool haecer__update_count_is_ambiguous(uint64_t tsc_hz, uint64_t from_tsc, uint64_t count,
-				       uint64_t lo, uint64_t hi)
-{
-	uint64_t update = tsc_hz * RAPL_UPDATE_NS / 1000000000ull;
-	uint64_t jitter = tsc_hz * RAPL_UPDATE_LATE_NS / 1000000000ull;
-	uint64_t low = lo > jitter ? lo - jitter : 0, high = hi + jitter;
-
-	for (uint64_t other = count > 1 ? count - 1 : count + 1; other <= count + 1; other += 2) {
-		uint64_t back = other * update;
-
-		if (back < from_tsc && from_tsc - back >= low && from_tsc - back <= high)
-			return true;
-	}
-	return false;
-}
-
 /* A blurred closing update (its polls were far apart: msrd or this thread was preempted) is
  * placed by counting back from the first sharp update after it: k updates of about 1 ms each,
  * k from the energy between them at the measured power. The two updates' own jitter (+-20 us on
@@ -651,9 +635,6 @@ static void closing_estimate(const struct haecer_counter *energy, struct update_
 	if (updates < 0.5 || back >= sharp_one->tsc || sharp_one->tsc - back < lo ||
 	    sharp_one->tsc - back > hi)
 		return; /* the count does not fit the polls: keep the middle */
-	if (haecer__update_count_is_ambiguous(energy->ctx->machine.tsc_hz, sharp_one->tsc,
-					      (uint64_t)llround(updates), lo, hi))
-		return; /* the energy's rounding would pick: keep the middle and the bracket */
 	closing->tsc = sharp_one->tsc - back;
 	closing->extrapolated = true;
 	closing->anchor_bracket = sharp_one->bracket;

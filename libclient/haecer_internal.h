@@ -203,14 +203,6 @@ HAECER_INTERNAL int haecer__perf_pmu_type(const char *pmu, uint32_t *type);
 
 /* ---- haecer_perf_core.c ---- */
 
-/* Whether an update counted back `count` updates from `from_tsc` (a sharp one) is the only
- * count that lands in the blurred update's bracket [lo, hi]: true when one update more or less
- * lands there too, within the updates' jitter (RAPL_UPDATE_LATE_NS). A bracket about an update
- * wide (the page sampler's) holds two grid points, and the energy's rounding then picks one by
- * a power that can have changed between them (bench/fidelity, a busy host: a 2.5 ms region
- * placed a whole update late, its energy one update short, 1.18 x its +-). */
-HAECER_INTERNAL bool haecer__update_count_is_ambiguous(uint64_t tsc_hz, uint64_t from_tsc,
-						       uint64_t count, uint64_t lo, uint64_t hi);
 /* msrd's counters come from its perf broker (HELLO: HAECER_FEATURE_PERF, no _SLOTS). */
 HAECER_INTERNAL bool haecer__counters_brokered(const struct haecer_context *ctx);
 /* A core-PMU event counting CPU-wide on `cpu` through the broker, from the event database's

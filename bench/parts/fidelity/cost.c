@@ -52,7 +52,10 @@
 #include "harness/sim_control.h"
 #include "hw/msr.h"
 
-#define COST_PAIRS 7
+/* msrd's CPU over the measured bodies is ~10 ms per 7 pairs: the figure scattered by +-0.3
+ * between runs of one tree (quiet host, sleeping client: 0.39-1.44 % in six runs); 15 pairs
+ * halve that variance (0.58-1.03 in eight) for ~10 s more of the bench. */
+#define COST_PAIRS 15
 #define COST_SETS 3
 #define COST_MAX_LENGTHS 8
 /* Past the lease (150 ms: regions renew msrd's windows for that long after their last

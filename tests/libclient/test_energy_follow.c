@@ -165,8 +165,15 @@ static void test_energy_sleeping_regions_covered(void **state)
 		truth = truth_at(conn, end) - truth_at(conn, start);
 		ratio = fabs(result.joules - truth) / result.uncertainty_joules;
 		fprintf(stderr, "sleeping %4.0f us: %.6f J, true %.6f J, +-%.6f J (%.2fx), "
-			"reasons %#x\n", (double)(end - start) / 1000.0, result.joules, truth,
-			result.uncertainty_joules, ratio, result.doubt_reasons);
+			"reasons %#x; lead %.0f us, wait %.0f us, tail %.0f us, W before %.2f "
+			"after %.2f span %.2f\n", (double)(end - start) / 1000.0, result.joules,
+			truth, result.uncertainty_joules, ratio, result.doubt_reasons,
+			(double)result.lead_ticks / result.region_ticks * result.seconds * 1e6,
+			(double)result.wait_ticks / result.region_ticks * result.seconds * 1e6,
+			(double)result.tail_ticks / result.region_ticks * result.seconds * 1e6,
+			result.before_joules_per_tick * result.region_ticks / result.seconds,
+			result.after_joules_per_tick * result.region_ticks / result.seconds,
+			result.span_joules_per_tick * result.region_ticks / result.seconds);
 		/* The contract of issue 23: a result whose truth lies beyond its ± is marked (not
 		 * reliable, with its reasons), never silently tight. */
 		if (ratio > 3.0) {

@@ -54,7 +54,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/capability.h>
 
 #include "haecer/msrd.h"
 #include "common/clock.h"
@@ -411,21 +410,6 @@ static void smi_virtual(const char *model, unsigned domain, uint64_t *detected, 
 		die("virtual-time msrd did not stop cleanly", -EIO);
 }
 
-/* The measured program runs as a user's program would: without capabilities. msrd drops all but
- * CAP_SYS_RAWIO, and the kernel lets a process read another's task clock only when the other's
- * capabilities are a subset of its own (cap_ptrace_access_check): the simulator follows a
- * client it may not read by the client's CPU-time clock, which another process sees move only
- * at the scheduler's ticks (backend/sim/sim_follow.c), and load-following power then swings
- * with the tick, not with the load. */
-static void drop_capabilities(void)
-{
-	cap_t none = cap_init();
-
-	if (none == NULL || cap_set_proc(none) != 0)
-		die("cannot drop this process's capabilities", -errno);
-	cap_free(none);
-}
-
 int main(void)
 {
 	const char *arguments[] = {"--backend", "sim", "--sim-model", "sandybridge", "--sim-seed",
@@ -452,7 +436,10 @@ int main(void)
 	bench_pin(0, 0);
 	if (fidelity_cost_watch(server.pid) < 0)
 		fprintf(stderr, "bench/fidelity: no task clock of msrd: its CPU from schedstat\n");
-	drop_capabilities();
+	/* The measured program runs as a user's program would: without capabilities, so that the
+	 * simulator follows it by its task clock, not by the tick (harness_drop_capabilities). */
+	if (harness_drop_capabilities() < 0)
+		die("cannot drop this process's capabilities", -errno);
 	srand(12);
 	check(haecer_connect(server.socket_path, &conn), "connect");
 	check(haecer_default_context(&ctx), "context");

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -89,6 +90,19 @@ bool harness_valgrind(void)
 {
 	const char *valgrind = getenv("HAECER_VALGRIND");
 	return valgrind != NULL && strcmp(valgrind, "1") == 0;
+}
+
+int harness_drop_capabilities(void)
+{
+	cap_t none = cap_init();
+	int ret = 0;
+
+	if (none == NULL)
+		return -errno;
+	if (cap_set_proc(none) != 0)
+		ret = -errno;
+	cap_free(none);
+	return ret;
 }
 
 int harness_write_file(const char *path, const char *text, unsigned mode)

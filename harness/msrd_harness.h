@@ -53,6 +53,13 @@ const char *harness_source_dir(void);
 bool harness_small_scale(void);
 /* msrd runs under valgrind in this run. */
 bool harness_valgrind(void);
+/* Drop every capability of this process (its uid stays): a program as a user runs it. The
+ * simulator follows a client by its perf task clock only when the client's capabilities are
+ * no more than msrd's (backend/sim/sim_follow.c); a root client with all of them is followed
+ * by its CPU-time clock, which another process sees move only at the scheduler's tick, so the
+ * simulated power swings by a CPU's worth in 4 ms steps however steady the client is.
+ * 0 or -errno. */
+int harness_drop_capabilities(void);
 /* Keep this CPU busy for ns (CLOCK_MONOTONIC_RAW): a region's work, or a stretch timed exactly. */
 void harness_spin_ns(uint64_t ns);
 /* A child process that spins spin_ns, then sleeps sleep_us (0: never), for ever, and dies with

@@ -25,7 +25,6 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/capability.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <stdarg.h>
@@ -231,14 +230,12 @@ static void pin_to(unsigned cpu)
 static void spinning_child(const char *socket_path, int ready, struct spin_record *record)
 {
 	struct haecer_conn *own;
-	cap_t none = cap_init();
 	uint64_t last, now;
 	char byte = 1;
 
 	pin_to(0);
-	if (none == NULL || cap_set_proc(none) != 0 || haecer_connect(socket_path, &own) != 0)
+	if (harness_drop_capabilities() < 0 || haecer_connect(socket_path, &own) != 0)
 		_exit(1);
-	cap_free(none);
 	if (write(ready, &byte, 1) != 1)
 		_exit(1);
 	usleep(20000); /* the simulator's first sample of it */

@@ -12,12 +12,14 @@
  *  - a client without capabilities (as a user's program runs) that spins without a system call
  *    is followed by its task clock, and the package draws its power all the time it spins:
  *    while another process makes msrd observe the package every millisecond (as its page
- *    sampler and precise edges do), no 1 ms step of the simulator's energy falls more than half
- *    a busy host CPU's power below their median. Followed by its CPU-time clock, which another
- *    process sees move only at the scheduler's tick, steps of 0 and of 4 ms of its CPU
- *    alternated (6 W against a median of 20 W here; 11 to 35 W on the rough model in
- *    bench/fidelity). Only the fall is checked: under valgrind msrd's own load, which the
- *    simulator follows too, lifts single steps by 8 W;
+ *    sampler and precise edges do), at most one 1 ms step of the simulator's energy (none where
+ *    fewer than 20 were checked) falls more than half a busy host CPU's power below their median.
+ *    Followed by its CPU-time clock, which another process sees move only at the scheduler's
+ *    tick, steps of 0 and of 4 ms of its CPU alternated, three low steps in four (6 W against
+ *    a median of 20 W here; 11 to 35 W on the rough model in bench/fidelity). One step of 45
+ *    fell to 9.5 W once in a valgrind pass, where msrd runs tens of times slower. Only the
+ *    fall is checked: under valgrind msrd's own load, which the simulator follows too, lifts
+ *    single steps by 8 W;
  *  - msrd logs that it follows the client, and stops when the client disconnects.
  */
 #include <math.h>
@@ -295,7 +297,7 @@ static void test_a_spinning_client_draws_steady_power(void **state)
 	struct spin_record *record = mmap(NULL, sizeof(*record), PROT_READ | PROT_WRITE,
 					  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	double steps[STEADY_STEPS], median;
-	size_t count = 0;
+	size_t count = 0, low = 0;
 
 	(void)state;
 	assert_true(record != MAP_FAILED);
@@ -320,7 +322,10 @@ static void test_a_spinning_client_draws_steady_power(void **state)
 	median = steps[count / 2];
 	print_message("%zu undisturbed steps of 1 ms while the child spun: %.2f .. %.2f W, median "
 		      "%.2f W\n", count, steps[0] * 1e3, steps[count - 1] * 1e3, median * 1e3);
-	assert_true(steps[0] * 1e3 >= median * 1e3 - ONE_HOST_CPU_WATTS / 2.0);
+	for (size_t i = 0; i < count; i++)
+		low += steps[i] * 1e3 < median * 1e3 - ONE_HOST_CPU_WATTS / 2.0;
+	print_message("%zu of them more than half a busy CPU below the median\n", low);
+	assert_true(low <= 1 && low * 20 <= count);
 }
 
 static void test_a_closed_client_is_no_longer_followed(void **state)

@@ -271,6 +271,18 @@ static bool wait_windows_off(void)
 /* A connection for the truth, at a constant 30 W, and a package counter whose precise edges
  * have found the grid: a first region ran while the windows searched for it (not checked; it
  * asks no pause of them either). */
+/* A connection (the machine's facts, the package held at a constant 30 W) and a package energy
+ * counter of a context of its own. */
+static void open_at_30w(struct haecer_conn **conn, struct haecer_machine_info *machine,
+			struct haecer_context **ctx, struct haecer_counter **pkg)
+{
+	assert_int_equal(haecer_connect(server.socket_path, conn), 0);
+	assert_int_equal(haecer_machine_info(*conn, machine), 0);
+	assert_int_equal(haecer_sim_power_trace(*conn, "pkg: 3600000 30\n"), 0);
+	assert_int_equal(haecer_context_open(server.socket_path, ctx), 0);
+	assert_int_equal(haecer_counter_open_energy(*ctx, 0, RAPL_PKG, pkg), 0);
+}
+
 static void open_for_regions(struct haecer_conn **conn, struct haecer_machine_info *machine,
 			     struct haecer_context **ctx, struct haecer_counter **pkg)
 {
@@ -278,12 +290,8 @@ static void open_for_regions(struct haecer_conn **conn, struct haecer_machine_in
 	struct haecer_energy_result result;
 	struct timed once;
 
-	assert_int_equal(haecer_connect(server.socket_path, conn), 0);
-	assert_int_equal(haecer_machine_info(*conn, machine), 0);
+	open_at_30w(conn, machine, ctx, pkg);
 	assert_true(machine->tsc_hz > 0);
-	assert_int_equal(haecer_sim_power_trace(*conn, "pkg: 3600000 30\n"), 0);
-	assert_int_equal(haecer_context_open(server.socket_path, ctx), 0);
-	assert_int_equal(haecer_counter_open_energy(*ctx, 0, RAPL_PKG, pkg), 0);
 	read_timed(*pkg, &once); /* asks for the precise edges */
 	assert_int_equal(haecer_energy_start(*pkg, &region), 0);
 	assert_int_equal(haecer_energy_end(*pkg, &region, &result), 0);
@@ -369,11 +377,7 @@ static void test_region_end_across_a_stall(void **state)
 	unsigned checked = 0, planned = 0;
 
 	(void)state;
-	assert_int_equal(haecer_connect(server.socket_path, &conn), 0);
-	assert_int_equal(haecer_machine_info(conn, &machine), 0);
-	assert_int_equal(haecer_sim_power_trace(conn, "pkg: 3600000 30\n"), 0);
-	assert_int_equal(haecer_context_open(server.socket_path, &ctx), 0);
-	assert_int_equal(haecer_counter_open_energy(ctx, 0, RAPL_PKG, &pkg), 0);
+	open_at_30w(&conn, &machine, &ctx, &pkg);
 	for (int round = 0; round < 8; round++) {
 		struct haecer_energy_region region;
 		struct haecer_sim_energy_at last;

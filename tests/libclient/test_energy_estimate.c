@@ -22,7 +22,8 @@
  *    during the body, with the lease still running, and on again when the end is called, and
  *    the region holds its +- (its closing update windowed again, or placed from a later one);
  *    in at least one of a few bodies (a start still waiting for a sharp update when its pause
- *    came keeps them, by design), and every region holds its +-.
+ *    came keeps them, by design), and every region holds its +-, natively at least one paused
+ *    one within 1 % (its closing update placed on the grid msrd kept through the pause).
  */
 #include <errno.h>
 #include <math.h>
@@ -447,6 +448,11 @@ static void test_region_end_across_a_stall(void **state)
  * start took: under valgrind tens of milliseconds) and the windows' next look at their leases. */
 #define PAUSED_BODY_NS (harness_valgrind() ? 300000000ull : 30000000ull)
 #define PAUSED_ROUNDS_MAX (harness_valgrind() ? 3 : 6)
+/* At a constant power a paused body's closing update is still known to its grid point: the
+ * region states well under 1 % (0.02-0.2 % here). When msrd took its grid up again a point
+ * ahead of the register, the update just before the end call came with the sampler's 1 ms
+ * bracket, and every such region stated +-4.5 % (server/energy_edges.c, last_seen_point). */
+#define TIGHT_SHARE 0.01
 
 static void test_region_body_pauses_the_windows(void **state)
 {
@@ -454,7 +460,7 @@ static void test_region_body_pauses_the_windows(void **state)
 	struct haecer_context *ctx;
 	struct haecer_counter *pkg;
 	struct haecer_conn *conn;
-	unsigned checked = 0, paused = 0;
+	unsigned checked = 0, paused = 0, tight = 0;
 
 	(void)state;
 	open_for_regions(&conn, &machine, &ctx, &pkg);
@@ -484,10 +490,14 @@ static void test_region_body_pauses_the_windows(void **state)
 			continue; /* filtered, as callers do */
 		check_region(conn, machine.tsc_hz, &result, from, to);
 		checked++;
+		tight += off && result.uncertainty_joules < TIGHT_SHARE * result.joules;
 	}
-	print_message("%u bodies paused the windows, %u regions checked\n", paused, checked);
+	print_message("%u bodies paused the windows, %u regions checked, %u paused ones stated "
+		      "less than %.0f %%\n", paused, checked, tight, 100.0 * TIGHT_SHARE);
 	assert_true(paused >= 1);
 	assert_true(checked >= 1);
+	if (!harness_valgrind())
+		assert_true(tight >= 1);
 	haecer_counter_free(pkg);
 	haecer_context_close(ctx);
 	haecer_close(conn);

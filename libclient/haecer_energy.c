@@ -340,12 +340,19 @@ void haecer__energy_lease_renew(struct haecer_counter *counter)
  * REGION_EDGES_SLOW_NS: valgrind makes one last ten times as long), no sooner than half as long
  * again as the last one took. (That floor on every start, 1.5 times a native start's
  * 1-2.5 ms, often reached past the body's first update into its second: a window more in every
- * long body.) No pause while the page's last edge is not sharp: the windows have not found the
- * grid yet (a first region), and a start still looking for a sharp update when they stopped
- * took a blurred one; nor when it is old (the lease lapsed: the windows may have to search
- * again). The end's first request ends the pause, and the closing update of a longer body gets
- * its window again unless the end call came within a window's margin of it (then it is placed
- * from a later sharp update, or its wide bracket counts in the +-). */
+ * long body.) No pause while the page's last edge is known only to the sampler's period (wider
+ * than REGION_EDGES_GRID_NS): the windows have not found the grid yet (a first region); nor
+ * when it is old (the lease lapsed: the windows may have to search again). The end's first
+ * request ends the pause, and the closing update of a longer body gets its window again unless
+ * the end call came within a window's margin of it (then it is placed from a later sharp
+ * update, or its wide bracket counts in the +-).
+ *
+ * The last edge need not be sharp, only known to the grid: msrd places a blurred one from its
+ * grid to a few tens of microseconds (energy_edges_place), and the pause has half an update to
+ * spare. Only sharp ones at first (PAGE_SHARP_NS): a start after a window that missed asked no
+ * pause, and its body kept a window per update (bench/fidelity: 3 % of starts on a quiet host,
+ * 10-14 % on a busy one, each 10 ms body then 300-400 us of msrd's CPU more). */
+#define REGION_EDGES_GRID_NS 100000ull
 #define REGION_EDGES_MAX_US 100000u
 #define REGION_EDGES_LATE_NS 150000ull
 #define REGION_EDGES_STALE_NS 5000000ull /* a last edge older: the windows have stopped */
@@ -365,7 +372,7 @@ static uint32_t region_edges_us(struct haecer_counter *counter)
 
 	if (tsc_hz == 0 || poll_once(counter, &sample) < 0 || sample.edge_hi == 0 ||
 	    sample.edge_hi < sample.edge_lo || sample.edge_hi > sample.after ||
-	    sample.edge_hi - sample.edge_lo > tsc_hz * PAGE_SHARP_NS / 1000000000ull ||
+	    sample.edge_hi - sample.edge_lo > tsc_hz * REGION_EDGES_GRID_NS / 1000000000ull ||
 	    sample.after - sample.edge_hi > tsc_hz * REGION_EDGES_STALE_NS / 1000000000ull)
 		return 0;
 	next = sample.edge_hi + update;
@@ -377,14 +384,20 @@ static uint32_t region_edges_us(struct haecer_counter *counter)
 	return us > REGION_EDGES_MAX_US ? REGION_EDGES_MAX_US : (uint32_t)us;
 }
 
-static void region_lease(struct haecer_counter *counter)
+/* `now`: renew even within half a lease of the last renewal (a start that takes its windows
+ * back from a pause). */
+static void region_lease(struct haecer_counter *counter, bool now)
 {
 	struct haecer_context *ctx = counter->ctx;
 	uint32_t us = ctx->energy_exact ? 0 : region_edges_us(counter);
 	uint64_t asked = clock_monotonic_raw_ns();
 
 	if (us == 0 || lease_renew_now(counter, us) < 0) {
-		haecer__energy_lease_renew(counter); /* no pause (or an msrd without): as before */
+		/* No pause (or an msrd without): windows for the lease, as before. */
+		if (now)
+			lease_renew_now(counter, 0);
+		else
+			haecer__energy_lease_renew(counter);
 		return;
 	}
 	__atomic_store_n(&ctx->edges_pause_ns, asked + us * 1000ull, __ATOMIC_RELAXED);
@@ -392,8 +405,9 @@ static void region_lease(struct haecer_counter *counter)
 
 /* A start whose update was not sharp waits for the next one: when that comes after the pause
  * asked for (an SMI blurred one of its updates: about one start in twenty on a quiet host, which
- * then took a sampler's bracket, 1 ms wide, as its start), the windows are asked again now, and
- * this region's body keeps them. */
+ * then took a sampler's bracket, 1 ms wide, as its start), the windows are asked again now, with
+ * a pause placed anew from the update just seen (region_lease). Without a new pause this
+ * region's body kept a window per update for the whole lease. */
 static void start_keeps_windows(struct haecer_counter *counter)
 {
 	struct haecer_context *ctx = counter->ctx;
@@ -403,7 +417,7 @@ static void start_keeps_windows(struct haecer_counter *counter)
 	if (pause != 0 && next >= pause &&
 	    __atomic_compare_exchange_n(&ctx->edges_pause_ns, &pause, 0, false, __ATOMIC_RELAXED,
 					__ATOMIC_RELAXED))
-		lease_renew_now(counter, 0);
+		region_lease(counter, true);
 }
 
 /* The end: windows again at once if a start paused them (a round trip, in the wait). */
@@ -570,7 +584,7 @@ int haecer_energy_start(struct haecer_counter *energy, struct haecer_energy_regi
 	 * wait is then counted against the region too: filtered, never missed. */
 	if (error == 0 && !haecer__energy_virtual_time(energy->ctx)) { /* virtual time: no pages */
 		smi_poll(energy, &smi_before);
-		region_lease(energy);
+		region_lease(energy, false);
 	}
 	if (error == 0)
 		error = next_update(energy, &at);

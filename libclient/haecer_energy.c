@@ -705,11 +705,19 @@ static double lead_doubt_per_tick(const struct haecer_counter *energy, double pe
 	return fmax(doubt_per_tick, fmax(per_tick, max_per_tick - per_tick));
 }
 
-/* The update before the end call, when msrd's page bracketed it sharply (first: the end's
- * first poll), bounds the region from the other side: its energy is the register up to that
- * update plus the tail from it to the call, and the tail ran the caller's own code, whose power
- * nobody observed apart from the span's average: anything from 0 to the domain's maximum. The
- * region lies in both intervals, the wait's (result) and this one, so in their intersection:
+/* The update before the end call counts when msrd bracketed it sharply or placed it on its grid
+ * (energy_edges_place: a bracket of 4 sigmas of the grid's spread, at most +-50 us): its half
+ * bracket is counted at the domain's maximum power. Sharp ones only at first: a paused body's
+ * last update comes from the page's sampler and is placed, never sharp, so 10 ms regions whose
+ * closing update came a whole update after the call stated +-10 % (power_changed, the wait at 0
+ * to the maximum) where this bound gives +-0.4-1.1 % (bench/fidelity, quiet host). */
+#define TAIL_BRACKET_MAX_NS 100000ull
+
+/* The update before the end call, when msrd's page bracketed it (first: the end's first poll;
+ * TAIL_BRACKET_MAX_NS), bounds the region from the other side: its energy is the register up to
+ * that update plus the tail from it to the call, and the tail ran the caller's own code, whose
+ * power nobody observed apart from the span's average: anything from 0 to the domain's maximum.
+ * The region lies in both intervals, the wait's (result) and this one, so in their intersection:
  * where the tail is short this one is the tighter, where the wait is short the wait's (the
  * tail at the observed polling powers stated +-55 uJ for a region 360 uJ off). Only the update
  * right before the closing one, half an interval after the start or more: a page whose bracket
@@ -729,7 +737,8 @@ static void intersect_tail(const struct haecer_counter *energy,
 		return;
 	previous.bracket = first->edge_hi - first->edge_lo;
 	previous.tsc = first->edge_lo + previous.bracket / 2;
-	if (!sharp(energy, &previous) || previous.tsc >= called ||
+	if (previous.bracket > energy->ctx->machine.tsc_hz * TAIL_BRACKET_MAX_NS / 1000000000ull ||
+	    previous.tsc >= called ||
 	    previous.tsc - region->start_update_tsc < update / 2 || closing->tsc <= previous.tsc ||
 	    closing->tsc - previous.tsc < update / 2 || closing->tsc - previous.tsc > update * 3 / 2)
 		return;

@@ -456,6 +456,36 @@ static void test_region_end_across_a_stall(void **state)
  * bracket, and every such region stated +-4.5 % (server/energy_edges.c, last_seen_point). */
 #define TIGHT_SHARE 0.01
 
+static uint64_t last_start_ns; /* how long paused_body_region's last start took */
+
+/* A region whose body spins PAUSED_BODY_NS: whether msrd logged its windows off during the
+ * body (then also on again at the end call). Within the 150 ms lease the start renewed, only
+ * the pause stops them. */
+static bool paused_body_region(struct haecer_counter *pkg, struct haecer_energy_result *result,
+			       uint64_t *from, uint64_t *to)
+{
+	struct haecer_energy_region region;
+	uint64_t called = clock_monotonic_raw_ns();
+	size_t offs, ons;
+	bool off;
+
+	assert_int_equal(haecer_energy_start(pkg, &region), 0);
+	offs = msrd_log_count(&server, "precise edges off");
+	*from = clock_monotonic_raw_ns();
+	last_start_ns = *from - called;
+	harness_spin_ns(PAUSED_BODY_NS);
+	*to = clock_monotonic_raw_ns();
+	off = msrd_log_count(&server, "precise edges off") > offs;
+	ons = msrd_log_count(&server, "precise edges on");
+	assert_int_equal(haecer_energy_end(pkg, &region, result), 0);
+	if (off)
+		assert_true(msrd_log_count(&server, "precise edges on") > ons);
+	return off;
+}
+
+/* A start that was still waiting for a sharp update when its pause came, and found none to
+ * place a new pause from, asked for the windows again (a loaded host): that body keeps them,
+ * by design. */
 static void test_region_body_pauses_the_windows(void **state)
 {
 	struct haecer_machine_info machine;
@@ -468,25 +498,10 @@ static void test_region_body_pauses_the_windows(void **state)
 	open_for_regions(&conn, &machine, &ctx, &pkg);
 	assert_true(haecer_server_info(conn)->features & HAECER_FEATURE_ENERGY_REGION);
 	for (int round = 0; round < PAUSED_ROUNDS_MAX && paused < 2; round++) {
-		struct haecer_energy_region region;
 		struct haecer_energy_result result;
-		size_t offs, ons;
 		uint64_t from, to;
-		bool off;
+		bool off = paused_body_region(pkg, &result, &from, &to);
 
-		assert_int_equal(haecer_energy_start(pkg, &region), 0);
-		offs = msrd_log_count(&server, "precise edges off");
-		from = clock_monotonic_raw_ns();
-		harness_spin_ns(PAUSED_BODY_NS);
-		to = clock_monotonic_raw_ns();
-		/* Within the 150 ms lease the start renewed: only the pause stops them. A start
-		 * that was still waiting for a sharp update when its pause came asked for them again
-		 * (a loaded host): that body keeps them, by design. */
-		off = msrd_log_count(&server, "precise edges off") > offs;
-		ons = msrd_log_count(&server, "precise edges on");
-		assert_int_equal(haecer_energy_end(pkg, &region, &result), 0);
-		if (off)
-			assert_true(msrd_log_count(&server, "precise edges on") > ons);
 		paused += off;
 		if (result.smi_count_exact && result.smi_count != 0)
 			continue; /* filtered, as callers do */
@@ -513,6 +528,7 @@ static void test_region_body_pauses_the_windows(void **state)
  * the start, are not counted. */
 #define PLACED_BRACKET_MIN_NS 20000ull /* wider than a sharp one (PAGE_SHARP_NS) */
 #define PLACED_BRACKET_MAX_NS 100000ull /* the grid's spread at most (+-50 us) */
+#define RETRIED_START_NS 2600000ull /* two updates and the polls: 1-2.1 ms natively */
 
 static bool last_update_placed(struct haecer_counter *pkg)
 {
@@ -540,10 +556,8 @@ static void test_start_after_a_placed_update_pauses(void **state)
 
 	(void)state;
 	open_for_regions(&conn, &machine, &ctx, &pkg);
-	for (int round = 0; round < 12 && tried < 3; round++) {
-		struct haecer_energy_region region;
+	for (int round = 0; round < 16 && tried < 3; round++) {
 		struct haecer_energy_result result;
-		size_t offs;
 		uint64_t from, to;
 		bool off;
 
@@ -555,17 +569,15 @@ static void test_start_after_a_placed_update_pauses(void **state)
 		assert_int_equal(kill(server.pid, SIGCONT), 0);
 		if (!last_update_placed(pkg))
 			continue;
-		assert_int_equal(haecer_energy_start(pkg, &region), 0);
-		offs = msrd_log_count(&server, "precise edges off");
-		from = clock_monotonic_raw_ns();
-		harness_spin_ns(PAUSED_BODY_NS);
-		to = clock_monotonic_raw_ns();
-		off = msrd_log_count(&server, "precise edges off") > offs;
-		assert_int_equal(haecer_energy_end(pkg, &region, &result), 0);
-		tried++;
-		paused += off;
+		off = paused_body_region(pkg, &result, &from, &to);
 		if (!(result.smi_count_exact && result.smi_count != 0))
 			check_region(conn, machine.tsc_hz, &result, from, to);
+		/* A start that waited for one more update (an SMI blurred one) asks its pause
+		 * again from that update, which may not be placed: not this test's case. */
+		if (last_start_ns > RETRIED_START_NS && !harness_valgrind())
+			continue;
+		paused += off;
+		tried++;
 	}
 	print_message("%u starts after a placed update, %u of their bodies paused the windows\n",
 		      tried, paused);

@@ -211,6 +211,10 @@ struct update_seen {
 /* A page bracket at most this wide is sharp (msrd's precise windows read every few us; a wider
  * one is a window that missed its update). */
 #define PAGE_SHARP_NS 20000ull
+/* A page bracket at most this wide is at least placed on msrd's update grid (energy_edges_place:
+ * 4 sigmas of the grid's spread, at most +-50 us): its time is known to tens of microseconds,
+ * enough to place a region's pause and to bound its tail, not to take as a region's start. */
+#define PAGE_PLACED_NS 100000ull
 
 /* The typical time between two polls (a moving average over about 16), the yardstick of a
  * sharp detection. */
@@ -341,7 +345,7 @@ void haecer__energy_lease_renew(struct haecer_counter *counter)
  * again as the last one took. (That floor on every start, 1.5 times a native start's
  * 1-2.5 ms, often reached past the body's first update into its second: a window more in every
  * long body.) No pause while the page's last edge is known only to the sampler's period (wider
- * than REGION_EDGES_GRID_NS): the windows have not found the grid yet (a first region); nor
+ * than PAGE_PLACED_NS): the windows have not found the grid yet (a first region); nor
  * when it is old (the lease lapsed: the windows may have to search again). The end's first
  * request ends the pause, and the closing update of a longer body gets its window again unless
  * the end call came within a window's margin of it (then it is placed from a later sharp
@@ -352,7 +356,6 @@ void haecer__energy_lease_renew(struct haecer_counter *counter)
  * spare. Only sharp ones at first (PAGE_SHARP_NS): a start after a window that missed asked no
  * pause, and its body kept a window per update (bench/fidelity: 3 % of starts on a quiet host,
  * 10-14 % on a busy one, each 10 ms body then 300-400 us of msrd's CPU more). */
-#define REGION_EDGES_GRID_NS 100000ull
 #define REGION_EDGES_MAX_US 100000u
 #define REGION_EDGES_LATE_NS 150000ull
 #define REGION_EDGES_STALE_NS 5000000ull /* a last edge older: the windows have stopped */
@@ -372,7 +375,7 @@ static uint32_t region_edges_us(struct haecer_counter *counter)
 
 	if (tsc_hz == 0 || poll_once(counter, &sample) < 0 || sample.edge_hi == 0 ||
 	    sample.edge_hi < sample.edge_lo || sample.edge_hi > sample.after ||
-	    sample.edge_hi - sample.edge_lo > tsc_hz * REGION_EDGES_GRID_NS / 1000000000ull ||
+	    sample.edge_hi - sample.edge_lo > tsc_hz * PAGE_PLACED_NS / 1000000000ull ||
 	    sample.after - sample.edge_hi > tsc_hz * REGION_EDGES_STALE_NS / 1000000000ull)
 		return 0;
 	next = sample.edge_hi + update;
@@ -705,23 +708,19 @@ static double lead_doubt_per_tick(const struct haecer_counter *energy, double pe
 	return fmax(doubt_per_tick, fmax(per_tick, max_per_tick - per_tick));
 }
 
-/* The update before the end call counts when msrd bracketed it sharply or placed it on its grid
- * (energy_edges_place: a bracket of 4 sigmas of the grid's spread, at most +-50 us): its half
- * bracket is counted at the domain's maximum power. Sharp ones only at first: a paused body's
- * last update comes from the page's sampler and is placed, never sharp, so 10 ms regions whose
- * closing update came a whole update after the call stated +-10 % (power_changed, the wait at 0
- * to the maximum) where this bound gives +-0.4-1.1 % (bench/fidelity, quiet host). */
-#define TAIL_BRACKET_MAX_NS 100000ull
-
 /* The update before the end call, when msrd's page bracketed it (first: the end's first poll;
- * TAIL_BRACKET_MAX_NS), bounds the region from the other side: its energy is the register up to
- * that update plus the tail from it to the call, and the tail ran the caller's own code, whose
- * power nobody observed apart from the span's average: anything from 0 to the domain's maximum.
- * The region lies in both intervals, the wait's (result) and this one, so in their intersection:
+ * sharp or placed, PAGE_PLACED_NS: its half bracket is counted at the domain's maximum power),
+ * bounds the region from the other side: its energy is the register up to that update plus
+ * the tail from it to the call, and the tail ran the caller's own code, whose power nobody
+ * observed apart from the span's average: anything from 0 to the domain's maximum. The region
+ * lies in both intervals, the wait's (result) and this one, so in their intersection:
  * where the tail is short this one is the tighter, where the wait is short the wait's (the
  * tail at the observed polling powers stated +-55 uJ for a region 360 uJ off). Only the update
  * right before the closing one, half an interval after the start or more: a page whose bracket
- * is not its total's would put the region's end anywhere. */
+ * is not its total's would put the region's end anywhere. Sharp ones only at first: a paused
+ * body's last update comes from the page's sampler and is placed, never sharp, so 10 ms regions
+ * whose closing update came a whole update after the call stated +-10 % (power_changed, the
+ * wait at 0 to the maximum) where this bound gives +-0.4-1.1 % (bench/fidelity, quiet host). */
 static void intersect_tail(const struct haecer_counter *energy,
 			   const struct haecer_energy_region *region,
 			   const struct energy_sample *first, uint64_t called,
@@ -737,7 +736,7 @@ static void intersect_tail(const struct haecer_counter *energy,
 		return;
 	previous.bracket = first->edge_hi - first->edge_lo;
 	previous.tsc = first->edge_lo + previous.bracket / 2;
-	if (previous.bracket > energy->ctx->machine.tsc_hz * TAIL_BRACKET_MAX_NS / 1000000000ull ||
+	if (previous.bracket > energy->ctx->machine.tsc_hz * PAGE_PLACED_NS / 1000000000ull ||
 	    previous.tsc >= called ||
 	    previous.tsc - region->start_update_tsc < update / 2 || closing->tsc <= previous.tsc ||
 	    closing->tsc - previous.tsc < update / 2 || closing->tsc - previous.tsc > update * 3 / 2)

@@ -62,7 +62,7 @@ struct energy_counter {
 		uint64_t windows, sharp_edges; /* for the log and tests */
 		uint64_t cpu_ns;       /* CPU its windows took in this budget second */
 		uint64_t sharp_since_lock; /* sharp edges since the grid (re)started */
-		uint32_t misses_in_row; /* blurred edges since the last sharp one */
+		bool missed_last;      /* the last edge was blurred (a second in a row widens) */
 	} edge;
 };
 

@@ -300,12 +300,13 @@ static void learn(struct energy_edge_model *model, uint64_t lo, uint64_t hi)
 		 * loop) kept the windows +-36 us where the sharp edges' own offsets said +-26
 		 * (bench/fidelity, msrd instrumented: 42 -> 32 us of CPU per window). */
 		model->anchor_ns = (uint64_t)llround(predicted);
-		if (++model->misses_in_row >= 2)
+		if (model->missed_last)
 			model->variance_ns2 += (EDGE_WINDOW_MAX_NS * EDGE_WINDOW_MAX_NS / 4.0 -
 						model->variance_ns2) * EDGE_VARIANCE_GAIN;
+		model->missed_last = true;
 		return;
 	}
-	model->misses_in_row = 0;
+	model->missed_last = false;
 	if (fabs(residual) > model->period_ns / 4.0) {
 		/* Lost (a long stall, a domain that skipped): start again from this edge. */
 		model->anchor_ns = edge;

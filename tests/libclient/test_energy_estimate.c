@@ -456,23 +456,20 @@ static void test_region_end_across_a_stall(void **state)
  * bracket, and every such region stated +-4.5 % (server/energy_edges.c, last_seen_point). */
 #define TIGHT_SHARE 0.01
 
-static uint64_t last_start_ns; /* how long paused_body_region's last start took */
-
 /* A region whose body spins PAUSED_BODY_NS: whether msrd logged its windows off during the
  * body (then also on again at the end call). Within the 150 ms lease the start renewed, only
- * the pause stops them. */
+ * the pause stops them. *from and *to: the body; *from less *called: how long the start took. */
 static bool paused_body_region(struct haecer_counter *pkg, struct haecer_energy_result *result,
-			       uint64_t *from, uint64_t *to)
+			       uint64_t *called, uint64_t *from, uint64_t *to)
 {
 	struct haecer_energy_region region;
-	uint64_t called = clock_monotonic_raw_ns();
 	size_t offs, ons;
 	bool off;
 
+	*called = clock_monotonic_raw_ns();
 	assert_int_equal(haecer_energy_start(pkg, &region), 0);
 	offs = msrd_log_count(&server, "precise edges off");
 	*from = clock_monotonic_raw_ns();
-	last_start_ns = *from - called;
 	harness_spin_ns(PAUSED_BODY_NS);
 	*to = clock_monotonic_raw_ns();
 	off = msrd_log_count(&server, "precise edges off") > offs;
@@ -499,8 +496,8 @@ static void test_region_body_pauses_the_windows(void **state)
 	assert_true(haecer_server_info(conn)->features & HAECER_FEATURE_ENERGY_REGION);
 	for (int round = 0; round < PAUSED_ROUNDS_MAX && paused < 2; round++) {
 		struct haecer_energy_result result;
-		uint64_t from, to;
-		bool off = paused_body_region(pkg, &result, &from, &to);
+		uint64_t called, from, to;
+		bool off = paused_body_region(pkg, &result, &called, &from, &to);
 
 		paused += off;
 		if (result.smi_count_exact && result.smi_count != 0)
@@ -558,7 +555,7 @@ static void test_start_after_a_placed_update_pauses(void **state)
 	open_for_regions(&conn, &machine, &ctx, &pkg);
 	for (int round = 0; round < 16 && tried < 3; round++) {
 		struct haecer_energy_result result;
-		uint64_t from, to;
+		uint64_t called, from, to;
 		bool off;
 
 		/* Windows for long enough that msrd knows the grid (16 sharp updates since it
@@ -569,12 +566,12 @@ static void test_start_after_a_placed_update_pauses(void **state)
 		assert_int_equal(kill(server.pid, SIGCONT), 0);
 		if (!last_update_placed(pkg))
 			continue;
-		off = paused_body_region(pkg, &result, &from, &to);
+		off = paused_body_region(pkg, &result, &called, &from, &to);
 		if (!(result.smi_count_exact && result.smi_count != 0))
 			check_region(conn, machine.tsc_hz, &result, from, to);
 		/* A start that waited for one more update (an SMI blurred one) asks its pause
 		 * again from that update, which may not be placed: not this test's case. */
-		if (last_start_ns > RETRIED_START_NS && !harness_valgrind())
+		if (from - called > RETRIED_START_NS && !harness_valgrind())
 			continue;
 		paused += off;
 		tried++;
